@@ -1,0 +1,562 @@
+/*
+ * validate.c -- the validator run on every load.  A program that passes can
+ * be executed without further checks of its static structure: every index is
+ * in range, every access pattern lies inside its memory, every size fits.
+ * (Data-dependent checks -- indirect DMA indices, NaNs -- stay at run time.)
+ *
+ * Order: header limits, tensor table, constants, DMA descriptors, then each
+ * engine stream in order (generic operand checks, then the opcode's rule from
+ * isa_op_rules), then cross-stream rules (end, barriers).
+ */
+#include "validate.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+isa_status v_fail(vctx *v, isa_status code, const char *field, const char *fmt, ...)
+{
+	char detail[200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	if (v->in && v->engine >= 0)
+		return isa_fail(v->diag, code, v->engine, v->index, field, "%s: %s",
+				isa_op_name(v->in->opcode), detail);
+	return isa_fail(v->diag, code, v->engine, v->index, field, "%s", detail);
+}
+
+/* ---------------------------------------------------- access patterns */
+
+uint64_t isa_ap_free_elems(const isa_ap *ap)
+{
+	uint64_t n = 1;
+	for (unsigned d = 0; d < ap->ndims && d < ISA_MAX_DIMS; d++)
+		if (__builtin_mul_overflow(n, (uint64_t)ap->size[d], &n))
+			return UINT64_MAX;
+	return n;
+}
+
+/* adds (size-1)*stride elements of one dim to the [lo, hi] element span */
+static bool span_add(int64_t *lo, int64_t *hi, int64_t stride, uint64_t size)
+{
+	int64_t ext;
+	if (size == 0)
+		return true;
+	if (size - 1 > (uint64_t)INT64_MAX)
+		return false;
+	if (__builtin_mul_overflow(stride, (int64_t)(size - 1), &ext))
+		return false;
+	if (ext < 0)
+		return !__builtin_add_overflow(*lo, ext, lo);
+	return !__builtin_add_overflow(*hi, ext, hi);
+}
+
+bool isa_ap_byte_range(const isa_ap *ap, int64_t *lo_out, int64_t *hi_out)
+{
+	int64_t lo = 0, hi = 0;  /* element offsets relative to `offset` */
+	unsigned esz = isa_dtype_size(ap->dtype);
+	if (!esz || ap->offset > (uint64_t)INT64_MAX || ap->ndims > ISA_MAX_DIMS)
+		return false;
+	if (ap->space == ISA_SPACE_HBM && !span_add(&lo, &hi, ap->pstride, ap->nparts))
+		return false;
+	for (unsigned d = 0; d < ap->ndims; d++)
+		if (!span_add(&lo, &hi, ap->stride[d], ap->size[d]))
+			return false;
+	int64_t blo, bhi;
+	if (__builtin_mul_overflow(lo, (int64_t)esz, &blo) ||
+	    __builtin_mul_overflow(hi + 1, (int64_t)esz, &bhi) ||
+	    __builtin_add_overflow(blo, (int64_t)ap->offset, &blo) ||
+	    __builtin_add_overflow(bhi, (int64_t)ap->offset, &bhi))
+		return false;
+	*lo_out = blo;
+	*hi_out = bhi;
+	return true;
+}
+
+static const char *spaces_text(unsigned spaces)
+{
+	switch (spaces) {
+	case SP_SBUF:                     return "sbuf";
+	case SP_PSUM:                     return "psum";
+	case SP_HBM:                      return "hbm";
+	case SP_SBUF | SP_PSUM:           return "sbuf or psum";
+	case SP_HBM | SP_SBUF:            return "hbm or sbuf";
+	default:                          return "hbm, sbuf or psum";
+	}
+}
+
+isa_status v_check_ap(vctx *v, const isa_ap *ap, const char *field, unsigned spaces)
+{
+	if (ap->space == ISA_SPACE_NONE || ap->space >= ISA_NUM_SPACES)
+		return v_fail(v, ISA_E_BAD_SPACE, field, "memory space code %u", ap->space);
+	if (!((spaces >> ap->space) & 1u))
+		return v_fail(v, ISA_E_BAD_SPACE, field, "%s operand, must be in %s",
+			      isa_space_name(ap->space), spaces_text(spaces));
+	if (ap->dtype == ISA_DT_INVALID || ap->dtype >= ISA_NUM_DTYPES)
+		return v_fail(v, ISA_E_BAD_DTYPE, field, "dtype %u", ap->dtype);
+	if (ap->ndims < 1 || ap->ndims > ISA_MAX_DIMS)
+		return v_fail(v, ISA_E_BAD_DIMS, field, "%u free dims (1..%u)", ap->ndims,
+			      ISA_MAX_DIMS);
+	for (unsigned d = 0; d < ap->ndims; d++)
+		if (ap->size[d] == 0)
+			return v_fail(v, ISA_E_BAD_DIMS, field, "free dim %u has size 0", d);
+	for (unsigned d = ap->ndims; d < ISA_MAX_DIMS; d++)
+		if (ap->size[d] || ap->stride[d])
+			return v_fail(v, ISA_E_BAD_DIMS, field, "unused free dim %u is not zero", d);
+
+	unsigned esz = isa_dtype_size(ap->dtype);
+	if (ap->offset % esz)
+		return v_fail(v, ISA_E_BAD_VALUE, field, "byte offset %llu not aligned to %s (%u bytes)",
+			      (unsigned long long)ap->offset, isa_dtype_name(ap->dtype), esz);
+
+	uint64_t limit;
+	if (ap->space == ISA_SPACE_HBM) {
+		if (ap->start)
+			return v_fail(v, ISA_E_BAD_PARTITION, field, "hbm operand with start partition %u",
+				      ap->start);
+		if (ap->tensor >= v->p->n_tensors)
+			return v_fail(v, ISA_E_UNDEFINED_TENSOR, field, "tensor #%u (table has %u)",
+				      ap->tensor, v->p->n_tensors);
+		const isa_tensor *t = &v->p->tensors[ap->tensor];
+		if (ap->dtype != t->dtype)
+			return v_fail(v, ISA_E_BAD_DTYPE, field, "%s access to %s tensor '%s'",
+				      isa_dtype_name(ap->dtype), isa_dtype_name(t->dtype), t->name);
+		if (ap->nparts == 0)
+			return v_fail(v, ISA_E_BAD_PARTITION, field, "0 rows");
+		limit = isa_tensor_bytes(t);
+	} else {
+		if (ap->pstride || ap->tensor)
+			return v_fail(v, ISA_E_BAD_VALUE, field,
+				      "row stride / tensor set on an on-chip operand");
+		if (ap->nparts == 0 || ap->nparts > ISA_NUM_PARTITIONS ||
+		    ap->start + ap->nparts > ISA_NUM_PARTITIONS)
+			return v_fail(v, ISA_E_BAD_PARTITION, field,
+				      "partitions [%u, %u) outside [0, %u)", ap->start,
+				      ap->start + ap->nparts, ISA_NUM_PARTITIONS);
+		limit = ap->space == ISA_SPACE_SBUF ? v->ti->sbuf_partition_bytes
+						    : v->ti->psum_partition_bytes;
+	}
+
+	int64_t lo, hi;
+	if (!isa_ap_byte_range(ap, &lo, &hi))
+		return v_fail(v, ISA_E_OVERFLOW, field, "access pattern extent does not fit 64 bits");
+	if (lo < 0 || (uint64_t)hi > limit) {
+		if (ap->space == ISA_SPACE_HBM)
+			return v_fail(v, ISA_E_OUT_OF_BOUNDS, field,
+				      "bytes [%lld, %lld) outside tensor '%s' (%llu bytes)",
+				      (long long)lo, (long long)hi, v->p->tensors[ap->tensor].name,
+				      (unsigned long long)limit);
+		return v_fail(v, ISA_E_OUT_OF_BOUNDS, field,
+			      "bytes [%lld, %lld) outside the %llu-byte %s partition of %s",
+			      (long long)lo, (long long)hi, (unsigned long long)limit,
+			      isa_space_name(ap->space), v->ti->name);
+	}
+	return ISA_OK;
+}
+
+isa_status v_same_count(vctx *v, const isa_ap *a, const char *fa, const isa_ap *b,
+			const char *fb)
+{
+	if (a->nparts != b->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, fb, "%u partitions, %s has %u", b->nparts, fa,
+			      a->nparts);
+	uint64_t na = isa_ap_free_elems(a), nb = isa_ap_free_elems(b);
+	if (na != nb)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, fb, "%llu elements per partition, %s has %llu",
+			      (unsigned long long)nb, fa, (unsigned long long)na);
+	return ISA_OK;
+}
+
+isa_status v_per_partition(vctx *v, const isa_ap *ap, const char *field, const isa_ap *ref,
+			   const char *ref_field)
+{
+	if (ap->nparts != ref->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, field, "%u partitions, %s has %u", ap->nparts,
+			      ref_field, ref->nparts);
+	if (isa_ap_free_elems(ap) != 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, field,
+			      "a per-partition scalar has 1 element per partition, not %llu",
+			      (unsigned long long)isa_ap_free_elems(ap));
+	if (ap->dtype != ISA_DT_fp32)
+		return v_fail(v, ISA_E_BAD_DTYPE, field, "per-partition scalars are fp32, not %s",
+			      isa_dtype_name(ap->dtype));
+	return ISA_OK;
+}
+
+isa_status v_alu(vctx *v, unsigned alu, unsigned use, const char *field, bool integer_data)
+{
+	unsigned uses = isa_alu_uses((int)alu);
+	if (!(uses & use))
+		return v_fail(v, ISA_E_BAD_OPERATOR, field, "'%s' cannot be used here",
+			      isa_alu_name((int)alu));
+	if ((uses & ISA_AU_INT) && !integer_data)
+		return v_fail(v, ISA_E_BAD_OPERATOR, field, "'%s' needs integer operands",
+			      isa_alu_name((int)alu));
+	return ISA_OK;
+}
+
+/* ---------------------------------------------------- generic fields */
+
+/* Where an engine's compute operands may live (GpSimd cannot reach PSUM). */
+static unsigned compute_spaces(int engine)
+{
+	return engine == ISA_ENGINE_GPSIMD ? SP_SBUF : SP_SBUF | SP_PSUM;
+}
+
+/* Checks every field against its format: presence, enum/flag/range, and the
+ * operand's memory; the opcode's own rule then checks how operands relate. */
+static isa_status check_fields(vctx *v, const isa_instr *in)
+{
+	const isa_field *fields = isa_op_fields(in->opcode);
+	uint8_t slots = 0;
+	uint16_t flags = 0;
+	isa_status st;
+
+	for (const isa_field *f = fields; f->key; f++) {
+		switch (f->kind) {
+		case ISA_FK_AP:
+			if (!v_has(in, f->slot))
+				return v_fail(v, ISA_E_MISSING_OPERAND, f->key, "operand absent");
+			slots |= (uint8_t)(1u << f->slot);
+			break;
+		case ISA_FK_APOPT:
+			slots |= (uint8_t)(1u << f->slot);
+			break;
+		case ISA_FK_SCALAR:
+			slots |= (uint8_t)(1u << f->ap_slot);
+			if (!v_has(in, f->ap_slot) && in->imm[f->slot].kind > ISA_IMM_F32)
+				return v_fail(v, ISA_E_BAD_CODE, f->key, "immediate kind %u",
+					      in->imm[f->slot].kind);
+			break;
+		case ISA_FK_ENUM:
+			if (in->e[f->slot] >= isa_enum_count(f->domain))
+				return v_fail(v, ISA_E_BAD_CODE, f->key, "value %u", in->e[f->slot]);
+			break;
+		case ISA_FK_IMM:
+			if (in->imm[f->slot].kind > ISA_IMM_F32)
+				return v_fail(v, ISA_E_BAD_CODE, f->key, "immediate kind %u",
+					      in->imm[f->slot].kind);
+			break;
+		case ISA_FK_U32:
+			if (in->u[f->slot] > f->max)
+				return v_fail(v, ISA_E_BAD_VALUE, f->key, "%u (at most %u)",
+					      in->u[f->slot], f->max);
+			break;
+		case ISA_FK_SEM:
+			if (in->u[f->slot] != ISA_SEM_NONE && in->u[f->slot] >= v->p->num_semaphores)
+				return v_fail(v, ISA_E_BAD_SEMAPHORE, f->key,
+					      "semaphore %u, program declares %u", in->u[f->slot],
+					      v->p->num_semaphores);
+			break;
+		case ISA_FK_DESC:
+			if (in->u[f->slot] >= v->p->n_dma)
+				return v_fail(v, ISA_E_BAD_DESC, f->key, "descriptor #%u (program has %u)",
+					      in->u[f->slot], v->p->n_dma);
+			break;
+		case ISA_FK_IVEC:
+			if (in->nivec > ISA_MAX_DIMS)
+				return v_fail(v, ISA_E_BAD_DIMS, f->key, "%u entries", in->nivec);
+			break;
+		case ISA_FK_FLAG:
+			flags |= (uint16_t)f->dflt;
+			break;
+		default:
+			break;
+		}
+	}
+	if (in->ap_mask & ~slots)
+		return v_fail(v, ISA_E_BAD_VALUE, "operands", "operand slots 0x%02x not in the format",
+			      in->ap_mask & ~slots);
+	if (in->flags & ~flags)
+		return v_fail(v, ISA_E_BAD_VALUE, "flags", "flag bits 0x%04x not in the format",
+			      in->flags & ~flags);
+	bool has_ivec = false;
+	for (const isa_field *f = fields; f->key; f++)
+		has_ivec |= f->kind == ISA_FK_IVEC;
+	if (!has_ivec && in->nivec)
+		return v_fail(v, ISA_E_BAD_VALUE, "ivec", "integer list not in the format");
+
+	/* operand memories: TensorE and DMA rules are the opcode's; compute
+	 * engines reach SBUF and (except GpSimd) PSUM, and process at most 64K
+	 * elements per partition from SBUF, 4K from PSUM (HARDWARE.md). */
+	if (in->opcode == ISA_OP_dma_copy || v->engine == ISA_ENGINE_TENSOR)
+		return ISA_OK;
+	for (const isa_field *f = fields; f->key; f++) {
+		int slot = f->kind == ISA_FK_SCALAR ? f->ap_slot : f->slot;
+		if (f->kind != ISA_FK_AP && f->kind != ISA_FK_APOPT && f->kind != ISA_FK_SCALAR)
+			continue;
+		if (!v_has(in, slot))
+			continue;
+		const isa_ap *ap = &in->ap[slot];
+		if ((st = v_check_ap(v, ap, f->key, compute_spaces(v->engine))) != ISA_OK)
+			return st;
+		uint64_t n = isa_ap_free_elems(ap);
+		uint64_t max = ap->space == ISA_SPACE_PSUM ? 4096 : 65536;
+		if (n > max)
+			return v_fail(v, ISA_E_LIMIT, f->key, "%llu elements per partition in %s (at most %llu)",
+				      (unsigned long long)n, isa_space_name(ap->space),
+				      (unsigned long long)max);
+	}
+	return ISA_OK;
+}
+
+static isa_status check_instr(vctx *v, const isa_instr *in)
+{
+	if (in->opcode >= ISA_NUM_OPS)
+		return isa_fail(v->diag, ISA_E_BAD_OPCODE, v->engine, v->index, "opcode", "opcode %u",
+				in->opcode);
+	v->in = in;
+	if (!(isa_ops[in->opcode].engines & (1u << v->engine)))
+		return v_fail(v, ISA_E_BAD_ENGINE, "opcode", "%s cannot run on the %s engine",
+			      isa_op_name(in->opcode), isa_engine_name(v->engine));
+	isa_status st = check_fields(v, in);
+	if (st != ISA_OK)
+		return st;
+	if (!isa_op_rules[in->opcode])
+		return v_fail(v, ISA_E_BAD_OPCODE, "opcode", "no validator rule registered");
+	return isa_op_rules[in->opcode](v, in);
+}
+
+/* ----------------------------------------------------------- tables */
+
+static bool valid_name(const char *s)
+{
+	size_t n = strnlen(s, ISA_MAX_NAME + 1);
+	if (n == 0 || n > ISA_MAX_NAME || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+static isa_status check_tensors(vctx *v)
+{
+	const isa_program *p = v->p;
+	uint64_t const_end = 0;
+
+	for (uint32_t i = 0; i < p->n_tensors; i++) {
+		const isa_tensor *t = &p->tensors[i];
+		v->index = i;
+		if (!valid_name(t->name))
+			return v_fail(v, ISA_E_BAD_TENSOR, "tensor.name",
+				      "tensor %u: name must be 1..%u of [A-Za-z0-9_.], not starting with a digit",
+				      i, ISA_MAX_NAME);
+		for (uint32_t j = 0; j < i; j++)
+			if (strcmp(p->tensors[j].name, t->name) == 0)
+				return v_fail(v, ISA_E_DUPLICATE_NAME, "tensor.name", "tensor '%s'",
+					      t->name);
+		if (t->dtype == ISA_DT_INVALID || t->dtype >= ISA_NUM_DTYPES)
+			return v_fail(v, ISA_E_BAD_DTYPE, "tensor.dtype", "tensor '%s': dtype %u",
+				      t->name, t->dtype);
+		if (t->kind >= ISA_NUM_TENSOR_KINDS)
+			return v_fail(v, ISA_E_BAD_TENSOR, "tensor.kind", "tensor '%s': kind %u",
+				      t->name, t->kind);
+		if (t->rank > ISA_MAX_RANK)
+			return v_fail(v, ISA_E_BAD_TENSOR, "tensor.rank", "tensor '%s': rank %u",
+				      t->name, t->rank);
+		for (unsigned d = 0; d < t->rank; d++)
+			if (t->shape[d] == 0)
+				return v_fail(v, ISA_E_BAD_TENSOR, "tensor.shape",
+					      "tensor '%s': dim %u is 0", t->name, d);
+		uint64_t bytes = isa_tensor_bytes(t);
+		if (bytes == 0 || bytes > ISA_MAX_TENSOR_BYTES)
+			return v_fail(v, ISA_E_OVERFLOW, "tensor.shape",
+				      "tensor '%s': size above %llu bytes", t->name,
+				      (unsigned long long)ISA_MAX_TENSOR_BYTES);
+		switch (t->kind) {
+		case ISA_TK_INTERNAL:
+			if (t->offset % isa_dtype_size(t->dtype))
+				return v_fail(v, ISA_E_BAD_VALUE, "tensor.offset",
+					      "tensor '%s': offset %llu not aligned", t->name,
+					      (unsigned long long)t->offset);
+			if (t->offset > p->scratch_bytes || bytes > p->scratch_bytes - t->offset)
+				return v_fail(v, ISA_E_OUT_OF_BOUNDS, "tensor.offset",
+					      "tensor '%s': bytes [%llu, +%llu) outside the %llu-byte scratch",
+					      t->name, (unsigned long long)t->offset,
+					      (unsigned long long)bytes,
+					      (unsigned long long)p->scratch_bytes);
+			break;
+		case ISA_TK_CONST:
+			/* constants are packed in table order, so the text form (which
+			 * carries data inline) and the binary form map one to one */
+			if (t->offset != const_end)
+				return v_fail(v, ISA_E_CONST_SIZE, "tensor.offset",
+					      "const tensor '%s' at byte %llu, expected %llu (packed in order)",
+					      t->name, (unsigned long long)t->offset,
+					      (unsigned long long)const_end);
+			if (bytes > p->consts_size - const_end)
+				return v_fail(v, ISA_E_CONST_SIZE, "tensor.data",
+					      "const tensor '%s' needs %llu bytes, %llu left", t->name,
+					      (unsigned long long)bytes,
+					      (unsigned long long)(p->consts_size - const_end));
+			const_end += bytes;
+			break;
+		default:
+			if (t->offset)
+				return v_fail(v, ISA_E_BAD_TENSOR, "tensor.offset",
+					      "tensor '%s': %s tensors are placed at run time (offset 0)",
+					      t->name, isa_tensor_kind_name(t->kind));
+			break;
+		}
+	}
+	v->index = -1;
+	if (const_end != p->consts_size)
+		return v_fail(v, ISA_E_CONST_SIZE, "consts",
+			      "%llu constant bytes, const tensors use %llu",
+			      (unsigned long long)p->consts_size, (unsigned long long)const_end);
+	return ISA_OK;
+}
+
+static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
+{
+	const unsigned any = SP_HBM | SP_SBUF | SP_PSUM;
+	isa_status st;
+
+	if (!valid_name(d->name))
+		return v_fail(v, ISA_E_BAD_DESC, "dma.name", "descriptor %lld: bad name",
+			      (long long)v->index);
+	if (d->mode >= ISA_NUM_DMA_MODES)
+		return v_fail(v, ISA_E_BAD_CODE, "dma.mode", "descriptor '%s': mode %u", d->name,
+			      d->mode);
+	if ((st = v_check_ap(v, &d->dst, "dma.dst", any)) != ISA_OK ||
+	    (st = v_check_ap(v, &d->src, "dma.src", any)) != ISA_OK)
+		return st;
+	if (d->dst.space == ISA_SPACE_HBM &&
+	    v->p->tensors[d->dst.tensor].kind == ISA_TK_CONST)
+		return v_fail(v, ISA_E_BAD_SPACE, "dma.dst", "descriptor '%s' writes const tensor '%s'",
+			      d->name, v->p->tensors[d->dst.tensor].name);
+	if (d->dst.dtype != d->src.dtype &&
+	    !(isa_dtype_is_float(d->dst.dtype) && isa_dtype_is_float(d->src.dtype)))
+		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
+			      "descriptor '%s': DMA casts between float types only (%s -> %s)",
+			      d->name, isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
+
+	uint64_t nd = isa_ap_free_elems(&d->dst), ns = isa_ap_free_elems(&d->src);
+	if (d->mode == ISA_DMA_DIRECT) {
+		uint64_t td, ts;
+		if (d->index.space || d->index.ndims)
+			return v_fail(v, ISA_E_BAD_VALUE, "dma.index",
+				      "descriptor '%s': index operand on a direct transfer", d->name);
+		if (__builtin_mul_overflow(nd, (uint64_t)d->dst.nparts, &td) ||
+		    __builtin_mul_overflow(ns, (uint64_t)d->src.nparts, &ts))
+			return v_fail(v, ISA_E_OVERFLOW, "dma.dst", "descriptor '%s': element count",
+				      d->name);
+		if (td != ts)
+			return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.src",
+				      "descriptor '%s': %llu elements to %llu", d->name,
+				      (unsigned long long)ts, (unsigned long long)td);
+		return ISA_OK;
+	}
+
+	/* indirect: one int32/uint32 row index per partition of an SBUF index
+	 * operand; the indexed side's rows bound the table, checked at run time */
+	if ((st = v_check_ap(v, &d->index, "dma.index", SP_SBUF)) != ISA_OK)
+		return st;
+	if (d->index.dtype != ISA_DT_int32 && d->index.dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dma.index", "descriptor '%s': index is %s, not int32/uint32",
+			      d->name, isa_dtype_name(d->index.dtype));
+	if (isa_ap_free_elems(&d->index) != 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.index",
+			      "descriptor '%s': one index per partition", d->name);
+	const isa_ap *table = d->mode == ISA_DMA_GATHER ? &d->src : &d->dst;
+	const isa_ap *other = d->mode == ISA_DMA_GATHER ? &d->dst : &d->src;
+	const char *tf = d->mode == ISA_DMA_GATHER ? "dma.src" : "dma.dst";
+	const char *of = d->mode == ISA_DMA_GATHER ? "dma.dst" : "dma.src";
+	if (table->space != ISA_SPACE_HBM)
+		return v_fail(v, ISA_E_BAD_SPACE, tf, "descriptor '%s': the indexed side is in hbm",
+			      d->name);
+	if (other->nparts != d->index.nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, of, "descriptor '%s': %u rows, index has %u",
+			      d->name, other->nparts, d->index.nparts);
+	if (isa_ap_free_elems(table) != isa_ap_free_elems(other))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, of,
+			      "descriptor '%s': %llu elements per row, indexed rows have %llu", d->name,
+			      (unsigned long long)isa_ap_free_elems(other),
+			      (unsigned long long)isa_ap_free_elems(table));
+	return ISA_OK;
+}
+
+/* ---------------------------------------------------------- program */
+
+isa_status isa_validate(const isa_program *p, isa_diag *diag)
+{
+	vctx v = { .p = p, .diag = diag, .engine = -1, .index = -1 };
+	isa_status st;
+
+	if (!p)
+		return isa_fail(diag, ISA_E_BAD_VALUE, -1, -1, NULL, "no program");
+	v.ti = isa_target_get(p->target);
+	if (!v.ti)
+		return isa_fail(diag, ISA_E_BAD_TARGET, -1, -1, "target", "target %u", p->target);
+	if (p->num_semaphores > ISA_MAX_SEMAPHORES)
+		return isa_fail(diag, ISA_E_LIMIT, -1, -1, "semaphores", "%u (at most %u)",
+				p->num_semaphores, ISA_MAX_SEMAPHORES);
+	if (p->scratch_bytes > ISA_MAX_TENSOR_BYTES)
+		return isa_fail(diag, ISA_E_LIMIT, -1, -1, "scratch", "%llu bytes (at most %llu)",
+				(unsigned long long)p->scratch_bytes,
+				(unsigned long long)ISA_MAX_TENSOR_BYTES);
+	if (p->n_tensors > ISA_MAX_TENSORS || p->n_dma > ISA_MAX_DMA_DESCS ||
+	    p->consts_size > ISA_MAX_CONST_BYTES)
+		return isa_fail(diag, ISA_E_LIMIT, -1, -1, "tables", "table sizes above limits");
+	if ((p->n_tensors && !p->tensors) || (p->n_dma && !p->dma) ||
+	    (p->consts_size && !p->consts))
+		return isa_fail(diag, ISA_E_BAD_VALUE, -1, -1, "tables", "table count without storage");
+
+	if ((st = check_tensors(&v)) != ISA_OK)
+		return st;
+	for (uint32_t i = 0; i < p->n_dma; i++) {
+		v.index = i;
+		for (uint32_t j = 0; j < i; j++)
+			if (strncmp(p->dma[i].name, p->dma[j].name, ISA_MAX_NAME + 1) == 0)
+				return v_fail(&v, ISA_E_DUPLICATE_NAME, "dma.name", "descriptor '%s'",
+					      p->dma[i].name);
+		if ((st = check_dma_desc(&v, &p->dma[i])) != ISA_OK)
+			return st;
+	}
+
+	int barriers = -1, barrier_engine = -1;
+	for (int e = 0; e < ISA_NUM_ENGINES; e++) {
+		uint32_t n = p->n_instr[e];
+		if (n > ISA_MAX_STREAM_LEN)
+			return isa_fail(diag, ISA_E_LIMIT, e, -1, "n_instr", "%u instructions (at most %u)",
+					n, ISA_MAX_STREAM_LEN);
+		if (n && !p->stream[e])
+			return isa_fail(diag, ISA_E_BAD_VALUE, e, -1, "stream", "count without storage");
+		v.engine = e;
+		v.have_stationary = false;
+		int nb = 0;
+		int64_t last_barrier = n ? (int64_t)n - 1 : -1;
+		for (uint32_t i = 0; i < n; i++) {
+			const isa_instr *in = &p->stream[e][i];
+			v.index = i;
+			v.in = NULL;
+			if ((st = check_instr(&v, in)) != ISA_OK)
+				return st;
+			if (in->opcode == ISA_OP_end && i + 1 != n)
+				return v_fail(&v, ISA_E_STREAM_END, "opcode",
+					      "%u instructions after end", n - i - 1);
+			if (in->opcode == ISA_OP_barrier) {
+				nb++;
+				last_barrier = i;
+			}
+		}
+		if (n && p->stream[e][n - 1].opcode != ISA_OP_end) {
+			v.index = n - 1;
+			v.in = NULL;
+			return isa_fail(diag, ISA_E_STREAM_END, e, n - 1, "opcode",
+					"the last instruction is %s", isa_op_name(p->stream[e][n - 1].opcode));
+		}
+		if (!n)
+			continue;
+		if (barriers >= 0 && nb != barriers)
+			return isa_fail(diag, ISA_E_BARRIER_MISMATCH, e, last_barrier, "barrier",
+					"%s has %d barriers, %s has %d", isa_engine_name(e), nb,
+					isa_engine_name(barrier_engine), barriers);
+		barriers = nb;
+		barrier_engine = e;
+	}
+	return ISA_OK;
+}

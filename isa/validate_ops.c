@@ -1,0 +1,367 @@
+/*
+ * validate_ops.c -- one validator rule per instruction: how its operands
+ * relate (shapes, dtypes, operators).  Generic checks (fields present, enum
+ * values, operand memories and bounds for compute engines) already ran in
+ * validate.c.  Registration is one line per opcode in isa_op_rules at the
+ * bottom; the table test fails if an opcode has none.
+ */
+#include "validate.h"
+
+static bool is_mm_dtype(int dt)
+{
+	switch (dt) {
+	case ISA_DT_fp32: case ISA_DT_tf32: case ISA_DT_bf16: case ISA_DT_fp16:
+	case ISA_DT_fp8_e4m3: case ISA_DT_fp8_e5m2:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_fp32_class(int dt) { return dt == ISA_DT_fp32 || dt == ISA_DT_tf32; }
+static bool is_fp8(int dt) { return dt == ISA_DT_fp8_e4m3 || dt == ISA_DT_fp8_e5m2; }
+
+static isa_status check_perf(vctx *v, unsigned perf, int dtype, const char *field)
+{
+	if (perf == ISA_PERF_DOUBLE_ROW) {
+		if (!v->ti->has_double_row)
+			return v_fail(v, ISA_E_BAD_VALUE, "perf",
+				      "double_row is not supported on %s (%s)", v->ti->name, v->ti->core);
+		if (!is_fp8(dtype))
+			return v_fail(v, ISA_E_BAD_DTYPE, field, "double_row needs fp8 input, not %s",
+				      isa_dtype_name(dtype));
+	}
+	return ISA_OK;
+}
+
+/* ------------------------------------------------------------ TensorE */
+
+static isa_status rule_load_stationary(vctx *v, const isa_instr *in)
+{
+	const isa_ap *s = &in->ap[ISA_AP_SRC];
+	isa_status st = v_check_ap(v, s, "stationary", SP_SBUF);
+	if (st != ISA_OK)
+		return st;
+	if (!is_mm_dtype(s->dtype))
+		return v_fail(v, ISA_E_BAD_DTYPE, "stationary", "%s is not a matmul input type",
+			      isa_dtype_name(s->dtype));
+	if (isa_ap_free_elems(s) > ISA_NUM_PARTITIONS)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "stationary",
+			      "M = %llu columns (at most %u)",
+			      (unsigned long long)isa_ap_free_elems(s), ISA_NUM_PARTITIONS);
+	if ((st = check_perf(v, in->e[0], s->dtype, "stationary")) != ISA_OK)
+		return st;
+	v->have_stationary = true;
+	v->stationary = *s;
+	v->stationary_perf = in->e[0];
+	return ISA_OK;
+}
+
+static isa_status rule_multiply_moving(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *m = &in->ap[ISA_AP_SRC];
+	const isa_ap *s = &v->stationary;
+	isa_status st;
+
+	if ((st = v_check_ap(v, d, "dst", SP_PSUM)) != ISA_OK ||
+	    (st = v_check_ap(v, m, "moving", SP_SBUF)) != ISA_OK)
+		return st;
+	if (!v->have_stationary)
+		return v_fail(v, ISA_E_NO_STATIONARY, "moving",
+			      "no load_stationary earlier in the tensor stream");
+	if (!is_mm_dtype(m->dtype))
+		return v_fail(v, ISA_E_BAD_DTYPE, "moving", "%s is not a matmul input type",
+			      isa_dtype_name(m->dtype));
+	if (is_fp32_class(m->dtype) != is_fp32_class(s->dtype))
+		return v_fail(v, ISA_E_BAD_DTYPE, "moving",
+			      "%s moving with %s stationary (fp32/tf32 pair only with each other)",
+			      isa_dtype_name(m->dtype), isa_dtype_name(s->dtype));
+	if (m->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "moving",
+			      "K = %u partitions, the stationary has %u", m->nparts, s->nparts);
+	if (in->e[0] != v->stationary_perf)
+		return v_fail(v, ISA_E_BAD_VALUE, "perf", "perf mode differs from the stationary's");
+	if ((st = check_perf(v, in->e[0], m->dtype, "moving")) != ISA_OK)
+		return st;
+
+	uint64_t mcols = isa_ap_free_elems(s), n = isa_ap_free_elems(m);
+	if (d->nparts != mcols)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst",
+			      "%u partitions, the stationary has M = %llu columns", d->nparts,
+			      (unsigned long long)mcols);
+	if (isa_ap_free_elems(d) != n)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%llu elements, moving has N = %llu",
+			      (unsigned long long)isa_ap_free_elems(d), (unsigned long long)n);
+	uint32_t max_n;
+	if (d->dtype == ISA_DT_fp32)
+		max_n = v->ti->mm_max_n_fp32;
+	else if (d->dtype == ISA_DT_bf16 && v->ti->mm_max_n_16bit > v->ti->mm_max_n_fp32)
+		max_n = v->ti->mm_max_n_16bit;
+	else
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "PSUM results are fp32%s, not %s",
+			      v->ti->mm_max_n_16bit > v->ti->mm_max_n_fp32 ? " or bf16" : "",
+			      isa_dtype_name(d->dtype));
+	if (n > max_n)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "moving", "N = %llu (at most %u on %s)",
+			      (unsigned long long)n, max_n, v->ti->name);
+
+	/* where one bank holds the largest result, an accumulation group must
+	 * stay inside one bank (v2/v3: 2 KiB = 512 fp32) */
+	uint32_t bank = v->ti->psum_partition_bytes / v->ti->psum_banks;
+	if ((uint64_t)v->ti->mm_max_n_fp32 * 4 <= bank) {
+		int64_t lo, hi;
+		isa_ap_byte_range(d, &lo, &hi);
+		if (lo / bank != (hi - 1) / bank)
+			return v_fail(v, ISA_E_OUT_OF_BOUNDS, "dst",
+				      "bytes [%lld, %lld) cross a %u-byte PSUM bank boundary",
+				      (long long)lo, (long long)hi, bank);
+	}
+	return ISA_OK;
+}
+
+static isa_status rule_nc_transpose(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	isa_status st;
+	unsigned max;
+
+	if (v->engine == ISA_ENGINE_TENSOR) {
+		/* a transpose through the array: SBUF in, PSUM out, up to 128x128 */
+		if ((st = v_check_ap(v, s, "src", SP_SBUF)) != ISA_OK ||
+		    (st = v_check_ap(v, d, "dst", SP_PSUM)) != ISA_OK)
+			return st;
+		if (!is_mm_dtype(s->dtype))
+			return v_fail(v, ISA_E_BAD_DTYPE, "src", "%s is not a TensorE input type",
+				      isa_dtype_name(s->dtype));
+		if (d->dtype != s->dtype && d->dtype != ISA_DT_fp32)
+			return v_fail(v, ISA_E_BAD_DTYPE, "dst", "%s result of %s input (same or fp32)",
+				      isa_dtype_name(d->dtype), isa_dtype_name(s->dtype));
+		max = ISA_NUM_PARTITIONS;
+	} else {
+		max = 32;   /* VectorE transposes 32x32 blocks */
+	}
+	uint64_t f = isa_ap_free_elems(s);
+	if (s->nparts > max || f > max)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "src", "[%u, %llu] (at most [%u, %u] on %s)",
+			      s->nparts, (unsigned long long)f, max, max, isa_engine_name(v->engine));
+	if (d->nparts != f || isa_ap_free_elems(d) != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "[%u, %llu], the transpose of src is [%llu, %u]",
+			      d->nparts, (unsigned long long)isa_ap_free_elems(d),
+			      (unsigned long long)f, s->nparts);
+	return ISA_OK;
+}
+
+/* ------------------------------------------------- Vector/Scalar/GpSimd */
+
+static isa_status rule_activation(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	isa_status st;
+
+	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
+		return st;
+	if (v_has(in, ISA_AP_SRC1) &&
+	    (st = v_per_partition(v, &in->ap[ISA_AP_SRC1], "scale", s, "src")) != ISA_OK)
+		return st;
+	if (v_has(in, ISA_AP_SRC2) &&
+	    (st = v_per_partition(v, &in->ap[ISA_AP_SRC2], "bias", s, "src")) != ISA_OK)
+		return st;
+	if (in->e[1] == ISA_ALU_bypass) {
+		if (v_has(in, ISA_AP_AUX))
+			return v_fail(v, ISA_E_BAD_VALUE, "reduce_dst", "given without a reduce op");
+		return ISA_OK;
+	}
+	if ((st = v_alu(v, in->e[1], ISA_AU_RED, "reduce", false)) != ISA_OK)
+		return st;
+	if (!v_has(in, ISA_AP_AUX))
+		return v_fail(v, ISA_E_MISSING_OPERAND, "reduce_dst", "reduce=%s needs reduce_dst=",
+			      isa_alu_name(in->e[1]));
+	const isa_ap *r = &in->ap[ISA_AP_AUX];
+	if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst",
+			      "[%u, %llu], expected [%u, 1]", r->nparts,
+			      (unsigned long long)isa_ap_free_elems(r), d->nparts);
+	return ISA_OK;
+}
+
+static bool all_integer(const isa_instr *in)
+{
+	for (int s = 0; s < ISA_MAX_AP; s++)
+		if (v_has(in, s) && !isa_dtype_is_integer(in->ap[s].dtype))
+			return false;
+	return true;
+}
+
+static isa_status rule_tensor_tensor(vctx *v, const isa_instr *in)
+{
+	isa_status st;
+	if ((st = v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC], "src0")) != ISA_OK ||
+	    (st = v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC1], "src1")) != ISA_OK)
+		return st;
+	return v_alu(v, in->e[0], ISA_AU_TT, "op", all_integer(in));
+}
+
+static isa_status check_ts_operand(vctx *v, const isa_instr *in, int n, bool integer)
+{
+	static const char *const op_key[] = { "op0", "op1" };
+	static const char *const sc_key[] = { "scalar0", "scalar1" };
+	static const uint16_t rev[] = { ISA_FLAG_REVERSE0, ISA_FLAG_REVERSE1 };
+	int slot = n ? ISA_AP_SRC2 : ISA_AP_SRC1;
+	isa_status st;
+
+	if (in->e[n] == ISA_ALU_bypass) {
+		if (n == 0)
+			return v_fail(v, ISA_E_BAD_OPERATOR, "op0", "op0 cannot be bypass");
+		if (v_has(in, slot) || (in->flags & rev[n]))
+			return v_fail(v, ISA_E_BAD_VALUE, sc_key[n], "scalar1/reverse1 without op1");
+		return ISA_OK;
+	}
+	bool scalar_int = v_has(in, slot) ? isa_dtype_is_integer(in->ap[slot].dtype)
+					  : in->imm[n].kind == ISA_IMM_I32;
+	if ((st = v_alu(v, in->e[n], ISA_AU_TS, op_key[n], integer && scalar_int)) != ISA_OK)
+		return st;
+	if (v_has(in, slot))
+		return v_per_partition(v, &in->ap[slot], sc_key[n], &in->ap[ISA_AP_SRC], "src");
+	return ISA_OK;
+}
+
+static isa_status rule_tensor_scalar(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	bool integer = isa_dtype_is_integer(d->dtype) && isa_dtype_is_integer(s->dtype);
+	isa_status st;
+	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK ||
+	    (st = check_ts_operand(v, in, 0, integer)) != ISA_OK)
+		return st;
+	return check_ts_operand(v, in, 1, integer);
+}
+
+static isa_status rule_tensor_reduce(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	uint32_t axes = in->u[0];
+	isa_status st;
+
+	if ((st = v_alu(v, in->e[0], ISA_AU_RED, "op", false)) != ISA_OK)
+		return st;
+	if (axes == 0 || axes >= (1u << s->ndims))
+		return v_fail(v, ISA_E_BAD_VALUE, "axes", "mask 0x%x for %u free dims of src", axes,
+			      s->ndims);
+	if (d->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%u partitions, src has %u", d->nparts,
+			      s->nparts);
+	uint64_t kept = 1;
+	for (unsigned k = 0; k < s->ndims; k++)
+		if (!(axes & (1u << k)))
+			kept *= s->size[k];
+	if (isa_ap_free_elems(d) != kept)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst",
+			      "%llu elements per partition, reducing axes 0x%x of src leaves %llu",
+			      (unsigned long long)isa_ap_free_elems(d), axes, (unsigned long long)kept);
+	return ISA_OK;
+}
+
+static isa_status rule_tensor_partition_reduce(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	isa_status st;
+	if ((st = v_alu(v, in->e[0], ISA_AU_RED, "op", false)) != ISA_OK)
+		return st;
+	if (d->nparts != 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%u partitions, a partition reduce writes 1",
+			      d->nparts);
+	if (isa_ap_free_elems(d) != isa_ap_free_elems(s))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%llu elements, src rows have %llu",
+			      (unsigned long long)isa_ap_free_elems(d),
+			      (unsigned long long)isa_ap_free_elems(s));
+	return ISA_OK;
+}
+
+static isa_status rule_tensor_copy(vctx *v, const isa_instr *in)
+{
+	return v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC], "src");
+}
+
+static isa_status rule_select(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST];
+	isa_status st;
+	if ((st = v_same_count(v, d, "dst", &in->ap[ISA_AP_SRC], "pred")) != ISA_OK ||
+	    (st = v_same_count(v, d, "dst", &in->ap[ISA_AP_SRC1], "on_true")) != ISA_OK)
+		return st;
+	return v_same_count(v, d, "dst", &in->ap[ISA_AP_SRC2], "on_false");
+}
+
+static isa_status check_affine(vctx *v, const isa_instr *in, const isa_ap *shape)
+{
+	if (in->imm[0].kind != ISA_IMM_I32 || in->imm[1].kind != ISA_IMM_I32)
+		return v_fail(v, ISA_E_BAD_VALUE, in->imm[0].kind != ISA_IMM_I32 ? "base" : "pmul",
+			      "affine expressions take integers");
+	if (in->nivec > shape->ndims)
+		return v_fail(v, ISA_E_BAD_DIMS, "mul", "%u multipliers for %u free dims", in->nivec,
+			      shape->ndims);
+	return ISA_OK;
+}
+
+static isa_status rule_iota(vctx *v, const isa_instr *in)
+{
+	return check_affine(v, in, &in->ap[ISA_AP_DST]);
+}
+
+static isa_status rule_affine_select(vctx *v, const isa_instr *in)
+{
+	isa_status st;
+	if ((st = v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC], "src")) != ISA_OK ||
+	    (st = v_alu(v, in->e[0], ISA_AU_CMP, "cmp", false)) != ISA_OK)
+		return st;
+	return check_affine(v, in, &in->ap[ISA_AP_SRC]);
+}
+
+/* ------------------------------------------------------------- control */
+
+static isa_status rule_sem_wait(vctx *v, const isa_instr *in)
+{
+	if (in->u[0] == ISA_SEM_NONE)
+		return v_fail(v, ISA_E_MISSING_OPERAND, "sem", "sem_wait needs sem=");
+	return v_alu(v, in->e[0], ISA_AU_CMP, "cond", false);
+}
+
+static isa_status rule_sem_signal(vctx *v, const isa_instr *in)
+{
+	if (in->u[0] == ISA_SEM_NONE)
+		return v_fail(v, ISA_E_MISSING_OPERAND, "sem", "sem_signal needs sem=");
+	return ISA_OK;
+}
+
+/* memset (one operand), dma_copy (descriptor, queue, semaphore and value are
+ * field rules; the descriptor's operands are checked with the DMA table),
+ * barrier, nop and end have no relation between operands left to check. */
+static isa_status rule_no_operands(vctx *v, const isa_instr *in)
+{
+	(void)v;
+	(void)in;
+	return ISA_OK;
+}
+
+/* One registration line per opcode. */
+const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
+	[ISA_OP_load_stationary]         = rule_load_stationary,
+	[ISA_OP_multiply_moving]         = rule_multiply_moving,
+	[ISA_OP_nc_transpose]            = rule_nc_transpose,
+	[ISA_OP_activation]              = rule_activation,
+	[ISA_OP_tensor_tensor]           = rule_tensor_tensor,
+	[ISA_OP_tensor_scalar]           = rule_tensor_scalar,
+	[ISA_OP_tensor_reduce]           = rule_tensor_reduce,
+	[ISA_OP_tensor_partition_reduce] = rule_tensor_partition_reduce,
+	[ISA_OP_tensor_copy]             = rule_tensor_copy,
+	[ISA_OP_select]                  = rule_select,
+	[ISA_OP_memset]                  = rule_no_operands,
+	[ISA_OP_iota]                    = rule_iota,
+	[ISA_OP_affine_select]           = rule_affine_select,
+	[ISA_OP_dma_copy]                = rule_no_operands,
+	[ISA_OP_sem_wait]                = rule_sem_wait,
+	[ISA_OP_sem_signal]              = rule_sem_signal,
+	[ISA_OP_barrier]                 = rule_no_operands,
+	[ISA_OP_nop]                     = rule_no_operands,
+	[ISA_OP_end]                     = rule_no_operands,
+};

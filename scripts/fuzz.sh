@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Fuzz the untrusted-input paths of isa/ with libFuzzer under ASan + UBSan.
+#
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 600 s, targets isa_load isa_asm
+#
+# Builds build-fuzz/ with clang (-DNSIM_FUZZ=ON), seeds a work corpus from the
+# checked-in corpus and the example programs, runs each target for SECONDS,
+# prints libFuzzer's final statistics (exec count), and merges inputs that add
+# coverage into tests/fuzz/corpus/TARGET (replayed by CTest on every build).
+# Exit status is non-zero if any target found a crash or property violation;
+# the crashing input is left in build-fuzz/artifacts/.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SECONDS_EACH="${1:-600}"
+shift || true
+TARGETS=("$@")
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(isa_load isa_asm)
+BUILD="$ROOT/build-fuzz"
+
+"$ROOT/scripts/setup.sh" --deps
+CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DNSIM_FUZZ=ON -DNSIM_TESTS=OFF >/dev/null
+cmake --build "$BUILD" -j "$(nproc)"
+
+mkdir -p "$BUILD/artifacts"
+status=0
+for t in "${TARGETS[@]}"; do
+    work="$BUILD/corpus/$t"
+    keep="$ROOT/tests/fuzz/corpus/$t"
+    mkdir -p "$work" "$keep"
+    cp -n "$keep"/* "$work"/ 2>/dev/null || true
+    # seeds: the example programs in the form each target reads
+    for f in "$ROOT"/examples/programs/*.nsasm; do
+        b="$(basename "$f" .nsasm)"
+        if [[ "$t" == isa_load ]]; then
+            "$BUILD/bin/neuronsim" asm "$f" -o "$work/seed_$b.nsp"
+        else
+            cp "$f" "$work/seed_$b.nsasm"
+        fi
+    done
+    dict=()
+    [[ -f "$ROOT/tests/fuzz/$t.dict" ]] && dict=(-dict="$ROOT/tests/fuzz/$t.dict")
+    echo "== fuzzing $t for ${SECONDS_EACH}s" >&2
+    log="$BUILD/$t.log"
+    if ! "$BUILD/bin/fuzz_$t" "$work" "${dict[@]}" -max_total_time="$SECONDS_EACH" \
+            -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+            -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1; then
+        status=1
+        echo "!! $t failed; see $log and $BUILD/artifacts" >&2
+        tail -40 "$log" >&2
+    fi
+    grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$log" | sed "s/^/$t: /"
+    # keep a minimal corpus that covers what the work corpus covers
+    "$BUILD/bin/fuzz_$t" -merge=1 "$keep" "$work" >/dev/null 2>&1 || true
+    echo "$t: checked-in corpus now $(ls "$keep" | wc -l) inputs" >&2
+done
+exit $status

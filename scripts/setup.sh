@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# neuronsim set-up: installs what is missing (Debian packages, Python packages),
+# then configures and builds into build/.  Idempotent: when everything is present
+# it only runs an incremental Ninja build.
+#
+#   scripts/setup.sh            install what is missing, configure, build
+#   scripts/setup.sh --deps     install what is missing only
+#
+# Environment:
+#   NSIM_BUILD_DIR   build directory (default: <repo>/build)
+#   NSIM_BUILD_TYPE  CMake build type (default: RelWithDebInfo)
+#   NSIM_WERROR      ON to turn warnings into errors (CI sets it)
+#   NSIM_SANITIZE    ON for an ASan/UBSan build
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${NSIM_BUILD_DIR:-$ROOT/build}"
+BUILD_TYPE="${NSIM_BUILD_TYPE:-RelWithDebInfo}"
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# Debian packages the project uses.  clang + libclang-rt for libFuzzer and sanitizers,
+# protobuf-c for the trace writer (later issues) is added by the issue that needs it.
+DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenblas-dev
+              clang libclang-rt-14-dev)
+
+# Python packages, pinned where an unpinned name would pull something huge.
+# torch: the CPU wheel on this machine's disk; never let pip resolve an unpinned torch.
+PY_PACKAGES=("torch==2.13.0" "numpy" "pytest")
+
+deb_missing() {
+    local pkg missing=()
+    for pkg in "${DEB_PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+            missing+=("$pkg")
+        fi
+    done
+    echo "${missing[@]:-}"
+}
+
+install_deb() {
+    local missing
+    missing="$(deb_missing)"
+    if [[ -z "${missing// /}" ]]; then
+        log "Debian packages: all present"
+        return 0
+    fi
+    log "Debian packages missing: $missing"
+    local SUDO=""
+    if [[ "$(id -u)" != 0 ]]; then SUDO="sudo"; fi
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    missing="$(deb_missing)"
+    if [[ -n "${missing// /}" ]]; then
+        log "error: could not install Debian packages: $missing"
+        return 1
+    fi
+}
+
+py_missing() {
+    python3 - "$@" <<'PYEOF'
+import sys
+from importlib import metadata
+missing = []
+for spec in sys.argv[1:]:
+    name, _, want = spec.partition("==")
+    try:
+        have = metadata.version(name)
+    except metadata.PackageNotFoundError:
+        missing.append(spec)
+        continue
+    if want and have.split("+")[0] != want:
+        missing.append(spec)
+print(" ".join(missing))
+PYEOF
+}
+
+install_py() {
+    local missing
+    missing="$(py_missing "${PY_PACKAGES[@]}")"
+    if [[ -z "${missing// /}" ]]; then
+        log "Python packages: all present"
+        return 0
+    fi
+    log "Python packages missing: $missing"
+    # shellcheck disable=SC2086
+    python3 -m pip install -q $missing
+}
+
+configure_and_build() {
+    local gen_args=()
+    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+        gen_args=(-G Ninja)
+    fi
+    cmake -S "$ROOT" -B "$BUILD_DIR" "${gen_args[@]}" \
+        -DCMAKE_BUILD_TYPE="$BUILD_TYPE" \
+        -DNSIM_WERROR="${NSIM_WERROR:-OFF}" \
+        -DNSIM_SANITIZE="${NSIM_SANITIZE:-OFF}" >/dev/null
+    cmake --build "$BUILD_DIR" -j "$(nproc)"
+}
+
+main() {
+    install_deb
+    install_py
+    if [[ "${1:-}" == "--deps" ]]; then
+        return 0
+    fi
+    configure_and_build
+}
+
+main "$@"

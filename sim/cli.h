@@ -1,0 +1,16 @@
+/*
+ * cli.h -- subcommands of the `neuronsim` tool.  Each returns the process
+ * exit status: 0 success, 1 bad input (message on stderr), 2 usage error.
+ */
+#ifndef NSIM_SIM_CLI_H
+#define NSIM_SIM_CLI_H
+
+#define NSIM_EXIT_OK    0
+#define NSIM_EXIT_BAD   1
+#define NSIM_EXIT_USAGE 2
+
+int nsim_cli_asm(int argc, char **argv);
+int nsim_cli_disasm(int argc, char **argv);
+int nsim_cli_validate(int argc, char **argv);
+
+#endif

@@ -1,0 +1,20 @@
+import os
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def neuronsim():
+    """Path of the built CLI (scripts/run_tests.sh exports NEURONSIM_BIN)."""
+    path = pathlib.Path(os.environ.get("NEURONSIM_BIN", ROOT / "build" / "bin" / "neuronsim"))
+    if not path.exists():
+        pytest.fail(f"{path} not built; run scripts/setup.sh first")
+    return path
+
+
+@pytest.fixture(scope="session")
+def examples():
+    return sorted((ROOT / "examples" / "programs").glob("*.nsasm"))
