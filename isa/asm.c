@@ -172,16 +172,6 @@ static bool parse_imm(const char *s, isa_imm *out)
 
 /* ---------------------------------------------------------- names */
 
-static bool valid_name(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > ISA_MAX_NAME || isdigit((unsigned char)s[0]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
-}
 
 /* ----------------------------------------------------- access pattern */
 
@@ -471,7 +461,7 @@ static isa_status parse_tensor(asm_ctx *c, char **tok, int ntok)
 	if (ntok < 5)
 		return asm_fail(c, ISA_E_SYNTAX, "tensor",
 				".tensor NAME KIND DTYPE [SHAPE] [offset=N] [data=HEX]");
-	if (!valid_name(tok[1]))
+	if (!isa_name_valid(tok[1]))
 		return asm_fail(c, ISA_E_BAD_TENSOR, "tensor.name", "bad name '%.60s'", tok[1]);
 	if (isa_program_find_tensor(p, tok[1]) >= 0)
 		return asm_fail(c, ISA_E_DUPLICATE_NAME, "tensor.name", "tensor '%s'", tok[1]);
@@ -555,7 +545,7 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 	isa_program *p = c->p;
 	if (ntok < 5)
 		return asm_fail(c, ISA_E_SYNTAX, "dma", ".dma NAME MODE dst=AP src=AP [index=AP]");
-	if (!valid_name(tok[1]))
+	if (!isa_name_valid(tok[1]))
 		return asm_fail(c, ISA_E_BAD_DESC, "dma.name", "bad name '%.60s'", tok[1]);
 	for (uint32_t i = 0; i < p->n_dma; i++)
 		if (strcmp(p->dma[i].name, tok[1]) == 0)

@@ -95,6 +95,8 @@ isa_status isa_fail(isa_diag *diag, isa_status code, int engine, int64_t index,
 		    const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 
+bool isa_name_valid(const char *s);
+
 /* prefixes diag->msg with "line N: " and sets diag->line */
 void isa_diag_set_line(isa_diag *diag, int line);
 

@@ -3,6 +3,7 @@
  */
 #include "isa_internal.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +65,19 @@ void isa_diag_set_line(isa_diag *diag, int line)
 	memcpy(diag->msg, prefix, plen);
 	diag->msg[plen + mlen] = '\0';
 	diag->line = line;
+}
+
+/* Tensor and descriptor names: 1..ISA_MAX_NAME of [A-Za-z0-9_.], not
+ * starting with a digit (they appear unquoted in the text form). */
+bool isa_name_valid(const char *s)
+{
+	size_t n = strnlen(s, ISA_MAX_NAME + 1);
+	if (n == 0 || n > ISA_MAX_NAME || isdigit((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
 }
 
 /* ------------------------------------------------------------ reader */

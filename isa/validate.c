@@ -10,7 +10,6 @@
  */
 #include "validate.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -321,16 +320,6 @@ static isa_status check_instr(vctx *v, const isa_instr *in)
 
 /* ----------------------------------------------------------- tables */
 
-static bool valid_name(const char *s)
-{
-	size_t n = strnlen(s, ISA_MAX_NAME + 1);
-	if (n == 0 || n > ISA_MAX_NAME || isdigit((unsigned char)s[0]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
-}
 
 static isa_status check_tensors(vctx *v)
 {
@@ -340,7 +329,7 @@ static isa_status check_tensors(vctx *v)
 	for (uint32_t i = 0; i < p->n_tensors; i++) {
 		const isa_tensor *t = &p->tensors[i];
 		v->index = i;
-		if (!valid_name(t->name))
+		if (!isa_name_valid(t->name))
 			return v_fail(v, ISA_E_BAD_TENSOR, "tensor.name",
 				      "tensor %u: name must be 1..%u of [A-Za-z0-9_.], not starting with a digit",
 				      i, ISA_MAX_NAME);
@@ -415,7 +404,7 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 	const unsigned any = SP_HBM | SP_SBUF | SP_PSUM;
 	isa_status st;
 
-	if (!valid_name(d->name))
+	if (!isa_name_valid(d->name))
 		return v_fail(v, ISA_E_BAD_DESC, "dma.name", "descriptor %lld: bad name",
 			      (long long)v->index);
 	if (d->mode >= ISA_NUM_DMA_MODES)

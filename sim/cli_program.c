@@ -149,10 +149,24 @@ static int in_out_args(int argc, char **argv, const char *usage, const char **in
 	return 0;
 }
 
-int nsim_cli_asm(int argc, char **argv)
+/* A program in one form, out in another: `emit` is isa_program_encode or a
+ * wrapper of isa_disasm with the same shape. */
+typedef isa_status (*emit_fn)(const isa_program *p, void **out, size_t *len, isa_diag *diag);
+
+static isa_status emit_binary(const isa_program *p, void **out, size_t *len, isa_diag *diag)
 {
-	const char *usage = "neuronsim asm IN.nsasm -o OUT.nsp";
-	const char *in, *out = NULL;
+	return isa_program_encode(p, (uint8_t **)out, len, diag);
+}
+
+static isa_status emit_text(const isa_program *p, void **out, size_t *len, isa_diag *diag)
+{
+	return isa_disasm(p, (char **)out, len, diag);
+}
+
+static int convert(int argc, char **argv, const char *usage, const char *default_out,
+		   emit_fn emit)
+{
+	const char *in, *out = default_out;
 	int rc = in_out_args(argc, argv, usage, &in, &out);
 	if (rc)
 		return rc < 0 ? NSIM_EXIT_OK : rc;
@@ -160,43 +174,31 @@ int nsim_cli_asm(int argc, char **argv)
 	isa_program *p;
 	if ((rc = load_any(in, &p)))
 		return rc;
-	uint8_t *bin;
+	void *data;
 	size_t len;
 	isa_diag diag = { 0 };
-	if (isa_program_encode(p, &bin, &len, &diag) != ISA_OK) {
+	if (emit(p, &data, &len, &diag) != ISA_OK) {
 		fprintf(stderr, "neuronsim: %s: %s\n", in, diag.msg);
-		isa_program_free(p);
-		return NSIM_EXIT_BAD;
+		rc = NSIM_EXIT_BAD;
+		goto free_program;
 	}
-	rc = write_file(out, bin, len);
-	free(bin);
+	rc = write_file(out, data, len);
+	free(data);
+free_program:
 	isa_program_free(p);
 	return rc;
 }
 
+int nsim_cli_asm(int argc, char **argv)
+{
+	return convert(argc, argv, "neuronsim asm IN.nsasm -o OUT.nsp", NULL, emit_binary);
+}
+
 int nsim_cli_disasm(int argc, char **argv)
 {
-	const char *usage = "neuronsim disasm IN.nsp [-o OUT.nsasm]   (text to stdout by default)";
-	const char *in, *out = "-";
-	int rc = in_out_args(argc, argv, usage, &in, &out);
-	if (rc)
-		return rc < 0 ? NSIM_EXIT_OK : rc;
-
-	isa_program *p;
-	if ((rc = load_any(in, &p)))
-		return rc;
-	char *text;
-	size_t len;
-	isa_diag diag = { 0 };
-	if (isa_disasm(p, &text, &len, &diag) != ISA_OK) {
-		fprintf(stderr, "neuronsim: %s: %s\n", in, diag.msg);
-		isa_program_free(p);
-		return NSIM_EXIT_BAD;
-	}
-	rc = write_file(out, text, len);
-	free(text);
-	isa_program_free(p);
-	return rc;
+	return convert(argc, argv,
+		       "neuronsim disasm IN.nsp [-o OUT.nsasm]   (text to stdout by default)", "-",
+		       emit_text);
 }
 
 static void print_summary(const char *path, const isa_program *p)
