@@ -7,8 +7,8 @@
 #include <string.h>
 
 const isa_op_info isa_ops[ISA_NUM_OPS] = {
-#define ISA_OP(name, code, engines, format, synopsis) \
-	[ISA_OP_##name] = { #name, code, engines, ISA_FMT_##format, synopsis },
+#define ISA_OP(name, code, engines, format, cost, synopsis) \
+	[ISA_OP_##name] = { #name, code, engines, ISA_FMT_##format, ISA_COST_##cost, synopsis },
 #include "isa.def"
 #undef ISA_OP
 };
@@ -38,7 +38,7 @@ const char *const isa_format_names[ISA_NUM_FORMATS] = {
 int isa_op_from_code(unsigned code)
 {
 	switch (code) {
-#define ISA_OP(name, c, engines, format, synopsis) case c: return ISA_OP_##name;
+#define ISA_OP(name, c, engines, format, cost, synopsis) case c: return ISA_OP_##name;
 #include "isa.def"
 #undef ISA_OP
 	default:
@@ -279,6 +279,24 @@ int isa_dma_mode_from_name(const char *s)
 		if (strcmp(s, dma_mode_names[i]) == 0)
 			return i;
 	return -1;
+}
+
+/* -------------------------------------------------------- cost classes */
+
+static const struct { const char *name, *formula; } cost_classes[ISA_NUM_COST_CLASSES] = {
+#define ISA_COST(name, formula) [ISA_COST_##name] = { #name, formula },
+#include "isa_cost.def"
+#undef ISA_COST
+};
+
+const char *isa_cost_class_name(int c)
+{
+	return c >= 0 && c < ISA_NUM_COST_CLASSES ? cost_classes[c].name : NULL;
+}
+
+const char *isa_cost_class_formula(int c)
+{
+	return c >= 0 && c < ISA_NUM_COST_CLASSES ? cost_classes[c].formula : NULL;
 }
 
 /* -------------------------------------------------------------- status */

@@ -63,11 +63,19 @@ typedef enum isa_engine {
 /* ---------------------------------------------------------------- tables */
 
 typedef enum isa_opcode {
-#define ISA_OP(name, code, engines, format, synopsis) ISA_OP_##name,
+#define ISA_OP(name, code, engines, format, cost, synopsis) ISA_OP_##name,
 #include "isa.def"
 #undef ISA_OP
 	ISA_NUM_OPS
 } isa_opcode;
+
+/* cost classes (isa_cost.def): the device model's cost-function slots */
+typedef enum isa_cost_class {
+#define ISA_COST(name, formula) ISA_COST_##name,
+#include "isa_cost.def"
+#undef ISA_COST
+	ISA_NUM_COST_CLASSES
+} isa_cost_class;
 
 typedef enum isa_dtype {
 	ISA_DT_INVALID = 0,
@@ -268,6 +276,7 @@ typedef struct isa_op_info {
 	uint8_t     code;
 	uint8_t     engines;          /* ISA_EM_* */
 	uint8_t     format;           /* isa_format index */
+	uint8_t     cost;             /* isa_cost_class */
 	const char *synopsis;
 } isa_op_info;
 
@@ -306,6 +315,8 @@ const char *isa_space_name(int space);
 const char *isa_target_name(int target);
 int         isa_target_from_name(const char *s); /* ISA_TARGET_INVALID if unknown */
 const isa_target_info *isa_target_get(int target);
+const char *isa_cost_class_name(int cost);        /* "matmul", ... or NULL */
+const char *isa_cost_class_formula(int cost);     /* the published formula */
 const char *isa_status_name(int status);          /* "TRUNCATED", ... */
 const char *isa_status_summary(int status);       /* "truncated input", ... */
 

@@ -62,6 +62,8 @@ std::string check_tables(const Tables &t)
 		}
 		if (i >= t.rules.size() || !t.rules[i])
 			return where + ": no validator rule";
+		if (op.cost >= ISA_NUM_COST_CLASSES || !isa_cost_class_formula(op.cost))
+			return where + ": no cost class";
 	}
 	return "";
 }
@@ -90,6 +92,22 @@ TEST(IsaTables, CheckerCatchesMissingFormat)
 	Tables t = real_tables();
 	t.ops[ISA_OP_iota].format = ISA_NUM_FORMATS;
 	EXPECT_NE(check_tables(t).find("no operand format"), std::string::npos);
+}
+
+TEST(IsaTables, CheckerCatchesMissingCostClass)
+{
+	Tables t = real_tables();
+	t.ops[ISA_OP_memset].cost = ISA_NUM_COST_CLASSES;
+	EXPECT_NE(check_tables(t).find("no cost class"), std::string::npos);
+}
+
+TEST(IsaTables, EveryCostClassIsUsed)
+{
+	std::set<int> used;
+	for (int op = 0; op < ISA_NUM_OPS; op++)
+		used.insert(isa_ops[op].cost);
+	for (int c = 0; c < ISA_NUM_COST_CLASSES; c++)
+		EXPECT_TRUE(used.count(c)) << isa_cost_class_name(c) << " is used by no instruction";
 }
 
 TEST(IsaTables, CheckerCatchesDuplicateName)

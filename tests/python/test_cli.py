@@ -98,3 +98,18 @@ def test_garbage_never_kills_the_process(neuronsim, tmp_path, examples):
     for f in files[:30]:
         r = run(neuronsim, "disasm", f)
         assert r.returncode in (0, 1), (f, r.returncode)
+
+
+def test_isa_listing(neuronsim):
+    r = run(neuronsim, "isa")
+    assert r.returncode == 0
+    out = r.stdout.decode()
+    for name in ("load_stationary", "multiply_moving", "activation", "dma_copy", "sem_wait", "end"):
+        assert name in out
+    assert "fp8_e4m3" in out and "trn3 (NeuronCore-v4)" in out
+    r = run(neuronsim, "isa", "tensor_scalar")
+    out = r.stdout.decode()
+    assert r.returncode == 0 and "scalar0=NUMBER|AP[P,1]" in out and "reverse0 (flag)" in out
+    assert "cost: elementwise" in out
+    r = run(neuronsim, "isa", "frob")
+    assert r.returncode == 1 and b"no instruction 'frob'" in r.stderr
