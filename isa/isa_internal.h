@@ -41,7 +41,7 @@ typedef struct isa_field {
 	uint8_t     ap_slot;  /* SCALAR: where an AP operand goes */
 	uint8_t     domain;   /* ENUM */
 	uint32_t    dflt;     /* ENUM: default code; U32: default; IMM: int */
-	uint32_t    max;      /* U32: largest legal value */
+	uint32_t    max;      /* U32: largest legal value; ALU enum: ISA_AU_* uses */
 } isa_field;
 
 #define F_END                         { NULL, ISA_FK_END, 0, 0, 0, 0, 0 }
@@ -49,6 +49,8 @@ typedef struct isa_field {
 #define F_APOPT(k, s)                 { k, ISA_FK_APOPT, ISA_AP_##s, 0, 0, 0, 0 }
 #define F_SCALAR(k, i, s, d)          { k, ISA_FK_SCALAR, i, ISA_AP_##s, 0, d, 0 }
 #define F_ENUM(k, i, dom, d)          { k, ISA_FK_ENUM, i, 0, ISA_DOM_##dom, d, 0 }
+/* an ALU-operator field; `uses` (ISA_AU_*) names the operators it takes */
+#define F_ALU(k, i, uses, d)          { k, ISA_FK_ENUM, i, 0, ISA_DOM_ALU, d, uses }
 #define F_IMM(k, i, d)                { k, ISA_FK_IMM, i, 0, 0, d, 0 }
 #define F_U32(k, i, mx, d)            { k, ISA_FK_U32, i, 0, 0, d, mx }
 #define F_SEM(k, i)                   { k, ISA_FK_SEM, i, 0, 0, ISA_SEM_NONE, 0 }

@@ -41,10 +41,12 @@ static void print_op(int op, bool verbose)
 		printf("    %s%s", f->key, kind_hint(f));
 		if (f->kind == ISA_FK_ENUM) {
 			printf(" one of:");
+			unsigned dflt = (unsigned)isa_enum_from_code(f->domain, f->dflt);
 			for (unsigned i = 0; i < isa_enum_count(f->domain); i++)
-				printf(" %s", isa_enum_name(f->domain, i));
-			printf(" (default %s)",
-			       isa_enum_name(f->domain, (unsigned)isa_enum_from_code(f->domain, f->dflt)));
+				if (f->domain != ISA_DOM_ALU || !f->max || i == dflt ||
+				    (isa_alu_uses((int)i) & f->max))
+					printf(" %s", isa_enum_name(f->domain, i));
+			printf(" (default %s)", isa_enum_name(f->domain, dflt));
 		} else if (f->kind == ISA_FK_U32) {
 			printf(" in [0, %u] (default %u)", f->max, f->dflt);
 		}
