@@ -51,8 +51,13 @@ for t in "${TARGETS[@]}"; do
         tail -40 "$log" >&2
     fi
     grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$log" | sed "s/^/$t: /"
-    # keep a minimal corpus that covers what the work corpus covers
-    "$BUILD/bin/fuzz_$t" -merge=1 "$keep" "$work" >/dev/null 2>&1 || true
+    # keep a minimal corpus covering what the checked-in and work corpora cover
+    fresh="$BUILD/corpus-min/$t"
+    rm -rf "$fresh" && mkdir -p "$fresh"
+    if "$BUILD/bin/fuzz_$t" -merge=1 "$fresh" "$keep" "$work" >/dev/null 2>&1 &&
+            [[ -n "$(ls -A "$fresh")" ]]; then
+        rm -f "$keep"/* && cp "$fresh"/* "$keep"/
+    fi
     echo "$t: checked-in corpus now $(ls "$keep" | wc -l) inputs" >&2
 done
 exit $status
