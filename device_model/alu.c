@@ -1,0 +1,109 @@
+/*
+ * alu.c -- the scalar meaning of every ALU operator and activation function.
+ * Floating point in fp32 (engines compute in FP32, HARDWARE.md); integer
+ * operands of integer-only instructions exactly in 64 bits.
+ */
+#include "ops.h"
+
+#include <math.h>
+
+float dm_alu_f32(int op, float a, float b)
+{
+	switch (op) {
+	case ISA_ALU_bypass:      return a;
+	case ISA_ALU_add:         return a + b;
+	case ISA_ALU_subtract:    return a - b;
+	case ISA_ALU_multiply:    return a * b;
+	case ISA_ALU_divide:      return a / b;
+	case ISA_ALU_max:         return (a > b || isnan(a)) ? a : b;
+	case ISA_ALU_min:         return (a < b || isnan(a)) ? a : b;
+	case ISA_ALU_absmax:      return fmaxf(fabsf(a), fabsf(b));
+	case ISA_ALU_pow:         return powf(a, b);
+	case ISA_ALU_mod:         { float r = fmodf(a, b); return (r != 0.0f && ((r < 0) != (b < 0))) ? r + b : r; }
+	case ISA_ALU_is_equal:    return a == b;
+	case ISA_ALU_not_equal:   return a != b;
+	case ISA_ALU_is_lt:       return a < b;
+	case ISA_ALU_is_le:       return a <= b;
+	case ISA_ALU_is_gt:       return a > b;
+	case ISA_ALU_is_ge:       return a >= b;
+	case ISA_ALU_logical_and: return (a != 0.0f) && (b != 0.0f);
+	case ISA_ALU_logical_or:  return (a != 0.0f) || (b != 0.0f);
+	case ISA_ALU_logical_xor: return (a != 0.0f) != (b != 0.0f);
+	default:                  /* integer-only operators on float data */
+		return (float)dm_alu_i64(op, (int64_t)a, (int64_t)b);
+	}
+}
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+	int64_t q = a / b;
+	return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+int64_t dm_alu_i64(int op, int64_t a, int64_t b)
+{
+	switch (op) {
+	case ISA_ALU_bypass:      return a;
+	case ISA_ALU_add:         return (int64_t)((uint64_t)a + (uint64_t)b);
+	case ISA_ALU_subtract:    return (int64_t)((uint64_t)a - (uint64_t)b);
+	case ISA_ALU_multiply:    return (int64_t)((uint64_t)a * (uint64_t)b);
+	/* integer divide floors (as torch's floor_divide); x/0 gives 0 here,
+	 * never a host trap */
+	case ISA_ALU_divide:      return b == 0 || (a == INT64_MIN && b == -1) ? 0 : floordiv(a, b);
+	case ISA_ALU_max:         return a > b ? a : b;
+	case ISA_ALU_min:         return a < b ? a : b;
+	case ISA_ALU_absmax:      { int64_t x = a < 0 ? -a : a, y = b < 0 ? -b : b; return x > y ? x : y; }
+	case ISA_ALU_pow:         return (int64_t)pow((double)a, (double)b);
+	case ISA_ALU_mod:         return b == 0 || (a == INT64_MIN && b == -1) ? 0 : a - floordiv(a, b) * b;
+	case ISA_ALU_is_equal:    return a == b;
+	case ISA_ALU_not_equal:   return a != b;
+	case ISA_ALU_is_lt:       return a < b;
+	case ISA_ALU_is_le:       return a <= b;
+	case ISA_ALU_is_gt:       return a > b;
+	case ISA_ALU_is_ge:       return a >= b;
+	case ISA_ALU_logical_and: return a && b;
+	case ISA_ALU_logical_or:  return a || b;
+	case ISA_ALU_logical_xor: return !a != !b;
+	case ISA_ALU_bitwise_and: return a & b;
+	case ISA_ALU_bitwise_or:  return a | b;
+	case ISA_ALU_bitwise_xor: return a ^ b;
+	/* shifts by 0..63; larger or negative counts give 0 (or -1 for >> of negatives) */
+	case ISA_ALU_shift_left:  return b < 0 || b > 63 ? 0 : (int64_t)((uint64_t)a << b);
+	case ISA_ALU_shift_right: return b < 0 || b > 63 ? (a < 0 ? -1 : 0) : a >> b;
+	default:                  return 0;
+	}
+}
+
+float dm_act_f32(int func, float x)
+{
+	switch (func) {
+	case ISA_ACT_identity:      return x;
+	case ISA_ACT_relu:          return x > 0.0f ? x : 0.0f;
+	case ISA_ACT_gelu:          return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+	case ISA_ACT_gelu_tanh: {
+		float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+		return 0.5f * x * (1.0f + tanhf(u));
+	}
+	case ISA_ACT_gelu_backward: {
+		float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+		float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+		return cdf + x * pdf;
+	}
+	case ISA_ACT_silu:          return x / (1.0f + expf(-x));
+	case ISA_ACT_sigmoid:       return 1.0f / (1.0f + expf(-x));
+	case ISA_ACT_tanh:          return tanhf(x);
+	case ISA_ACT_exp:           return expf(x);
+	case ISA_ACT_log:           return logf(x);
+	case ISA_ACT_sqrt:          return sqrtf(x);
+	case ISA_ACT_rsqrt:         return 1.0f / sqrtf(x);
+	case ISA_ACT_reciprocal:    return 1.0f / x;
+	case ISA_ACT_square:        return x * x;
+	case ISA_ACT_abs:           return fabsf(x);
+	case ISA_ACT_sign:          return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
+	case ISA_ACT_softplus:      return x > 20.0f ? x : log1pf(expf(x));
+	case ISA_ACT_sin:           return sinf(x);
+	case ISA_ACT_cos:           return cosf(x);
+	case ISA_ACT_erf:           return erff(x);
+	default:                    return x;
+	}
+}

@@ -1,0 +1,53 @@
+/*
+ * chip.h -- chip configurations as data: one dm_chip per Trainium
+ * generation (chips.c).  Clocks are integers in MHz and rates in bytes per
+ * microsecond so every conversion to simulated picoseconds is exact integer
+ * arithmetic.  Geometry a program may address (SBUF/PSUM sizes, matmul N)
+ * lives in isa/isa_targets.def; this adds what time depends on.
+ */
+#ifndef NSIM_DM_CHIP_H
+#define NSIM_DM_CHIP_H
+
+#include <stdint.h>
+
+#include "neuronsim/isa.h"
+
+typedef struct dm_chip {
+	const char *name;                /* "trn2" */
+	int         target;              /* isa_target */
+	const char *core_name;           /* "NeuronCore-v3" */
+	uint32_t    cores;               /* physical NeuronCores per chip */
+	uint32_t    clock_mhz[ISA_NUM_ENGINES];
+	/* elements per engine cycle (HARDWARE.md "Engines") */
+	uint32_t    vector_elems_16bit;  /* bf16/fp16 */
+	uint32_t    vector_elems;        /* other dtypes */
+	uint32_t    scalar_elems;
+	uint32_t    scalar_elems_16bit;  /* v4: 256 for bf16/fp16/fp8 */
+	uint32_t    gpsimd_elems;
+	uint32_t    min_ii;              /* minimum initiation interval, cycles */
+	uint32_t    static_overhead;     /* dependent/tiny Vector/Scalar instr, cycles */
+	/* DMA */
+	uint32_t    dma_engines;         /* per core */
+	uint32_t    dma_queues;          /* per engine */
+	uint32_t    dma_engine_rate;     /* bytes/us, theoretical per engine */
+	uint32_t    dma_desc_overhead_ps;/* per descriptor (contiguous chunk) */
+	uint32_t    dma_issue_latency_ps;/* queue -> first byte */
+	uint32_t    dma_chunk_bytes;     /* descriptors split contiguous runs at this */
+	/* HBM (bandwidth + latency stand-in until the detailed model) */
+	uint64_t    hbm_bytes;
+	uint32_t    hbm_stacks;
+	uint64_t    hbm_rate;            /* bytes/us per chip */
+	uint32_t    hbm_latency_ps;
+} dm_chip;
+
+const dm_chip *dm_chip_get(int target);       /* NULL for an unknown target */
+const dm_chip *dm_chip_by_name(const char *name);
+
+/* engine cycles -> picoseconds, rounded up (deterministic integer math) */
+static inline uint64_t dm_cycles_ps(const dm_chip *c, int engine, uint64_t cycles)
+{
+	uint64_t mhz = c->clock_mhz[engine];
+	return (cycles * 1000000u + mhz - 1) / mhz;
+}
+
+#endif /* NSIM_DM_CHIP_H */

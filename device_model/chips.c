@@ -1,0 +1,95 @@
+/*
+ * chips.c -- the Trainium generations.  Adding a generation is one more
+ * table here (plus its isa_targets.def row).  Every figure names its source:
+ * "HW" = ../shared/HARDWARE.md, which cites the AWS Neuron SDK documents.
+ */
+#include "chip.h"
+
+#include <string.h>
+
+#define MHZ(e) [ISA_ENGINE_##e]
+
+static const dm_chip chips[] = {
+	{
+		.name = "trn1", .target = ISA_TARGET_trn1, .core_name = "NeuronCore-v2",
+		.cores = 2,                               /* HW Generations */
+		/* HW Engines: Tensor 2.8, Vector 1.12, Scalar 1.4, GpSimd 1.4 GHz;
+		 * Sync is a sequencer, clocked with Scalar/GpSimd here */
+		.clock_mhz = { MHZ(TENSOR) = 2800, MHZ(VECTOR) = 1120, MHZ(SCALAR) = 1400,
+			       MHZ(GPSIMD) = 1400, MHZ(SYNC) = 1400 },
+		.vector_elems_16bit = 128, .vector_elems = 128,   /* HW: v2 128 elem/cycle */
+		.scalar_elems = 128, .scalar_elems_16bit = 128,
+		.gpsimd_elems = 128,
+		.min_ii = 64,                             /* HW Cost model: MIN_II ~ 64 */
+		.static_overhead = 100,                   /* HW: ~100 cycles static overhead */
+		.dma_engines = 16, .dma_queues = 16,      /* HW DMA */
+		.dma_engine_rate = 27200,                 /* HW: 27.2 GB/s theoretical (v2, v3) */
+		/* sustained 17 B/ns on trn1 (HW DMA) with 4 KiB descriptors:
+		 * 4096/17 - 4096/27.2 = 90 ns per descriptor */
+		.dma_desc_overhead_ps = 90000,
+		.dma_issue_latency_ps = 1300000,          /* HW: ~1300 ns descriptor-to-start */
+		.dma_chunk_bytes = 4096,                  /* HW: >= 4 KiB saturates */
+		.hbm_bytes = 32ull << 30, .hbm_stacks = 2,/* HW Generations: 32 GiB, 2 stacks */
+		.hbm_rate = 820000,                       /* HW: 820 GB/s per chip */
+		/* (tRP + tRCD + CL) at ~14 ns each (HW HBM timing, HBM2E) */
+		.hbm_latency_ps = 42000,
+	},
+	{
+		.name = "trn2", .target = ISA_TARGET_trn2, .core_name = "NeuronCore-v3",
+		.cores = 8,                               /* HW: 8 physical (LNC=2: 4 logical) */
+		.clock_mhz = { MHZ(TENSOR) = 2400, MHZ(VECTOR) = 960, MHZ(SCALAR) = 1200,
+			       MHZ(GPSIMD) = 1200, MHZ(SYNC) = 1200 },
+		.vector_elems_16bit = 512, .vector_elems = 256, /* HW: v3 512 bf16/fp16, 256 other */
+		.scalar_elems = 128, .scalar_elems_16bit = 128,
+		.gpsimd_elems = 128,
+		.min_ii = 64, .static_overhead = 100,
+		.dma_engines = 16, .dma_queues = 16,
+		.dma_engine_rate = 27200,
+		/* sustained 23 B/ns (HW DMA): 4096/23 - 4096/27.2 = 27.5 ns; this also
+		 * puts one engine's 32 KiB HBM->SBUF at ~1425 ns (published: 1416) */
+		.dma_desc_overhead_ps = 27500,
+		.dma_issue_latency_ps = 1300000,
+		.dma_chunk_bytes = 4096,
+		.hbm_bytes = 96ull << 30, .hbm_stacks = 4,
+		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) */
+		.hbm_rate = 2900000,
+		.hbm_latency_ps = 36000,                  /* HBM3 (26+31+20) x 0.625 ns ~ 48 ns at
+		                                             6.4 Gb/s; ~36 ns at the 5.7 Gb/s part */
+	},
+	{
+		.name = "trn3", .target = ISA_TARGET_trn3, .core_name = "NeuronCore-v4",
+		.cores = 8,
+		.clock_mhz = { MHZ(TENSOR) = 2400, MHZ(VECTOR) = 1200, MHZ(SCALAR) = 1200,
+			       MHZ(GPSIMD) = 1200, MHZ(SYNC) = 1200 },
+		.vector_elems_16bit = 512, .vector_elems = 256,
+		.scalar_elems = 128, .scalar_elems_16bit = 256, /* HW: v4 256 for BF16/FP16/FP8 */
+		.gpsimd_elems = 128,
+		.min_ii = 64, .static_overhead = 100,
+		.dma_engines = 16, .dma_queues = 16,
+		.dma_engine_rate = 38400,                 /* HW: 38.4 GB/s (v4) */
+		/* sustained 33 B/ns (HW): 4096/33 - 4096/38.4 = 17.5 ns */
+		.dma_desc_overhead_ps = 17500,
+		.dma_issue_latency_ps = 1300000,
+		.dma_chunk_bytes = 4096,
+		.hbm_bytes = 144ull << 30, .hbm_stacks = 4,
+		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) */
+		.hbm_rate = 4900000,
+		.hbm_latency_ps = 36000,
+	},
+};
+
+const dm_chip *dm_chip_get(int target)
+{
+	for (size_t i = 0; i < sizeof(chips) / sizeof(chips[0]); i++)
+		if (chips[i].target == target)
+			return &chips[i];
+	return NULL;
+}
+
+const dm_chip *dm_chip_by_name(const char *name)
+{
+	for (size_t i = 0; i < sizeof(chips) / sizeof(chips[0]); i++)
+		if (strcmp(chips[i].name, name) == 0)
+			return &chips[i];
+	return NULL;
+}

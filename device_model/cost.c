@@ -1,0 +1,241 @@
+/*
+ * cost.c -- the cost functions, one per cost class (isa_cost.def).  The
+ * formulas are the NKI "estimated instruction cost" (written for
+ * NeuronCore-v2, applied per generation with that generation's clocks and
+ * data-path widths); each constant names its source.  N = free elements per
+ * partition of the instruction's main operand.
+ */
+#include "cost.h"
+
+typedef dm_cost (*cost_fn)(const dm_chip *ch, int engine, const isa_instr *in,
+			   const dm_cost_ctx *ctx);
+
+static uint64_t u64max(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t u64min(uint64_t a, uint64_t b) { return a < b ? a : b; }
+static uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+static uint64_t free_n(const isa_instr *in, int slot)
+{
+	return isa_ap_free_elems(&in->ap[slot]);
+}
+
+static bool is16(int dt) { return dt == ISA_DT_bf16 || dt == ISA_DT_fp16; }
+
+/* compute engines finish a result ~static_overhead cycles after they stop
+ * issuing it (HW: "~100 cycles static overhead for dependent or tiny
+ * Vector/Scalar instructions") */
+static dm_cost pipelined(const dm_chip *ch, uint64_t busy)
+{
+	dm_cost c = { busy, busy + ch->static_overhead };
+	return c;
+}
+
+static bool all_16bit(const isa_instr *in)
+{
+	for (int s = 0; s < ISA_MAX_AP; s++)
+		if (((in->ap_mask >> s) & 1u) && !is16(in->ap[s].dtype))
+			return false;
+	return true;
+}
+
+static bool all_sbuf_contiguous(const isa_instr *in)
+{
+	for (int s = 0; s < ISA_MAX_AP; s++) {
+		if (!((in->ap_mask >> s) & 1u))
+			continue;
+		const isa_ap *ap = &in->ap[s];
+		if (ap->space != ISA_SPACE_SBUF || ap->ndims != 1 || ap->stride[0] != 1)
+			return false;
+	}
+	return true;
+}
+
+/* v3+ VectorE performance modes (HW: 4x for bf16/fp16 contiguous SBUF->SBUF
+ * tensor_copy/tensor_scalar, 2x non-contiguous or PSUM): the divisor */
+static uint64_t vector_speedup(const dm_chip *ch, int engine, const isa_instr *in)
+{
+	if (engine != ISA_ENGINE_VECTOR || ch->vector_elems_16bit <= ISA_NUM_PARTITIONS ||
+	    !all_16bit(in))
+		return 1;
+	return all_sbuf_contiguous(in) ? 4 : 2;
+}
+
+/* HW: LoadStationary up to 4x faster than MultiplyMoving of the same free size */
+static dm_cost cost_load_stationary(const dm_chip *ch, int engine, const isa_instr *in,
+				    const dm_cost_ctx *ctx)
+{
+	(void)ch, (void)engine, (void)ctx;
+	uint64_t m = free_n(in, ISA_AP_SRC);
+	uint64_t c = ceil_div(m, 4);
+	if (in->ap[ISA_AP_SRC].dtype == ISA_DT_fp32 || in->ap[ISA_AP_SRC].dtype == ISA_DT_tf32)
+		c *= 4;
+	dm_cost r = { u64max(c, 1), u64max(c, 1) };
+	return r;
+}
+
+/* HW: max(min(64, N_stationary), N_moving), x4 for fp32; double_row fp8
+ * halves it (v3/v4: "K effectively 256 in BF16 K=128 time"); initiation
+ * latency 64 TensorE cycles before results land in PSUM */
+static dm_cost cost_matmul(const dm_chip *ch, int engine, const isa_instr *in,
+			   const dm_cost_ctx *ctx)
+{
+	(void)ch, (void)engine;
+	uint64_t n = free_n(in, ISA_AP_SRC);
+	uint64_t c = u64max(u64min(64, ctx->stat_m), n);
+	int dt = in->ap[ISA_AP_SRC].dtype;
+	if (dt == ISA_DT_fp32 || dt == ISA_DT_tf32)
+		c *= 4;
+	if (in->e[0] == ISA_PERF_DOUBLE_ROW)
+		c = ceil_div(c, 2);
+	dm_cost r = { c, c + 64 };
+	return r;
+}
+
+/* HW: TensorE max(P, min(64, F)); VectorE max(MIN_II, N) */
+static dm_cost cost_transpose(const dm_chip *ch, int engine, const isa_instr *in,
+			      const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	uint64_t p = in->ap[ISA_AP_SRC].nparts, f = free_n(in, ISA_AP_SRC);
+	if (engine == ISA_ENGINE_TENSOR) {
+		uint64_t c = u64max(p, u64min(64, f));
+		dm_cost r = { c, c + 64 };
+		return r;
+	}
+	return pipelined(ch, u64max(ch->min_ii, f));
+}
+
+/* HW: activation max(MIN_II, N), + MIN_II with reduce; v4 ScalarE doubles
+ * the 16-bit data path (256 elements/cycle) */
+static dm_cost cost_activation(const dm_chip *ch, int engine, const isa_instr *in,
+			       const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	uint64_t n = free_n(in, ISA_AP_SRC);
+	if (ch->scalar_elems_16bit > ISA_NUM_PARTITIONS && all_16bit(in))
+		n = ceil_div(n * ISA_NUM_PARTITIONS, ch->scalar_elems_16bit);
+	uint64_t c = u64max(ch->min_ii, n);
+	if (in->e[1] != ISA_ALU_bypass)
+		c += ch->min_ii;
+	return pipelined(ch, c);
+}
+
+/* HW: tensor_scalar, tensor_copy: max(MIN_II, N), v3+ VectorE perf modes */
+static dm_cost cost_elementwise(const dm_chip *ch, int engine, const isa_instr *in,
+				const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	uint64_t n = ceil_div(free_n(in, ISA_AP_SRC), vector_speedup(ch, engine, in));
+	return pipelined(ch, u64max(ch->min_ii, n));
+}
+
+/* HW: max(MIN_II, N) with one input in PSUM and one in SBUF, or all bf16
+ * add/mul/sub contiguous in SBUF; otherwise max(MIN_II, 2N).  v3: 2x for
+ * bf16 tensor_tensor in SBUF. */
+static dm_cost cost_tensor_tensor(const dm_chip *ch, int engine, const isa_instr *in,
+				  const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	uint64_t n = free_n(in, ISA_AP_SRC);
+	int s0 = in->ap[ISA_AP_SRC].space, s1 = in->ap[ISA_AP_SRC1].space;
+	int op = in->e[0];
+	bool mixed = (s0 == ISA_SPACE_PSUM) != (s1 == ISA_SPACE_PSUM);
+	bool fast_bf16 = all_16bit(in) && all_sbuf_contiguous(in) &&
+			 (op == ISA_ALU_add || op == ISA_ALU_multiply || op == ISA_ALU_subtract);
+	uint64_t c = (mixed || fast_bf16) ? n : 2 * n;
+	if (engine == ISA_ENGINE_VECTOR && ch->vector_elems_16bit > ISA_NUM_PARTITIONS &&
+	    all_16bit(in) && s0 == ISA_SPACE_SBUF && s1 == ISA_SPACE_SBUF)
+		c = ceil_div(c, 2);
+	return pipelined(ch, u64max(ch->min_ii, c));
+}
+
+/* HW: tensor_reduce N/2 for bf16 add/max, else N */
+static dm_cost cost_reduce(const dm_chip *ch, int engine, const isa_instr *in,
+			   const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	uint64_t n = free_n(in, ISA_AP_SRC);
+	int op = in->e[0];
+	if (in->ap[ISA_AP_SRC].dtype == ISA_DT_bf16 && (op == ISA_ALU_add || op == ISA_ALU_max))
+		n = ceil_div(n, 2);
+	return pipelined(ch, u64max(n, 1));
+}
+
+/* Not published.  Estimate: each of GpSimd's 8 cores owns 16 partitions
+ * (HW Engines), so a cross-partition reduction streams N elements per core
+ * row group plus a combine across the 8 cores: max(MIN_II, N) * ceil(P/16)
+ * + 8 * MIN_II. */
+static dm_cost cost_partition_reduce(const dm_chip *ch, int engine, const isa_instr *in,
+				     const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	uint64_t n = free_n(in, ISA_AP_SRC), p = in->ap[ISA_AP_SRC].nparts;
+	return pipelined(ch, u64max(ch->min_ii, n) * ceil_div(p, 16) + 8 * ch->min_ii);
+}
+
+/* Not published.  select reads three operands; costed as the slow
+ * tensor_tensor case, max(MIN_II, 2N). */
+static dm_cost cost_select(const dm_chip *ch, int engine, const isa_instr *in,
+			   const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	return pipelined(ch, u64max(ch->min_ii, 2 * free_n(in, ISA_AP_DST)));
+}
+
+/* HW: memset max(MIN_II, N/2) for zero bf16/fp16, else max(MIN_II, N) */
+static dm_cost cost_memset(const dm_chip *ch, int engine, const isa_instr *in,
+			   const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	uint64_t n = free_n(in, ISA_AP_DST);
+	if (is16(in->ap[ISA_AP_DST].dtype) && in->imm[0].bits == 0)
+		n = ceil_div(n, 2);
+	return pipelined(ch, u64max(ch->min_ii, n));
+}
+
+/* HW: iota 150 + N */
+static dm_cost cost_iota(const dm_chip *ch, int engine, const isa_instr *in,
+			 const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	return pipelined(ch, 150 + free_n(in, ISA_AP_DST));
+}
+
+/* HW: affine_select ~150 + N */
+static dm_cost cost_affine_select(const dm_chip *ch, int engine, const isa_instr *in,
+				  const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)ctx;
+	return pipelined(ch, 150 + free_n(in, ISA_AP_SRC));
+}
+
+/* Triggering a DMA occupies the issuing sequencer for one MIN_II (its
+ * descriptors are prebuilt); the transfer's own time is the DMA model's. */
+static dm_cost cost_dma(const dm_chip *ch, int engine, const isa_instr *in,
+			const dm_cost_ctx *ctx)
+{
+	(void)engine, (void)in, (void)ctx;
+	dm_cost r = { ch->min_ii, ch->min_ii };
+	return r;
+}
+
+/* Sequencer work: one cycle, nop its cycles, end nothing. */
+static dm_cost cost_control(const dm_chip *ch, int engine, const isa_instr *in,
+			    const dm_cost_ctx *ctx)
+{
+	(void)ch, (void)engine, (void)ctx;
+	uint64_t c = in->opcode == ISA_OP_nop ? in->u[0] : in->opcode == ISA_OP_end ? 0 : 1;
+	dm_cost r = { c, c };
+	return r;
+}
+
+static const cost_fn cost_fns[ISA_NUM_COST_CLASSES] = {
+#define ISA_COST(name, formula) [ISA_COST_##name] = cost_##name,
+#include "isa_cost.def"
+#undef ISA_COST
+};
+
+dm_cost dm_cost_of(const dm_chip *chip, int engine, const isa_instr *in, const dm_cost_ctx *ctx)
+{
+	return cost_fns[isa_ops[in->opcode].cost](chip, engine, in, ctx);
+}

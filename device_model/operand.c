@@ -1,0 +1,239 @@
+/*
+ * operand.c -- access patterns to host memory and fp32 staging rows.
+ * The validator already proved every SBUF/PSUM pattern in bounds and every
+ * HBM pattern inside its tensor; what remains here is the HBM binding (the
+ * tensor's device address must map) and the per-run PSUM bank state.
+ */
+#include "operand.h"
+
+#include "numerics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+dm_fault_kind dm_fault_set(dm_fault *f, dm_fault_kind kind, int engine, int64_t index,
+			   uint64_t addr, const char *fmt, ...)
+{
+	if (!f)
+		return kind;
+	f->kind = kind;
+	f->engine = engine;
+	f->index = index;
+	f->addr = addr;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	return kind;
+}
+
+float *dm_tmp(dm_core *c, int slot, uint64_t n)
+{
+	if (n == 0)
+		n = 1;
+	if (c->tmp_cap[slot] < n) {
+		float *p = realloc(c->tmp[slot], n * sizeof(float));
+		if (!p)
+			return NULL;
+		c->tmp[slot] = p;
+		c->tmp_cap[slot] = n;
+	}
+	return c->tmp[slot];
+}
+
+dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool write,
+			 dm_view *v, int engine, int64_t index, const char *field,
+			 dm_fault *fault)
+{
+	memset(v, 0, sizeof(*v));
+	v->esz = isa_dtype_size(ap->dtype);
+	v->dtype = ap->dtype;
+	v->space = ap->space;
+	v->nparts = ap->nparts;
+	v->nfree = isa_ap_free_elems(ap);
+	for (unsigned d = 0; d < ISA_MAX_DIMS; d++) {
+		/* right-align the dims so index 3 is innermost */
+		unsigned src = d + ap->ndims;
+		if (src >= ISA_MAX_DIMS) {
+			v->size[d] = ap->size[src - ISA_MAX_DIMS];
+			v->step[d] = (int64_t)ap->stride[src - ISA_MAX_DIMS] * v->esz;
+		} else {
+			v->size[d] = 1;
+			v->step[d] = 0;
+		}
+	}
+	v->contiguous = true;
+	for (int d = ISA_MAX_DIMS - 1, expect = (int)v->esz; d >= 0; d--) {
+		if (v->size[d] == 1)
+			continue;
+		if (v->step[d] != expect) {
+			v->contiguous = false;
+			break;
+		}
+		expect *= (int)v->size[d];
+	}
+
+	if (ap->space == ISA_SPACE_SBUF || ap->space == ISA_SPACE_PSUM) {
+		uint32_t pbytes = ap->space == ISA_SPACE_SBUF ? c->ti->sbuf_partition_bytes
+							      : c->ti->psum_partition_bytes;
+		uint8_t *mem = ap->space == ISA_SPACE_SBUF ? c->sbuf : c->psum;
+		v->start = ap->start;
+		v->pstep = pbytes;
+		v->base = mem + (uint64_t)ap->start * pbytes + ap->offset;
+		return DM_OK;
+	}
+
+	/* HBM: the bound tensor's range must map */
+	int64_t lo, hi;
+	isa_ap_byte_range(ap, &lo, &hi);
+	uint64_t taddr = b->tensor_addr[ap->tensor];
+	uint8_t *host = b->hbm.map(b->hbm.ctx, taddr + (uint64_t)lo, (uint64_t)(hi - lo), write);
+	if (!host)
+		return dm_fault_set(fault, DM_FAULT_OOB, engine, index, taddr + (uint64_t)lo,
+				    "%s: HBM bytes [0x%llx, 0x%llx) of tensor '%s' are outside device memory",
+				    field, (unsigned long long)(taddr + (uint64_t)lo),
+				    (unsigned long long)(taddr + (uint64_t)hi),
+				    b->prog->tensors[ap->tensor].name);
+	v->pstep = ap->pstride * (int64_t)v->esz;
+	v->base = host - lo;
+	return DM_OK;
+}
+
+void dm_view_read(const dm_view *v, float *out)
+{
+	for (uint32_t p = 0; p < v->nparts; p++) {
+		float *row = out + (uint64_t)p * v->nfree;
+		if (v->contiguous) {
+			dm_load_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
+			continue;
+		}
+		uint64_t k = 0;
+		uint8_t *b0 = v->base + (int64_t)p * v->pstep;
+		for (uint32_t i0 = 0; i0 < v->size[0]; i0++)
+			for (uint32_t i1 = 0; i1 < v->size[1]; i1++)
+				for (uint32_t i2 = 0; i2 < v->size[2]; i2++) {
+					uint8_t *a = b0 + i0 * v->step[0] + i1 * v->step[1] +
+						     i2 * v->step[2];
+					for (uint32_t i3 = 0; i3 < v->size[3]; i3++)
+						row[k++] = dm_load(v->dtype, a + i3 * v->step[3]);
+				}
+	}
+}
+
+void dm_view_write(const dm_view *v, const float *in)
+{
+	for (uint32_t p = 0; p < v->nparts; p++) {
+		const float *row = in + (uint64_t)p * v->nfree;
+		if (v->contiguous) {
+			dm_store_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
+			continue;
+		}
+		uint64_t k = 0;
+		uint8_t *b0 = v->base + (int64_t)p * v->pstep;
+		for (uint32_t i0 = 0; i0 < v->size[0]; i0++)
+			for (uint32_t i1 = 0; i1 < v->size[1]; i1++)
+				for (uint32_t i2 = 0; i2 < v->size[2]; i2++) {
+					uint8_t *a = b0 + i0 * v->step[0] + i1 * v->step[1] +
+						     i2 * v->step[2];
+					for (uint32_t i3 = 0; i3 < v->size[3]; i3++)
+						dm_store(v->dtype, a + i3 * v->step[3], row[k++]);
+				}
+	}
+}
+
+static int64_t load_i64(int dtype, const uint8_t *a)
+{
+	switch (dtype) {
+	case ISA_DT_int8: return *(const int8_t *)a;
+	case ISA_DT_uint8: case ISA_DT_bool: return *a;
+	case ISA_DT_int16: { int16_t x; memcpy(&x, a, 2); return x; }
+	case ISA_DT_uint16: { uint16_t x; memcpy(&x, a, 2); return x; }
+	case ISA_DT_int32: { int32_t x; memcpy(&x, a, 4); return x; }
+	case ISA_DT_uint32: { uint32_t x; memcpy(&x, a, 4); return x; }
+	default: {
+		float f = dm_load(dtype, a);
+		return isnan(f) ? 0 : f >= 9.2e18f ? INT64_MAX : f <= -9.2e18f ? INT64_MIN : (int64_t)f;
+	}
+	}
+}
+
+/* integer stores wrap to the type's width, as integer ALUs do */
+static void store_i64(int dtype, uint8_t *a, int64_t v)
+{
+	switch (dtype) {
+	case ISA_DT_int8: case ISA_DT_uint8: *a = (uint8_t)v; break;
+	case ISA_DT_bool: *a = v != 0; break;
+	case ISA_DT_int16: case ISA_DT_uint16: { uint16_t x = (uint16_t)v; memcpy(a, &x, 2); break; }
+	case ISA_DT_int32: case ISA_DT_uint32: { uint32_t x = (uint32_t)v; memcpy(a, &x, 4); break; }
+	default: dm_store(dtype, a, (float)v); break;
+	}
+}
+
+void dm_view_read_i64(const dm_view *v, int64_t *out)
+{
+	for (uint32_t p = 0; p < v->nparts; p++)
+		for (uint64_t k = 0; k < v->nfree; k++)
+			out[(uint64_t)p * v->nfree + k] = load_i64(v->dtype, dm_view_elem(v, p, k));
+}
+
+void dm_view_write_i64(const dm_view *v, const int64_t *in)
+{
+	for (uint32_t p = 0; p < v->nparts; p++)
+		for (uint64_t k = 0; k < v->nfree; k++)
+			store_i64(v->dtype, dm_view_elem(v, p, k), in[(uint64_t)p * v->nfree + k]);
+}
+
+/* PSUM banks touched by a view: [first, last] byte of each partition row */
+static void psum_banks(const dm_core *c, const dm_view *v, unsigned *first, unsigned *last)
+{
+	uint32_t bank = c->ti->psum_partition_bytes / c->ti->psum_banks;
+	uint64_t pbytes = c->ti->psum_partition_bytes;
+	uint64_t off0 = (uint64_t)(v->base - c->psum) % pbytes;
+	int64_t lo = 0, hi = 0;
+	for (int d = 0; d < (int)ISA_MAX_DIMS; d++) {
+		int64_t ext = v->step[d] * (int64_t)(v->size[d] - 1);
+		if (ext < 0)
+			lo += ext;
+		else
+			hi += ext;
+	}
+	*first = (unsigned)(((int64_t)off0 + lo) / bank);
+	*last = (unsigned)(((int64_t)off0 + hi + v->esz - 1) / bank);
+}
+
+void dm_psum_mark(dm_core *c, const dm_view *v)
+{
+	if (v->space != ISA_SPACE_PSUM)
+		return;
+	unsigned f, l;
+	psum_banks(c, v, &f, &l);
+	for (uint32_t p = 0; p < v->nparts; p++)
+		for (unsigned k = f; k <= l && k < 16; k++)
+			c->psum_written[v->start + p][k] = 1;
+}
+
+bool dm_psum_initialized(const dm_core *c, const dm_view *v)
+{
+	unsigned f, l;
+	psum_banks(c, v, &f, &l);
+	for (uint32_t p = 0; p < v->nparts; p++)
+		for (unsigned k = f; k <= l && k < 16; k++)
+			if (!c->psum_written[v->start + p][k])
+				return false;
+	return true;
+}
+
+dm_fault_kind dm_check_finite(const dm_binding *b, const float *vals, uint64_t n, int engine,
+			      int64_t index, const char *what, dm_fault *fault)
+{
+	if (!b->check_numerics)
+		return DM_OK;
+	for (uint64_t i = 0; i < n; i++)
+		if (!isfinite(vals[i]))
+			return dm_fault_set(fault, DM_FAULT_NUMERIC, engine, index, i,
+					    "%s: element %llu is %s", what, (unsigned long long)i,
+					    isnan(vals[i]) ? "NaN" : "Inf");
+	return DM_OK;
+}

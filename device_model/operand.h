@@ -1,0 +1,65 @@
+/*
+ * operand.h -- access patterns resolved to host memory ("views") and moved
+ * in and out of fp32 staging rows; shared by the instruction semantics.
+ */
+#ifndef NSIM_DM_OPERAND_H
+#define NSIM_DM_OPERAND_H
+
+#include "core.h"
+
+typedef struct dm_view {
+	uint8_t *base;        /* element (row 0, all free indices 0) */
+	int64_t  pstep;       /* bytes between partitions (rows) */
+	int64_t  step[ISA_MAX_DIMS];
+	uint32_t size[ISA_MAX_DIMS];   /* padded with 1s to 4 dims */
+	uint32_t nparts;
+	uint64_t nfree;       /* elements per partition */
+	unsigned esz;
+	int      dtype;
+	int      space;
+	uint32_t start;       /* first partition (SBUF/PSUM) */
+	bool     contiguous;  /* free elements of a row are adjacent */
+} dm_view;
+
+/* Resolves `ap`; HBM ranges go through the binding's accessor.  On an
+ * address outside HBM, returns DM_FAULT_OOB with fault filled. */
+dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool write,
+			 dm_view *v, int engine, int64_t index, const char *field,
+			 dm_fault *fault);
+
+/* element k of row p (row-major over the free dims) */
+static inline uint8_t *dm_view_elem(const dm_view *v, uint32_t p, uint64_t k)
+{
+	uint8_t *a = v->base + (int64_t)p * v->pstep;
+	for (int d = ISA_MAX_DIMS - 1; d >= 0; d--) {
+		uint64_t i = k % v->size[d];
+		k /= v->size[d];
+		a += (int64_t)i * v->step[d];
+	}
+	return a;
+}
+
+/* rows of the view to/from fp32: out[p * nfree + k] */
+void dm_view_read(const dm_view *v, float *out);
+void dm_view_write(const dm_view *v, const float *in);
+/* exact integer access (int/uint/bool dtypes; floats truncate) */
+void dm_view_read_i64(const dm_view *v, int64_t *out);
+void dm_view_write_i64(const dm_view *v, const int64_t *in);
+
+/* staging buffer `slot` of at least n floats (NULL on no memory) */
+float *dm_tmp(dm_core *c, int slot, uint64_t n);
+
+/* marks the PSUM banks a write covers as holding data */
+void dm_psum_mark(dm_core *c, const dm_view *v);
+/* true when every bank the view covers has been written */
+bool dm_psum_initialized(const dm_core *c, const dm_view *v);
+
+dm_fault_kind dm_fault_set(dm_fault *f, dm_fault_kind kind, int engine, int64_t index,
+			   uint64_t addr, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+/* numeric check of a written view: first NaN/Inf is a fault */
+dm_fault_kind dm_check_finite(const dm_binding *b, const float *vals, uint64_t n, int engine,
+			      int64_t index, const char *what, dm_fault *fault);
+
+#endif /* NSIM_DM_OPERAND_H */

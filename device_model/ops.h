@@ -1,0 +1,31 @@
+/*
+ * ops.h -- one semantic function per instruction, declared from isa.def:
+ * dm_op_<name>.  The dispatch table in exec.c is expanded from the same
+ * table, so an instruction without semantics fails to link.
+ */
+#ifndef NSIM_DM_OPS_H
+#define NSIM_DM_OPS_H
+
+#include "operand.h"
+
+typedef dm_fault_kind (*dm_op_fn)(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				  const isa_instr *in, dm_fault *f);
+
+#define ISA_OP(name, code, engines, format, cost, synopsis)                                \
+	dm_fault_kind dm_op_##name(dm_core *c, const dm_binding *b, int engine, int64_t index, \
+				   const isa_instr *in, dm_fault *f);
+#include "isa.def"
+#undef ISA_OP
+
+extern const dm_op_fn dm_ops[ISA_NUM_OPS];
+
+/* shared by the TensorE and VectorE transposes */
+dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			   const isa_instr *in, dm_fault *f);
+
+/* scalar ALU operators (alu.c): fp32 and exact-integer forms */
+float   dm_alu_f32(int op, float a, float b);
+int64_t dm_alu_i64(int op, int64_t a, int64_t b);
+float   dm_act_f32(int func, float x);
+
+#endif

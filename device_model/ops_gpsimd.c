@@ -1,0 +1,66 @@
+/*
+ * ops_gpsimd.c -- GpSimd index tools: iota and affine_select.  The affine
+ * expression base + pmul*p + sum(mul_k * i_k) is evaluated exactly in 64-bit
+ * integers; p counts partitions from the operand's first (0-based), i_k the
+ * free indices, outermost first (missing multipliers are 0).
+ */
+#include "ops.h"
+
+#include "numerics.h"
+
+static int64_t affine(const isa_instr *in, const dm_view *v, unsigned ndims, uint64_t p,
+		      uint64_t e)
+{
+	int64_t val = (int64_t)(int32_t)in->imm[0].bits + (int64_t)(int32_t)in->imm[1].bits * (int64_t)p;
+	/* decompose e over the view's right-aligned dims; AP dim k = view dim k + shift */
+	unsigned shift = ISA_MAX_DIMS - ndims;
+	uint64_t idx[ISA_MAX_DIMS];
+	for (int d = ISA_MAX_DIMS - 1; d >= 0; d--) {
+		idx[d] = e % v->size[d];
+		e /= v->size[d];
+	}
+	for (unsigned k = 0; k < in->nivec && k < ndims; k++)
+		val += (int64_t)in->ivec[k] * (int64_t)idx[k + shift];
+	return val;
+}
+
+dm_fault_kind dm_op_iota(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			 const isa_instr *in, dm_fault *f)
+{
+	dm_view dv;
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f);
+	if (k)
+		return k;
+	uint64_t n = dv.nfree, P = dv.nparts;
+	int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * P * n);
+	if (!x)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "iota staging");
+	for (uint64_t p = 0; p < P; p++)
+		for (uint64_t e = 0; e < n; e++)
+			x[p * n + e] = affine(in, &dv, in->ap[ISA_AP_DST].ndims, p, e);
+	dm_view_write_i64(&dv, x);
+	return DM_OK;
+}
+
+dm_fault_kind dm_op_affine_select(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				  const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	dm_fault_kind k;
+	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &sv, engine, index, "src", f)) ||
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+		return k;
+	uint64_t n = sv.nfree, P = sv.nparts;
+	float *x = dm_tmp(c, 0, P * n);
+	if (!x)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "affine_select staging");
+	dm_view_read(&sv, x);
+	float fill = in->imm[2].kind == ISA_IMM_F32 ? dm_bits_f32(in->imm[2].bits)
+						    : (float)(int32_t)in->imm[2].bits;
+	for (uint64_t p = 0; p < P; p++)
+		for (uint64_t e = 0; e < n; e++)
+			if (!dm_alu_i64(in->e[0], affine(in, &sv, in->ap[ISA_AP_SRC].ndims, p, e), 0))
+				x[p * n + e] = fill;
+	dm_view_write(&dv, x);   /* the fill (e.g. -inf) is deliberate: no numeric check */
+	return DM_OK;
+}

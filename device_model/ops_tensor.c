@@ -1,0 +1,109 @@
+/*
+ * ops_tensor.c -- TensorE semantics: load_stationary, multiply_moving and
+ * the TensorE form of nc_transpose.  Inputs are read at their own precision
+ * (tf32 inputs are rounded to 10 mantissa bits), products and sums are fp32,
+ * results accumulate in fp32 PSUM.  The product comes from OpenBLAS sgemm:
+ * the values are the hardware's (exact bf16/fp8 products, fp32 sums) up to
+ * the summation order, which is fixed for a given build and thread count.
+ */
+#include "ops.h"
+
+#include "numerics.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+
+static void round_tf32_rows(float *v, uint64_t n, int dtype)
+{
+	if (dtype != ISA_DT_tf32)
+		return;
+	for (uint64_t i = 0; i < n; i++)
+		v[i] = dm_round_tf32(v[i]);
+}
+
+dm_fault_kind dm_op_load_stationary(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				    const isa_instr *in, dm_fault *f)
+{
+	dm_view s;
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &s, engine, index,
+				     "stationary", f);
+	if (k)
+		return k;
+	uint64_t n = (uint64_t)s.nparts * s.nfree;
+	if (!c->stationary) {
+		c->stationary = malloc(ISA_NUM_PARTITIONS * ISA_NUM_PARTITIONS * sizeof(float));
+		if (!c->stationary)
+			return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "stationary buffer");
+	}
+	dm_view_read(&s, c->stationary);        /* K rows of M */
+	round_tf32_rows(c->stationary, n, s.dtype);
+	c->stat_k = s.nparts;
+	c->stat_m = (uint32_t)s.nfree;
+	c->stat_dtype = s.dtype;
+	return DM_OK;
+}
+
+dm_fault_kind dm_op_multiply_moving(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				    const isa_instr *in, dm_fault *f)
+{
+	dm_view mv, dv;
+	dm_fault_kind k;
+	bool acc = in->flags & ISA_FLAG_ACCUMULATE;
+
+	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &mv, engine, index, "moving", f)) ||
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+		return k;
+	if (acc && !dm_psum_initialized(c, &dv))
+		return dm_fault_set(f, DM_FAULT_UNINIT_PSUM, engine, index,
+				    (uint64_t)(dv.base - c->psum),
+				    "accumulate into PSUM partitions [%u, %u) bank never written in this run",
+				    dv.start, dv.start + dv.nparts);
+
+	uint32_t K = c->stat_k, M = c->stat_m, N = (uint32_t)mv.nfree;
+	float *mov = dm_tmp(c, 0, (uint64_t)K * N);
+	float *out = dm_tmp(c, 1, (uint64_t)M * N);
+	if (!mov || !out)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
+	dm_view_read(&mv, mov);
+	round_tf32_rows(mov, (uint64_t)K * N, mv.dtype);
+	if (acc)
+		dm_view_read(&dv, out);
+	/* out[M,N] = stationary[K,M]^T @ moving[K,N] (+ out) */
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
+		    c->stationary, (int)M, mov, (int)N, acc ? 1.0f : 0.0f, out, (int)N);
+	if ((k = dm_check_finite(b, out, (uint64_t)M * N, engine, index, "multiply_moving dst", f)))
+		return k;
+	dm_view_write(&dv, out);
+	dm_psum_mark(c, &dv);
+	return DM_OK;
+}
+
+/* dst[f, p] = src[p, f], with the dtype cast of the destination */
+dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			   const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	dm_fault_kind k;
+	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &sv, engine, index, "src", f)) ||
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+		return k;
+	uint64_t P = sv.nparts, F = sv.nfree;
+	float *s = dm_tmp(c, 0, P * F), *d = dm_tmp(c, 1, P * F);
+	if (!s || !d)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "transpose staging");
+	dm_view_read(&sv, s);
+	for (uint64_t p = 0; p < P; p++)
+		for (uint64_t j = 0; j < F; j++)
+			d[j * P + p] = s[p * F + j];
+	if ((k = dm_check_finite(b, d, P * F, engine, index, "nc_transpose dst", f)))
+		return k;
+	dm_view_write(&dv, d);
+	dm_psum_mark(c, &dv);
+	return DM_OK;
+}
+
+dm_fault_kind dm_op_nc_transpose(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				 const isa_instr *in, dm_fault *f)
+{
+	return dm_transpose(c, b, engine, index, in, f);
+}

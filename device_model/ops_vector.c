@@ -1,0 +1,276 @@
+/*
+ * ops_vector.c -- elementwise semantics of VectorE, ScalarE and GpSimd:
+ * activation, tensor_tensor, tensor_scalar, tensor_copy, select, memset and
+ * the VectorE transpose.  Each reads its operands into fp32 rows, computes,
+ * and writes with the destination's cast.  When every operand and immediate
+ * is an integer the integer ALU path computes exactly instead (bitwise ops,
+ * index arithmetic beyond 2^24).
+ */
+#include "ops.h"
+
+#include "numerics.h"
+
+static float imm_f32(isa_imm imm)
+{
+	return imm.kind == ISA_IMM_F32 ? dm_bits_f32(imm.bits) : (float)(int32_t)imm.bits;
+}
+
+static bool all_integer(const isa_instr *in)
+{
+	for (int s = 0; s < ISA_MAX_AP; s++)
+		if ((in->ap_mask >> s) & 1u)
+			if (!isa_dtype_is_integer(in->ap[s].dtype))
+				return false;
+	return true;
+}
+
+#define VIEW(v, slot, wr, name)                                                          \
+	do {                                                                              \
+		dm_fault_kind k_ = dm_view_of(c, b, &in->ap[slot], wr, &(v), engine, index, \
+					      name, f);                                     \
+		if (k_)                                                                   \
+			return k_;                                                        \
+	} while (0)
+
+static dm_fault_kind nomem(dm_fault *f, int engine, int64_t index)
+{
+	return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "staging buffers");
+}
+
+/* writes fp32 results after the numeric check and marks PSUM */
+static dm_fault_kind finish(dm_core *c, const dm_binding *b, const dm_view *dv, const float *v,
+			    int engine, int64_t index, const isa_instr *in, dm_fault *f)
+{
+	dm_fault_kind k = dm_check_finite(b, v, (uint64_t)dv->nparts * dv->nfree, engine, index,
+					  isa_op_name(in->opcode), f);
+	if (k)
+		return k;
+	dm_view_write(dv, v);
+	dm_psum_mark(c, dv);
+	return DM_OK;
+}
+
+/* per-partition scalar operand: immediate, or column [P,1] of an AP */
+static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr *in, int slot,
+				isa_imm imm, int tmp, uint32_t nparts, float **out, int engine,
+				int64_t index, dm_fault *f)
+{
+	float *col = dm_tmp(c, tmp, nparts);
+	if (!col)
+		return nomem(f, engine, index);
+	if ((in->ap_mask >> slot) & 1u) {
+		dm_view sv;
+		VIEW(sv, slot, false, "scalar");
+		dm_view_read(&sv, col);
+	} else {
+		float v = imm_f32(imm);
+		for (uint32_t p = 0; p < nparts; p++)
+			col[p] = v;
+	}
+	*out = col;
+	return DM_OK;
+}
+
+dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			       const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	float *scale, *bias;
+	dm_fault_kind k;
+	VIEW(sv, ISA_AP_SRC, false, "src");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = sv.nfree, P = sv.nparts;
+	float *x = dm_tmp(c, 0, P * n);
+	if (!x)
+		return nomem(f, engine, index);
+	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &scale, engine, index, f)) ||
+	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, sv.nparts, &bias, engine, index, f)))
+		return k;
+	dm_view_read(&sv, x);
+	int func = in->e[0], red = in->e[1];
+	float *acc = dm_tmp(c, 3, P);
+	if (!acc)
+		return nomem(f, engine, index);
+	for (uint64_t p = 0; p < P; p++) {
+		float *row = x + p * n;
+		for (uint64_t j = 0; j < n; j++)
+			row[j] = dm_act_f32(func, row[j] * scale[p] + bias[p]);
+		if (red != ISA_ALU_bypass) {
+			/* the reduction sees the values as written to dst */
+			float a = row[0];
+			for (uint64_t j = 1; j < n; j++)
+				a = dm_alu_f32(red, a, row[j]);
+			acc[p] = red == ISA_ALU_absmax ? (a < 0 ? -a : a) : a;
+		}
+	}
+	if ((k = finish(c, b, &dv, x, engine, index, in, f)))
+		return k;
+	if (red != ISA_ALU_bypass) {
+		dm_view rv;
+		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+		dm_view_write(&rv, acc);
+		dm_psum_mark(c, &rv);
+	}
+	return DM_OK;
+}
+
+dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				  const isa_instr *in, dm_fault *f)
+{
+	dm_view av, bv, dv;
+	VIEW(av, ISA_AP_SRC, false, "src0");
+	VIEW(bv, ISA_AP_SRC1, false, "src1");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = (uint64_t)av.nparts * av.nfree;
+	int op = in->e[0];
+	if (all_integer(in)) {
+		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n), *y = (int64_t *)dm_tmp(c, 1, 2 * n);
+		if (!x || !y)
+			return nomem(f, engine, index);
+		dm_view_read_i64(&av, x);
+		dm_view_read_i64(&bv, y);
+		for (uint64_t i = 0; i < n; i++)
+			x[i] = dm_alu_i64(op, x[i], y[i]);
+		dm_view_write_i64(&dv, x);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
+	float *x = dm_tmp(c, 0, n), *y = dm_tmp(c, 1, n);
+	if (!x || !y)
+		return nomem(f, engine, index);
+	dm_view_read(&av, x);
+	dm_view_read(&bv, y);
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = dm_alu_f32(op, x[i], y[i]);
+	return finish(c, b, &dv, x, engine, index, in, f);
+}
+
+dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				  const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	dm_fault_kind k;
+	VIEW(sv, ISA_AP_SRC, false, "src");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = sv.nfree, P = sv.nparts;
+	int op0 = in->e[0], op1 = in->e[1];
+	bool r0 = in->flags & ISA_FLAG_REVERSE0, r1 = in->flags & ISA_FLAG_REVERSE1;
+	bool integer = all_integer(in) && in->imm[0].kind == ISA_IMM_I32 &&
+		       (op1 == ISA_ALU_bypass || in->imm[1].kind == ISA_IMM_I32);
+
+	if (integer) {
+		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * P * n);
+		float *s0, *s1;
+		if (!x)
+			return nomem(f, engine, index);
+		if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, (uint32_t)P, &s0, engine, index, f)) ||
+		    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, (uint32_t)P, &s1, engine, index, f)))
+			return k;
+		int64_t i0 = (int32_t)in->imm[0].bits, i1 = (int32_t)in->imm[1].bits;
+		dm_view_read_i64(&sv, x);
+		for (uint64_t p = 0; p < P; p++) {
+			/* per-partition scalar operands are fp32 [P,1] columns */
+			int64_t a0 = ((in->ap_mask >> ISA_AP_SRC1) & 1u) ? (int64_t)s0[p] : i0;
+			int64_t a1 = ((in->ap_mask >> ISA_AP_SRC2) & 1u) ? (int64_t)s1[p] : i1;
+			for (uint64_t j = 0; j < n; j++) {
+				int64_t v = x[p * n + j];
+				v = r0 ? dm_alu_i64(op0, a0, v) : dm_alu_i64(op0, v, a0);
+				if (op1 != ISA_ALU_bypass)
+					v = r1 ? dm_alu_i64(op1, a1, v) : dm_alu_i64(op1, v, a1);
+				x[p * n + j] = v;
+			}
+		}
+		dm_view_write_i64(&dv, x);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
+
+	float *x = dm_tmp(c, 0, P * n), *s0, *s1;
+	if (!x)
+		return nomem(f, engine, index);
+	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, (uint32_t)P, &s0, engine, index, f)) ||
+	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, (uint32_t)P, &s1, engine, index, f)))
+		return k;
+	dm_view_read(&sv, x);
+	for (uint64_t p = 0; p < P; p++) {
+		float a0 = s0[p], a1 = s1[p];
+		float *row = x + p * n;
+		for (uint64_t j = 0; j < n; j++) {
+			float v = r0 ? dm_alu_f32(op0, a0, row[j]) : dm_alu_f32(op0, row[j], a0);
+			if (op1 != ISA_ALU_bypass)
+				v = r1 ? dm_alu_f32(op1, a1, v) : dm_alu_f32(op1, v, a1);
+			row[j] = v;
+		}
+	}
+	return finish(c, b, &dv, x, engine, index, in, f);
+}
+
+dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	VIEW(sv, ISA_AP_SRC, false, "src");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = (uint64_t)sv.nparts * sv.nfree;
+	if (all_integer(in)) {
+		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n);
+		if (!x)
+			return nomem(f, engine, index);
+		dm_view_read_i64(&sv, x);
+		dm_view_write_i64(&dv, x);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
+	float *x = dm_tmp(c, 0, n);
+	if (!x)
+		return nomem(f, engine, index);
+	dm_view_read(&sv, x);
+	return finish(c, b, &dv, x, engine, index, in, f);
+}
+
+dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			   const isa_instr *in, dm_fault *f)
+{
+	dm_view pv, tv, fv, dv;
+	VIEW(pv, ISA_AP_SRC, false, "pred");
+	VIEW(tv, ISA_AP_SRC1, false, "on_true");
+	VIEW(fv, ISA_AP_SRC2, false, "on_false");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
+	float *pr = dm_tmp(c, 0, n), *t = dm_tmp(c, 1, n), *e = dm_tmp(c, 2, n);
+	if (!pr || !t || !e)
+		return nomem(f, engine, index);
+	dm_view_read(&pv, pr);
+	dm_view_read(&tv, t);
+	dm_view_read(&fv, e);
+	for (uint64_t i = 0; i < n; i++)
+		t[i] = pr[i] != 0.0f ? t[i] : e[i];
+	return finish(c, b, &dv, t, engine, index, in, f);
+}
+
+dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			   const isa_instr *in, dm_fault *f)
+{
+	dm_view dv;
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
+	if (isa_dtype_is_integer(dv.dtype) && in->imm[0].kind == ISA_IMM_I32) {
+		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n);
+		if (!x)
+			return nomem(f, engine, index);
+		for (uint64_t i = 0; i < n; i++)
+			x[i] = (int32_t)in->imm[0].bits;
+		dm_view_write_i64(&dv, x);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
+	float *x = dm_tmp(c, 0, n);
+	if (!x)
+		return nomem(f, engine, index);
+	float v = imm_f32(in->imm[0]);
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = v;
+	dm_view_write(&dv, x);   /* an explicit NaN/Inf fill is not a numeric fault */
+	dm_psum_mark(c, &dv);
+	return DM_OK;
+}
