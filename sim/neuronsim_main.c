@@ -16,6 +16,7 @@ static const struct {
 	{ "asm",      nsim_cli_asm,      "assemble a text program: asm IN.nsasm -o OUT.nsp" },
 	{ "disasm",   nsim_cli_disasm,   "disassemble a binary program: disasm IN.nsp [-o OUT]" },
 	{ "validate", nsim_cli_validate, "check programs (either form) and summarize them" },
+	{ "run",      nsim_cli_run,      "execute a program on the simulated core: run PROG --input N=F.npy ..." },
 	{ "isa",      nsim_cli_isa,      "list the instructions, or one's fields: isa [NAME...]" },
 };
 

@@ -1,0 +1,113 @@
+/*
+ * neuronsim/runtime.h -- the runtime C API: the seam between the PyTorch
+ * plugin (backend/) and the simulator.  Shaped after the Neuron Runtime's
+ * nrt.h; a hardware implementation of the same calls could replace the
+ * simulator without touching the plugin.
+ *
+ * Status codes keep NRT_STATUS values where one exists.  Every failing call
+ * leaves a message for nsim_last_error() (per thread).  The API is thread
+ * safe: calls on different cores run concurrently; allocation is serialized.
+ *
+ * Environment (read by nsim_init):
+ *   NEURON_PLATFORM_TARGET_OVERRIDE  trn1 | trn2 | trn3       (default trn2)
+ *   NEURON_RT_VISIBLE_CORES          "2" or "0-3" or "0,2"    (default all)
+ *   NEURON_RT_NUM_CORES              number of cores to use   (default all)
+ *   NEURON_RT_LOG_LEVEL              ERROR | WARN | INFO | DEBUG (default ERROR)
+ *   NEURON_SIM_MODE                  full | timing | functional (default full)
+ */
+#ifndef NEURONSIM_RUNTIME_H
+#define NEURONSIM_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum nsim_status {
+	NSIM_SUCCESS         = 0,
+	NSIM_FAILURE         = 1,    /* internal error */
+	NSIM_INVALID         = 2,    /* bad argument or bad program */
+	NSIM_INVALID_HANDLE  = 3,
+	NSIM_RESOURCE        = 4,    /* out of device (or host) memory */
+	NSIM_TIMEOUT         = 5,    /* the program cannot finish: semaphore deadlock */
+	NSIM_UNINITIALIZED   = 13,   /* nsim_init not called */
+	NSIM_EXEC_BAD_INPUT  = 1002, /* missing / wrong-size input or output tensor */
+	NSIM_EXEC_NUM_ERR    = 1003, /* NaN/Inf produced (numeric checking on) */
+	NSIM_EXEC_ERR        = 1004, /* other execution fault (uninitialized PSUM read) */
+	NSIM_EXEC_NC_BUSY    = 1005,
+	NSIM_EXEC_OOB        = 1006, /* out-of-bounds access at run time */
+} nsim_status;
+
+typedef enum nsim_mode {
+	NSIM_MODE_FULL = 0,          /* values and timing */
+	NSIM_MODE_TIMING,            /* timing only, no values computed */
+	NSIM_MODE_FUNCTIONAL,        /* values only, simulated time stays 0 */
+} nsim_mode;
+
+typedef struct nsim_tensor nsim_tensor;
+typedef struct nsim_tensor_set nsim_tensor_set;
+typedef struct nsim_model nsim_model;
+
+/* Statistics of a model's last execution. */
+typedef struct nsim_exec_stats {
+	uint64_t total_ps;                 /* simulated time */
+	uint64_t engine_busy_ps[5];        /* tensor, vector, scalar, gpsimd, sync */
+	uint64_t engine_instructions[5];
+	uint64_t dma_transfers;
+	uint64_t dma_bytes;
+	uint64_t dma_busy_ps;              /* summed over DMA engines */
+	uint64_t hbm_read_bytes, hbm_write_bytes;
+	uint64_t matmul_flops;             /* 2*K*M*N per multiply_moving */
+	uint64_t matmul_instructions;
+	uint64_t instructions;
+} nsim_exec_stats;
+
+typedef struct nsim_config {
+	const char *target;                /* NULL: environment / trn2 */
+	int         mode;                  /* -1: environment / full */
+	int         check_numerics;        /* 1: NaN/Inf is NSIM_EXEC_NUM_ERR */
+} nsim_config;
+
+nsim_status nsim_init(void);                        /* from the environment */
+nsim_status nsim_init_config(const nsim_config *cfg);
+void        nsim_close(void);
+const char *nsim_last_error(void);
+const char *nsim_status_name(nsim_status st);
+
+int         nsim_core_count(void);                  /* visible cores */
+const char *nsim_target_name(void);                 /* "trn2" */
+nsim_mode   nsim_get_mode(void);
+
+/* device memory */
+nsim_status nsim_tensor_allocate(int core, uint64_t size, const char *name, nsim_tensor **out);
+void        nsim_tensor_free(nsim_tensor *t);
+uint64_t    nsim_tensor_size(const nsim_tensor *t);
+nsim_status nsim_tensor_write(nsim_tensor *t, const void *buf, uint64_t offset, uint64_t size);
+nsim_status nsim_tensor_read(const nsim_tensor *t, void *buf, uint64_t offset, uint64_t size);
+nsim_status nsim_tensor_copy(const nsim_tensor *src, uint64_t src_offset, nsim_tensor *dst,
+			     uint64_t dst_offset, uint64_t size);
+nsim_status nsim_tensor_memset(nsim_tensor *t, int value, uint64_t offset, uint64_t size);
+uint64_t    nsim_memory_allocated(void);            /* bytes in live tensors */
+
+/* programs (.nsp bytes) */
+nsim_status nsim_load(const void *program, size_t size, int core, nsim_model **out);
+nsim_status nsim_unload(nsim_model *m);
+
+/* named tensor sets for execute */
+nsim_status nsim_tensor_set_create(nsim_tensor_set **out);
+nsim_status nsim_tensor_set_add(nsim_tensor_set *set, const char *name, nsim_tensor *t);
+void        nsim_tensor_set_free(nsim_tensor_set *set);
+
+nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs);
+nsim_status nsim_model_stats(const nsim_model *m, nsim_exec_stats *out);
+
+/* Chrome trace-event JSON of every execution between start and stop. */
+nsim_status nsim_profile_start(const char *filename);
+nsim_status nsim_profile_stop(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* NEURONSIM_RUNTIME_H */

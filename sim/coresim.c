@@ -1,0 +1,453 @@
+/*
+ * coresim.c -- executes one validated program on one NeuronCore.
+ *
+ * Each engine runs its stream in order.  An instruction starts when its
+ * engine can issue it; it occupies the engine for its cost's `busy` cycles
+ * and its results are visible after `latency` cycles.  Engines meet only at
+ * semaphores: sem_wait blocks until the condition holds, sem_signal updates
+ * the semaphore once every earlier instruction of its engine has completed,
+ * a DMA adds its value when the whole transfer has landed.  Values are
+ * computed when an instruction issues, in program order per engine; the
+ * semaphores order engines exactly as they order the hardware.
+ *
+ * TensorE: load_stationary may run while the previous multiply_moving still
+ * streams (background weight load), but only one stationary can wait ahead of
+ * the array; multiply_moving starts when the array and its stationary are
+ * ready.
+ *
+ * DMA: a transfer's rows are dealt round-robin over the core's DMA engines;
+ * each engine serves its slices in arrival order, one transfer at a time,
+ * paying a per-descriptor overhead plus bytes at its rate; the memory side is
+ * the nsim_mem_timing interface.  The transfer starts after the DMA issue
+ * latency and completes when its last slice does.
+ */
+#include "coresim.h"
+
+#include "cost.h"
+#include "ops.h"
+#include "evqueue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EV_ENGINE = 1, EV_SEM, EV_DMA_DONE };
+enum { ENG_IDLE = 0, ENG_READY, ENG_WAIT_SEM, ENG_WAIT_BARRIER, ENG_DONE };
+
+typedef struct eng {
+	const isa_instr *stream;
+	uint32_t         n, pc;
+	int              state;
+	uint32_t         wait_sem;
+	uint64_t         issue_at;   /* the engine can start its next instruction */
+	uint64_t         done_at;    /* every issued instruction has completed */
+} eng;
+
+typedef struct sim {
+	nsim_run      *r;
+	const dm_chip *chip;
+	nsim_sched     q;
+	eng            e[ISA_NUM_ENGINES];
+	int64_t        sem[ISA_MAX_SEMAPHORES];
+	/* TensorE pipeline */
+	uint64_t       ls_done, mm_free, last_mm_start;
+	bool           ls_pending;      /* a stationary loaded, not yet used */
+	dm_cost_ctx    cctx;
+	/* barrier */
+	int            barrier_needed, barrier_waiting;
+	uint64_t       barrier_time;
+	/* DMA engines and queues */
+	uint64_t       dma_free[32];
+	uint64_t       queue_last[ISA_NUM_DMA_QUEUES][32];
+	bool           timed;           /* false in functional mode */
+	bool           compute;         /* false in timing mode */
+	dm_fault_kind  fault;
+} sim;
+
+static uint64_t cyc(const sim *s, int engine, uint64_t cycles)
+{
+	return s->timed ? dm_cycles_ps(s->chip, engine, cycles) : 0;
+}
+
+static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+static bool push(sim *s, uint64_t t, uint32_t kind, uint32_t a, uint64_t b)
+{
+	if (nsim_sched_push(&s->q, t, kind, a, b))
+		return true;
+	s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NOMEM, -1, -1, 0, "event queue");
+	return false;
+}
+
+static uint64_t ap_bytes(const isa_ap *ap)
+{
+	return (uint64_t)ap->nparts * isa_ap_free_elems(ap) * isa_dtype_size(ap->dtype);
+}
+
+static void wake_waiters(sim *s, uint32_t semid, uint64_t t)
+{
+	for (int k = 0; k < ISA_NUM_ENGINES; k++)
+		if (s->e[k].state == ENG_WAIT_SEM && s->e[k].wait_sem == semid) {
+			s->e[k].state = ENG_READY;
+			push(s, t, EV_ENGINE, (uint32_t)k, 0);
+		}
+}
+
+static void sem_apply(sim *s, uint32_t semid, int op, int64_t value, int engine, uint64_t t)
+{
+	int64_t *v = &s->sem[semid];
+	if (op == ISA_SEMOP_ADD)
+		*v += value;
+	else if (op == ISA_SEMOP_SUB)
+		*v -= value;
+	else
+		*v = value;
+	if (s->r->obs && s->r->obs->sem) {
+		trc_sem_event ev = { s->r->core_id, engine, semid, *v, t };
+		s->r->obs->sem(s->r->obs->ctx, &ev);
+	}
+	wake_waiters(s, semid, t);
+}
+
+static bool sem_holds(const sim *s, const isa_instr *in)
+{
+	return dm_alu_i64(in->e[0], s->sem[in->u[0]], (int64_t)in->u[1]) != 0;
+}
+
+static void report_instr(sim *s, int engine, const isa_instr *in, uint64_t start, uint64_t end,
+			 uint64_t bytes, uint64_t flops)
+{
+	const trc_observer *o = s->r->obs;
+	if (!o || !o->instr)
+		return;
+	char text[512];
+	isa_format_instr(s->r->prog, in, text, sizeof(text));
+	trc_instr_event ev = { s->r->core_id, engine, (int64_t)s->e[engine].pc, in->opcode,
+			       start, end, bytes, flops, text };
+	o->instr(o->ctx, &ev);
+}
+
+/* ------------------------------------------------------------------ DMA */
+
+/* Time for one DMA engine to move `rows` rows of `row_bytes`, each split in
+ * `descs_per_row` descriptors, starting at `start`. */
+static uint64_t dma_slice_end(sim *s, uint64_t start, uint64_t rows, uint64_t row_bytes,
+			      uint64_t descs_per_row, uint64_t hbm_addr, bool hbm_side,
+			      bool hbm_write)
+{
+	const dm_chip *ch = s->chip;
+	uint64_t bytes = rows * row_bytes, descs = rows * descs_per_row;
+	uint64_t engine_ps = descs * ch->dma_desc_overhead_ps +
+			     (bytes * 1000000u + ch->dma_engine_rate - 1) / ch->dma_engine_rate;
+	uint64_t end = start + engine_ps;
+	if (hbm_side && s->r->mem.access)
+		end = umax(end, s->r->mem.access(s->r->mem.ctx, start, hbm_addr, bytes, hbm_write));
+	return end;
+}
+
+/* descriptors per row: contiguous runs of both sides, split at chunk size */
+static uint64_t descs_per_row(const sim *s, const isa_dma_desc *d, uint64_t row_bytes)
+{
+	const isa_ap *aps[2] = { &d->dst, &d->src };
+	uint64_t run = UINT64_MAX;
+	for (int i = 0; i < 2; i++) {
+		const isa_ap *ap = aps[i];
+		uint64_t r = 1;
+		for (int k = ap->ndims - 1; k >= 0; k--) {
+			if (ap->stride[k] != (int64_t)r)
+				break;
+			r *= ap->size[k];
+		}
+		run = r < run ? r : run;
+	}
+	uint64_t elems = isa_ap_free_elems(&d->dst);
+	uint64_t esz = isa_dtype_size(d->dst.dtype);
+	uint64_t runs = (elems + run - 1) / run;
+	uint64_t run_bytes = run * esz;
+	uint64_t chunks = (run_bytes + s->chip->dma_chunk_bytes - 1) / s->chip->dma_chunk_bytes;
+	(void)row_bytes;
+	return runs * (chunks ? chunks : 1);
+}
+
+static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t t)
+{
+	const isa_program *p = s->r->prog;
+	const isa_dma_desc *d = &p->dma[in->u[0]];
+	nsim_exec_stats *st = &s->r->stats;
+
+	if (s->compute) {
+		dm_fault_kind k = dm_exec_dma(s->r->core, &s->r->bind, engine, s->e[engine].pc, d,
+					      &s->r->fault);
+		if (k)
+			return k;
+	}
+	/* rows: the transfer's partition dimension (the index's for indirect) */
+	uint64_t rows = d->mode == ISA_DMA_DIRECT ? d->dst.nparts : d->index.nparts;
+	uint64_t src_row = isa_ap_free_elems(&d->src) * isa_dtype_size(d->src.dtype);
+	uint64_t dst_row = isa_ap_free_elems(&d->dst) * isa_dtype_size(d->dst.dtype);
+	if (d->mode == ISA_DMA_DIRECT && d->src.nparts != d->dst.nparts) {
+		/* reshaping transfer: rows of the destination, bytes conserved */
+		src_row = dst_row * isa_dtype_size(d->src.dtype) / isa_dtype_size(d->dst.dtype);
+	}
+	uint64_t row_bytes = umax(src_row, dst_row);
+	uint64_t dpr = descs_per_row(s, d, row_bytes);
+	bool hbm_read = d->src.space == ISA_SPACE_HBM, hbm_write = d->dst.space == ISA_SPACE_HBM;
+	uint64_t hbm_addr = hbm_read ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset
+				     : hbm_write ? s->r->bind.tensor_addr[d->dst.tensor] + d->dst.offset : 0;
+
+	uint32_t neng = s->chip->dma_engines < 32 ? s->chip->dma_engines : 32;
+	uint32_t q = in->u[1];
+	uint64_t ready = t + (s->timed ? s->chip->dma_issue_latency_ps : 0);
+	uint64_t end = ready;
+	for (uint32_t k = 0; k < neng && k < rows; k++) {
+		uint64_t my_rows = rows / neng + (k < rows % neng ? 1 : 0);
+		uint64_t start = umax(ready, umax(s->dma_free[k], s->queue_last[q][k]));
+		uint64_t fin = s->timed ? dma_slice_end(s, start, my_rows, row_bytes, dpr, hbm_addr,
+							hbm_read || hbm_write, hbm_write)
+					: start;
+		s->dma_free[k] = fin;
+		s->queue_last[q][k] = fin;
+		st->dma_busy_ps += fin - start;
+		end = umax(end, fin);
+		if (s->r->obs && s->r->obs->dma) {
+			trc_dma_event ev = { s->r->core_id, (int)q, (int)k, in->u[0], d->name, start, fin,
+					     my_rows * row_bytes,
+					     hbm_read ? my_rows * src_row : 0,
+					     hbm_write ? my_rows * dst_row : 0 };
+			s->r->obs->dma(s->r->obs->ctx, &ev);
+		}
+	}
+	st->dma_transfers++;
+	st->dma_bytes += rows * row_bytes;
+	if (hbm_read)
+		st->hbm_read_bytes += rows * src_row;
+	if (hbm_write)
+		st->hbm_write_bytes += rows * dst_row;
+	if (in->u[2] != ISA_SEM_NONE)
+		push(s, end, EV_DMA_DONE, in->u[2], in->u[3]);
+	return DM_OK;
+}
+
+/* -------------------------------------------------------------- engines */
+
+static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t t)
+{
+	eng *e = &s->e[k];
+	nsim_exec_stats *st = &s->r->stats;
+	dm_cost c = dm_cost_of(s->chip, k, in, &s->cctx);
+	uint64_t busy = cyc(s, k, c.busy), lat = cyc(s, k, c.latency);
+	uint64_t start = t, flops = 0;
+
+	if (k == ISA_ENGINE_TENSOR) {
+		/* the sequencer moves on after one cycle; the units pace the work */
+		if (in->opcode == ISA_OP_load_stationary) {
+			start = umax(t, s->ls_done);
+			if (s->ls_pending)          /* one stationary may wait ahead */
+				start = umax(start, s->mm_free);
+			else
+				start = umax(start, s->last_mm_start);
+			s->ls_done = start + busy;
+			s->ls_pending = true;
+			s->cctx.stat_m = (uint32_t)isa_ap_free_elems(&in->ap[ISA_AP_SRC]);
+			s->cctx.stat_dtype = in->ap[ISA_AP_SRC].dtype;
+			e->done_at = umax(e->done_at, start + lat);
+		} else {
+			start = umax(t, umax(s->mm_free, s->ls_done));
+			s->mm_free = start + busy;
+			if (in->opcode == ISA_OP_multiply_moving) {
+				s->last_mm_start = start;
+				s->ls_pending = false;
+				uint64_t kk = in->ap[ISA_AP_SRC].nparts;
+				flops = 2 * kk * s->cctx.stat_m * isa_ap_free_elems(&in->ap[ISA_AP_SRC]);
+				st->matmul_flops += flops;
+				st->matmul_instructions++;
+			}
+			e->done_at = umax(e->done_at, start + lat);
+		}
+		e->issue_at = t + cyc(s, k, 1);
+	} else {
+		e->issue_at = start + busy;
+		e->done_at = umax(e->done_at, start + lat);
+	}
+	st->engine_busy_ps[k] += busy;
+
+	if (s->compute) {
+		dm_fault_kind fk = dm_exec(s->r->core, &s->r->bind, k, e->pc, in, &s->r->fault);
+		if (fk)
+			return fk;
+	}
+	uint64_t bytes = 0;
+	for (int slot = 0; slot < ISA_MAX_AP; slot++)
+		if ((in->ap_mask >> slot) & 1u)
+			bytes += ap_bytes(&in->ap[slot]);
+	report_instr(s, k, in, start, start + busy, bytes, flops);
+	return DM_OK;
+}
+
+static void release_barrier(sim *s)
+{
+	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
+		if (s->e[k].state != ENG_WAIT_BARRIER)
+			continue;
+		s->e[k].state = ENG_READY;
+		s->e[k].issue_at = umax(s->e[k].issue_at, s->barrier_time);
+		push(s, s->barrier_time, EV_ENGINE, (uint32_t)k, 0);
+	}
+	s->barrier_waiting = 0;
+	s->barrier_time = 0;
+}
+
+/* Issues engine k's instructions from time t until it blocks or must wait. */
+static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
+{
+	eng *e = &s->e[k];
+	nsim_exec_stats *st = &s->r->stats;
+
+	while (e->state == ENG_READY && e->pc < e->n) {
+		const isa_instr *in = &e->stream[e->pc];
+		if (e->issue_at > t) {
+			push(s, e->issue_at, EV_ENGINE, (uint32_t)k, 0);
+			return DM_OK;
+		}
+		switch (in->opcode) {
+		case ISA_OP_sem_wait:
+			if (!sem_holds(s, in)) {
+				e->state = ENG_WAIT_SEM;
+				e->wait_sem = in->u[0];
+				return DM_OK;
+			}
+			e->issue_at = t + cyc(s, k, 1);
+			break;
+		case ISA_OP_sem_signal:
+			/* lands when every earlier instruction of this engine has */
+			push(s, umax(t, e->done_at), EV_SEM, in->u[0],
+			     ((uint64_t)in->e[0] << 32) | in->u[1]);
+			e->issue_at = t + cyc(s, k, 1);
+			break;
+		case ISA_OP_barrier:
+			e->pc++;
+			st->engine_instructions[k]++;
+			e->state = ENG_WAIT_BARRIER;
+			s->barrier_time = umax(s->barrier_time, umax(t, e->done_at));
+			if (++s->barrier_waiting == s->barrier_needed)
+				release_barrier(s);
+			return DM_OK;
+		case ISA_OP_end:
+			e->pc++;
+			st->engine_instructions[k]++;
+			e->state = ENG_DONE;
+			e->done_at = umax(e->done_at, t);
+			return DM_OK;
+		case ISA_OP_nop:
+			e->issue_at = t + cyc(s, k, in->u[0]);
+			report_instr(s, k, in, t, e->issue_at, 0, 0);
+			break;
+		case ISA_OP_dma_copy: {
+			dm_cost c = dm_cost_of(s->chip, k, in, &s->cctx);
+			dm_fault_kind fk = issue_dma(s, k, in, t);
+			if (fk)
+				return fk;
+			e->issue_at = t + cyc(s, k, c.busy);
+			st->engine_busy_ps[k] += cyc(s, k, c.busy);
+			report_instr(s, k, in, t, e->issue_at, 0, 0);
+			break;
+		}
+		default: {
+			dm_fault_kind fk = issue_compute(s, k, in, t);
+			if (fk)
+				return fk;
+			break;
+		}
+		}
+		e->pc++;
+		st->engine_instructions[k]++;
+	}
+	return DM_OK;
+}
+
+static void describe_deadlock(sim *s)
+{
+	char msg[256];
+	size_t n = (size_t)snprintf(msg, sizeof(msg), "semaphore deadlock: every engine waits;");
+	for (int k = 0; k < ISA_NUM_ENGINES && n < sizeof(msg); k++) {
+		eng *e = &s->e[k];
+		if (e->state == ENG_WAIT_SEM) {
+			const isa_instr *in = &e->stream[e->pc];
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n,
+					      " %s at instruction %u waits sem %u %s %u (now %lld);",
+					      isa_engine_name(k), e->pc, in->u[0], isa_alu_name(in->e[0]),
+					      in->u[1], (long long)s->sem[in->u[0]]);
+		} else if (e->state == ENG_WAIT_BARRIER) {
+			n += (size_t)snprintf(msg + n, sizeof(msg) - n, " %s at barrier (instruction %u);",
+					      isa_engine_name(k), e->pc - 1);
+		}
+	}
+	int first = 0;
+	while (first < ISA_NUM_ENGINES && s->e[first].state != ENG_WAIT_SEM &&
+	       s->e[first].state != ENG_WAIT_BARRIER)
+		first++;
+	s->fault = dm_fault_set(&s->r->fault, DM_FAULT_DEADLOCK, first, s->e[first].pc, 0, "%s", msg);
+}
+
+dm_fault_kind nsim_core_run(nsim_run *r)
+{
+	sim *s = calloc(1, sizeof(*s));
+	if (!s)
+		return dm_fault_set(&r->fault, DM_FAULT_NOMEM, -1, -1, 0, "simulator state");
+	memset(&r->stats, 0, sizeof(r->stats));
+	memset(&r->fault, 0, sizeof(r->fault));
+	s->r = r;
+	s->chip = r->core->chip;
+	s->timed = r->mode != NSIM_MODE_FUNCTIONAL;
+	s->compute = r->mode != NSIM_MODE_TIMING;
+	nsim_sched_init(&s->q);
+	s->q.now = r->start_ps;
+	if (s->compute)
+		dm_core_reset(r->core);
+
+	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
+		eng *e = &s->e[k];
+		e->stream = r->prog->stream[k];
+		e->n = r->prog->n_instr[k];
+		e->issue_at = e->done_at = r->start_ps;
+		if (!e->n)
+			continue;
+		e->state = ENG_READY;
+		s->barrier_needed++;
+		push(s, r->start_ps, EV_ENGINE, (uint32_t)k, 0);
+	}
+
+	nsim_event ev;
+	uint64_t end = r->start_ps;
+	while (!s->fault && nsim_sched_pop(&s->q, &ev)) {
+		end = umax(end, ev.time);
+		switch (ev.kind) {
+		case EV_ENGINE:
+			if (s->e[ev.a].state == ENG_READY)
+				s->fault = run_engine(s, (int)ev.a, ev.time);
+			break;
+		case EV_SEM:
+			sem_apply(s, ev.a, (int)(ev.b >> 32), (int64_t)(uint32_t)ev.b, -1, ev.time);
+			break;
+		case EV_DMA_DONE:
+			sem_apply(s, ev.a, ISA_SEMOP_ADD, (int64_t)ev.b, -1, ev.time);
+			break;
+		}
+	}
+	if (!s->fault) {
+		for (int k = 0; k < ISA_NUM_ENGINES; k++) {
+			if (s->e[k].state == ENG_WAIT_SEM || s->e[k].state == ENG_WAIT_BARRIER) {
+				describe_deadlock(s);
+				break;
+			}
+			end = umax(end, s->e[k].done_at);
+		}
+	}
+	r->stats.total_ps = end - r->start_ps;
+	for (int k = 0; k < ISA_NUM_ENGINES; k++)
+		r->stats.instructions += r->stats.engine_instructions[k];
+	dm_fault_kind f = s->fault;
+	nsim_sched_free(&s->q);
+	free(s);
+	return f;
+}

@@ -1,0 +1,43 @@
+/*
+ * coresim.h -- one program on one NeuronCore: in-order engines synchronized
+ * by semaphores, the TensorE LoadStationary/MultiplyMoving pipeline, DMA
+ * engines and queues, and a memory-timing interface behind DMA.
+ */
+#ifndef NSIM_SIM_CORESIM_H
+#define NSIM_SIM_CORESIM_H
+
+#include "core.h"
+#include "neuronsim/runtime.h"
+#include "observer.h"
+
+/*
+ * Memory timing behind DMA.  `access` returns when a transfer of `bytes`
+ * issued at `start_ps` completes on the memory side.  The bandwidth+latency
+ * stand-in lives in hbm_stub.c; the detailed HBM model plugs in here
+ * without touching DMA code.
+ */
+typedef struct nsim_mem_timing {
+	void     *ctx;
+	uint64_t (*access)(void *ctx, uint64_t start_ps, uint64_t addr, uint64_t bytes,
+			   bool write);
+} nsim_mem_timing;
+
+typedef struct nsim_run {
+	/* in */
+	dm_core            *core;
+	int                 core_id;
+	const isa_program  *prog;
+	dm_binding          bind;
+	nsim_mode           mode;
+	const trc_observer *obs;
+	nsim_mem_timing     mem;
+	uint64_t            start_ps;       /* device time the run starts at */
+	/* out */
+	nsim_exec_stats     stats;
+	dm_fault            fault;
+} nsim_run;
+
+/* Runs to completion or the first fault (returned; details in r->fault). */
+dm_fault_kind nsim_core_run(nsim_run *r);
+
+#endif
