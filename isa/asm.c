@@ -143,7 +143,8 @@ static bool parse_imm(const char *s, isa_imm *out)
 		if (n < 8 || s[n - 1] != ')')
 			return false;
 		char hex[16];
-		if (n - 7 >= sizeof(hex))
+		/* "nan(" + hex digits + ")": the 0x... part is n - 5 bytes */
+		if (n - 5 >= sizeof(hex))
 			return false;
 		memcpy(hex, s + 4, n - 5);
 		hex[n - 5] = '\0';

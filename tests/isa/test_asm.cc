@@ -84,7 +84,8 @@ TEST(IsaAsm, HostileInputIsRejectedCleanly)
 		EXPECT_EQ(d.line, 2) << ap;
 	}
 	const char *bad_imms[] = { "nan", "1e999", "0x1ffffffff", "2147483648", "1.5.5", "", "--1",
-				   "nan(0x1)", "nan(0x7fc00000" };
+				   "nan(0x1)", "nan(0x7fc00000", "nan(0xegelu_backward)",
+				   "nan(0x0123456789abcdef01234)" };
 	for (const char *v : bad_imms) {
 		std::string t = ".engine vector\nmemset dst=sbuf:fp32[0:1]{1x1} value=" + std::string(v) + "\nend\n";
 		EXPECT_EQ(asm_status(t, &d), ISA_E_SYNTAX) << v << ": " << d.msg;
