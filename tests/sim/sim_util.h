@@ -1,0 +1,111 @@
+// Helpers for the runtime tests: assemble text, load it through the runtime
+// API, bind zero-filled (or given) tensors, execute, read outputs back.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "neuronsim/isa.h"
+#include "neuronsim/runtime.h"
+}
+
+inline std::vector<uint8_t> to_binary(const std::string &text)
+{
+	isa_program *p = nullptr;
+	isa_diag d{};
+	EXPECT_EQ(isa_asm(text.data(), text.size(), &p, &d), ISA_OK) << d.msg;
+	if (!p)
+		return {};
+	uint8_t *buf = nullptr;
+	size_t len = 0;
+	EXPECT_EQ(isa_program_encode(p, &buf, &len, &d), ISA_OK) << d.msg;
+	std::vector<uint8_t> v(buf, buf + len);
+	free(buf);
+	isa_program_free(p);
+	return v;
+}
+
+// One execution of a program; tensors named in `data` are written first,
+// every input/output tensor of the program is bound (zero-filled).
+struct SimRun {
+	nsim_status status = NSIM_FAILURE;
+	std::string error;
+	nsim_exec_stats stats{};
+	std::map<std::string, std::vector<uint8_t>> out;
+};
+
+inline SimRun run_program(const std::string &text, int core = 0,
+		       const std::map<std::string, std::vector<uint8_t>> &data = {})
+{
+	SimRun r;
+	std::vector<uint8_t> bin = to_binary(text);
+	isa_program *p = nullptr;
+	isa_diag d{};
+	isa_program_load(bin.data(), bin.size(), &p, &d);
+	nsim_model *m = nullptr;
+	r.status = nsim_load(bin.data(), bin.size(), core, &m);
+	if (r.status) {
+		r.error = nsim_last_error();
+		isa_program_free(p);
+		return r;
+	}
+	nsim_tensor_set *in = nullptr, *out = nullptr;
+	nsim_tensor_set_create(&in);
+	nsim_tensor_set_create(&out);
+	std::vector<nsim_tensor *> owned;
+	for (uint32_t i = 0; i < p->n_tensors; i++) {
+		const isa_tensor *t = &p->tensors[i];
+		if (t->kind != ISA_TK_INPUT && t->kind != ISA_TK_OUTPUT)
+			continue;
+		nsim_tensor *dev = nullptr;
+		uint64_t bytes = isa_tensor_bytes(t);
+		EXPECT_EQ(nsim_tensor_allocate(core, bytes, t->name, &dev), NSIM_SUCCESS);
+		nsim_tensor_memset(dev, 0, 0, bytes);
+		auto it = data.find(t->name);
+		if (it != data.end())
+			nsim_tensor_write(dev, it->second.data(), 0, it->second.size());
+		nsim_tensor_set_add(t->kind == ISA_TK_INPUT ? in : out, t->name, dev);
+		owned.push_back(dev);
+	}
+	r.status = nsim_execute(m, in, out);
+	if (r.status)
+		r.error = nsim_last_error();
+	nsim_model_stats(m, &r.stats);
+	size_t k = 0;
+	for (uint32_t i = 0; i < p->n_tensors; i++) {
+		const isa_tensor *t = &p->tensors[i];
+		if (t->kind != ISA_TK_INPUT && t->kind != ISA_TK_OUTPUT)
+			continue;
+		if (t->kind == ISA_TK_OUTPUT) {
+			std::vector<uint8_t> v(isa_tensor_bytes(t));
+			nsim_tensor_read(owned[k], v.data(), 0, v.size());
+			r.out[t->name] = v;
+		}
+		k++;
+	}
+	for (nsim_tensor *t : owned)
+		nsim_tensor_free(t);
+	nsim_tensor_set_free(in);
+	nsim_tensor_set_free(out);
+	nsim_unload(m);
+	isa_program_free(p);
+	return r;
+}
+
+// Runtime initialized for one test with the given target and mode.
+class RuntimeTest : public ::testing::Test {
+protected:
+	void start(const char *target = "trn2", int mode = NSIM_MODE_FULL, int check = 0)
+	{
+		nsim_close();
+		nsim_config cfg{ target, mode, check };
+		ASSERT_EQ(nsim_init_config(&cfg), NSIM_SUCCESS) << nsim_last_error();
+	}
+	void TearDown() override { nsim_close(); }
+};

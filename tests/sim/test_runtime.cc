@@ -1,0 +1,296 @@
+// The runtime API: determinism in all three modes, simulated faults as
+// status codes with messages (and the process keeps working), concurrent
+// use from several threads, environment configuration.
+#include "sim_util.h"
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace {
+
+std::string read_file(const std::string &path)
+{
+	std::ifstream f(path);
+	std::stringstream ss;
+	ss << f.rdbuf();
+	return ss.str();
+}
+
+std::vector<std::string> examples()
+{
+	std::vector<std::string> v;
+	for (const char *n : { "matmul_gelu", "softmax_rows", "masked_select", "causal_mask",
+			       "embedding_gather", "pipeline_fp8" })
+		v.push_back(read_file(std::string(NSIM_EXAMPLES_DIR) + "/" + n + ".nsasm"));
+	return v;
+}
+
+std::string target_of(const std::string &text)
+{
+	size_t at = text.find(".target ");
+	return text.substr(at + 8, 4);
+}
+
+// deterministic, non-trivial input bytes for every input tensor
+std::map<std::string, std::vector<uint8_t>> inputs_for(const std::string &text)
+{
+	std::map<std::string, std::vector<uint8_t>> m;
+	isa_program *p = nullptr;
+	isa_diag d{};
+	isa_asm(text.data(), text.size(), &p, &d);
+	for (uint32_t i = 0; p && i < p->n_tensors; i++) {
+		const isa_tensor *t = &p->tensors[i];
+		if (t->kind != ISA_TK_INPUT)
+			continue;
+		std::vector<uint8_t> v(isa_tensor_bytes(t));
+		uint32_t x = 12345 + i;
+		for (auto &b : v) {
+			x = x * 1103515245u + 12345u;
+			b = (uint8_t)(x >> 24);
+		}
+		if (!strcmp(t->name, "ids") || !strcmp(t->name, "inv"))
+			std::fill(v.begin(), v.end(), 0);   // keep indices in range
+		if (isa_dtype_is_float(t->dtype) && isa_dtype_size(t->dtype) >= 2) {
+			// small finite values: clear the top exponent bits
+			unsigned es = isa_dtype_size(t->dtype);
+			for (size_t k = es - 1; k < v.size(); k += es)
+				v[k] &= 0xbe;
+		}
+		m[t->name] = v;
+	}
+	isa_program_free(p);
+	return m;
+}
+
+class Runtime : public RuntimeTest {};
+
+TEST_F(Runtime, RunsAreDeterministicInEveryModeAndTimingOnlyAgreesOnTime)
+{
+	for (const std::string &text : examples()) {
+		std::string target = target_of(text);
+		auto in = inputs_for(text);
+		start(target.c_str(), NSIM_MODE_FULL);
+		SimRun a = run_program(text, 0, in), b = run_program(text, 0, in);
+		ASSERT_EQ(a.status, NSIM_SUCCESS) << a.error;
+		EXPECT_EQ(a.out, b.out);
+		EXPECT_EQ(a.stats.total_ps, b.stats.total_ps);
+		EXPECT_EQ(memcmp(&a.stats, &b.stats, sizeof(a.stats)), 0);
+		EXPECT_GT(a.stats.total_ps, 0u);
+
+		start(target.c_str(), NSIM_MODE_TIMING);
+		SimRun t1 = run_program(text, 0, in), t2 = run_program(text, 0, in);
+		ASSERT_EQ(t1.status, NSIM_SUCCESS) << t1.error;
+		EXPECT_EQ(t1.stats.total_ps, a.stats.total_ps) << "timing-only and full disagree";
+		EXPECT_EQ(memcmp(&t1.stats, &t2.stats, sizeof(t1.stats)), 0);
+
+		start(target.c_str(), NSIM_MODE_FUNCTIONAL);
+		SimRun f1 = run_program(text, 0, in), f2 = run_program(text, 0, in);
+		ASSERT_EQ(f1.status, NSIM_SUCCESS) << f1.error;
+		EXPECT_EQ(f1.out, a.out) << "functional and full values differ";
+		EXPECT_EQ(f1.out, f2.out);
+		EXPECT_EQ(f1.stats.total_ps, 0u);
+	}
+}
+
+const char *kGood = ".target trn2\n.semaphores 2\n"
+		    ".tensor x input fp32 [4,8]\n.tensor y output fp32 [4,8]\n"
+		    ".dma l direct dst=sbuf:fp32[0:4]{1x8} src=hbm(x):fp32[8x4]{1x8}\n"
+		    ".dma s direct dst=hbm(y):fp32[8x4]{1x8} src=sbuf:fp32[0:4]+64{1x8}\n"
+		    ".engine sync\ndma_copy desc=l sem=0\nsem_wait sem=1 value=1\n"
+		    "sem_signal sem=0 op=set value=0\nsem_wait sem=0 cond=is_equal value=0\n"
+		    "dma_copy desc=s queue=1 sem=0\nsem_wait sem=0 value=1\nend\n"
+		    ".engine scalar\nsem_wait sem=0 value=1\nnop cycles=100\n"
+		    "activation dst=sbuf:fp32[0:4]+64{1x8} src=sbuf:fp32[0:4]{1x8} func=exp\n"
+		    "sem_signal sem=1\nend\n";
+
+// After a fault, the same process runs a correct program correctly.
+void expect_recovers()
+{
+	std::vector<uint8_t> x(4 * 8 * 4);
+	for (size_t i = 0; i < 32; i++) {
+		float f = (float)i / 8.0f;
+		memcpy(&x[i * 4], &f, 4);
+	}
+	SimRun r = run_program(kGood, 0, { { "x", x } });
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	for (size_t i = 0; i < 32; i++) {
+		float got;
+		memcpy(&got, &r.out["y"][i * 4], 4);
+		EXPECT_FLOAT_EQ(got, std::exp((float)i / 8.0f));
+	}
+}
+
+TEST_F(Runtime, FaultOutOfBoundsIndirectIndex)
+{
+	start("trn2");
+	const char *t = ".target trn2\n.semaphores 1\n"
+			".tensor table input fp32 [50,16]\n.tensor ids input int32 [2]\n"
+			".dma li direct dst=sbuf:int32[0:2]{1x1} src=hbm(ids):int32[1x2]{1x1}\n"
+			".dma g gather dst=sbuf:fp32[0:2]+64{1x16} src=hbm(table):fp32[16x50]{1x16} index=sbuf:int32[0:2]{1x1}\n"
+			".engine sync\ndma_copy desc=li sem=0\nsem_wait sem=0 value=1\n"
+			"dma_copy desc=g sem=0\nsem_wait sem=0 value=2\nend\n";
+	int32_t ids[2] = { 3, 60 };
+	std::vector<uint8_t> b((uint8_t *)ids, (uint8_t *)ids + 8);
+	SimRun r = run_program(t, 0, { { "ids", b } });
+	EXPECT_EQ(r.status, NSIM_EXEC_OOB);
+	EXPECT_NE(r.error.find("sync engine, instruction 2 (dma_copy)"), std::string::npos) << r.error;
+	EXPECT_NE(r.error.find("index[1] = 60 outside the 50 rows"), std::string::npos) << r.error;
+	expect_recovers();
+}
+
+TEST_F(Runtime, FaultAccumulateIntoUninitializedPsum)
+{
+	start("trn2");
+	const char *t = ".target trn2\n.engine tensor\n"
+			"load_stationary stationary=sbuf:bf16[0:128]{1x128}\n"
+			"multiply_moving dst=psum:fp32[0:128]+2048{1x512} moving=sbuf:bf16[0:128]+256{1x512} accumulate\n"
+			"end\n";
+	SimRun r = run_program(t);
+	EXPECT_EQ(r.status, NSIM_EXEC_ERR);
+	EXPECT_NE(r.error.find("tensor engine, instruction 1 (multiply_moving)"), std::string::npos) << r.error;
+	EXPECT_NE(r.error.find("never written"), std::string::npos) << r.error;
+	expect_recovers();
+}
+
+TEST_F(Runtime, FaultSemaphoreDeadlock)
+{
+	start("trn2");
+	const char *t = ".target trn2\n.semaphores 2\n"
+			".engine vector\nsem_wait sem=0 value=1\nsem_signal sem=1\nend\n"
+			".engine gpsimd\nsem_wait sem=1 value=1\nsem_signal sem=0\nend\n";
+	SimRun r = run_program(t);
+	EXPECT_EQ(r.status, NSIM_TIMEOUT);
+	EXPECT_NE(r.error.find("deadlock"), std::string::npos) << r.error;
+	EXPECT_NE(r.error.find("vector at instruction 0 waits sem 0 is_ge 1 (now 0)"), std::string::npos)
+		<< r.error;
+	expect_recovers();
+}
+
+TEST_F(Runtime, FaultNaNWhenNumericCheckingIsOn)
+{
+	const char *t = ".target trn2\n.tensor x input fp32 [1,4]\n.tensor y output fp32 [1,4]\n"
+			".engine scalar\n"
+			"activation dst=sbuf:fp32[0:1]+64{1x4} src=sbuf:fp32[0:1]{1x4} func=log bias=-1.0\nend\n";
+	start("trn2", NSIM_MODE_FULL, 1);
+	SimRun r = run_program(t);                      // log(0 - 1) = NaN
+	EXPECT_EQ(r.status, NSIM_EXEC_NUM_ERR);
+	EXPECT_NE(r.error.find("scalar engine, instruction 0 (activation)"), std::string::npos) << r.error;
+	EXPECT_NE(r.error.find("NaN"), std::string::npos) << r.error;
+	expect_recovers();
+	start("trn2", NSIM_MODE_FULL, 0);
+	EXPECT_EQ(run_program(t).status, NSIM_SUCCESS);   // checking off: NaN is a value
+}
+
+TEST_F(Runtime, BadArgumentsAreStatusCodes)
+{
+	start("trn2");
+	nsim_tensor *t = nullptr;
+	EXPECT_EQ(nsim_tensor_allocate(99, 16, "x", &t), NSIM_INVALID);
+	EXPECT_EQ(nsim_tensor_allocate(0, 1ull << 50, "huge", &t), NSIM_RESOURCE);
+	EXPECT_NE(std::string(nsim_last_error()).find("out of device memory"), std::string::npos);
+	ASSERT_EQ(nsim_tensor_allocate(0, 64, "x", &t), NSIM_SUCCESS);
+	uint8_t buf[128] = {};
+	EXPECT_EQ(nsim_tensor_write(t, buf, 32, 64), NSIM_INVALID);
+	EXPECT_EQ(nsim_tensor_read(t, buf, 65, 0), NSIM_INVALID);
+	nsim_tensor_free(t);
+	nsim_model *m = nullptr;
+	EXPECT_EQ(nsim_load("garbage", 7, 0, &m), NSIM_INVALID);
+	EXPECT_NE(std::string(nsim_last_error()).find("bad program"), std::string::npos);
+	// a trn1 program on a trn2 device
+	std::vector<uint8_t> bin = to_binary(".target trn1\n");
+	EXPECT_EQ(nsim_load(bin.data(), bin.size(), 0, &m), NSIM_INVALID);
+	// missing input
+	SimRun r = run_program(".target trn2\n.tensor x input fp32 [4]\n");
+	EXPECT_EQ(r.status, NSIM_SUCCESS);
+	bin = to_binary(".target trn2\n.tensor x input fp32 [4]\n");
+	ASSERT_EQ(nsim_load(bin.data(), bin.size(), 0, &m), NSIM_SUCCESS);
+	nsim_tensor_set *in = nullptr;
+	nsim_tensor_set_create(&in);
+	EXPECT_EQ(nsim_execute(m, in, nullptr), NSIM_EXEC_BAD_INPUT);
+	EXPECT_NE(std::string(nsim_last_error()).find("input tensor 'x' not in the input set"),
+		  std::string::npos);
+	nsim_tensor *small = nullptr;
+	nsim_tensor_allocate(0, 8, "small", &small);
+	nsim_tensor_set_add(in, "x", small);
+	EXPECT_EQ(nsim_execute(m, in, nullptr), NSIM_EXEC_BAD_INPUT);
+	nsim_tensor_free(small);
+	nsim_tensor_set_free(in);
+	nsim_unload(m);
+}
+
+TEST_F(Runtime, FullTrn2HbmIsReservedNotCommitted)
+{
+	start("trn2");
+	// 80 GiB of the 96 GiB device in one tensor: reserved address space only
+	nsim_tensor *t = nullptr;
+	ASSERT_EQ(nsim_tensor_allocate(0, 80ull << 30, "big", &t), NSIM_SUCCESS) << nsim_last_error();
+	uint8_t v = 7;
+	EXPECT_EQ(nsim_tensor_write(t, &v, (80ull << 30) - 1, 1), NSIM_SUCCESS);
+	uint8_t back = 0;
+	EXPECT_EQ(nsim_tensor_read(t, &back, (80ull << 30) - 1, 1), NSIM_SUCCESS);
+	EXPECT_EQ(back, 7);
+	EXPECT_EQ(nsim_memory_allocated(), 80ull << 30);
+	nsim_tensor_free(t);
+	EXPECT_EQ(nsim_memory_allocated(), 0u);
+}
+
+TEST_F(Runtime, ConcurrentExecutionOnDifferentCores)
+{
+	start("trn2");
+	std::string text = examples()[0];        // matmul_gelu
+	auto in = inputs_for(text);
+	SimRun ref = run_program(text, 0, in);
+	ASSERT_EQ(ref.status, NSIM_SUCCESS) << ref.error;
+	std::vector<std::thread> threads;
+	std::vector<int> ok(4, 0);
+	for (int c = 0; c < 4; c++)
+		threads.emplace_back([&, c] {
+			for (int i = 0; i < 5; i++) {
+				SimRun r = run_program(text, c, in);
+				ok[c] += r.status == NSIM_SUCCESS && r.out == ref.out &&
+					 r.stats.total_ps == ref.stats.total_ps;
+			}
+		});
+	for (auto &t : threads)
+		t.join();
+	for (int c = 0; c < 4; c++)
+		EXPECT_EQ(ok[c], 5) << "core " << c;
+}
+
+TEST(RuntimeEnv, VisibleCoresTargetAndMode)
+{
+	nsim_close();
+	setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn1", 1);
+	setenv("NEURON_RT_VISIBLE_CORES", "1", 1);
+	ASSERT_EQ(nsim_init(), NSIM_SUCCESS) << nsim_last_error();
+	EXPECT_STREQ(nsim_target_name(), "trn1");
+	EXPECT_EQ(nsim_core_count(), 1);
+	nsim_close();
+	setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2", 1);
+	setenv("NEURON_RT_VISIBLE_CORES", "0-5", 1);
+	setenv("NEURON_RT_NUM_CORES", "3", 1);
+	setenv("NEURON_SIM_MODE", "timing", 1);
+	ASSERT_EQ(nsim_init(), NSIM_SUCCESS) << nsim_last_error();
+	EXPECT_EQ(nsim_core_count(), 3);
+	EXPECT_EQ(nsim_get_mode(), NSIM_MODE_TIMING);
+	nsim_close();
+	setenv("NEURON_RT_VISIBLE_CORES", "0-9", 1);
+	unsetenv("NEURON_RT_NUM_CORES");
+	EXPECT_EQ(nsim_init(), NSIM_INVALID);
+	EXPECT_NE(std::string(nsim_last_error()).find("NEURON_RT_VISIBLE_CORES"), std::string::npos);
+	setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
+	setenv("NEURON_SIM_MODE", "fast", 1);
+	EXPECT_EQ(nsim_init(), NSIM_INVALID);
+	setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn9", 1);
+	unsetenv("NEURON_SIM_MODE");
+	EXPECT_EQ(nsim_init(), NSIM_INVALID);
+	EXPECT_NE(std::string(nsim_last_error()).find("trn9"), std::string::npos);
+	unsetenv("NEURON_PLATFORM_TARGET_OVERRIDE");
+	unsetenv("NEURON_RT_VISIBLE_CORES");
+	EXPECT_EQ(nsim_execute(nullptr, nullptr, nullptr), NSIM_UNINITIALIZED);
+}
+
+}  // namespace

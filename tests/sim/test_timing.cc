@@ -1,0 +1,192 @@
+// Timing follows the published cost model (HARDWARE.md) and never beats a
+// physical peak: TensorE matmul throughput, fp32 at a quarter of it, Vector /
+// Scalar instructions at max(MIN_II, N) with the published overheads and
+// performance modes, and DMA at the published per-engine rates.
+#include "sim_util.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace {
+
+std::string matmul_program(const char *dt, int count)
+{
+	std::ostringstream s;
+	s << ".target trn2\n.engine tensor\n";
+	for (int i = 0; i < count; i++)
+		s << "load_stationary stationary=sbuf:" << dt << "[0:128]{1x128}\n"
+		  << "multiply_moving dst=psum:fp32[0:128]{1x512} moving=sbuf:" << dt
+		  << "[0:128]+1024{1x512}" << (i ? " accumulate" : "") << "\n";
+	s << "end\n";
+	return s.str();
+}
+
+class Timing : public RuntimeTest {};
+
+TEST_F(Timing, BackToBackBf16MatmulsReachTensorPeakAndNeverExceedIt)
+{
+	start("trn2");
+	SimRun r = run_program(matmul_program("bf16", 64));
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	double secs = r.stats.total_ps * 1e-12;
+	double peak = 2.0 * 128 * 128 * 2.4e9;           // trn2 TensorE bf16 (HARDWARE.md)
+	double achieved = r.stats.matmul_flops / secs;
+	EXPECT_EQ(r.stats.matmul_flops, 64ull * 2 * 128 * 128 * 512);
+	EXPECT_GE(achieved / peak, 0.90) << achieved;
+	EXPECT_LE(achieved / peak, 1.0) << achieved;
+}
+
+TEST_F(Timing, Fp32MatmulIsFourTimesSlower)
+{
+	start("trn2");
+	SimRun b = run_program(matmul_program("bf16", 16));
+	SimRun f = run_program(matmul_program("fp32", 16));
+	ASSERT_EQ(b.status, NSIM_SUCCESS) << b.error;
+	ASSERT_EQ(f.status, NSIM_SUCCESS) << f.error;
+	double ratio = (double)f.stats.engine_busy_ps[ISA_ENGINE_TENSOR] /
+		       (double)b.stats.engine_busy_ps[ISA_ENGINE_TENSOR];
+	EXPECT_NEAR(ratio, 4.0, 0.01);
+}
+
+TEST_F(Timing, SmallMatmulsPayTheStationaryFloor)
+{
+	// max(min(64, N_stationary), N_moving): N_moving = 16 < 64 -> 64 cycles
+	start("trn2");
+	std::string t = ".target trn2\n.engine tensor\n"
+			"load_stationary stationary=sbuf:bf16[0:128]{1x128}\n"
+			"multiply_moving dst=psum:fp32[0:128]{1x16} moving=sbuf:bf16[0:128]+1024{1x16}\nend\n";
+	SimRun r = run_program(t);
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	EXPECT_EQ(r.stats.engine_busy_ps[ISA_ENGINE_TENSOR],
+		  (32 * 1000000ull + 2399) / 2400 + (64 * 1000000ull + 2399) / 2400);
+}
+
+// k back-to-back instructions on one engine: busy = k * cycles (in ps, each
+// rounded up), and the run ends `static_overhead` cycles after the last.
+void expect_stream(const char *target, const char *engine, uint32_t mhz, const std::string &instr,
+		   int k, uint64_t cycles_each, uint64_t overhead = 100)
+{
+	std::ostringstream s;
+	s << ".target " << target << "\n.engine " << engine << "\n";
+	for (int i = 0; i < k; i++)
+		s << instr << "\n";
+	s << "end\n";
+	SimRun r = run_program(s.str());
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	uint64_t per = (cycles_each * 1000000ull + mhz - 1) / mhz;
+	int e = isa_engine_from_name(engine);
+	EXPECT_EQ(r.stats.engine_busy_ps[e], per * k) << instr;
+	uint64_t ovh = (cycles_each + overhead) * 1000000ull;
+	uint64_t expect_total = per * (k - 1) + (ovh + mhz - 1) / mhz;
+	EXPECT_EQ(r.stats.total_ps, expect_total) << instr;
+}
+
+TEST_F(Timing, VectorAndScalarFollowMaxMinIINWithOverheads)
+{
+	start("trn1");
+	// trn1 VectorE 1.12 GHz, ScalarE 1.4 GHz; MIN_II = 64; +100 cycles static overhead
+	for (uint32_t n : { 1u, 63u, 64u, 100u, 2048u }) {
+		std::string sb = "sbuf:fp32[0:128]{1x" + std::to_string(n) + "}";
+		std::string sb2 = "sbuf:fp32[0:128]+16384{1x" + std::to_string(n) + "}";
+		uint64_t c = n > 64 ? n : 64;
+		expect_stream("trn1", "vector", 1120,
+			      "tensor_scalar dst=" + sb2 + " src=" + sb + " op0=add scalar0=1.0", 8, c);
+		expect_stream("trn1", "scalar", 1400, "activation dst=" + sb2 + " src=" + sb + " func=exp", 8, c);
+		// activation with reduce: + MIN_II
+		expect_stream("trn1", "scalar", 1400,
+			      "activation dst=" + sb2 + " src=" + sb +
+				      " func=exp reduce=add reduce_dst=sbuf:fp32[0:128]+32768{1x1}",
+			      4, c + 64);
+		// tensor_tensor with both inputs in SBUF (fp32): max(MIN_II, 2N)
+		expect_stream("trn1", "vector", 1120,
+			      "tensor_tensor dst=" + sb2 + " src0=" + sb + " src1=" + sb + " op=add", 4,
+			      2 * n > 64 ? 2 * n : 64);
+		// iota: 150 + N on GpSimd (1.4 GHz)
+		expect_stream("trn1", "gpsimd", 1400,
+			      "iota dst=sbuf:int32[0:128]{1x" + std::to_string(n) + "} base=0 pmul=1", 4,
+			      150 + n);
+	}
+}
+
+TEST_F(Timing, VectorPerformanceModesOnTrn2)
+{
+	start("trn2");
+	// bf16 contiguous SBUF->SBUF tensor_copy: 4x; fp32: 1x; bf16 into PSUM: 2x
+	expect_stream("trn2", "vector", 960,
+		      "tensor_copy dst=sbuf:bf16[0:128]+8192{1x2048} src=sbuf:bf16[0:128]{1x2048}", 4, 512);
+	expect_stream("trn2", "vector", 960,
+		      "tensor_copy dst=sbuf:fp32[0:128]+8192{1x2048} src=sbuf:fp32[0:128]{1x2048}", 4, 2048);
+	expect_stream("trn2", "vector", 960,
+		      "tensor_copy dst=psum:bf16[0:128]{1x2048} src=sbuf:bf16[0:128]{1x2048}", 4, 1024);
+	// the same bf16 copy on trn1 has no performance mode
+	start("trn1");
+	expect_stream("trn1", "vector", 1120,
+		      "tensor_copy dst=sbuf:bf16[0:128]+8192{1x2048} src=sbuf:bf16[0:128]{1x2048}", 4, 2048);
+}
+
+TEST_F(Timing, DependentInstructionsSeeTheStaticOverhead)
+{
+	start("trn2");
+	std::string t = ".target trn2\n.semaphores 1\n"
+			".engine vector\n"
+			"tensor_scalar dst=sbuf:fp32[0:128]+512{1x64} src=sbuf:fp32[0:128]{1x64} op0=add scalar0=1.0\n"
+			"sem_signal sem=0\nend\n"
+			".engine scalar\n"
+			"sem_wait sem=0 cond=is_ge value=1\n"
+			"activation dst=sbuf:fp32[0:128]+1024{1x64} src=sbuf:fp32[0:128]+512{1x64} func=exp\nend\n";
+	SimRun r = run_program(t);
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	// vector result visible after 64 + 100 cycles at 0.96 GHz; scalar: 1 cycle
+	// for the wait, then 64 + 100 cycles at 1.2 GHz
+	uint64_t v = (164 * 1000000ull + 959) / 960;
+	uint64_t s = (1 * 1000000ull + 1199) / 1200 + (164 * 1000000ull + 1199) / 1200;
+	EXPECT_EQ(r.stats.total_ps, v + s);
+}
+
+std::string dma_program(int rows, int elems_per_row)
+{
+	std::ostringstream s;
+	s << ".target trn2\n.semaphores 1\n.tensor x input fp32 [" << rows << "," << elems_per_row << "]\n"
+	  << ".dma d direct dst=sbuf:fp32[0:" << (rows > 128 ? 128 : rows) << "]{"
+	  << (rows > 128 ? std::to_string(elems_per_row) + "x" + std::to_string(rows / 128) + ",1x"
+			 : "1x")
+	  << elems_per_row << "} src=hbm(x):fp32[" << elems_per_row << "x" << (rows > 128 ? 128 : rows)
+	  << "]{" << (rows > 128 ? std::to_string(128 * elems_per_row) + "x" + std::to_string(rows / 128) + ",1x" : "1x")
+	  << elems_per_row << "}\n"
+	  << ".engine sync\ndma_copy desc=d queue=0 sem=0 value=1\nsem_wait sem=0 cond=is_ge value=1\nend\n";
+	return s.str();
+}
+
+TEST_F(Timing, OneEngine32KiBHbmToSbufMatchesThePublishedFigure)
+{
+	start("trn2");
+	SimRun r = run_program(dma_program(1, 8192));           // one row of 32 KiB: one DMA engine
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	double ns = r.stats.dma_busy_ps / 1000.0;
+	EXPECT_NEAR(ns, 1416.0, 0.15 * 1416.0) << ns;       // published: 1416 ns (nki-dma-bandwidth-guide)
+	EXPECT_EQ(r.stats.dma_bytes, 32768u);
+	EXPECT_EQ(r.stats.hbm_read_bytes, 32768u);
+}
+
+TEST_F(Timing, MoreDmaEnginesGiveProportionallyMoreBandwidth)
+{
+	start("trn2");
+	double bw1 = 0;
+	for (int rows : { 1, 2, 4, 8, 16 }) {
+		SimRun r = run_program(dma_program(rows, 4096));   // 16 KiB per row
+		ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+		double span = (r.stats.total_ps - 1300000.0) * 1e-12;   // minus the issue latency
+		double bw = rows * 16384.0 / span;
+		if (rows == 1)
+			bw1 = bw;
+		EXPECT_NEAR(bw / bw1, rows, 0.05 * rows) << rows << " engines";
+		// never above the engines' theoretical 27.2 GB/s each
+		EXPECT_LE(bw, rows * 27.2e9 * 1.0001);
+	}
+	// 32 rows on 16 engines: no more bandwidth than 16 (the core has 16)
+	SimRun r16 = run_program(dma_program(16, 4096)), r32 = run_program(dma_program(32, 4096));
+	double t16 = r16.stats.total_ps - 1300000.0, t32 = r32.stats.total_ps - 1300000.0;
+	EXPECT_NEAR(t32 / t16, 2.0, 0.05);
+}
+
+}  // namespace
