@@ -34,6 +34,41 @@ float dm_alu_f32(int op, float a, float b)
 	}
 }
 
+/*
+ * Row forms: the operator switch hoisted out of the element loop (the hot
+ * path of full-mode simulation).  Operators without a fast loop fall back
+ * to dm_alu_f32 per element, with the same result.
+ */
+#define ROW_LOOP(expr)                                \
+	for (uint64_t i = 0; i < n; i++) {           \
+		float a = x[i], b = B;                \
+		x[i] = (expr);                        \
+	}
+
+void dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n)
+{
+#define B (y ? y[i] : scalar)
+	if (reverse) {
+		for (uint64_t i = 0; i < n; i++)
+			x[i] = dm_alu_f32(op, B, x[i]);
+		return;
+	}
+	switch (op) {
+	case ISA_ALU_add:      ROW_LOOP(a + b) break;
+	case ISA_ALU_subtract: ROW_LOOP(a - b) break;
+	case ISA_ALU_multiply: ROW_LOOP(a * b) break;
+	case ISA_ALU_divide:   ROW_LOOP(a / b) break;
+	case ISA_ALU_max:      ROW_LOOP((a > b || isnan(a)) ? a : b) break;
+	case ISA_ALU_min:      ROW_LOOP((a < b || isnan(a)) ? a : b) break;
+	default:
+		for (uint64_t i = 0; i < n; i++)
+			x[i] = dm_alu_f32(op, x[i], B);
+		break;
+	}
+#undef B
+}
+#undef ROW_LOOP
+
 static int64_t floordiv(int64_t a, int64_t b)
 {
 	int64_t q = a / b;

@@ -27,5 +27,7 @@ dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t 
 float   dm_alu_f32(int op, float a, float b);
 int64_t dm_alu_i64(int op, int64_t a, int64_t b);
 float   dm_act_f32(int func, float x);
+/* x[i] = x[i] op (y ? y[i] : scalar), or reversed operands */
+void    dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n);
 
 #endif

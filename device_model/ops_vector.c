@@ -140,8 +140,7 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 		return nomem(f, engine, index);
 	dm_view_read(&av, x);
 	dm_view_read(&bv, y);
-	for (uint64_t i = 0; i < n; i++)
-		x[i] = dm_alu_f32(op, x[i], y[i]);
+	dm_alu_row_f32(op, x, y, 0.0f, false, n);
 	return finish(c, b, &dv, x, engine, index, in, f);
 }
 
@@ -193,14 +192,10 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 		return k;
 	dm_view_read(&sv, x);
 	for (uint64_t p = 0; p < P; p++) {
-		float a0 = s0[p], a1 = s1[p];
 		float *row = x + p * n;
-		for (uint64_t j = 0; j < n; j++) {
-			float v = r0 ? dm_alu_f32(op0, a0, row[j]) : dm_alu_f32(op0, row[j], a0);
-			if (op1 != ISA_ALU_bypass)
-				v = r1 ? dm_alu_f32(op1, a1, v) : dm_alu_f32(op1, v, a1);
-			row[j] = v;
-		}
+		dm_alu_row_f32(op0, row, NULL, s0[p], r0, n);
+		if (op1 != ISA_ALU_bypass)
+			dm_alu_row_f32(op1, row, NULL, s1[p], r1, n);
 	}
 	return finish(c, b, &dv, x, engine, index, in, f);
 }

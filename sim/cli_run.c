@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define MAX_BINDS 64
 
@@ -296,7 +297,8 @@ int nsim_cli_run(int argc, char **argv)
 		return rc;
 	if (!target && !getenv("NEURON_PLATFORM_TARGET_OVERRIDE"))
 		target = isa_target_name(p->target);
-	nsim_config cfg = { target, imode, check };
+	/* progress on a terminal only: logs and pipes stay clean */
+	nsim_config cfg = { target, imode, check, isatty(STDERR_FILENO) };
 	nsim_tensor *dev[ISA_MAX_TENSORS > 4096 ? 4096 : ISA_MAX_TENSORS] = { 0 };
 	nsim_tensor_set *in_set = NULL, *out_set = NULL;
 	nsim_model *m = NULL;

@@ -418,9 +418,15 @@ dm_fault_kind nsim_core_run(nsim_run *r)
 	}
 
 	nsim_event ev;
-	uint64_t end = r->start_ps;
+	uint64_t end = r->start_ps, events = 0;
 	while (!s->fault && nsim_sched_pop(&s->q, &ev)) {
 		end = umax(end, ev.time);
+		if (r->progress && (++events & 255) == 0) {
+			uint64_t n = 0;
+			for (int k = 0; k < ISA_NUM_ENGINES; k++)
+				n += r->stats.engine_instructions[k];
+			r->progress(r->progress_ctx, n, ev.time);
+		}
 		switch (ev.kind) {
 		case EV_ENGINE:
 			if (s->e[ev.a].state == ENG_READY)

@@ -32,6 +32,10 @@ typedef struct nsim_run {
 	const trc_observer *obs;
 	nsim_mem_timing     mem;
 	uint64_t            start_ps;       /* device time the run starts at */
+	/* called every 256 events (may be NULL): instructions retired
+	 * so far and the current simulated time */
+	void              (*progress)(void *ctx, uint64_t instructions, uint64_t now_ps);
+	void               *progress_ctx;
 	/* out */
 	nsim_exec_stats     stats;
 	dm_fault            fault;

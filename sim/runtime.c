@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #define MAX_CORES   64
 #define ALIGN       64u
@@ -74,6 +75,7 @@ static struct {
 	const dm_chip  *chip;
 	nsim_mode       mode;
 	bool            check_numerics;
+	bool            progress;
 	int             log_level;        /* 0 error, 1 warn, 2 info, 3 debug */
 	int             ncores;
 	int             phys[MAX_CORES];  /* visible index -> physical core */
@@ -199,6 +201,7 @@ static nsim_status configure(const nsim_config *cfg)
 	else
 		return fail(NSIM_INVALID, "NEURON_SIM_MODE='%s' (full, timing or functional)", mode);
 	rt.check_numerics = cfg && cfg->check_numerics;
+	rt.progress = cfg && cfg->progress;
 
 	int phys[MAX_CORES], n = (int)rt.chip->cores;
 	const char *vis = getenv("NEURON_RT_VISIBLE_CORES");
@@ -577,6 +580,31 @@ nsim_status nsim_unload(nsim_model *m)
 
 /* --------------------------------------------------------------- execute */
 
+typedef struct progress_state {
+	struct timespec start, last;
+	bool            shown;
+} progress_state;
+
+static double since(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) + (double)(b->tv_nsec - a->tv_nsec) * 1e-9;
+}
+
+/* after one host second, a line on stderr four times a second */
+static void show_progress(void *ctx, uint64_t instructions, uint64_t now_ps)
+{
+	progress_state *ps = ctx;
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	if (since(&ps->start, &t) < 1.0 || (ps->shown && since(&ps->last, &t) < 0.25))
+		return;
+	ps->last = t;
+	ps->shown = true;
+	fprintf(stderr, "\r[neuronsim] %llu instructions retired, %.3f us simulated   ",
+		(unsigned long long)instructions, (double)now_ps * 1e-6);
+	fflush(stderr);
+}
+
 static nsim_status bind_tensors(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_set *out)
 {
 	const isa_program *p = m->prog;
@@ -670,6 +698,12 @@ nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_s
 	r.mem.ctx = &cs->hbm;
 	r.mem.access = nsim_hbm_stub_access;
 	r.start_ps = cs->now_ps;
+	progress_state prog = { 0 };
+	if (rt.progress) {
+		clock_gettime(CLOCK_MONOTONIC, &prog.start);
+		r.progress = show_progress;
+		r.progress_ctx = &prog;
+	}
 
 	pthread_mutex_lock(&rt.profile_lock);
 	r.obs = rt.profiling ? &rt.profile.obs : NULL;
@@ -681,6 +715,8 @@ nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_s
 	}
 	pthread_mutex_unlock(&rt.profile_lock);
 
+	if (prog.shown)
+		fputc('\n', stderr);
 	cs->now_ps += r.stats.total_ps;
 	m->last = r.stats;
 	st = fk ? fault_status(&r.fault, m) : NSIM_SUCCESS;

@@ -68,6 +68,8 @@ typedef struct nsim_config {
 	const char *target;                /* NULL: environment / trn2 */
 	int         mode;                  /* -1: environment / full */
 	int         check_numerics;        /* 1: NaN/Inf is NSIM_EXEC_NUM_ERR */
+	int         progress;              /* 1: executions longer than a second report
+	                                      progress on stderr */
 } nsim_config;
 
 nsim_status nsim_init(void);                        /* from the environment */

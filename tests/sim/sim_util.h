@@ -104,7 +104,7 @@ protected:
 	void start(const char *target = "trn2", int mode = NSIM_MODE_FULL, int check = 0)
 	{
 		nsim_close();
-		nsim_config cfg{ target, mode, check };
+		nsim_config cfg{ target, mode, check, 0 };
 		ASSERT_EQ(nsim_init_config(&cfg), NSIM_SUCCESS) << nsim_last_error();
 	}
 	void TearDown() override { nsim_close(); }
