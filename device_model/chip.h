@@ -8,6 +8,7 @@
 #ifndef NSIM_DM_CHIP_H
 #define NSIM_DM_CHIP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "neuronsim/isa.h"
@@ -26,6 +27,10 @@ typedef struct dm_chip {
 	uint32_t    gpsimd_elems;
 	uint32_t    min_ii;              /* minimum initiation interval, cycles */
 	uint32_t    static_overhead;     /* dependent/tiny Vector/Scalar instr, cycles */
+	/* v2 port contention (HW On-chip memory): Vector and GpSimd cannot access
+	 * SBUF in parallel; Vector and Scalar cannot access PSUM in parallel */
+	bool        sbuf_vector_gpsimd_shared;
+	bool        psum_vector_scalar_shared;
 	/* DMA */
 	uint32_t    dma_engines;         /* per core */
 	uint32_t    dma_queues;          /* per engine */

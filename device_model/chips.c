@@ -22,6 +22,8 @@ static const dm_chip chips[] = {
 		.gpsimd_elems = 128,
 		.min_ii = 64,                             /* HW Cost model: MIN_II ~ 64 */
 		.static_overhead = 100,                   /* HW: ~100 cycles static overhead */
+		/* HW: v2 contention; v3 lifts both (arbitrated bus, per-bank PSUM) */
+		.sbuf_vector_gpsimd_shared = true, .psum_vector_scalar_shared = true,
 		.dma_engines = 16, .dma_queues = 16,      /* HW DMA */
 		.dma_engine_rate = 27200,                 /* HW: 27.2 GB/s theoretical (v2, v3) */
 		/* sustained 17 B/ns on trn1 (HW DMA) with 4 KiB descriptors:

@@ -52,6 +52,8 @@ typedef struct sim {
 	/* TensorE pipeline */
 	uint64_t       ls_done, mm_free, last_mm_start;
 	bool           ls_pending;      /* a stationary loaded, not yet used */
+	/* v2 shared ports: busy until (ps) */
+	uint64_t       sbuf_vg_free, psum_vs_free;
 	dm_cost_ctx    cctx;
 	/* barrier */
 	int            barrier_needed, barrier_waiting;
@@ -266,6 +268,26 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 		}
 		e->issue_at = t + cyc(s, k, 1);
 	} else {
+		/* v2: Vector/GpSimd take turns on SBUF, Vector/Scalar on PSUM */
+		bool sb = false, ps = false;
+		for (int slot = 0; slot < ISA_MAX_AP; slot++) {
+			if (!((in->ap_mask >> slot) & 1u))
+				continue;
+			sb |= in->ap[slot].space == ISA_SPACE_SBUF;
+			ps |= in->ap[slot].space == ISA_SPACE_PSUM;
+		}
+		bool use_sb = s->chip->sbuf_vector_gpsimd_shared && sb &&
+			      (k == ISA_ENGINE_VECTOR || k == ISA_ENGINE_GPSIMD);
+		bool use_ps = s->chip->psum_vector_scalar_shared && ps &&
+			      (k == ISA_ENGINE_VECTOR || k == ISA_ENGINE_SCALAR);
+		if (use_sb)
+			start = umax(start, s->sbuf_vg_free);
+		if (use_ps)
+			start = umax(start, s->psum_vs_free);
+		if (use_sb)
+			s->sbuf_vg_free = start + busy;
+		if (use_ps)
+			s->psum_vs_free = start + busy;
 		e->issue_at = start + busy;
 		e->done_at = umax(e->done_at, start + lat);
 	}

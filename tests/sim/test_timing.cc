@@ -4,6 +4,7 @@
 // performance modes, and DMA at the published per-engine rates.
 #include "sim_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -141,6 +142,29 @@ TEST_F(Timing, DependentInstructionsSeeTheStaticOverhead)
 	uint64_t v = (164 * 1000000ull + 959) / 960;
 	uint64_t s = (1 * 1000000ull + 1199) / 1200 + (164 * 1000000ull + 1199) / 1200;
 	EXPECT_EQ(r.stats.total_ps, v + s);
+}
+
+// v2: Vector and GpSimd cannot use SBUF at the same time; v3 lifts it.
+TEST_F(Timing, V2SbufPortContentionSerializesVectorAndGpsimd)
+{
+	std::string body = ".engine vector\n";
+	for (int i = 0; i < 8; i++)
+		body += "tensor_scalar dst=sbuf:fp32[0:128]+8192{1x1024} src=sbuf:fp32[0:128]{1x1024} op0=add scalar0=1.0\n";
+	body += "end\n.engine gpsimd\n";
+	for (int i = 0; i < 8; i++)
+		body += "tensor_scalar dst=sbuf:fp32[0:128]+16384{1x1024} src=sbuf:fp32[0:128]{1x1024} op0=add scalar0=1.0\n";
+	body += "end\n";
+	start("trn1");
+	SimRun v1 = run_program(".target trn1\n" + body);
+	ASSERT_EQ(v1.status, NSIM_SUCCESS) << v1.error;
+	uint64_t vec = v1.stats.engine_busy_ps[ISA_ENGINE_VECTOR], gp = v1.stats.engine_busy_ps[ISA_ENGINE_GPSIMD];
+	EXPECT_GE(v1.stats.total_ps, vec + gp);              // serialized
+	start("trn2");
+	SimRun v3 = run_program(".target trn2\n" + body);
+	ASSERT_EQ(v3.status, NSIM_SUCCESS) << v3.error;
+	uint64_t vec3 = v3.stats.engine_busy_ps[ISA_ENGINE_VECTOR], gp3 = v3.stats.engine_busy_ps[ISA_ENGINE_GPSIMD];
+	EXPECT_LT(v3.stats.total_ps, vec3 + gp3);            // in parallel
+	EXPECT_GE(v3.stats.total_ps, std::max(vec3, gp3));
 }
 
 std::string dma_program(int rows, int elems_per_row)
