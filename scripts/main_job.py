@@ -1,0 +1,57 @@
+"""The main job until the PyTorch plugin lands: run example programs on the
+simulated NeuronCore through `neuronsim run`, check their outputs against
+NumPy/torch references, and print each run's timing summary.  Writes the
+traces and summaries to build/examples/."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BUILD = pathlib.Path(os.environ.get("NSIM_BUILD_DIR", ROOT / "build"))
+CLI = BUILD / "bin" / "neuronsim"
+OUT = BUILD / "examples"
+OUT.mkdir(parents=True, exist_ok=True)
+rng = np.random.default_rng(2026)
+
+
+def bf16(a):
+    return torch.tensor(a).bfloat16().float().numpy()
+
+
+def run(name, inputs, outputs):
+    args = [str(CLI), "run", str(ROOT / "examples" / "programs" / f"{name}.nsasm"),
+            "--summary", str(OUT / f"{name}.summary.json"), "--trace", str(OUT / f"{name}.trace.json")]
+    for k, v in inputs.items():
+        np.save(OUT / f"{name}.{k}.npy", v)
+        args += ["--input", f"{k}={OUT / f'{name}.{k}.npy'}"]
+    for k in outputs:
+        args += ["--output", f"{k}={OUT / f'{name}.out.{k}.npy'}"]
+    print(f"\n=== {name} ===", flush=True)
+    r = subprocess.run(args, capture_output=True, text=True)
+    print(r.stdout, end="")
+    if r.returncode:
+        print(r.stderr, file=sys.stderr)
+        sys.exit(r.returncode)
+    return {k: np.load(OUT / f"{name}.out.{k}.npy") for k in outputs}
+
+
+x = rng.standard_normal((128, 512)).astype(np.float32)
+w = (rng.standard_normal((128, 128)) * 0.1).astype(np.float32)
+y = run("matmul_gelu", {"x": x, "w": w}, ["y"])["y"]
+ref = bf16(torch.nn.functional.gelu(torch.tensor(bf16(w).T @ bf16(x))).numpy())
+err = np.abs(y - ref).max()
+print(f"y[0, :4] = {np.array2string(y[0, :4], precision=4)}   max |y - torch| = {err:.2e}")
+assert err < 0.05
+
+s = rng.standard_normal((128, 256)).astype(np.float32)
+o = run("softmax_rows", {"x": s}, ["y", "yt"])
+ref = torch.softmax(torch.tensor(s), dim=1).numpy()
+err = np.abs(o["y"] - ref).max()
+print(f"row sums = {o['y'].sum(1)[:3]}   max |softmax - torch| = {err:.2e}")
+assert err < 1e-5 and np.array_equal(o["yt"], o["y"][:32, :32].T)
+
+print(f"\ntraces (open in ui.perfetto.dev or chrome://tracing) and summaries: {OUT}")
