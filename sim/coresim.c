@@ -46,7 +46,9 @@ typedef struct eng {
 typedef struct sim {
 	nsim_run      *r;
 	const dm_chip *chip;
-	nsim_sched     q;
+	nsim_sched    *q;               /* shared by every core of a run */
+	uint32_t       idx;             /* this core's index in the run */
+	uint64_t       end;             /* last event time of this core */
 	eng            e[ISA_NUM_ENGINES];
 	int64_t        sem[ISA_MAX_SEMAPHORES];
 	/* TensorE pipeline */
@@ -75,7 +77,7 @@ static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 static bool push(sim *s, uint64_t t, uint32_t kind, uint32_t a, uint64_t b)
 {
-	if (nsim_sched_push(&s->q, t, kind, a, b))
+	if (nsim_sched_push(s->q, t, kind | (s->idx << 8), a, b))
 		return true;
 	s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NOMEM, -1, -1, 0, "event queue");
 	return false;
@@ -134,16 +136,19 @@ static void report_instr(sim *s, int engine, const isa_instr *in, uint64_t start
 /* Time for one DMA engine to move `rows` rows of `row_bytes`, each split in
  * `descs_per_row` descriptors, starting at `start`. */
 static uint64_t dma_slice_end(sim *s, uint64_t start, uint64_t rows, uint64_t row_bytes,
-			      uint64_t descs_per_row, uint64_t hbm_addr, bool hbm_side,
-			      bool hbm_write)
+			      uint64_t descs_per_row, uint64_t read_addr, bool hbm_read,
+			      uint64_t write_addr, bool hbm_write)
 {
 	const dm_chip *ch = s->chip;
 	uint64_t bytes = rows * row_bytes, descs = rows * descs_per_row;
 	uint64_t engine_ps = descs * ch->dma_desc_overhead_ps +
 			     (bytes * 1000000u + ch->dma_engine_rate - 1) / ch->dma_engine_rate;
 	uint64_t end = start + engine_ps;
-	if (hbm_side && s->r->mem.access)
-		end = umax(end, s->r->mem.access(s->r->mem.ctx, start, hbm_addr, bytes, hbm_write));
+	/* an HBM-to-HBM transfer moves its bytes through HBM twice */
+	if (hbm_read && s->r->mem.access)
+		end = umax(end, s->r->mem.access(s->r->mem.ctx, start, read_addr, bytes, false));
+	if (hbm_write && s->r->mem.access)
+		end = umax(end, s->r->mem.access(s->r->mem.ctx, start, write_addr, bytes, true));
 	return end;
 }
 
@@ -194,8 +199,8 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	uint64_t row_bytes = umax(src_row, dst_row);
 	uint64_t dpr = descs_per_row(s, d, row_bytes);
 	bool hbm_read = d->src.space == ISA_SPACE_HBM, hbm_write = d->dst.space == ISA_SPACE_HBM;
-	uint64_t hbm_addr = hbm_read ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset
-				     : hbm_write ? s->r->bind.tensor_addr[d->dst.tensor] + d->dst.offset : 0;
+	uint64_t read_addr = hbm_read ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset : 0;
+	uint64_t write_addr = hbm_write ? s->r->bind.tensor_addr[d->dst.tensor] + d->dst.offset : 0;
 
 	uint32_t neng = s->chip->dma_engines < 32 ? s->chip->dma_engines : 32;
 	uint32_t q = in->u[1];
@@ -204,8 +209,8 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	for (uint32_t k = 0; k < neng && k < rows; k++) {
 		uint64_t my_rows = rows / neng + (k < rows % neng ? 1 : 0);
 		uint64_t start = umax(ready, umax(s->dma_free[k], s->queue_last[q][k]));
-		uint64_t fin = s->timed ? dma_slice_end(s, start, my_rows, row_bytes, dpr, hbm_addr,
-							hbm_read || hbm_write, hbm_write)
+		uint64_t fin = s->timed ? dma_slice_end(s, start, my_rows, row_bytes, dpr, read_addr,
+							hbm_read, write_addr, hbm_write)
 					: start;
 		s->dma_free[k] = fin;
 		s->queue_last[q][k] = fin;
@@ -411,22 +416,19 @@ static void describe_deadlock(sim *s)
 	s->fault = dm_fault_set(&s->r->fault, DM_FAULT_DEADLOCK, first, s->e[first].pc, 0, "%s", msg);
 }
 
-dm_fault_kind nsim_core_run(nsim_run *r)
+static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 {
-	sim *s = calloc(1, sizeof(*s));
-	if (!s)
-		return dm_fault_set(&r->fault, DM_FAULT_NOMEM, -1, -1, 0, "simulator state");
 	memset(&r->stats, 0, sizeof(r->stats));
 	memset(&r->fault, 0, sizeof(r->fault));
 	s->r = r;
+	s->q = q;
+	s->idx = idx;
+	s->end = r->start_ps;
 	s->chip = r->core->chip;
 	s->timed = r->mode != NSIM_MODE_FUNCTIONAL;
 	s->compute = r->mode != NSIM_MODE_TIMING;
-	nsim_sched_init(&s->q);
-	s->q.now = r->start_ps;
 	if (s->compute)
 		dm_core_reset(r->core);
-
 	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
 		eng *e = &s->e[k];
 		e->stream = r->prog->stream[k];
@@ -438,44 +440,89 @@ dm_fault_kind nsim_core_run(nsim_run *r)
 		s->barrier_needed++;
 		push(s, r->start_ps, EV_ENGINE, (uint32_t)k, 0);
 	}
+}
 
-	nsim_event ev;
-	uint64_t end = r->start_ps, events = 0;
-	while (!s->fault && nsim_sched_pop(&s->q, &ev)) {
-		end = umax(end, ev.time);
-		if (r->progress && (++events & 255) == 0) {
-			uint64_t n = 0;
-			for (int k = 0; k < ISA_NUM_ENGINES; k++)
-				n += r->stats.engine_instructions[k];
-			r->progress(r->progress_ctx, n, ev.time);
-		}
-		switch (ev.kind) {
-		case EV_ENGINE:
-			if (s->e[ev.a].state == ENG_READY)
-				s->fault = run_engine(s, (int)ev.a, ev.time);
-			break;
-		case EV_SEM:
-			sem_apply(s, ev.a, (int)(ev.b >> 32), (int64_t)(uint32_t)ev.b, -1, ev.time);
-			break;
-		case EV_DMA_DONE:
-			sem_apply(s, ev.a, ISA_SEMOP_ADD, (int64_t)ev.b, -1, ev.time);
-			break;
-		}
+static void sim_event(sim *s, const nsim_event *ev, uint64_t *events)
+{
+	nsim_run *r = s->r;
+	s->end = umax(s->end, ev->time);
+	if (r->progress && (++*events & 255) == 0) {
+		uint64_t n = 0;
+		for (int k = 0; k < ISA_NUM_ENGINES; k++)
+			n += r->stats.engine_instructions[k];
+		r->progress(r->progress_ctx, n, ev->time);
 	}
+	switch (ev->kind & 0xffu) {
+	case EV_ENGINE:
+		if (s->e[ev->a].state == ENG_READY)
+			s->fault = run_engine(s, (int)ev->a, ev->time);
+		break;
+	case EV_SEM:
+		sem_apply(s, ev->a, (int)(ev->b >> 32), (int64_t)(uint32_t)ev->b, -1, ev->time);
+		break;
+	case EV_DMA_DONE:
+		sem_apply(s, ev->a, ISA_SEMOP_ADD, (int64_t)ev->b, -1, ev->time);
+		break;
+	}
+}
+
+static void sim_finish(sim *s)
+{
+	nsim_run *r = s->r;
 	if (!s->fault) {
 		for (int k = 0; k < ISA_NUM_ENGINES; k++) {
 			if (s->e[k].state == ENG_WAIT_SEM || s->e[k].state == ENG_WAIT_BARRIER) {
 				describe_deadlock(s);
 				break;
 			}
-			end = umax(end, s->e[k].done_at);
+			s->end = umax(s->end, s->e[k].done_at);
 		}
 	}
-	r->stats.total_ps = end - r->start_ps;
+	r->stats.total_ps = s->end - r->start_ps;
 	for (int k = 0; k < ISA_NUM_ENGINES; k++)
 		r->stats.instructions += r->stats.engine_instructions[k];
-	dm_fault_kind f = s->fault;
-	nsim_sched_free(&s->q);
-	free(s);
+}
+
+/*
+ * Several cores in one event loop: their engines interleave in simulated
+ * time (not host time), so cores sharing a memory-timing model contend for
+ * it deterministically.  The first fault on any core stops every core.
+ */
+dm_fault_kind nsim_cores_run(nsim_run **runs, int n)
+{
+	if (n < 1 || n > 256)
+		return DM_FAULT_NOMEM;
+	sim *sims = calloc((size_t)n, sizeof(*sims));
+	if (!sims)
+		return dm_fault_set(&runs[0]->fault, DM_FAULT_NOMEM, -1, -1, 0, "simulator state");
+	nsim_sched q;
+	nsim_sched_init(&q);
+	uint64_t t0 = UINT64_MAX;
+	for (int i = 0; i < n; i++)
+		t0 = runs[i]->start_ps < t0 ? runs[i]->start_ps : t0;
+	q.now = t0;
+	for (int i = 0; i < n; i++)
+		sim_start(&sims[i], runs[i], &q, (uint32_t)i);
+
+	nsim_event ev;
+	uint64_t events = 0;
+	dm_fault_kind f = DM_OK;
+	while (!f && nsim_sched_pop(&q, &ev)) {
+		sim *s = &sims[ev.kind >> 8];
+		sim_event(s, &ev, &events);
+		f = s->fault;
+	}
+	for (int i = 0; i < n; i++) {
+		sim_finish(&sims[i]);
+		if (!f)
+			f = sims[i].fault;
+	}
+	nsim_sched_free(&q);
+	free(sims);
 	return f;
+}
+
+dm_fault_kind nsim_core_run(nsim_run *r)
+{
+	return nsim_cores_run(&r, 1);
 }

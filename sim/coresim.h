@@ -43,5 +43,8 @@ typedef struct nsim_run {
 
 /* Runs to completion or the first fault (returned; details in r->fault). */
 dm_fault_kind nsim_core_run(nsim_run *r);
+/* Runs programs on several cores (distinct dm_core each) in one simulated
+ * timeline; a fault on one stops all, each run's fault says whose. */
+dm_fault_kind nsim_cores_run(nsim_run **runs, int n);
 
 #endif

@@ -5,11 +5,11 @@
 
 #include <string.h>
 
-void nsim_hbm_stub_init(nsim_hbm_stub *h, const dm_chip *chip)
+void nsim_hbm_stub_init(nsim_hbm_stub *h, const dm_chip *chip, uint64_t start_ps)
 {
 	memset(h, 0, sizeof(*h));
 	h->chip = chip;
-	pthread_mutex_init(&h->lock, NULL);
+	h->free_at = start_ps;
 }
 
 uint64_t nsim_hbm_stub_access(void *ctx, uint64_t start_ps, uint64_t addr, uint64_t bytes,
@@ -19,10 +19,7 @@ uint64_t nsim_hbm_stub_access(void *ctx, uint64_t start_ps, uint64_t addr, uint6
 	(void)addr, (void)write;
 	/* bytes / (bytes per us) in ps, rounded up */
 	uint64_t xfer = (bytes * 1000000u + h->chip->hbm_rate - 1) / h->chip->hbm_rate;
-	pthread_mutex_lock(&h->lock);
 	uint64_t begin = start_ps > h->free_at ? start_ps : h->free_at;
 	h->free_at = begin + xfer;
-	uint64_t done = h->free_at + h->chip->hbm_latency_ps;
-	pthread_mutex_unlock(&h->lock);
-	return done;
+	return h->free_at + h->chip->hbm_latency_ps;
 }

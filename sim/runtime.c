@@ -65,8 +65,7 @@ typedef struct core_state {
 	pthread_mutex_t lock;
 	dm_core         dm;
 	bool            ready;
-	uint64_t        now_ps;
-	nsim_hbm_stub   hbm;
+	uint64_t        now_ps;     /* this core's device clock */
 } core_state;
 
 static struct {
@@ -258,7 +257,6 @@ nsim_status nsim_init_config(const nsim_config *cfg)
 		pthread_mutex_init(&rt.cores[i].lock, NULL);
 		rt.cores[i].ready = false;
 		rt.cores[i].now_ps = 0;
-		nsim_hbm_stub_init(&rt.cores[i].hbm, rt.chip);
 	}
 	/* the simulator's GEMMs are small; one thread keeps sums in a fixed order */
 	openblas_set_num_threads(1);
@@ -666,62 +664,134 @@ static nsim_status fault_status(const dm_fault *f, const nsim_model *m)
 	}
 }
 
+static nsim_status prepare_core(core_state *cs, int core)
+{
+	if (cs->ready)
+		return NSIM_SUCCESS;
+	if (dm_core_init(&cs->dm, rt.chip))
+		return fail(NSIM_RESOURCE, "host memory for core %d SBUF/PSUM", core);
+	cs->ready = true;
+	return NSIM_SUCCESS;
+}
+
+static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_stub *hbm,
+		      uint64_t start, progress_state *prog)
+{
+	memset(r, 0, sizeof(*r));
+	r->core = &cs->dm;
+	r->core_id = m->core;
+	r->prog = m->prog;
+	r->bind.prog = m->prog;
+	r->bind.tensor_addr = m->addr;
+	r->bind.tensor_bytes = m->bytes;
+	r->bind.hbm.map = hbm_map;
+	r->bind.check_numerics = rt.check_numerics;
+	r->mode = rt.mode;
+	r->mem.ctx = hbm;
+	r->mem.access = nsim_hbm_stub_access;
+	r->start_ps = start;
+	if (rt.progress && prog) {
+		clock_gettime(CLOCK_MONOTONIC, &prog->start);
+		r->progress = show_progress;
+		r->progress_ctx = prog;
+	}
+}
+
+static void report_program(nsim_run *r, const nsim_model *m)
+{
+	if (r->obs && r->obs->program) {
+		trc_program_event pe = { m->core, m->name[0] ? m->name : "program", r->start_ps,
+					 r->start_ps + r->stats.total_ps };
+		r->obs->program(r->obs->ctx, &pe);
+	}
+}
+
 nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_set *out)
+{
+	return nsim_execute_multi(&m, &in, &out, 1);
+}
+
+/*
+ * Programs on several distinct cores in one simulated timeline, starting
+ * together at the latest of their cores' clocks, sharing the chip's memory
+ * timing (so HBM bandwidth is divided between them).  Core locks are taken
+ * in core order so concurrent callers cannot deadlock.
+ */
+nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set *const *ins,
+			       nsim_tensor_set *const *outs, int n)
 {
 	if (!rt.init)
 		return fail(NSIM_UNINITIALIZED, "nsim_init has not been called");
-	if (!m)
-		return fail(NSIM_INVALID_HANDLE, "nsim_execute: no model");
-	core_state *cs = &rt.cores[m->core];
-	pthread_mutex_lock(&cs->lock);
-	nsim_status st = bind_tensors(m, in, out);
-	if (st)
-		goto unlock;
-	if (!cs->ready) {
-		if (dm_core_init(&cs->dm, rt.chip)) {
-			st = fail(NSIM_RESOURCE, "host memory for core %d SBUF/PSUM", m->core);
-			goto unlock;
-		}
-		cs->ready = true;
+	if (n < 1 || n > rt.ncores || !models)
+		return fail(NSIM_INVALID, "nsim_execute_multi: %d models for %d cores", n, rt.ncores);
+	int order[MAX_CORES];
+	for (int i = 0; i < n; i++) {
+		if (!models[i])
+			return fail(NSIM_INVALID_HANDLE, "nsim_execute: no model");
+		for (int j = 0; j < i; j++)
+			if (models[j]->core == models[i]->core)
+				return fail(NSIM_INVALID, "nsim_execute_multi: two models on core %d",
+					    models[i]->core);
+		order[i] = i;
 	}
-	nsim_run r;
-	memset(&r, 0, sizeof(r));
-	r.core = &cs->dm;
-	r.core_id = m->core;
-	r.prog = m->prog;
-	r.bind.prog = m->prog;
-	r.bind.tensor_addr = m->addr;
-	r.bind.tensor_bytes = m->bytes;
-	r.bind.hbm.map = hbm_map;
-	r.bind.check_numerics = rt.check_numerics;
-	r.mode = rt.mode;
-	r.mem.ctx = &cs->hbm;
-	r.mem.access = nsim_hbm_stub_access;
-	r.start_ps = cs->now_ps;
+	for (int i = 1; i < n; i++)                 /* insertion sort by core */
+		for (int j = i; j > 0 && models[order[j]]->core < models[order[j - 1]]->core; j--) {
+			int t = order[j];
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n; i++)
+		pthread_mutex_lock(&rt.cores[models[order[i]]->core].lock);
+
+	nsim_status st = NSIM_SUCCESS;
+	nsim_run *runs = calloc((size_t)n, sizeof(*runs));
+	nsim_run **rp = calloc((size_t)n, sizeof(*rp));
+	if (!runs || !rp) {
+		st = fail(NSIM_RESOURCE, "host memory");
+		goto unlock;
+	}
+	uint64_t start = 0;
+	for (int i = 0; i < n; i++) {
+		nsim_model *m = models[i];
+		core_state *cs = &rt.cores[m->core];
+		if ((st = bind_tensors(m, ins ? ins[i] : NULL, outs ? outs[i] : NULL)) ||
+		    (st = prepare_core(cs, m->core)))
+			goto unlock;
+		start = cs->now_ps > start ? cs->now_ps : start;
+	}
+	nsim_hbm_stub hbm;
+	nsim_hbm_stub_init(&hbm, rt.chip, start);
 	progress_state prog = { 0 };
-	if (rt.progress) {
-		clock_gettime(CLOCK_MONOTONIC, &prog.start);
-		r.progress = show_progress;
-		r.progress_ctx = &prog;
+	for (int i = 0; i < n; i++) {
+		setup_run(&runs[i], models[i], &rt.cores[models[i]->core], &hbm, start,
+			  i == 0 ? &prog : NULL);
+		rp[i] = &runs[i];
 	}
 
 	pthread_mutex_lock(&rt.profile_lock);
-	r.obs = rt.profiling ? &rt.profile.obs : NULL;
-	dm_fault_kind fk = nsim_core_run(&r);
-	if (r.obs && r.obs->program) {
-		trc_program_event pe = { m->core, m->name[0] ? m->name : "program", r.start_ps,
-					 r.start_ps + r.stats.total_ps };
-		r.obs->program(r.obs->ctx, &pe);
-	}
+	for (int i = 0; i < n; i++)
+		runs[i].obs = rt.profiling ? &rt.profile.obs : NULL;
+	dm_fault_kind fk = nsim_cores_run(rp, n);
+	for (int i = 0; i < n; i++)
+		report_program(&runs[i], models[i]);
 	pthread_mutex_unlock(&rt.profile_lock);
-
 	if (prog.shown)
 		fputc('\n', stderr);
-	cs->now_ps += r.stats.total_ps;
-	m->last = r.stats;
-	st = fk ? fault_status(&r.fault, m) : NSIM_SUCCESS;
+
+	for (int i = 0; i < n; i++) {
+		nsim_model *m = models[i];
+		rt.cores[m->core].now_ps = start + runs[i].stats.total_ps;
+		m->last = runs[i].stats;
+		if (fk && runs[i].fault.kind && st == NSIM_SUCCESS)
+			st = fault_status(&runs[i].fault, m);
+	}
+	if (fk && st == NSIM_SUCCESS)
+		st = fail(NSIM_FAILURE, "execution stopped by a fault");
 unlock:
-	pthread_mutex_unlock(&cs->lock);
+	for (int i = n - 1; i >= 0; i--)
+		pthread_mutex_unlock(&rt.cores[models[order[i]]->core].lock);
+	free(runs);
+	free(rp);
 	return st;
 }
 

@@ -103,6 +103,10 @@ nsim_status nsim_tensor_set_add(nsim_tensor_set *set, const char *name, nsim_ten
 void        nsim_tensor_set_free(nsim_tensor_set *set);
 
 nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs);
+/* n models on n distinct cores, simulated together from a common start (the
+ * latest of their cores' clocks): they share the chip's HBM bandwidth. */
+nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set *const *inputs,
+			       nsim_tensor_set *const *outputs, int n);
 nsim_status nsim_model_stats(const nsim_model *m, nsim_exec_stats *out);
 
 /* Chrome trace-event JSON of every execution between start and stop. */

@@ -213,4 +213,57 @@ TEST_F(Timing, MoreDmaEnginesGiveProportionallyMoreBandwidth)
 	EXPECT_NEAR(t32 / t16, 2.0, 0.05);
 }
 
+// k cores copying HBM -> HBM on all their DMA engines at once: bandwidth
+// grows with the engines in use until the chip's HBM (2.9 TB/s on trn2, each
+// byte read and written) is the limit, and never beyond it.
+TEST_F(Timing, DmaBandwidthScalesWithEnginesUpToTheChipHbmLimit)
+{
+	start("trn2");
+	const int transfers = 4;
+	std::ostringstream s;
+	s << ".target trn2\n.semaphores 1\n.tensor a input fp32 [128,4096]\n.tensor b output fp32 [128,4096]\n"
+	  << ".dma c direct dst=hbm(b):fp32[4096x128]{1x4096} src=hbm(a):fp32[4096x128]{1x4096}\n.engine sync\n";
+	for (int i = 0; i < transfers; i++)
+		s << "dma_copy desc=c queue=" << i << " sem=0\n";
+	s << "sem_wait sem=0 value=" << transfers << "\nend\n";
+	std::vector<uint8_t> bin = to_binary(s.str());
+	double bw[9] = {};
+	for (int n : { 1, 2, 8 }) {
+		std::vector<nsim_model *> models(n);
+		std::vector<nsim_tensor_set *> ins(n), outs(n);
+		std::vector<nsim_tensor *> ts;
+		for (int c = 0; c < n; c++) {
+			ASSERT_EQ(nsim_load(bin.data(), bin.size(), c, &models[c]), NSIM_SUCCESS) << nsim_last_error();
+			nsim_tensor *a, *b;
+			nsim_tensor_allocate(c, 128 * 4096 * 4, "a", &a);
+			nsim_tensor_allocate(c, 128 * 4096 * 4, "b", &b);
+			ts.push_back(a), ts.push_back(b);
+			nsim_tensor_set_create(&ins[c]);
+			nsim_tensor_set_create(&outs[c]);
+			nsim_tensor_set_add(ins[c], "a", a);
+			nsim_tensor_set_add(outs[c], "b", b);
+		}
+		ASSERT_EQ(nsim_execute_multi(models.data(), ins.data(), outs.data(), n), NSIM_SUCCESS)
+			<< nsim_last_error();
+		uint64_t bytes = 0, span = 0;
+		for (int c = 0; c < n; c++) {
+			nsim_exec_stats st;
+			nsim_model_stats(models[c], &st);
+			bytes += st.dma_bytes;
+			span = std::max(span, st.total_ps);
+			nsim_unload(models[c]);
+			nsim_tensor_set_free(ins[c]);
+			nsim_tensor_set_free(outs[c]);
+		}
+		for (nsim_tensor *t : ts)
+			nsim_tensor_free(t);
+		bw[n] = bytes / ((span - 1300000.0) * 1e-12);     // minus the issue latency
+		// each byte crosses HBM twice: copy bandwidth never above half of 2.9 TB/s
+		EXPECT_LE(bw[n], 2.9e12 / 2 * 1.0001) << n << " cores";
+	}
+	EXPECT_NEAR(bw[2] / bw[1], 2.0, 0.1);             // engine-bound: proportional
+	EXPECT_GE(bw[8], 0.95 * 2.9e12 / 2);               // chip-bound: at the HBM limit
+	EXPECT_LT(bw[8], 8 * bw[1] * 0.75);                // ... well below 8x one core
+}
+
 }  // namespace
