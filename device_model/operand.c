@@ -101,24 +101,32 @@ dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool
 	return DM_OK;
 }
 
+/* Visits every element of row p of a strided view in row-major order:
+ * `a` is its address and `k` its index in the row. */
+#define FOR_EACH_ELEM(v, p, a, k, body)                                                   \
+	do {                                                                              \
+		uint64_t k = 0;                                                           \
+		uint8_t *b0_ = (v)->base + (int64_t)(p) * (v)->pstep;                     \
+		for (uint32_t i0 = 0; i0 < (v)->size[0]; i0++)                           \
+			for (uint32_t i1 = 0; i1 < (v)->size[1]; i1++)                   \
+				for (uint32_t i2 = 0; i2 < (v)->size[2]; i2++)           \
+					for (uint32_t i3 = 0; i3 < (v)->size[3]; i3++, k++) { \
+						uint8_t *a = b0_ + i0 * (v)->step[0] +      \
+							     i1 * (v)->step[1] +             \
+							     i2 * (v)->step[2] +             \
+							     i3 * (v)->step[3];              \
+						body;                                       \
+					}                                                   \
+	} while (0)
+
 void dm_view_read(const dm_view *v, float *out)
 {
 	for (uint32_t p = 0; p < v->nparts; p++) {
 		float *row = out + (uint64_t)p * v->nfree;
-		if (v->contiguous) {
+		if (v->contiguous)
 			dm_load_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
-			continue;
-		}
-		uint64_t k = 0;
-		uint8_t *b0 = v->base + (int64_t)p * v->pstep;
-		for (uint32_t i0 = 0; i0 < v->size[0]; i0++)
-			for (uint32_t i1 = 0; i1 < v->size[1]; i1++)
-				for (uint32_t i2 = 0; i2 < v->size[2]; i2++) {
-					uint8_t *a = b0 + i0 * v->step[0] + i1 * v->step[1] +
-						     i2 * v->step[2];
-					for (uint32_t i3 = 0; i3 < v->size[3]; i3++)
-						row[k++] = dm_load(v->dtype, a + i3 * v->step[3]);
-				}
+		else
+			FOR_EACH_ELEM(v, p, a, k, row[k] = dm_load(v->dtype, a));
 	}
 }
 
@@ -126,21 +134,20 @@ void dm_view_write(const dm_view *v, const float *in)
 {
 	for (uint32_t p = 0; p < v->nparts; p++) {
 		const float *row = in + (uint64_t)p * v->nfree;
-		if (v->contiguous) {
+		if (v->contiguous)
 			dm_store_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
-			continue;
-		}
-		uint64_t k = 0;
-		uint8_t *b0 = v->base + (int64_t)p * v->pstep;
-		for (uint32_t i0 = 0; i0 < v->size[0]; i0++)
-			for (uint32_t i1 = 0; i1 < v->size[1]; i1++)
-				for (uint32_t i2 = 0; i2 < v->size[2]; i2++) {
-					uint8_t *a = b0 + i0 * v->step[0] + i1 * v->step[1] +
-						     i2 * v->step[2];
-					for (uint32_t i3 = 0; i3 < v->size[3]; i3++)
-						dm_store(v->dtype, a + i3 * v->step[3], row[k++]);
-				}
+		else
+			FOR_EACH_ELEM(v, p, a, k, dm_store(v->dtype, a, row[k]));
 	}
+}
+
+dm_fault_kind dm_views_src_dst(dm_core *c, const dm_binding *b, const isa_instr *in, int engine,
+			       int64_t index, dm_view *src, dm_view *dst, dm_fault *f)
+{
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, src, engine, index, "src", f);
+	if (k)
+		return k;
+	return dm_view_of(c, b, &in->ap[ISA_AP_DST], true, dst, engine, index, "dst", f);
 }
 
 static int64_t load_i64(int dtype, const uint8_t *a)
@@ -173,16 +180,18 @@ static void store_i64(int dtype, uint8_t *a, int64_t v)
 
 void dm_view_read_i64(const dm_view *v, int64_t *out)
 {
-	for (uint32_t p = 0; p < v->nparts; p++)
-		for (uint64_t k = 0; k < v->nfree; k++)
-			out[(uint64_t)p * v->nfree + k] = load_i64(v->dtype, dm_view_elem(v, p, k));
+	for (uint32_t p = 0; p < v->nparts; p++) {
+		int64_t *row = out + (uint64_t)p * v->nfree;
+		FOR_EACH_ELEM(v, p, a, k, row[k] = load_i64(v->dtype, a));
+	}
 }
 
 void dm_view_write_i64(const dm_view *v, const int64_t *in)
 {
-	for (uint32_t p = 0; p < v->nparts; p++)
-		for (uint64_t k = 0; k < v->nfree; k++)
-			store_i64(v->dtype, dm_view_elem(v, p, k), in[(uint64_t)p * v->nfree + k]);
+	for (uint32_t p = 0; p < v->nparts; p++) {
+		const int64_t *row = in + (uint64_t)p * v->nfree;
+		FOR_EACH_ELEM(v, p, a, k, store_i64(v->dtype, a, row[k]));
+	}
 }
 
 /* PSUM banks touched by a view: [first, last] byte of each partition row */

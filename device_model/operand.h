@@ -27,6 +27,10 @@ dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool
 			 dm_view *v, int engine, int64_t index, const char *field,
 			 dm_fault *fault);
 
+/* the src and dst operands of an instruction (most semantics start here) */
+dm_fault_kind dm_views_src_dst(dm_core *c, const dm_binding *b, const isa_instr *in, int engine,
+			       int64_t index, dm_view *src, dm_view *dst, dm_fault *f);
+
 /* element k of row p (row-major over the free dims) */
 static inline uint8_t *dm_view_elem(const dm_view *v, uint32_t p, uint64_t k)
 {

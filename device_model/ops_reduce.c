@@ -17,8 +17,7 @@ dm_fault_kind dm_op_tensor_reduce(dm_core *c, const dm_binding *b, int engine, i
 {
 	dm_view sv, dv;
 	dm_fault_kind k;
-	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &sv, engine, index, "src", f)) ||
-	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)))
 		return k;
 	uint64_t n = sv.nfree, P = sv.nparts, m = dv.nfree;
 	float *x = dm_tmp(c, 0, P * n), *y = dm_tmp(c, 1, P * m);
@@ -72,8 +71,7 @@ dm_fault_kind dm_op_tensor_partition_reduce(dm_core *c, const dm_binding *b, int
 {
 	dm_view sv, dv;
 	dm_fault_kind k;
-	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &sv, engine, index, "src", f)) ||
-	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)))
 		return k;
 	uint64_t n = sv.nfree, P = sv.nparts;
 	float *x = dm_tmp(c, 0, P * n), *y = dm_tmp(c, 1, n);

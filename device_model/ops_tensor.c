@@ -84,8 +84,7 @@ dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t 
 {
 	dm_view sv, dv;
 	dm_fault_kind k;
-	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &sv, engine, index, "src", f)) ||
-	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)))
 		return k;
 	uint64_t P = sv.nparts, F = sv.nfree;
 	float *s = dm_tmp(c, 0, P * F), *d = dm_tmp(c, 1, P * F);
