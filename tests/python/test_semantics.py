@@ -101,7 +101,7 @@ TT_FLOAT = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
             "logical_and": lambda a, b: ((a != 0) & (b != 0)).astype(np.float32)}
 
 
-@pytest.mark.parametrize("dt", ["fp32", "bf16", "fp16"])
+@pytest.mark.parametrize("dt", ["fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_tensor_tensor_float(neuronsim, tmp_path, dt, shape):
     p, f = shape
@@ -119,6 +119,23 @@ INT_OPS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply,
            "max": np.maximum, "min": np.minimum, "bitwise_and": np.bitwise_and,
            "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
            "divide": lambda a, b: np.floor_divide(a, b), "mod": np.mod}
+
+
+@pytest.mark.parametrize("dt", ["int16", "int8", "uint8", "uint16", "uint32"])
+def test_tensor_tensor_narrow_integers_wrap(neuronsim, tmp_path, dt):
+    p, f = 64, 37
+    info = np.iinfo(np.dtype(dt))
+    a = RNG.integers(info.min, info.max, size=(p, f), endpoint=True).astype(dt)
+    b = RNG.integers(1, min(info.max, 100), size=(p, f)).astype(dt)
+    for op, ref in (("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+                    ("bitwise_xor", np.bitwise_xor), ("max", np.maximum)):
+        text = program("trn2", [("a", dt, (p, f), 0), ("b", dt, (p, f), OFF_B)], dt, (p, f),
+                       "vector",
+                       [f"tensor_tensor dst={sb(dt, p, f, OFF_O)} src0={sb(dt, p, f, 0)} "
+                        f"src1={sb(dt, p, f, OFF_B)} op={op}"])
+        got = execute(neuronsim, tmp_path, text, {"a": a, "b": b})["o"]
+        want = ref(a.astype(np.int64), b.astype(np.int64)).astype(dt)   # wraps to the width
+        np.testing.assert_array_equal(got, want, err_msg=op)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (64, 37), (128, 301)])
@@ -181,7 +198,7 @@ POSITIVE_ACTS = {"log": torch.log, "sqrt": torch.sqrt, "rsqrt": torch.rsqrt,
                  "reciprocal": torch.reciprocal}
 
 
-@pytest.mark.parametrize("dt", ["fp32", "bf16"])
+@pytest.mark.parametrize("dt", ["fp32", "bf16", "fp16"])
 @pytest.mark.parametrize("shape", [(1, 1), (64, 37), (128, 301)])
 def test_activation_functions(neuronsim, tmp_path, dt, shape):
     p, f = shape
@@ -218,20 +235,21 @@ def test_activation_with_reduce_and_per_partition_scale(neuronsim, tmp_path):
 @pytest.mark.parametrize("op,ref", [("add", np.sum), ("max", np.max), ("min", np.min),
                                     ("absmax", lambda x, axis: np.max(np.abs(x), axis=axis))])
 @pytest.mark.parametrize("p", PARTS)
-def test_tensor_reduce(neuronsim, tmp_path, op, ref, p):
+@pytest.mark.parametrize("dt", ["fp32", "bf16"])
+def test_tensor_reduce(neuronsim, tmp_path, op, ref, p, dt):
     f1, f2 = 7, 13                          # src free dims [7, 13], reduce the inner one
-    a = rand((p, f1 * f2), "fp32")
-    text = program("trn2", [("a", "fp32", (p, f1 * f2), 0)], "fp32", (p, f1), "vector",
+    a = rand((p, f1 * f2), dt)
+    text = program("trn2", [("a", dt, (p, f1 * f2), 0)], "fp32", (p, f1), "vector",
                    [f"tensor_reduce dst={sb('fp32', p, f1, OFF_O)} "
-                    f"src=sbuf:fp32[0:{p}]{{{f2}x{f1},1x{f2}}} op={op} axes=2"])
+                    f"src=sbuf:{dt}[0:{p}]{{{f2}x{f1},1x{f2}}} op={op} axes=2"])
     got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
     # fp32 sums in index order vs NumPy's pairwise sums: cancellation-sized slack
     atol = 4e-7 * f1 * f2 * 3.0 if op == "add" else 0.0
     np.testing.assert_allclose(got, ref(a.reshape(p, f1, f2), axis=2), rtol=1e-5, atol=atol)
     # both axes, negated, on GpSimd
-    text = program("trn2", [("a", "fp32", (p, f1 * f2), 0)], "fp32", (p, 1), "gpsimd",
+    text = program("trn2", [("a", dt, (p, f1 * f2), 0)], "fp32", (p, 1), "gpsimd",
                    [f"tensor_reduce dst={sb('fp32', p, 1, OFF_O)} "
-                    f"src=sbuf:fp32[0:{p}]{{{f2}x{f1},1x{f2}}} op={op} axes=3 negate"])
+                    f"src=sbuf:{dt}[0:{p}]{{{f2}x{f1},1x{f2}}} op={op} axes=3 negate"])
     got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
     np.testing.assert_allclose(got, -ref(a, axis=1)[:, None], rtol=1e-5, atol=atol)
 
@@ -246,6 +264,23 @@ def test_tensor_partition_reduce(neuronsim, tmp_path, p):
                         f"src={sb('fp32', p, f, 0)} op={op}"])
         got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
         np.testing.assert_allclose(got, ref(a, axis=0, keepdims=True), rtol=1e-5, atol=4e-7 * p * 3)
+
+
+@pytest.mark.parametrize("src", ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "uint8", "int16",
+                                 "int32", "bool"])
+def test_tensor_copy_widens_exactly(neuronsim, tmp_path, src):
+    p, f = 64, 37
+    if src == "bool":
+        a = RNG.integers(0, 2, size=(p, f)).astype(np.bool_)
+    elif src.startswith(("int", "uint")):
+        info = np.iinfo(np.dtype(src))
+        a = RNG.integers(info.min, info.max, size=(p, f), endpoint=True).astype(src)
+    else:
+        a = rand((p, f), src, -100, 100)
+    text = program("trn2", [("a", src, (p, f), 0)], "fp32", (p, f), "gpsimd",
+                   [f"tensor_copy dst={sb('fp32', p, f, OFF_O)} src={sb(src, p, f, 0)}"])
+    got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
+    np.testing.assert_array_equal(got, a.astype(np.float32))
 
 
 @pytest.mark.parametrize("dst", ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int32", "fp32"])
@@ -265,20 +300,21 @@ def test_tensor_copy_casts_round_to_nearest_even(neuronsim, tmp_path, dst, shape
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (64, 37), (128, 301)])
-def test_select_and_memset(neuronsim, tmp_path, shape):
+@pytest.mark.parametrize("dt", ["fp32", "bf16", "int32"])
+def test_select_and_memset(neuronsim, tmp_path, shape, dt):
     p, f = shape
-    pred = (RNG.uniform(size=shape) > 0.5).astype(np.float32)
-    a, b = rand(shape, "fp32"), rand(shape, "fp32")
-    text = program("trn2", [("m", "fp32", shape, 0), ("a", "fp32", shape, OFF_B),
-                            ("b", "fp32", shape, OFF_C)], "fp32", shape, "vector",
-                   [f"select dst={sb('fp32', p, f, OFF_O)} pred={sb('fp32', p, f, 0)} "
-                    f"on_true={sb('fp32', p, f, OFF_B)} on_false={sb('fp32', p, f, OFF_C)}"])
+    pred = (RNG.uniform(size=shape) > 0.5).astype(np.uint8)
+    a, b = rand(shape, dt), rand(shape, dt)
+    text = program("trn2", [("m", "uint8", shape, 0), ("a", dt, shape, OFF_B),
+                            ("b", dt, shape, OFF_C)], dt, shape, "vector",
+                   [f"select dst={sb(dt, p, f, OFF_O)} pred={sb('uint8', p, f, 0)} "
+                    f"on_true={sb(dt, p, f, OFF_B)} on_false={sb(dt, p, f, OFF_C)}"])
     got = execute(neuronsim, tmp_path, text, {"m": pred, "a": a, "b": b})["o"]
     np.testing.assert_array_equal(got, np.where(pred != 0, a, b))
     for dt, val, want in (("bf16", "1.5", 1.5), ("int32", "-7", -7), ("fp32", "-inf", -np.inf)):
         text = program("trn2", [("a", "fp32", shape, 0)], dt, shape, "gpsimd",
                        [f"memset dst={sb(dt, p, f, OFF_O)} value={val}"])
-        got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
+        got = execute(neuronsim, tmp_path, text, {"a": rand(shape, "fp32")})["o"]
         np.testing.assert_array_equal(got, np.full(shape, want, dtype=got.dtype))
 
 
