@@ -93,6 +93,25 @@ void    dm_hbm_free(dm_hbm *h);
  * calls; calls must come in non-decreasing start order per model. */
 uint64_t dm_hbm_transfer(dm_hbm *h, uint64_t start_ps, uint64_t addr, uint64_t bytes,
 			 uint64_t stride, bool write);
+/* a stream of bursts `stride` apart: all reads, all writes, or alternating
+ * (every other burst a write: read-modify-write traffic) */
+enum { HBM_READS = 0, HBM_WRITES = 1, HBM_MIXED = 2 };
+uint64_t dm_hbm_stream(dm_hbm *h, uint64_t start_ps, uint64_t addr, uint64_t bytes,
+		       uint64_t stride, int mode);
+
+/* Bulk model: large regular streams in O(1), calibrated against the
+ * request-level model.  For each (stride, mode) it runs the request-level
+ * model (refresh off) on two sample sizes and keeps the line
+ * time = intercept + bytes * slope; refresh stalls are added exactly where the
+ * all-bank refresh schedule (every tREFI from time 0) falls inside the
+ * transfer.  Shared bandwidth: transfers queue behind each other on one
+ * chip-wide pipe. */
+typedef struct dm_hbm_bulk dm_hbm_bulk;
+dm_hbm_bulk *dm_hbm_bulk_new(const dm_hbm_preset *p, bool refresh_on);
+void         dm_hbm_bulk_free(dm_hbm_bulk *b);
+uint64_t     dm_hbm_bulk_stream(dm_hbm_bulk *b, uint64_t start_ps, uint64_t addr,
+				uint64_t bytes, uint64_t stride, int mode);
+
 /* queue one burst arriving at start_ps; dm_hbm_drain runs every queued
  * request and returns when the last one's data has moved */
 void     dm_hbm_submit(dm_hbm *h, uint64_t start_ps, uint64_t addr, bool write);

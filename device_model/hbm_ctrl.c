@@ -467,6 +467,12 @@ uint64_t dm_hbm_drain(dm_hbm *h)
 uint64_t dm_hbm_transfer(dm_hbm *h, uint64_t start_ps, uint64_t addr, uint64_t bytes,
 			 uint64_t stride, bool write)
 {
+	return dm_hbm_stream(h, start_ps, addr, bytes, stride, write ? HBM_WRITES : HBM_READS);
+}
+
+uint64_t dm_hbm_stream(dm_hbm *h, uint64_t start_ps, uint64_t addr, uint64_t bytes,
+		       uint64_t stride, int mode)
+{
 	uint64_t arrive = start_ps / h->p.tck_ps;
 	uint64_t bb = h->p.burst_bytes, n = (bytes + bb - 1) / bb;
 	if (!stride)
@@ -474,7 +480,8 @@ uint64_t dm_hbm_transfer(dm_hbm *h, uint64_t start_ps, uint64_t addr, uint64_t b
 	for (uint32_t pc = 0; pc < h->npc; pc++)
 		h->pcs[pc].last_done = 0;
 	for (uint64_t i = 0; i < n; i++)
-		push_req(h, arrive, addr + i * stride, write);
+		push_req(h, arrive, addr + i * stride,
+			 mode == HBM_WRITES || (mode == HBM_MIXED && (i & 1)));
 	uint64_t end = arrive;
 	for (uint32_t pc = 0; pc < h->npc; pc++) {
 		drain_pc(h, pc, true);

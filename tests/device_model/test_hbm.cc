@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 #include <vector>
 
 extern "C" {
@@ -326,3 +327,48 @@ TEST(HbmPresets, MatchTheChips)
 }
 
 }  // namespace
+
+// ---------------------------------------------------------- bulk vs request
+
+struct Pattern {
+	const char *name;
+	uint64_t stride;
+	int mode;
+};
+
+class BulkAgreement : public ::testing::TestWithParam<std::tuple<Pattern, uint64_t>> {};
+
+TEST_P(BulkAgreement, WithinThreePercentOfRequestLevel)
+{
+	const Pattern &pat = std::get<0>(GetParam());
+	uint64_t bytes = std::get<1>(GetParam());
+	const dm_hbm_preset *p = dm_hbm_preset_get("HBM3-5.7");      // trn2
+	dm_hbm_config cfg{ p, HBM_CLOSED_PAGE, 0, 0, true };
+	dm_hbm *h = dm_hbm_new(&cfg);
+	uint64_t start = 1000000;                                    // 1 us in
+	uint64_t req = dm_hbm_stream(h, start, 0, bytes, pat.stride, pat.mode);
+	dm_hbm_free(h);
+	dm_hbm_bulk *b = dm_hbm_bulk_new(p, true);
+	uint64_t bulk = dm_hbm_bulk_stream(b, start, 0, bytes, pat.stride, pat.mode);
+	dm_hbm_bulk_free(b);
+	double r = (double)(req - start), k = (double)(bulk - start);
+	EXPECT_NEAR(k / r, 1.0, 0.03) << pat.name << " " << bytes << ": request-level " << r
+				      << " ps, bulk " << k << " ps";
+}
+
+const Pattern kPatterns[] = {
+	{ "sequential", 32, HBM_READS },
+	{ "sequential_writes", 32, HBM_WRITES },
+	{ "strided_64B", 64, HBM_READS },            // every other pseudo-channel
+	{ "strided_8KiB", 8192, HBM_READS },         // rows of few pseudo-channels
+	{ "mixed", 32, HBM_MIXED },
+};
+
+INSTANTIATE_TEST_SUITE_P(
+	Streams, BulkAgreement,
+	::testing::Combine(::testing::ValuesIn(kPatterns),
+			   ::testing::Values(1ull << 20, 16ull << 20, 256ull << 20)),
+	[](const ::testing::TestParamInfo<std::tuple<Pattern, uint64_t>> &i) {
+		return std::string(std::get<0>(i.param).name) + "_" +
+		       std::to_string(std::get<1>(i.param) >> 20) + "MiB";
+	});
