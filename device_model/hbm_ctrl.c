@@ -29,9 +29,14 @@ typedef struct req {
 	uint8_t  outcome;         /* 0 row hit so far, 1 needed ACT, 2 needed PRE first */
 } req;
 
+/* a request queue with per-bank counts, so "does anyone want this row" and
+ * "does anyone need a row command" are O(1) questions */
 typedef struct pcq {
-	req     *q;
-	uint32_t n;
+	req      *q;              /* ring of `cap` entries from `head`, oldest first */
+	uint32_t  n, head, cap;
+	uint16_t *tot, *hit;      /* per bank: queued, and queued hitting the open row */
+	uint32_t  need_row;       /* queued requests whose row is not open */
+	uint64_t  hitmask;        /* bit b: hit[b] > 0 (banks < 64) */
 } pcq;
 
 typedef struct pc_state {
@@ -40,6 +45,7 @@ typedef struct pc_state {
 	uint64_t *bg_ready;       /* [bg][cmd] */
 	uint64_t *bank_ready;     /* [bank][cmd] */
 	int64_t  *open_row;       /* per bank, -1 closed */
+	uint64_t  openmask;       /* bit b: bank b has a row open */
 	uint64_t *bank_refresh;   /* per-bank refresh: next due cycle */
 	uint64_t  faw[4];
 	uint32_t  faw_n;
@@ -66,7 +72,33 @@ struct dm_hbm {
 	uint32_t      *pend_head, *pend_n, pend_cap;
 	dm_hbm_issue  *log;
 	uint32_t       log_cap, log_n;
+	/* address fields as shifts when every geometry is a power of two */
+	uint8_t        bank_bg[64];   /* bank -> its bank group */
+	bool           pow2;
+	uint32_t       sh_burst, sh_pc, sh_bg, sh_col, sh_bank;
 };
+
+static bool is_pow2(uint64_t x) { return x && !(x & (x - 1)); }
+static uint32_t log2u(uint64_t x) { uint32_t n = 0; while (x > 1) { x >>= 1; n++; } return n; }
+
+/* dm_hbm_map, with shifts where possible (the request path's hot spot) */
+static dm_hbm_loc map_fast(const dm_hbm *h, uint64_t addr)
+{
+	if (!h->pow2)
+		return dm_hbm_map(&h->p, addr);
+	dm_hbm_loc l;
+	uint64_t b = addr >> h->sh_burst;
+	l.pc = (uint32_t)(b & (h->npc - 1));
+	b >>= h->sh_pc;
+	l.bg = (uint32_t)(b & (h->p.bankgroups - 1));
+	b >>= h->sh_bg;
+	l.col = (uint32_t)(b & (h->p.columns - 1));
+	b >>= h->sh_col;
+	l.bank = (uint32_t)(b & (h->p.banks_per_group - 1));
+	b >>= h->sh_bank;
+	l.row = (uint32_t)(b < h->p.rows ? b : b % h->p.rows);
+	return l;
+}
 
 static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static uint64_t umin(uint64_t a, uint64_t b) { return a < b ? a : b; }
@@ -83,6 +115,17 @@ dm_hbm *dm_hbm_new(const dm_hbm_config *cfg)
 	h->npc = h->p.stacks * h->p.pcs_per_stack;
 	h->nbanks = h->p.bankgroups * h->p.banks_per_group;
 	h->per_bank_refresh = cfg->refresh < 0 ? h->p.per_bank_refresh : cfg->refresh == 1;
+	if (h->nbanks > 64)
+		goto fail;            /* bank masks and tables hold 64 banks */
+	for (uint32_t b = 0; b < h->nbanks; b++)
+		h->bank_bg[b] = (uint8_t)(b / h->p.banks_per_group);
+	h->pow2 = is_pow2(h->p.burst_bytes) && is_pow2(h->npc) && is_pow2(h->p.bankgroups) &&
+		  is_pow2(h->p.columns) && is_pow2(h->p.banks_per_group);
+	h->sh_burst = log2u(h->p.burst_bytes);
+	h->sh_pc = log2u(h->npc);
+	h->sh_bg = log2u(h->p.bankgroups);
+	h->sh_col = log2u(h->p.columns);
+	h->sh_bank = log2u(h->p.banks_per_group);
 
 	dm_hbm_constraint cons[MAX_RULES];
 	uint32_t n = dm_hbm_constraints(&h->p, cons, MAX_RULES);
@@ -100,7 +143,7 @@ dm_hbm *dm_hbm_new(const dm_hbm_config *cfg)
 	h->pend = calloc(h->npc, sizeof(req *));
 	h->pend_head = calloc(h->npc, sizeof(uint32_t));
 	h->pend_n = calloc(h->npc, sizeof(uint32_t));
-	h->pend_cap = 1024;
+	h->pend_cap = 1024;          /* a power of two: ring indices are masked */
 	if (!h->pcs || !h->pend || !h->pend_head || !h->pend_n)
 		goto fail;
 	for (uint32_t i = 0; i < h->npc; i++) {
@@ -111,9 +154,14 @@ dm_hbm *dm_hbm_new(const dm_hbm_config *cfg)
 		s->bank_refresh = calloc(h->nbanks, sizeof(uint64_t));
 		s->rq.q = malloc(h->cfg.queue_depth * sizeof(req));
 		s->wq.q = malloc(h->cfg.queue_depth * sizeof(req));
+		s->rq.cap = s->wq.cap = h->cfg.queue_depth;
+		s->rq.tot = calloc(h->nbanks, sizeof(uint16_t));
+		s->rq.hit = calloc(h->nbanks, sizeof(uint16_t));
+		s->wq.tot = calloc(h->nbanks, sizeof(uint16_t));
+		s->wq.hit = calloc(h->nbanks, sizeof(uint16_t));
 		h->pend[i] = malloc(h->pend_cap * sizeof(req));
 		if (!s->bg_ready || !s->bank_ready || !s->open_row || !s->bank_refresh || !s->rq.q ||
-		    !s->wq.q || !h->pend[i])
+		    !s->wq.q || !h->pend[i] || !s->rq.tot || !s->rq.hit || !s->wq.tot || !s->wq.hit)
 			goto fail;
 		for (uint32_t b = 0; b < h->nbanks; b++) {
 			s->open_row[b] = -1;
@@ -139,6 +187,10 @@ void dm_hbm_free(dm_hbm *h)
 		free(h->pcs[i].bank_refresh);
 		free(h->pcs[i].rq.q);
 		free(h->pcs[i].wq.q);
+		free(h->pcs[i].rq.tot);
+		free(h->pcs[i].rq.hit);
+		free(h->pcs[i].wq.tot);
+		free(h->pcs[i].wq.hit);
 		if (h->pend)
 			free(h->pend[i]);
 	}
@@ -170,7 +222,7 @@ uint32_t dm_hbm_log_count(const dm_hbm *h)
 
 static uint64_t earliest(const dm_hbm *h, const pc_state *s, int cmd, uint32_t bank)
 {
-	uint32_t bg = bank / h->p.banks_per_group;
+	uint32_t bg = h->bank_bg[bank];
 	uint64_t t = umax(s->ready[cmd], umax(s->bg_ready[bg * HBM_NUM_CMDS + cmd],
 					      s->bank_ready[bank * HBM_NUM_CMDS + cmd]));
 	if (cmd == HBM_ACT && s->faw_n == 4)
@@ -186,6 +238,63 @@ static uint64_t earliest_prea(const dm_hbm *h, const pc_state *s)
 		if (s->open_row[b] >= 0)
 			t = umax(t, earliest(h, s, HBM_PRE, b));
 	return t;
+}
+
+static inline req *q_at(const pcq *q, uint32_t i)
+{
+	uint32_t k = q->head + i;
+	return &q->q[k >= q->cap ? k - q->cap : k];
+}
+
+static void q_add(pcq *q, const req *r, const int64_t *open_row)
+{
+	*q_at(q, q->n++) = *r;
+	q->tot[r->bank]++;
+	if (open_row[r->bank] == (int64_t)r->row) {
+		q->hit[r->bank]++;
+		q->hitmask |= 1ull << (r->bank & 63);
+	} else {
+		q->need_row++;
+	}
+}
+
+static void q_remove(pcq *q, uint32_t i, const int64_t *open_row)
+{
+	const req *r = q_at(q, i);
+	q->tot[r->bank]--;
+	if (open_row[r->bank] == (int64_t)r->row) {
+		if (--q->hit[r->bank] == 0)
+			q->hitmask &= ~(1ull << (r->bank & 63));
+	} else {
+		q->need_row--;
+	}
+	/* close the gap from the front: removals are mostly near the head */
+	for (uint32_t k = i; k > 0; k--)
+		*q_at(q, k) = *q_at(q, k - 1);
+	q->head = q->head + 1 == q->cap ? 0 : q->head + 1;
+	q->n--;
+}
+
+/* a bank's open row changed: recount its hits (ACT: a scan; PRE: none) */
+static void q_reopen(pcq *q, uint32_t bank, int64_t row)
+{
+	uint32_t hits = 0;
+	if (row >= 0 && q->tot[bank])
+		for (uint32_t i = 0; i < q->n; i++)
+			hits += q_at(q, i)->bank == bank && (int64_t)q_at(q, i)->row == row;
+	q->need_row += q->hit[bank];
+	q->need_row -= hits;
+	q->hit[bank] = (uint16_t)hits;
+	if (hits)
+		q->hitmask |= 1ull << (bank & 63);
+	else
+		q->hitmask &= ~(1ull << (bank & 63));
+}
+
+static void bank_changed(pc_state *s, uint32_t bank)
+{
+	q_reopen(&s->rq, bank, s->open_row[bank]);
+	q_reopen(&s->wq, bank, s->open_row[bank]);
 }
 
 static void issue(dm_hbm *h, pc_state *s, uint32_t pc, int cmd, uint32_t bank, uint32_t row,
@@ -211,15 +320,24 @@ static void issue(dm_hbm *h, pc_state *s, uint32_t pc, int cmd, uint32_t bank, u
 		}
 		s->faw[s->faw_n++] = t;
 		s->open_row[bank] = row;
+		s->openmask |= 1ull << bank;
+		bank_changed(s, bank);
 		h->stats.acts++;
 		break;
 	case HBM_PRE:
 		s->open_row[bank] = -1;
+		s->openmask &= ~(1ull << bank);
+		bank_changed(s, bank);
 		h->stats.pres++;
 		break;
 	case HBM_PREA:
-		for (uint32_t b = 0; b < h->nbanks; b++)
-			s->open_row[b] = -1;
+		for (uint32_t b = 0; b < h->nbanks; b++) {
+			if (s->open_row[b] >= 0) {
+				s->open_row[b] = -1;
+				bank_changed(s, b);
+			}
+		}
+		s->openmask = 0;
 		h->stats.pres++;
 		break;
 	case HBM_REFAB:
@@ -237,10 +355,8 @@ static void issue(dm_hbm *h, pc_state *s, uint32_t pc, int cmd, uint32_t bank, u
 
 static bool row_has_hits(const pcq *q, uint32_t bank, int64_t row)
 {
-	for (uint32_t i = 0; i < q->n; i++)
-		if (q->q[i].bank == bank && (int64_t)q->q[i].row == row)
-			return true;
-	return false;
+	(void)row;   /* row is always the bank's open row here */
+	return q->hit[bank] != 0;
 }
 
 /*
@@ -312,18 +428,29 @@ static bool step(dm_hbm *h, pc_state *s, uint32_t pc, uint64_t *next)
 		s->draining = false;
 	pcq *q = s->draining ? &s->wq : &s->rq;
 
-	/* column command: oldest ready row hit */
-	for (uint32_t i = 0; i < q->n; i++) {
-		req *r = &q->q[i];
-		if (s->open_row[r->bank] != (int64_t)r->row || (int)r->bank == ref_bank)
+	/* column command: oldest ready row hit.  The queue holds one kind of
+	 * request, so readiness is per bank: compute it once for each bank with
+	 * hits, then take the oldest request of a ready bank. */
+	int ccmd = q == &s->wq ? HBM_WR : HBM_RD;
+	uint64_t bank_e[64];
+	bool any_ready = false;
+	for (uint32_t b = 0; b < h->nbanks && b < 64; b++)
+		bank_e[b] = UINT64_MAX;
+	for (uint64_t m = q->hitmask; m; m &= m - 1) {
+		uint32_t b = (uint32_t)__builtin_ctzll(m);
+		if ((int)b == ref_bank)
 			continue;
-		int cmd = r->write ? HBM_WR : HBM_RD;
-		uint64_t e = umax(earliest(h, s, cmd, r->bank), r->arrive);
-		if (e > t) {
-			wake = umin(wake, e);
+		bank_e[b] = earliest(h, s, ccmd, b);
+		if (bank_e[b] <= t)
+			any_ready = true;
+		else
+			wake = umin(wake, bank_e[b]);
+	}
+	for (uint32_t i = 0; any_ready && i < q->n; i++) {
+		req *r = q_at(q, i);
+		if (bank_e[r->bank] > t || s->open_row[r->bank] != (int64_t)r->row)
 			continue;
-		}
-		issue(h, s, pc, cmd, r->bank, r->row, t);
+		issue(h, s, pc, ccmd, r->bank, r->row, t);
 		uint64_t first = t + (r->write ? h->p.t[HBM_CWL] : h->p.t[HBM_CL]);
 		uint64_t done = first + h->p.t[HBM_nBL];
 		s->last_done = umax(s->last_done, done);
@@ -342,15 +469,14 @@ static bool step(dm_hbm *h, pc_state *s, uint32_t pc, uint64_t *next)
 			h->stats.row_misses++;
 		else
 			h->stats.row_conflicts++;
-		memmove(&q->q[i], &q->q[i + 1], (q->n - i - 1) * sizeof(req));
-		q->n--;
+		q_remove(q, i, s->open_row);
 		issued = true;
 		break;
 	}
 
 	/* row command: oldest request needing ACT, or PRE of a row nobody wants */
-	for (uint32_t i = 0; i < q->n; i++) {
-		req *r = &q->q[i];
+	for (uint32_t i = 0; q->need_row && i < q->n; i++) {
+		req *r = q_at(q, i);
 		if ((int)r->bank == ref_bank)
 			continue;
 		int64_t open = s->open_row[r->bank];
@@ -380,10 +506,9 @@ static bool step(dm_hbm *h, pc_state *s, uint32_t pc, uint64_t *next)
 	}
 	/* closed page: precharge open rows no queued request wants */
 	if (h->cfg.page == HBM_CLOSED_PAGE && !issued) {
-		for (uint32_t b = 0; b < h->nbanks; b++) {
-			if (s->open_row[b] < 0 || row_has_hits(&s->rq, b, s->open_row[b]) ||
-			    row_has_hits(&s->wq, b, s->open_row[b]))
-				continue;
+		uint64_t idle = s->openmask & ~(s->rq.hitmask | s->wq.hitmask);
+		for (; idle; idle &= idle - 1) {
+			uint32_t b = (uint32_t)__builtin_ctzll(idle);
 			uint64_t e = earliest(h, s, HBM_PRE, b);
 			if (e <= t) {
 				issue(h, s, pc, HBM_PRE, b, 0, t);
@@ -417,8 +542,8 @@ static void drain_pc(dm_hbm *h, uint32_t pc, bool all)
 				else
 					break;
 			}
-			q->q[q->n++] = *r;
-			h->pend_head[pc] = (h->pend_head[pc] + 1) % h->pend_cap;
+			q_add(q, r, s->open_row);
+			h->pend_head[pc] = (h->pend_head[pc] + 1) & (h->pend_cap - 1);
 			h->pend_n[pc]--;
 		}
 		if (!h->pend_n[pc] && (!all || (!s->rq.n && !s->wq.n)))
@@ -440,10 +565,10 @@ static void drain_pc(dm_hbm *h, uint32_t pc, bool all)
 
 static void push_req(dm_hbm *h, uint64_t arrive, uint64_t addr, bool write)
 {
-	dm_hbm_loc l = dm_hbm_map(&h->p, addr);
+	dm_hbm_loc l = map_fast(h, addr);
 	if (h->pend_n[l.pc] == h->pend_cap)
 		drain_pc(h, l.pc, false);
-	uint32_t slot = (h->pend_head[l.pc] + h->pend_n[l.pc]) % h->pend_cap;
+	uint32_t slot = (h->pend_head[l.pc] + h->pend_n[l.pc]) & (h->pend_cap - 1);
 	req r = { arrive, l.bg * h->p.banks_per_group + l.bank, l.row, write, 0 };
 	h->pend[l.pc][slot] = r;
 	h->pend_n[l.pc]++;
