@@ -109,6 +109,8 @@ uint64_t dm_hbm_stream(dm_hbm *h, uint64_t start_ps, uint64_t addr, uint64_t byt
 typedef struct dm_hbm_bulk dm_hbm_bulk;
 dm_hbm_bulk *dm_hbm_bulk_new(const dm_hbm_preset *p, bool refresh_on);
 void         dm_hbm_bulk_free(dm_hbm_bulk *b);
+/* a new timeline from 0: nothing booked (calibration kept) */
+void         dm_hbm_bulk_reset(dm_hbm_bulk *b);
 uint64_t     dm_hbm_bulk_stream(dm_hbm_bulk *b, uint64_t start_ps, uint64_t addr,
 				uint64_t bytes, uint64_t stride, int mode);
 

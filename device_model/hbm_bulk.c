@@ -39,6 +39,11 @@ void dm_hbm_bulk_free(dm_hbm_bulk *b)
 	free(b);
 }
 
+void dm_hbm_bulk_reset(dm_hbm_bulk *b)
+{
+	b->pipe_free = 0;
+}
+
 /* request-level time of a fresh model for `bytes` of the pattern, no refresh */
 static double sample(const dm_hbm_preset *p, uint64_t bytes, uint64_t stride, int mode)
 {
@@ -57,9 +62,9 @@ static const calib *calibrate(dm_hbm_bulk *b, uint64_t stride, int mode)
 		if (b->cache[i].stride == stride && b->cache[i].mode == mode)
 			return &b->cache[i];
 	/* two sizes give the line: enough bursts per pseudo-channel to be in
-	 * steady state (16 KiB each at unit stride) */
+	 * steady state (8 KiB each at unit stride) */
 	uint64_t pcs = (uint64_t)b->p.stacks * b->p.pcs_per_stack;
-	uint64_t s1 = pcs * 8192, s2 = 2 * s1;
+	uint64_t s1 = pcs * 4096, s2 = 2 * s1;
 	double t1 = sample(&b->p, s1, stride, mode), t2 = sample(&b->p, s2, stride, mode);
 	calib c = { stride, mode, 0, (t2 - t1) / (double)(s2 - s1) };
 	c.intercept_ps = t1 - c.ps_per_byte * (double)s1;

@@ -13,7 +13,7 @@
 
 #include "chrome.h"
 #include "coresim.h"
-#include "hbm_stub.h"
+#include "hbm_timing.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -86,8 +86,11 @@ static struct {
 	core_state      cores[MAX_CORES];
 	pthread_mutex_t profile_lock;
 	trc_chrome      profile;
+	pthread_mutex_t hbm_lock;       /* one execution at a time uses the HBM model */
+	nsim_hbm_chip   hbm_model;
 	bool            profiling;
-} rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .profile_lock = PTHREAD_MUTEX_INITIALIZER };
+} rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .profile_lock = PTHREAD_MUTEX_INITIALIZER,
+	  .hbm_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Thread_local char last_error[512];
 
@@ -234,6 +237,11 @@ nsim_status nsim_init_config(const nsim_config *cfg)
 	rt.log_level = parse_log_level(getenv("NEURON_RT_LOG_LEVEL"));
 	if ((st = configure(cfg)))
 		goto unlock;
+	const char *hbm_mode = getenv("NEURON_SIM_HBM");
+	if (nsim_hbm_chip_init(&rt.hbm_model, rt.chip->target, hbm_mode)) {
+		st = fail(NSIM_INVALID, "NEURON_SIM_HBM='%s' (bulk or detailed)", hbm_mode ? hbm_mode : "");
+		goto unlock;
+	}
 	rt.hbm_size = rt.chip->hbm_bytes;
 	rt.hbm = mmap(NULL, rt.hbm_size, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -269,6 +277,7 @@ nsim_status nsim_init_config(const nsim_config *cfg)
 unmap:
 	munmap(rt.hbm, rt.hbm_size);
 	rt.hbm = NULL;
+	nsim_hbm_chip_free(&rt.hbm_model);
 unlock:
 	pthread_mutex_unlock(&rt.lock);
 	return st;
@@ -290,6 +299,7 @@ void nsim_close(void)
 			pthread_mutex_destroy(&rt.cores[i].lock);
 		}
 		munmap(rt.hbm, rt.hbm_size);
+		nsim_hbm_chip_free(&rt.hbm_model);
 		free(rt.free);
 		rt.hbm = NULL;
 		rt.free = NULL;
@@ -674,7 +684,7 @@ static nsim_status prepare_core(core_state *cs, int core)
 	return NSIM_SUCCESS;
 }
 
-static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_stub *hbm,
+static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_run *hbm,
 		      uint64_t start, progress_state *prog)
 {
 	memset(r, 0, sizeof(*r));
@@ -688,7 +698,7 @@ static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_stub 
 	r->bind.check_numerics = rt.check_numerics;
 	r->mode = rt.mode;
 	r->mem.ctx = hbm;
-	r->mem.access = nsim_hbm_stub_access;
+	r->mem.access = nsim_hbm_access;
 	r->start_ps = start;
 	if (rt.progress && prog) {
 		clock_gettime(CLOCK_MONOTONIC, &prog->start);
@@ -759,8 +769,10 @@ nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set 
 			goto unlock;
 		start = cs->now_ps > start ? cs->now_ps : start;
 	}
-	nsim_hbm_stub hbm;
-	nsim_hbm_stub_init(&hbm, rt.chip, start);
+	/* the HBM model (and its calibration cache) serves one execution at a time */
+	pthread_mutex_lock(&rt.hbm_lock);
+	nsim_hbm_run hbm;
+	nsim_hbm_run_begin(&hbm, &rt.hbm_model, start);
 	progress_state prog = { 0 };
 	for (int i = 0; i < n; i++) {
 		setup_run(&runs[i], models[i], &rt.cores[models[i]->core], &hbm, start,
@@ -775,6 +787,8 @@ nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set 
 	for (int i = 0; i < n; i++)
 		report_program(&runs[i], models[i]);
 	pthread_mutex_unlock(&rt.profile_lock);
+	nsim_hbm_run_end(&hbm);
+	pthread_mutex_unlock(&rt.hbm_lock);
 	if (prog.shown)
 		fputc('\n', stderr);
 
