@@ -68,7 +68,9 @@ typedef struct dm_hbm_stats {
 	uint64_t refreshes;
 	uint64_t latency_sum, latency_max;   /* cycles, arrival to first data (reads) */
 	uint64_t acts, pres;
+	uint64_t latency_hist[1024];         /* reads by latency in cycles; last = above */
 } dm_hbm_stats;
+
 
 typedef struct dm_hbm dm_hbm;
 
@@ -121,6 +123,8 @@ uint64_t dm_hbm_drain(dm_hbm *h);
 /* single request, for tests: returns first-data time (reads) or write end */
 uint64_t dm_hbm_request(dm_hbm *h, uint64_t start_ps, uint64_t addr, bool write);
 const dm_hbm_stats *dm_hbm_get_stats(const dm_hbm *h);
+/* read latency (cycles) below which a fraction q of reads fall, e.g. 0.99 */
+uint64_t dm_hbm_latency_percentile(const dm_hbm *h, double q);
 /* issue log for tests: every command with its cycle */
 typedef struct dm_hbm_issue {
 	uint64_t cycle;

@@ -206,6 +206,19 @@ const dm_hbm_stats *dm_hbm_get_stats(const dm_hbm *h)
 	return &h->stats;
 }
 
+uint64_t dm_hbm_latency_percentile(const dm_hbm *h, double q)
+{
+	uint64_t total = h->stats.reads, seen = 0;
+	if (!total)
+		return 0;
+	for (uint32_t i = 0; i < 1024; i++) {
+		seen += h->stats.latency_hist[i];
+		if ((double)seen >= q * (double)total)
+			return i < 1023 ? i : h->stats.latency_max;
+	}
+	return h->stats.latency_max;
+}
+
 void dm_hbm_log(dm_hbm *h, dm_hbm_issue *buf, uint32_t cap)
 {
 	h->log = buf;
@@ -461,6 +474,7 @@ static bool step(dm_hbm *h, pc_state *s, uint32_t pc, uint64_t *next)
 			uint64_t lat = first - r->arrive;
 			h->stats.latency_sum += lat;
 			h->stats.latency_max = umax(h->stats.latency_max, lat);
+			h->stats.latency_hist[lat < 1023 ? lat : 1023]++;
 		}
 		h->stats.bytes += h->p.burst_bytes;
 		if (r->outcome == 0)

@@ -19,12 +19,22 @@ typedef struct nsim_hbm_chip {
 	dm_hbm_bulk         *bulk;
 } nsim_hbm_chip;
 
+/* HBM traffic is binned per stack into intervals of this many ps for the
+ * bandwidth-over-time counters */
+#define NSIM_HBM_BIN_PS 1000000ull
+
 /* one per execution (shared by the cores of a multi-core execution) */
 typedef struct nsim_hbm_run {
 	nsim_hbm_chip *chip;
 	dm_hbm        *detailed;      /* created on first use in detailed mode */
 	uint64_t       start_ps;
+	double        *bins;          /* [bin][stack][read=0/write=1] bytes */
+	uint64_t       nbins;
 } nsim_hbm_run;
+
+/* emits "HBM stack S read|write GB/s" counters, one sample per bin */
+struct trc_observer;
+void nsim_hbm_run_report(const nsim_hbm_run *r, const struct trc_observer *obs);
 
 int      nsim_hbm_chip_init(nsim_hbm_chip *c, int isa_target, const char *mode);  /* 0 / -1 */
 void     nsim_hbm_chip_free(nsim_hbm_chip *c);

@@ -786,6 +786,8 @@ nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set 
 	dm_fault_kind fk = nsim_cores_run(rp, n);
 	for (int i = 0; i < n; i++)
 		report_program(&runs[i], models[i]);
+	if (rt.profiling)
+		nsim_hbm_run_report(&hbm, &rt.profile.obs);
 	pthread_mutex_unlock(&rt.profile_lock);
 	nsim_hbm_run_end(&hbm);
 	pthread_mutex_unlock(&rt.hbm_lock);

@@ -124,6 +124,17 @@ static void on_program(void *ctx, const trc_program_event *e)
 	fputs("}", w->f);
 }
 
+static void on_counter(void *ctx, const trc_counter_event *e)
+{
+	trc_chrome *w = ctx;
+	sep(w);
+	fputs("{\"name\":\"", w->f);
+	put_str(w->f, e->name);
+	fprintf(w->f, "\",\"cat\":\"counter\",\"ph\":\"C\",\"pid\":%d,\"ts\":", e->core < 0 ? 1000 : e->core);
+	put_us(w->f, e->time_ps);
+	fprintf(w->f, ",\"args\":{\"value\":%.6g}}", e->value);
+}
+
 int trc_chrome_open(trc_chrome *w, const char *path)
 {
 	memset(w, 0, sizeof(*w));
@@ -136,6 +147,7 @@ int trc_chrome_open(trc_chrome *w, const char *path)
 	w->obs.dma = on_dma;
 	w->obs.sem = on_sem;
 	w->obs.program = on_program;
+	w->obs.counter = on_counter;
 	return 0;
 }
 

@@ -45,12 +45,21 @@ typedef struct trc_program_event {
 	uint64_t    start_ps, end_ps;
 } trc_program_event;
 
+/* a sampled quantity (e.g. HBM bandwidth of one stack over an interval) */
+typedef struct trc_counter_event {
+	int         core;          /* -1: chip-wide */
+	const char *name;          /* "HBM stack 0 read GB/s" */
+	uint64_t    time_ps;
+	double      value;
+} trc_counter_event;
+
 typedef struct trc_observer {
 	void *ctx;
 	void (*instr)(void *ctx, const trc_instr_event *e);
 	void (*dma)(void *ctx, const trc_dma_event *e);
 	void (*sem)(void *ctx, const trc_sem_event *e);
 	void (*program)(void *ctx, const trc_program_event *e);
+	void (*counter)(void *ctx, const trc_counter_event *e);
 } trc_observer;
 
 #endif

@@ -317,6 +317,23 @@ INSTANTIATE_TEST_SUITE_P(Presets, Formula, ::testing::ValuesIn(kPresets),
 				 return s;
 			 });
 
+TEST(HbmStats, CountsAndLatencyPercentiles)
+{
+	Hbm m("HBM3-5.7", true, -1, HBM_CLOSED_PAGE);
+	uint64_t bytes = 4ull << 20;
+	dm_hbm_transfer(m.h, 0, 0, bytes, 0, false);
+	const dm_hbm_stats *st = dm_hbm_get_stats(m.h);
+	EXPECT_EQ(st->reads, bytes / 32);
+	EXPECT_EQ(st->bytes, bytes);
+	EXPECT_EQ(st->row_hits + st->row_misses + st->row_conflicts, st->reads);
+	EXPECT_GT(st->row_hits, st->row_misses * 20);            // streaming: mostly hits
+	EXPECT_EQ(st->row_misses, st->acts);                     // closed page: no conflicts
+	uint64_t p50 = dm_hbm_latency_percentile(m.h, 0.5), p99 = dm_hbm_latency_percentile(m.h, 0.99);
+	EXPECT_LE(p50, p99);
+	EXPECT_LE(p99, st->latency_max);
+	EXPECT_GE(p50, m.t(HBM_CL));                             // never faster than CAS latency
+}
+
 TEST(HbmPresets, MatchTheChips)
 {
 	EXPECT_NEAR(dm_hbm_peak_bytes_per_ps(dm_hbm_preset_get("HBM2E-3.2")) * 1000, 819.2, 0.1);
