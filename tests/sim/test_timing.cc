@@ -349,6 +349,8 @@ TEST_F(Timing, StreamingOneCoreIsDmaBoundAllCoresAreHbmBound)
 	EXPECT_LE(all, 2.9e12);
 	EXPECT_GE(all, 0.88 * 2.9e12);
 	EXPECT_LT(all, 0.95 * 8 * one);
+	RecordProperty("one_core_GBps", std::to_string(one / 1e9));
+	RecordProperty("eight_cores_GBps", std::to_string(all / 1e9));
 }
 
 TEST_F(Timing, DetailedAndBulkHbmAgreeOnAStreamingProgram)
