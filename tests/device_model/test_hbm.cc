@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <ostream>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -352,6 +353,8 @@ struct Pattern {
 	uint64_t stride;
 	int mode;
 };
+
+void PrintTo(const Pattern &p, std::ostream *os) { *os << p.name; }
 
 class BulkAgreement : public ::testing::TestWithParam<std::tuple<Pattern, uint64_t>> {};
 
