@@ -100,6 +100,26 @@ configure_and_build() {
     cmake --build "$BUILD_DIR" -j "$(nproc)"
 }
 
+# The Python package (editable: it loads the library the build puts in
+# backend/python/torch_neuronsim/lib).  --no-build-isolation so pip never
+# resolves torch itself.
+install_package() {
+    # installed, and editable from this checkout (a CI clone elsewhere must not
+    # import another checkout's copy)?
+    if python3 - "$ROOT" <<'PYEOF' 2>/dev/null
+import json, sys
+from importlib import metadata
+url = json.loads(metadata.distribution("torch-neuronsim").read_text("direct_url.json"))["url"]
+sys.exit(0 if url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") else 1)
+PYEOF
+    then
+        log "torch-neuronsim: installed from this checkout"
+        return 0
+    fi
+    log "installing torch-neuronsim (editable, from $ROOT)"
+    python3 -m pip install -q --no-build-isolation -e "$ROOT"
+}
+
 main() {
     install_deb
     install_py
@@ -107,6 +127,7 @@ main() {
         return 0
     fi
     configure_and_build
+    install_package
 }
 
 main "$@"

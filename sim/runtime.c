@@ -422,6 +422,7 @@ void nsim_tensor_free(nsim_tensor *t)
 }
 
 uint64_t nsim_tensor_size(const nsim_tensor *t) { return t ? t->size : 0; }
+uint64_t nsim_tensor_device_address(const nsim_tensor *t) { return t ? t->addr : 0; }
 uint64_t nsim_memory_allocated(void) { return rt.allocated; }
 
 static nsim_status check_range(const nsim_tensor *t, uint64_t off, uint64_t size, const char *what)

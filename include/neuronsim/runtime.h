@@ -86,6 +86,8 @@ nsim_mode   nsim_get_mode(void);
 nsim_status nsim_tensor_allocate(int core, uint64_t size, const char *name, nsim_tensor **out);
 void        nsim_tensor_free(nsim_tensor *t);
 uint64_t    nsim_tensor_size(const nsim_tensor *t);
+/* the tensor's device address (unique on the chip; not a host pointer) */
+uint64_t    nsim_tensor_device_address(const nsim_tensor *t);
 nsim_status nsim_tensor_write(nsim_tensor *t, const void *buf, uint64_t offset, uint64_t size);
 nsim_status nsim_tensor_read(const nsim_tensor *t, void *buf, uint64_t offset, uint64_t size);
 nsim_status nsim_tensor_copy(const nsim_tensor *src, uint64_t src_offset, nsim_tensor *dst,

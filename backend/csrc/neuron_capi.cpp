@@ -1,0 +1,53 @@
+// neuron_capi.cpp -- a small C interface for the Python package (loaded with
+// ctypes), so the bindings need no pybind11 and no heavy headers.
+#include "neuron_device.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+extern "C" {
+
+int neuron_device_count(void) { return neuron::device_count(); }
+int neuron_current_device(void) { return neuron::current_device(); }
+
+// 0 on success; else -1 with the message in err
+int neuron_set_device(int d, char *err, int errlen)
+{
+	try {
+		neuron::set_device(d);
+		return 0;
+	} catch (const std::exception &e) {
+		std::snprintf(err, (size_t)errlen, "%s", e.what());
+		return -1;
+	}
+}
+
+// fills out[] with the counters, in the order of torch_neuronsim.stats()
+void neuron_stats(uint64_t *out)
+{
+	neuron::Stats s = neuron::stats();
+	uint64_t v[] = { s.cpu_fallbacks, s.programs_executed, s.program_cache_hits,
+			 s.program_cache_misses, s.simulated_time_ns, s.host_to_device_bytes,
+			 s.device_to_host_bytes, s.allocated_bytes, s.peak_allocated_bytes };
+	std::memcpy(out, v, sizeof(v));
+}
+
+// "op=count\n" lines into buf; returns the length needed
+int neuron_fallback_ops(char *buf, int len)
+{
+	std::string all;
+	for (auto &[op, n] : neuron::fallback_ops())
+		all += op + "=" + std::to_string(n) + "\n";
+	if (buf && len > 0)
+		std::snprintf(buf, (size_t)len, "%s", all.c_str());
+	return (int)all.size() + 1;
+}
+
+void neuron_reset_stats(void) { neuron::reset_stats(); }
+
+const char *neuron_target(void) { return nsim_target_name(); }
+
+uint64_t neuron_device_memory_in_use(void) { return nsim_memory_allocated(); }
+
+}  // extern "C"

@@ -1,0 +1,488 @@
+// neuron_device.cpp -- the `neuron` device for PyTorch (PrivateUse1) over the
+// neuronsim runtime C API: allocator on simulated HBM, device guard, copies,
+// the minimal native ops and the counted CPU fallback.
+//
+// Device pointers are not host memory: a tensor's data pointer is
+// kPtrBase + its device address, in an unmapped part of the address space,
+// so a stray host dereference faults instead of silently reading simulator
+// memory.  Every access goes through the runtime (nsim_tensor_read/write).
+#include "neuron_device.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace neuron {
+
+namespace {
+
+constexpr uintptr_t kPtrBase = uintptr_t(1) << 45;   // 32 TiB: unmapped on x86-64 Linux
+
+std::once_flag g_init_once;
+std::string g_init_error;
+
+std::mutex g_lock;                                   // allocations and statistics
+std::map<uintptr_t, nsim_tensor *> g_allocs;         // data pointer -> allocation
+std::map<uintptr_t, int> g_alloc_device;             // data pointer -> core
+Stats g_stats;
+std::unordered_map<std::string, uint64_t> g_fallback_ops;
+std::unordered_set<std::string> g_warned;
+thread_local int g_current_device = 0;
+
+void ensure_runtime()
+{
+	std::call_once(g_init_once, [] {
+		const char *sim = std::getenv("NEURON_SIM");
+		if (sim && std::string(sim) == "0") {
+			g_init_error = "NEURON_SIM=0 asks for Trainium hardware, but this build of "
+				       "torch_neuronsim has no hardware runtime; unset NEURON_SIM or set "
+				       "NEURON_SIM=1 to use the simulator";
+			return;
+		}
+		if (nsim_init() != NSIM_SUCCESS)
+			g_init_error = std::string("neuronsim runtime: ") + nsim_last_error();
+	});
+	TORCH_CHECK(g_init_error.empty(), g_init_error);
+}
+
+// the allocation holding device pointer p, and p's offset in it
+nsim_tensor *lookup(const void *p, uint64_t *offset)
+{
+	uintptr_t u = reinterpret_cast<uintptr_t>(p);
+	std::lock_guard<std::mutex> g(g_lock);
+	auto it = g_allocs.upper_bound(u);
+	TORCH_CHECK(it != g_allocs.begin(), "neuron: pointer ", p, " is not device memory");
+	--it;
+	uint64_t off = u - it->first;
+	TORCH_CHECK(off <= nsim_tensor_size(it->second), "neuron: pointer ", p,
+		    " is outside its allocation");
+	*offset = off;
+	return it->second;
+}
+
+void check(nsim_status st, const char *what)
+{
+	TORCH_CHECK(st == NSIM_SUCCESS, "neuron: ", what, " failed: ", nsim_status_name(st), ": ",
+		    nsim_last_error());
+}
+
+void delete_device(void *p)
+{
+	if (!p)
+		return;
+	nsim_tensor *t;
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
+		if (it == g_allocs.end())
+			return;
+		t = it->second;
+		g_stats.allocated_bytes -= nsim_tensor_size(t);
+		g_allocs.erase(it);
+		g_alloc_device.erase(reinterpret_cast<uintptr_t>(p));
+	}
+	nsim_tensor_free(t);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------- allocator
+
+struct NeuronAllocator final : public c10::Allocator {
+	c10::DataPtr allocate(size_t nbytes) override
+	{
+		ensure_runtime();
+		int dev = current_device();
+		if (nbytes == 0)
+			return { nullptr, nullptr, &delete_device, c10::Device(c10::DeviceType::PrivateUse1, dev) };
+		nsim_tensor *t = nullptr;
+		nsim_status st = nsim_tensor_allocate(dev, nbytes, "torch", &t);
+		if (st == NSIM_RESOURCE) {
+			std::lock_guard<std::mutex> g(g_lock);
+			TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of memory allocating ", nbytes,
+					 " bytes on neuron:", dev, " (", g_stats.allocated_bytes,
+					 " bytes allocated by torch, ", nsim_memory_allocated(),
+					 " bytes in use on the device): ", nsim_last_error());
+		}
+		check(st, "allocation");
+		void *p = reinterpret_cast<void *>(kPtrBase + nsim_tensor_device_address(t));
+		{
+			std::lock_guard<std::mutex> g(g_lock);
+			g_allocs[reinterpret_cast<uintptr_t>(p)] = t;
+			g_alloc_device[reinterpret_cast<uintptr_t>(p)] = dev;
+			g_stats.allocated_bytes += nbytes;
+			if (g_stats.allocated_bytes > g_stats.peak_allocated_bytes)
+				g_stats.peak_allocated_bytes = g_stats.allocated_bytes;
+		}
+		return { p, p, &delete_device, c10::Device(c10::DeviceType::PrivateUse1, dev) };
+	}
+
+	c10::DeleterFnPtr raw_deleter() const override { return &delete_device; }
+
+	void copy_data(void *dest, const void *src, std::size_t count) const override
+	{
+		uint64_t doff, soff;
+		nsim_tensor *d = lookup(dest, &doff), *s = lookup(src, &soff);
+		check(nsim_tensor_copy(s, soff, d, doff, count), "device copy");
+	}
+};
+
+NeuronAllocator g_allocator;
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+// ------------------------------------------------------------ device guard
+
+int current_device() { return g_current_device; }
+
+int device_count()
+{
+	try {
+		ensure_runtime();
+	} catch (...) {
+		return 0;
+	}
+	return nsim_core_count();
+}
+
+void set_device(int d)
+{
+	TORCH_CHECK(d >= 0 && d < device_count(), "neuron: device ", d, " does not exist (",
+		    device_count(), " visible)");
+	g_current_device = d;
+}
+
+struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
+	static constexpr c10::DeviceType kType = c10::DeviceType::PrivateUse1;
+	c10::DeviceType type() const override { return kType; }
+	c10::Device exchangeDevice(c10::Device d) const override
+	{
+		c10::Device old = getDevice();
+		if (old.index() != d.index())
+			set_device(d.index());
+		return old;
+	}
+	c10::Device getDevice() const override { return c10::Device(kType, g_current_device); }
+	void setDevice(c10::Device d) const override { set_device(d.index()); }
+	void uncheckedSetDevice(c10::Device d) const noexcept override { g_current_device = d.index(); }
+	c10::Stream getStream(c10::Device d) const noexcept override
+	{
+		return c10::Stream(c10::Stream::DEFAULT, d);
+	}
+	c10::Stream exchangeStream(c10::Stream s) const noexcept override
+	{
+		return c10::Stream(c10::Stream::DEFAULT, s.device());
+	}
+	c10::DeviceIndex deviceCount() const noexcept override
+	{
+		return static_cast<c10::DeviceIndex>(device_count());
+	}
+	// device work completes as it is issued (the simulator runs synchronously)
+	void synchronizeDevice(const c10::DeviceIndex) const override {}
+};
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuardImpl);
+
+// ------------------------------------------------------------------- data
+
+namespace {
+
+// bytes [first, last) of the storage a strided tensor touches
+void span_of(const at::Tensor &t, int64_t *first, int64_t *last)
+{
+	int64_t lo = t.storage_offset(), hi = t.storage_offset();
+	for (int64_t d = 0; d < t.dim(); d++) {
+		if (t.size(d) == 0) {
+			*first = *last = 0;
+			return;
+		}
+		int64_t ext = (t.size(d) - 1) * t.stride(d);
+		if (ext < 0)
+			lo += ext;
+		else
+			hi += ext;
+	}
+	*first = lo * t.element_size();
+	*last = (hi + 1) * t.element_size();
+}
+
+// A CPU tensor with the device tensor's values (same sizes/strides): the
+// bytes it touches are read from the device.
+at::Tensor read_to_cpu(const at::Tensor &t)
+{
+	if (t.numel() == 0)
+		return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+	int64_t first, last;
+	span_of(t, &first, &last);
+	auto buf = at::empty({ last - first }, t.options().dtype(at::kByte).device(at::kCPU));
+	uint64_t off;
+	nsim_tensor *dt = lookup(t.storage().data(), &off);
+	check(nsim_tensor_read(dt, buf.data_ptr(), off + first, last - first), "device to host copy");
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		g_stats.device_to_host_bytes += last - first;
+	}
+	// the byte buffer holds exactly the span: view it with t's geometry
+	return at::empty({ 0 }, t.options().device(at::kCPU))
+		.set_(buf.storage(), t.storage_offset() - first / t.element_size(), t.sizes(),
+		      t.strides());
+}
+
+// writes `src` (CPU, same dtype) into device tensor `dst` element by element
+// through a CPU mirror of the bytes dst touches
+void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
+{
+	if (dst.numel() == 0)
+		return;
+	int64_t first, last;
+	span_of(dst, &first, &last);
+	uint64_t off;
+	nsim_tensor *dt = lookup(dst.storage().data(), &off);
+	at::Tensor mirror;
+	if (dst.is_contiguous() && last - first == (int64_t)dst.nbytes()) {
+		mirror = src.contiguous();
+		check(nsim_tensor_write(dt, mirror.data_ptr(), off + first, last - first), "host to device copy");
+	} else {
+		mirror = read_to_cpu(dst);                       // keep the bytes between elements
+		mirror.copy_(src);
+		const uint8_t *base = static_cast<const uint8_t *>(mirror.storage().data());
+		check(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
+	}
+	std::lock_guard<std::mutex> g(g_lock);
+	g_stats.host_to_device_bytes += last - first;
+}
+
+}  // namespace
+
+at::Tensor to_cpu(const at::Tensor &t)
+{
+	return read_to_cpu(t);
+}
+
+int device_of_ptr(const void *p)
+{
+	uintptr_t u = reinterpret_cast<uintptr_t>(p);
+	std::lock_guard<std::mutex> g(g_lock);
+	auto it = g_alloc_device.upper_bound(u);
+	TORCH_CHECK(it != g_alloc_device.begin(), "neuron: pointer ", p, " is not device memory");
+	return std::prev(it)->second;
+}
+
+// storage resize (untyped_storage().resize_()): new allocation, old bytes kept
+void resize_storage(const c10::Storage &storage, size_t newsize)
+{
+	size_t old = storage.nbytes();
+	c10::DataPtr fresh = g_allocator.allocate(newsize);
+	size_t keep = old < newsize ? old : newsize;
+	if (keep && storage.data())
+		g_allocator.copy_data(fresh.get(), storage.data(), keep);
+	const_cast<c10::Storage &>(storage).set_data_ptr_noswap(std::move(fresh));
+	const_cast<c10::Storage &>(storage).set_nbytes(newsize);
+}
+
+// ------------------------------------------------------------ native ops
+
+namespace {
+
+at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+			       std::optional<at::Layout> layout, std::optional<at::Device> device,
+			       std::optional<bool> pin_memory,
+			       std::optional<at::MemoryFormat> memory_format)
+{
+	const auto dev = c10::device_or_default(device);
+	TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided,
+		    "neuron: only strided tensors are supported");
+	TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "neuron: pinned memory lives on the CPU");
+	const c10::DeviceGuard guard(dev);
+	constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+	return at::detail::empty_generic(size, &g_allocator, ks, c10::dtype_or_default(dtype),
+					 memory_format);
+}
+
+at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
+			 std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+			 std::optional<at::Device> device, std::optional<bool> pin_memory)
+{
+	const auto dev = c10::device_or_default(device);
+	TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided,
+		    "neuron: only strided tensors are supported");
+	TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "neuron: pinned memory lives on the CPU");
+	const c10::DeviceGuard guard(dev);
+	constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
+	return at::detail::empty_strided_generic(size, stride, &g_allocator, ks,
+						 c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+		      std::optional<c10::SymInt> offset)
+{
+	return at::cpu::as_strided_symint(self, size, stride, offset);
+}
+
+const at::Tensor &resize_(const at::Tensor &self, c10::SymIntArrayRef size,
+			  std::optional<at::MemoryFormat> fmt)
+{
+	return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), fmt);
+}
+
+at::Tensor reshape_alias(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride)
+{
+	return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+					  C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+at::Tensor view(const at::Tensor &self, c10::SymIntArrayRef size)
+{
+	return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+// every direction: host<->device and device<->device, any strides, any dtypes
+at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
+{
+	(void)non_blocking;
+	TORCH_CHECK(self.defined() && dst.defined(), "neuron: copy of an undefined tensor");
+	if (self.is_cpu() && dst.is_privateuseone()) {
+		write_from_cpu(dst, self.to(dst.scalar_type()));
+	} else if (self.is_privateuseone() && dst.is_cpu()) {
+		const_cast<at::Tensor &>(dst).copy_(read_to_cpu(self));
+	} else {
+		TORCH_CHECK(self.is_privateuseone() && dst.is_privateuseone(),
+			    "neuron: copy between ", self.device(), " and ", dst.device());
+		write_from_cpu(dst, read_to_cpu(self).to(dst.scalar_type()));
+	}
+	return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
+{
+	at::native::resize_(dst, self.sizes(), std::nullopt);
+	return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor &self)
+{
+	return at::native::_local_scalar_dense_cpu(read_to_cpu(self));
+}
+
+at::Tensor &set_tensor(at::Tensor &self, const at::Tensor &src)
+{
+	return at::native::set_tensor_(self, src);
+}
+
+at::Tensor &set_storage(at::Tensor &self, at::Storage src)
+{
+	return at::native::set_(self, src);
+}
+
+at::Tensor &set_storage_offset(at::Tensor &self, at::Storage src, int64_t offset, at::IntArrayRef size,
+			       at::IntArrayRef stride)
+{
+	return at::cpu::set_(self, src, offset, size, stride);
+}
+
+at::Tensor &fill_scalar(at::Tensor &self, const at::Scalar &value)
+{
+	if (self.numel() == 0)
+		return self;
+	auto cpu = at::empty(self.sizes(), self.options().device(at::kCPU));
+	cpu.fill_(value);
+	write_from_cpu(self, cpu);
+	return self;
+}
+
+at::Tensor &zero(at::Tensor &self)
+{
+	return fill_scalar(self, 0);
+}
+
+void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+{
+	const std::string name = c10::toString(op.schema().operator_name());
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		g_stats.cpu_fallbacks++;
+		g_fallback_ops[name]++;
+	}
+	const char *strict = std::getenv("NEURON_STRICT");
+	TORCH_CHECK(!(strict && std::string(strict) == "1"), "neuron: operator '", name,
+		    "' has no neuron kernel and NEURON_STRICT=1 forbids the CPU fallback");
+	bool first;
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		first = g_warned.insert(name).second;
+	}
+	if (first)
+		TORCH_WARN("neuron: operator '", name, "' runs on the CPU (no neuron kernel yet); "
+			   "counted in torch_neuronsim.stats(); NEURON_STRICT=1 makes this an error");
+	at::native::cpu_fallback(op, stack);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("empty.memory_format", empty_memory_format);
+	m.impl("empty_strided", empty_strided);
+	m.impl("as_strided", as_strided);
+	m.impl("resize_", resize_);
+	m.impl("_reshape_alias", reshape_alias);
+	m.impl("view", view);
+	m.impl("_copy_from", copy_from);
+	m.impl("_copy_from_and_resize", copy_from_and_resize);
+	m.impl("_local_scalar_dense", local_scalar_dense);
+	m.impl("set_.source_Tensor", set_tensor);
+	m.impl("set_.source_Storage", set_storage);
+	m.impl("set_.source_Storage_storage_offset", set_storage_offset);
+	m.impl("fill_.Scalar", fill_scalar);
+	m.impl("zero_", zero);
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m)
+{
+	m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+// ---------------------------------------------------------------- stats
+
+Stats stats()
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	return g_stats;
+}
+
+std::vector<std::pair<std::string, uint64_t>> fallback_ops()
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	return { g_fallback_ops.begin(), g_fallback_ops.end() };
+}
+
+void reset_stats()
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	uint64_t alloc = g_stats.allocated_bytes;
+	g_stats = Stats{};
+	g_stats.allocated_bytes = g_stats.peak_allocated_bytes = alloc;
+	g_fallback_ops.clear();
+}
+
+}  // namespace neuron

@@ -1,0 +1,36 @@
+// neuron_device.h -- the `neuron` PyTorch device over the neuronsim runtime.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+extern "C" {
+#include "neuronsim/runtime.h"
+}
+
+namespace neuron {
+
+struct Stats {
+	uint64_t cpu_fallbacks = 0;
+	uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
+	uint64_t allocated_bytes = 0, peak_allocated_bytes = 0;
+	uint64_t programs_executed = 0, program_cache_hits = 0, program_cache_misses = 0;
+	uint64_t simulated_time_ns = 0;
+};
+
+int current_device();
+int device_count();
+void set_device(int d);
+at::Tensor to_cpu(const at::Tensor &t);
+int device_of_ptr(const void *p);                       /* the core holding it */
+void resize_storage(const c10::Storage &storage, size_t newsize);
+
+Stats stats();
+std::vector<std::pair<std::string, uint64_t>> fallback_ops();
+void reset_stats();
+
+}  // namespace neuron

@@ -1,0 +1,68 @@
+"""torch_neuronsim: the `neuron` device for PyTorch, backed by the neuronsim
+simulator of AWS Trainium NeuronCores.
+
+Importing it (or just `import torch`, through the `torch.backends` entry
+point) registers PyTorch's PrivateUse1 device as `neuron`, the
+`torch.neuron` module and `Tensor.neuron()` / `Module.neuron()`.
+"""
+import ctypes
+import os
+
+import torch
+
+__all__ = ["stats", "reset_stats"]
+
+_here = os.path.dirname(os.path.abspath(__file__))
+_lib_path = os.path.join(_here, "lib", "libtorch_neuronsim.so")
+if not os.path.exists(_lib_path):
+    raise ImportError(f"torch_neuronsim: {_lib_path} is missing; build the project first "
+                      "(scripts/setup.sh)")
+
+# loading runs the library's static registrations (allocator, guard, kernels)
+torch.ops.load_library(_lib_path)
+_lib = ctypes.CDLL(_lib_path)
+_lib.neuron_target.restype = ctypes.c_char_p
+_lib.neuron_device_memory_in_use.restype = ctypes.c_uint64
+
+_STAT_NAMES = ("cpu_fallbacks", "programs_executed", "program_cache_hits", "program_cache_misses",
+               "simulated_time_ns", "host_to_device_bytes", "device_to_host_bytes",
+               "allocated_bytes", "peak_allocated_bytes")
+
+
+def stats():
+    """Counters of the plugin: CPU fallbacks (total and per op), bytes copied
+    each way, device memory, programs run on the simulator."""
+    vals = (ctypes.c_uint64 * len(_STAT_NAMES))()
+    _lib.neuron_stats(vals)
+    out = dict(zip(_STAT_NAMES, (int(v) for v in vals)))
+    n = _lib.neuron_fallback_ops(None, 0)
+    buf = ctypes.create_string_buffer(n)
+    _lib.neuron_fallback_ops(buf, n)
+    ops = {}
+    for line in buf.value.decode().splitlines():
+        op, _, count = line.rpartition("=")
+        ops[op] = int(count)
+    out["fallback_ops"] = ops
+    return out
+
+
+def reset_stats():
+    _lib.neuron_reset_stats()
+
+
+def _register():
+    if getattr(torch, "neuron", None) is not None and hasattr(torch.neuron, "_neuronsim"):
+        return
+    from . import device as _device
+    torch.utils.rename_privateuse1_backend("neuron")
+    torch._register_device_module("neuron", _device)
+    torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
+                                                         for_storage=True)
+
+
+def _autoload():
+    """Entry point of the `torch.backends` group: `import torch` calls it."""
+    _register()
+
+
+_register()

@@ -1,0 +1,187 @@
+"""The `neuron` device in PyTorch (tests in the style of OpenReg's suite):
+device registration and autoload, memory, copies in every direction with
+strided and non-contiguous tensors, views sharing storage, printing,
+save/load, autograd through the CPU fallback, out-of-memory, strict mode,
+statistics, threads."""
+import io
+import os
+import subprocess
+import sys
+import threading
+import warnings
+
+import pytest
+import torch
+
+warnings.filterwarnings("ignore", message="neuron: operator")
+import torch_neuronsim  # noqa: E402  (already loaded by torch's autoload)
+
+NEURON = torch.device("neuron")
+
+
+def run_py(code, **env):
+    e = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                          text=True, env=e, timeout=300)
+
+
+def test_autoload_without_importing_the_package():
+    r = run_py("import torch; x = torch.arange(6., device='neuron').view(2, 3); print(x.t() + 1)")
+    assert r.returncode == 0, r.stderr
+    assert "tensor([[1., 4.],\n        [2., 5.],\n        [3., 6.]], device='neuron:0')" in r.stdout
+
+
+def test_device_module():
+    assert torch.neuron.is_available()
+    assert torch.neuron.device_count() == 8          # trn2: 8 NeuronCores
+    assert torch.neuron.current_device() == 0
+    with torch.neuron.device(3):
+        assert torch.neuron.current_device() == 3
+        t = torch.ones(2, device="neuron")
+        assert t.device == torch.device("neuron", 3)
+    assert torch.neuron.current_device() == 0
+    with pytest.raises(RuntimeError, match="does not exist"):
+        torch.neuron.set_device(99)
+    assert torch.neuron.is_bf16_supported()
+    assert torch.ones(1).neuron().is_neuron
+
+
+def test_visible_cores_follow_the_environment():
+    r = run_py("import torch; print(torch.neuron.device_count())", NEURON_RT_VISIBLE_CORES="0-2")
+    assert r.stdout.strip() == "3", r.stderr
+    r = run_py("import torch; print(torch.neuron.device_count())",
+               NEURON_PLATFORM_TARGET_OVERRIDE="trn1")
+    assert r.stdout.strip() == "2", r.stderr
+
+
+def test_hardware_request_fails_clearly():
+    r = run_py("import torch; torch.ones(1, device='neuron')", NEURON_SIM="0")
+    assert r.returncode != 0
+    assert "no hardware runtime" in r.stderr
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_round_trip_copies(dtype):
+    src = (torch.arange(24) % 5).to(dtype).view(2, 3, 4)
+    d = src.to("neuron")
+    assert d.device.type == "neuron" and d.dtype == dtype
+    assert torch.equal(d.cpu(), src)
+    # device -> device, with a dtype change
+    d2 = d.to(torch.float32)
+    assert torch.equal(d2.cpu(), src.to(torch.float32))
+
+
+def test_strided_and_non_contiguous_copies():
+    src = torch.arange(60, dtype=torch.float32).view(3, 4, 5)
+    d = src.to("neuron")
+    for view in (lambda t: t.transpose(0, 2), lambda t: t[:, 1:3, ::2], lambda t: t.permute(2, 0, 1)):
+        # device view -> host
+        assert torch.equal(view(d).cpu(), view(src))
+        # host non-contiguous -> device
+        dd = view(src).to("neuron")
+        assert torch.equal(dd.cpu(), view(src))
+        # host -> strided device destination, leaving the other elements
+        target = torch.zeros(3, 4, 5).to("neuron")
+        view(target).copy_(view(src) + 100)
+        want = torch.zeros(3, 4, 5)
+        view(want).copy_(view(src) + 100)
+        assert torch.equal(target.cpu(), want)
+        # device -> strided device destination
+        target2 = torch.zeros(3, 4, 5).to("neuron")
+        view(target2).copy_(view(d))
+        want2 = torch.zeros(3, 4, 5)
+        view(want2).copy_(view(src))
+        assert torch.equal(target2.cpu(), want2)
+
+
+def test_views_share_storage():
+    d = torch.zeros(4, 4, device="neuron")
+    v = d.view(16)
+    row = d[1]
+    v[5] = 7.0                                    # element (1, 1)
+    row.fill_(2.0)
+    assert d.cpu()[1].tolist() == [2.0, 2.0, 2.0, 2.0]
+    d.zero_()
+    assert v.cpu().sum().item() == 0
+    assert d.t().untyped_storage().data_ptr() == d.untyped_storage().data_ptr()
+    assert d.view(2, 8).is_contiguous() and not d.t().is_contiguous()
+
+
+def test_scalars_and_printing():
+    d = torch.tensor([1.5, -2.0, 3.25], device="neuron")
+    assert d[2].item() == 3.25
+    assert "device='neuron:0'" in repr(d)
+    assert repr(d.cpu()) == repr(torch.tensor([1.5, -2.0, 3.25]))
+
+
+def test_save_load_round_trip_through_cpu():
+    d = torch.randn(5, 6).to("neuron")
+    buf = io.BytesIO()
+    torch.save(d.cpu(), buf)
+    buf.seek(0)
+    back = torch.load(buf).to("neuron")
+    assert torch.equal(back.cpu(), d.cpu())
+
+
+def test_autograd_small_mlp_via_fallback():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    x, y = torch.randn(4, 8), torch.randn(4, 2)
+    ref = torch.nn.functional.mse_loss(model(x), y)
+    ref.backward()
+    ref_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model = model.neuron()
+    loss = torch.nn.functional.mse_loss(model(x.neuron()), y.neuron())
+    loss.backward()
+    assert abs(loss.item() - ref.item()) < 1e-5
+    for p, g in zip(model.parameters(), ref_grads):
+        assert p.grad.device.type == "neuron"
+        torch.testing.assert_close(p.grad.cpu(), g)
+
+
+def test_out_of_memory_then_keeps_working():
+    keep = torch.arange(10, dtype=torch.float32).to("neuron")
+    with pytest.raises(torch.OutOfMemoryError, match="out of memory"):
+        torch.empty(200 * 2**30, dtype=torch.uint8, device="neuron")   # trn2 has 96 GiB
+    x = torch.ones(1000, device="neuron")
+    assert (x + keep.sum()).cpu()[0].item() == 46.0
+    assert torch.equal(keep.cpu(), torch.arange(10, dtype=torch.float32))
+
+
+def test_strict_mode_names_the_op_and_stats_count_fallbacks():
+    r = run_py("import torch; (torch.ones(2, device='neuron') * 3).cpu()", NEURON_STRICT="1")
+    assert r.returncode != 0
+    assert "aten::mul" in r.stderr and "NEURON_STRICT=1" in r.stderr
+    torch_neuronsim.reset_stats()
+    a = torch.ones(3, device="neuron")
+    (a * 2).cpu()
+    (a * 2).cpu()
+    s = torch_neuronsim.stats()
+    assert s["cpu_fallbacks"] >= 2
+    assert s["fallback_ops"].get("aten::mul.out", 0) + s["fallback_ops"].get("aten::mul.Tensor", 0) >= 2
+    assert s["device_to_host_bytes"] > 0 and s["host_to_device_bytes"] > 0
+    for key in ("programs_executed", "program_cache_hits", "program_cache_misses",
+                "simulated_time_ns"):
+        assert key in s
+
+
+def test_two_threads_on_two_devices():
+    results = {}
+
+    def work(dev):
+        torch.neuron.set_device(dev)
+        a = torch.full((64, 64), float(dev + 1), device=f"neuron:{dev}")
+        for _ in range(5):
+            a = a @ torch.eye(64, device=f"neuron:{dev}") + 1
+        results[dev] = (a.device.index, a.cpu())
+
+    threads = [threading.Thread(target=work, args=(d,)) for d in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for dev in (0, 1):
+        index, val = results[dev]
+        assert index == dev
+        assert torch.equal(val, torch.full((64, 64), float(dev + 1 + 5)))
