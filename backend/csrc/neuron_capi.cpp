@@ -46,6 +46,26 @@ int neuron_fallback_ops(char *buf, int len)
 
 void neuron_reset_stats(void) { neuron::reset_stats(); }
 
+// allocated, peak_allocated, reserved, peak_reserved, allocations, segments,
+// alloc_retries, ooms
+int neuron_memory_stats(int dev, uint64_t *out, char *err, int errlen)
+{
+	try {
+		neuron::MemStats m = neuron::memory_stats(dev);
+		uint64_t v[] = { m.allocated, m.peak_allocated, m.reserved, m.peak_reserved,
+				 m.allocations, m.segments, m.alloc_retries, m.ooms };
+		std::memcpy(out, v, sizeof(v));
+		return 0;
+	} catch (const std::exception &e) {
+		std::snprintf(err, (size_t)errlen, "%s", e.what());
+		return -1;
+	}
+}
+
+void neuron_empty_cache(void) { neuron::empty_cache(); }
+
+void neuron_reset_peak_memory_stats(int dev) { neuron::reset_peak_memory_stats(dev); }
+
 const char *neuron_target(void) { return nsim_target_name(); }
 
 uint64_t neuron_device_memory_in_use(void) { return nsim_memory_allocated(); }

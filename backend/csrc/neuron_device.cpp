@@ -24,7 +24,9 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -87,22 +89,52 @@ void check(nsim_status st, const char *what)
 		    nsim_last_error());
 }
 
+// ------------------------------------------------------------ caching
+// Freed blocks stay reserved in a per-device cache and are reused for
+// requests of up to their size (but not less than half of it), as CUDA's
+// caching allocator does; empty_cache() returns them to the device.
+
+struct Block {
+	nsim_tensor *t;
+	size_t       capacity, requested;
+	int          dev;
+};
+
+std::map<uintptr_t, Block> g_blocks;                  // every reserved block
+std::multimap<size_t, uintptr_t> g_cache[64];         // per device: free blocks by size
+MemStats g_mem[64];
+
+size_t round_size(size_t n)
+{
+	return (n + 511) & ~size_t(511);
+}
+
+void release_cached_locked(int dev)
+{
+	for (auto &[cap, ptr] : g_cache[dev]) {
+		auto it = g_blocks.find(ptr);
+		g_mem[dev].reserved -= cap;
+		nsim_tensor_free(it->second.t);
+		g_allocs.erase(ptr);
+		g_alloc_device.erase(ptr);
+		g_blocks.erase(it);
+	}
+	g_cache[dev].clear();
+}
+
 void delete_device(void *p)
 {
 	if (!p)
 		return;
-	nsim_tensor *t;
-	{
-		std::lock_guard<std::mutex> g(g_lock);
-		auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
-		if (it == g_allocs.end())
-			return;
-		t = it->second;
-		g_stats.allocated_bytes -= nsim_tensor_size(t);
-		g_allocs.erase(it);
-		g_alloc_device.erase(reinterpret_cast<uintptr_t>(p));
-	}
-	nsim_tensor_free(t);
+	std::lock_guard<std::mutex> g(g_lock);
+	auto it = g_blocks.find(reinterpret_cast<uintptr_t>(p));
+	if (it == g_blocks.end())
+		return;
+	Block &b = it->second;
+	g_mem[b.dev].allocated -= b.requested;
+	g_stats.allocated_bytes -= b.requested;
+	b.requested = 0;
+	g_cache[b.dev].emplace(b.capacity, it->first);
 }
 
 }  // namespace
@@ -114,28 +146,50 @@ struct NeuronAllocator final : public c10::Allocator {
 	{
 		ensure_runtime();
 		int dev = current_device();
+		c10::Device device(c10::DeviceType::PrivateUse1, dev);
 		if (nbytes == 0)
-			return { nullptr, nullptr, &delete_device, c10::Device(c10::DeviceType::PrivateUse1, dev) };
-		nsim_tensor *t = nullptr;
-		nsim_status st = nsim_tensor_allocate(dev, nbytes, "torch", &t);
-		if (st == NSIM_RESOURCE) {
-			std::lock_guard<std::mutex> g(g_lock);
-			TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of memory allocating ", nbytes,
-					 " bytes on neuron:", dev, " (", g_stats.allocated_bytes,
-					 " bytes allocated by torch, ", nsim_memory_allocated(),
-					 " bytes in use on the device): ", nsim_last_error());
+			return { nullptr, nullptr, &delete_device, device };
+		size_t cap = round_size(nbytes);
+		std::lock_guard<std::mutex> g(g_lock);
+		MemStats &ms = g_mem[dev];
+		uintptr_t p = 0;
+		auto hit = g_cache[dev].lower_bound(cap);
+		if (hit != g_cache[dev].end() && hit->first <= 2 * cap) {
+			p = hit->second;
+			g_cache[dev].erase(hit);
+		} else {
+			nsim_tensor *t = nullptr;
+			nsim_status st = nsim_tensor_allocate(dev, cap, "torch", &t);
+			if (st == NSIM_RESOURCE && !g_cache[dev].empty()) {
+				ms.alloc_retries++;               // give the cache back, try again
+				release_cached_locked(dev);
+				st = nsim_tensor_allocate(dev, cap, "torch", &t);
+			}
+			if (st == NSIM_RESOURCE) {
+				ms.ooms++;
+				TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of memory allocating ",
+						 nbytes, " bytes on neuron:", dev, "; ", ms.allocated,
+						 " bytes allocated and ", ms.reserved,
+						 " reserved by PyTorch on this device, ", nsim_memory_allocated(),
+						 " bytes in use on the chip: ", nsim_last_error());
+			}
+			check(st, "allocation");
+			p = kPtrBase + nsim_tensor_device_address(t);
+			g_blocks[p] = Block{ t, cap, 0, dev };
+			g_allocs[p] = t;
+			g_alloc_device[p] = dev;
+			ms.reserved += cap;
+			ms.peak_reserved = std::max(ms.peak_reserved, ms.reserved);
+			ms.segments++;
 		}
-		check(st, "allocation");
-		void *p = reinterpret_cast<void *>(kPtrBase + nsim_tensor_device_address(t));
-		{
-			std::lock_guard<std::mutex> g(g_lock);
-			g_allocs[reinterpret_cast<uintptr_t>(p)] = t;
-			g_alloc_device[reinterpret_cast<uintptr_t>(p)] = dev;
-			g_stats.allocated_bytes += nbytes;
-			if (g_stats.allocated_bytes > g_stats.peak_allocated_bytes)
-				g_stats.peak_allocated_bytes = g_stats.allocated_bytes;
-		}
-		return { p, p, &delete_device, c10::Device(c10::DeviceType::PrivateUse1, dev) };
+		g_blocks[p].requested = nbytes;
+		ms.allocated += nbytes;
+		ms.peak_allocated = std::max(ms.peak_allocated, ms.allocated);
+		ms.allocations++;
+		g_stats.allocated_bytes += nbytes;
+		g_stats.peak_allocated_bytes = std::max(g_stats.peak_allocated_bytes, g_stats.allocated_bytes);
+		void *vp = reinterpret_cast<void *>(p);
+		return { vp, vp, &delete_device, device };
 	}
 
 	c10::DeleterFnPtr raw_deleter() const override { return &delete_device; }
@@ -474,6 +528,28 @@ std::vector<std::pair<std::string, uint64_t>> fallback_ops()
 {
 	std::lock_guard<std::mutex> g(g_lock);
 	return { g_fallback_ops.begin(), g_fallback_ops.end() };
+}
+
+MemStats memory_stats(int dev)
+{
+	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: device ", dev);
+	std::lock_guard<std::mutex> g(g_lock);
+	return g_mem[dev];
+}
+
+void empty_cache()
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	for (int d = 0; d < 64; d++)
+		release_cached_locked(d);
+}
+
+void reset_peak_memory_stats(int dev)
+{
+	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: device ", dev);
+	std::lock_guard<std::mutex> g(g_lock);
+	g_mem[dev].peak_allocated = g_mem[dev].allocated;
+	g_mem[dev].peak_reserved = g_mem[dev].reserved;
 }
 
 void reset_stats()

@@ -22,6 +22,17 @@ struct Stats {
 	uint64_t simulated_time_ns = 0;
 };
 
+struct MemStats {
+	uint64_t allocated = 0, peak_allocated = 0;   /* bytes PyTorch asked for */
+	uint64_t reserved = 0, peak_reserved = 0;     /* bytes held on the device (incl. cache) */
+	uint64_t allocations = 0, segments = 0;       /* allocate calls; device allocations */
+	uint64_t alloc_retries = 0, ooms = 0;
+};
+
+MemStats memory_stats(int dev);
+void empty_cache();
+void reset_peak_memory_stats(int dev);
+
 int current_device();
 int device_count();
 void set_device(int d);

@@ -140,10 +140,33 @@ def test_autograd_small_mlp_via_fallback():
         torch.testing.assert_close(p.grad.cpu(), g)
 
 
+def test_caching_allocator_and_memory_stats():
+    dev = 5                                     # a device no other test touches
+    torch.neuron.empty_cache()
+    base = torch.neuron.memory_allocated(dev)
+    a = torch.empty(1000, dtype=torch.float32, device=f"neuron:{dev}")
+    assert torch.neuron.memory_allocated(dev) == base + 4000
+    assert torch.neuron.memory_reserved(dev) >= torch.neuron.memory_allocated(dev)
+    segs = torch.neuron.memory_stats(dev)["segment.all.allocated"]
+    del a
+    assert torch.neuron.memory_allocated(dev) == base
+    b = torch.empty(1000, dtype=torch.float32, device=f"neuron:{dev}")   # reuses the cached block
+    assert torch.neuron.memory_stats(dev)["segment.all.allocated"] == segs
+    peak = torch.neuron.max_memory_allocated(dev)
+    assert peak >= base + 4000
+    del b
+    torch.neuron.empty_cache()
+    assert torch.neuron.memory_reserved(dev) == torch.neuron.memory_allocated(dev) == base
+    torch.neuron.reset_peak_memory_stats(dev)
+    assert torch.neuron.max_memory_allocated(dev) == base
+
+
 def test_out_of_memory_then_keeps_working():
     keep = torch.arange(10, dtype=torch.float32).to("neuron")
-    with pytest.raises(torch.OutOfMemoryError, match="out of memory"):
+    ooms = torch.neuron.memory_stats()["num_ooms"]
+    with pytest.raises(torch.OutOfMemoryError, match="out of memory.*allocated and .* reserved"):
         torch.empty(200 * 2**30, dtype=torch.uint8, device="neuron")   # trn2 has 96 GiB
+    assert torch.neuron.memory_stats()["num_ooms"] == ooms + 1
     x = torch.ones(1000, device="neuron")
     assert (x + keep.sum()).cpu()[0].item() == 46.0
     assert torch.equal(keep.cpu(), torch.arange(10, dtype=torch.float32))

@@ -47,14 +47,67 @@ def is_initialized():
     return True
 
 
+_MEM_KEYS = ("allocated", "peak_allocated", "reserved", "peak_reserved", "allocations",
+             "segments", "alloc_retries", "ooms")
+
+
+def _index(device):
+    if device is None:
+        return current_device()
+    if isinstance(device, int):
+        return device
+    d = torch.device(device)
+    return d.index if d.index is not None else current_device()
+
+
+def _mem(device):
+    vals = (ctypes.c_uint64 * len(_MEM_KEYS))()
+    err = ctypes.create_string_buffer(512)
+    if _lib.neuron_memory_stats(_index(device), vals, err, 512):
+        raise RuntimeError(err.value.decode())
+    return dict(zip(_MEM_KEYS, (int(v) for v in vals)))
+
+
 def memory_allocated(device=None):
-    from . import stats
-    return stats()["allocated_bytes"]
+    """Bytes of tensors alive on the device."""
+    return _mem(device)["allocated"]
 
 
 def max_memory_allocated(device=None):
-    from . import stats
-    return stats()["peak_allocated_bytes"]
+    return _mem(device)["peak_allocated"]
+
+
+def memory_reserved(device=None):
+    """Bytes held on the device by the caching allocator (live + cached)."""
+    return _mem(device)["reserved"]
+
+
+def max_memory_reserved(device=None):
+    return _mem(device)["peak_reserved"]
+
+
+def memory_stats(device=None):
+    """The caching allocator's counters, named as torch.cuda.memory_stats names them."""
+    m = _mem(device)
+    return {
+        "allocated_bytes.all.current": m["allocated"],
+        "allocated_bytes.all.peak": m["peak_allocated"],
+        "reserved_bytes.all.current": m["reserved"],
+        "reserved_bytes.all.peak": m["peak_reserved"],
+        "allocation.all.allocated": m["allocations"],
+        "segment.all.allocated": m["segments"],
+        "num_alloc_retries": m["alloc_retries"],
+        "num_ooms": m["ooms"],
+    }
+
+
+def empty_cache():
+    """Return cached, unused device memory to the device."""
+    _lib.neuron_empty_cache()
+
+
+def reset_peak_memory_stats(device=None):
+    _lib.neuron_reset_peak_memory_stats(_index(device))
 
 
 def get_amp_supported_dtype():
