@@ -68,6 +68,28 @@ void neuron_reset_peak_memory_stats(int dev) { neuron::reset_peak_memory_stats(d
 
 const char *neuron_target(void) { return nsim_target_name(); }
 
+// streams: ids per device; times in simulated picoseconds.  Each returns -1
+// (with err filled) on a bad device or stream.
+#define CATCH(expr)                                                        \
+	try {                                                              \
+		expr;                                                      \
+	} catch (const std::exception &e) {                                \
+		std::snprintf(err, (size_t)errlen, "%s", e.what());        \
+		return -1;                                                 \
+	}
+
+int neuron_stream_new(int dev, char *err, int errlen) { CATCH(return neuron::stream_new(dev)) }
+int neuron_stream_set(int dev, int id, char *err, int errlen) { CATCH(neuron::stream_set(dev, id); return 0) }
+int neuron_stream_current(int dev, char *err, int errlen) { CATCH(return neuron::stream_current(dev)) }
+int neuron_stream_time(int dev, int id, uint64_t *out, char *err, int errlen)
+{
+	CATCH(*out = neuron::stream_time_ps(dev, id); return 0)
+}
+int neuron_stream_wait_until(int dev, int id, uint64_t at, char *err, int errlen)
+{
+	CATCH(neuron::stream_wait_until(dev, id, at); return 0)
+}
+
 uint64_t neuron_device_memory_in_use(void) { return nsim_memory_allocated(); }
 
 }  // extern "C"

@@ -34,6 +34,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 namespace neuron {
 
@@ -52,6 +53,27 @@ std::unordered_map<std::string, uint64_t> g_fallback_ops;
 std::unordered_set<std::string> g_warned;
 thread_local int g_current_device = 0;
 
+// Simulated device timelines: one clock (ps) per stream per device.  Copies
+// charge host-link time to the current stream; events read the clocks.
+std::vector<uint64_t> g_stream_ps[64];               // [device][stream id]
+thread_local int g_current_stream[64];                // per thread: current stream id
+uint64_t g_link_bytes_per_us = 0;                      // host link, bytes per microsecond
+uint64_t g_link_latency_ps = 0;
+
+void init_timelines()
+{
+	// No public figure for the Trainium host link: PCIe Gen5 x16 class, 32 GB/s
+	// and 2 us per transfer by default; NEURON_SIM_HOST_LINK_GBPS overrides.
+	const char *gbps = std::getenv("NEURON_SIM_HOST_LINK_GBPS");
+	double g = gbps ? std::atof(gbps) : 32.0;
+	if (g <= 0)
+		g = 32.0;
+	g_link_bytes_per_us = (uint64_t)(g * 1000.0);
+	g_link_latency_ps = 2000000;
+	for (auto &v : g_stream_ps)
+		v.assign(1, 0);
+}
+
 void ensure_runtime()
 {
 	std::call_once(g_init_once, [] {
@@ -64,6 +86,7 @@ void ensure_runtime()
 		}
 		if (nsim_init() != NSIM_SUCCESS)
 			g_init_error = std::string("neuronsim runtime: ") + nsim_last_error();
+		init_timelines();
 	});
 	TORCH_CHECK(g_init_error.empty(), g_init_error);
 }
@@ -257,6 +280,63 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, NeuronGuardImpl);
 
+// -------------------------------------------------------------- timelines
+
+void charge_link(int dev, uint64_t bytes)
+{
+	if (dev < 0 || dev >= 64)
+		return;
+	uint64_t ps = g_link_latency_ps + (bytes * 1000000u + g_link_bytes_per_us - 1) / g_link_bytes_per_us;
+	std::lock_guard<std::mutex> g(g_lock);
+	auto &v = g_stream_ps[dev];
+	int s = g_current_stream[dev];
+	if (s >= 0 && (size_t)s < v.size())
+		v[s] += ps;
+}
+
+int stream_new(int dev)
+{
+	ensure_runtime();
+	TORCH_CHECK(dev >= 0 && dev < device_count(), "neuron: device ", dev);
+	std::lock_guard<std::mutex> g(g_lock);
+	// a new stream starts at the device's default-stream time
+	g_stream_ps[dev].push_back(g_stream_ps[dev][0]);
+	return (int)g_stream_ps[dev].size() - 1;
+}
+
+void stream_set(int dev, int id)
+{
+	ensure_runtime();
+	std::lock_guard<std::mutex> g(g_lock);
+	TORCH_CHECK(dev >= 0 && dev < 64 && id >= 0 && (size_t)id < g_stream_ps[dev].size(),
+		    "neuron: no stream ", id, " on device ", dev);
+	g_current_stream[dev] = id;
+}
+
+int stream_current(int dev)
+{
+	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: device ", dev);
+	return g_current_stream[dev];
+}
+
+uint64_t stream_time_ps(int dev, int id)
+{
+	ensure_runtime();
+	std::lock_guard<std::mutex> g(g_lock);
+	TORCH_CHECK(dev >= 0 && dev < 64 && id >= 0 && (size_t)id < g_stream_ps[dev].size(),
+		    "neuron: no stream ", id, " on device ", dev);
+	return g_stream_ps[dev][id];
+}
+
+// `id` waits for everything issued so far on `other` (and for time `at`)
+void stream_wait_until(int dev, int id, uint64_t at)
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	TORCH_CHECK(dev >= 0 && dev < 64 && id >= 0 && (size_t)id < g_stream_ps[dev].size(),
+		    "neuron: no stream ", id, " on device ", dev);
+	g_stream_ps[dev][id] = std::max(g_stream_ps[dev][id], at);
+}
+
 // ------------------------------------------------------------------- data
 
 namespace {
@@ -296,6 +376,7 @@ at::Tensor read_to_cpu(const at::Tensor &t)
 		std::lock_guard<std::mutex> g(g_lock);
 		g_stats.device_to_host_bytes += last - first;
 	}
+	charge_link(t.device().index(), (uint64_t)(last - first));
 	// the byte buffer holds exactly the span: view it with t's geometry
 	return at::empty({ 0 }, t.options().device(at::kCPU))
 		.set_(buf.storage(), t.storage_offset() - first / t.element_size(), t.sizes(),
@@ -322,8 +403,11 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 		const uint8_t *base = static_cast<const uint8_t *>(mirror.storage().data());
 		check(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
 	}
-	std::lock_guard<std::mutex> g(g_lock);
-	g_stats.host_to_device_bytes += last - first;
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		g_stats.host_to_device_bytes += last - first;
+	}
+	charge_link(dst.device().index(), (uint64_t)(last - first));
 }
 
 }  // namespace

@@ -33,6 +33,14 @@ MemStats memory_stats(int dev);
 void empty_cache();
 void reset_peak_memory_stats(int dev);
 
+/* simulated device timelines (ps) per stream */
+void charge_link(int dev, uint64_t bytes);
+int stream_new(int dev);
+void stream_set(int dev, int id);
+int stream_current(int dev);
+uint64_t stream_time_ps(int dev, int id);
+void stream_wait_until(int dev, int id, uint64_t at);
+
 int current_device();
 int device_count();
 void set_device(int d);

@@ -189,6 +189,31 @@ def test_strict_mode_names_the_op_and_stats_count_fallbacks():
         assert key in s
 
 
+def test_streams_and_events_report_simulated_time():
+    dev = 6
+    s = torch.neuron.Stream(dev)
+    assert s != torch.neuron.default_stream(dev)
+    start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    x = torch.zeros(1 << 20, dtype=torch.uint8)             # 1 MiB over the host link
+    with torch.neuron.device(dev), torch.neuron.stream(s):
+        assert torch.neuron.current_stream(dev) == s
+        start.record()
+        d = x.to(f"neuron:{dev}")
+        end.record()
+    assert torch.neuron.current_stream(dev) == torch.neuron.default_stream(dev)
+    ms = start.elapsed_time(end)
+    # 1 MiB at the default 32 GB/s plus 2 us: 34.77 us
+    assert abs(ms - (2e-3 + (1 << 20) / 32e9 * 1e3)) < 1e-6, ms
+    # the default stream did not advance; waiting on s brings it level
+    t0 = torch.neuron.Event()
+    t0.record(torch.neuron.default_stream(dev))
+    torch.neuron.default_stream(dev).wait_stream(s)
+    t1 = torch.neuron.Event()
+    t1.record(torch.neuron.default_stream(dev))
+    assert t0.elapsed_time(t1) >= ms
+    del d
+
+
 def test_two_threads_on_two_devices():
     results = {}
 

@@ -146,3 +146,116 @@ def get_rng_state(device="neuron"):
 
 def set_rng_state(new_state, device="neuron"):
     torch.default_generator.set_state(new_state)
+
+
+# ------------------------------------------------------------ streams/events
+# Each stream has a simulated device clock.  Work issued to a stream (today:
+# copies over the host link) advances it; events record it, so
+# Event.elapsed_time reports simulated time.
+
+def _call(fn, *args):
+    err = ctypes.create_string_buffer(512)
+    r = fn(*args, err, 512)
+    if r < 0:
+        raise RuntimeError(err.value.decode())
+    return r
+
+
+def _stream_time_ps(device, stream_id):
+    out = ctypes.c_uint64()
+    _call(_lib.neuron_stream_time, device, stream_id, ctypes.byref(out))
+    return out.value
+
+
+class Stream:
+    """A queue of device work with its own simulated clock."""
+
+    def __init__(self, device=None, priority=0, _id=None):
+        self.device = torch.device("neuron", _index(device))
+        self.stream_id = _id if _id is not None else _call(_lib.neuron_stream_new,
+                                                           self.device.index)
+
+    def wait_stream(self, other):
+        _call(_lib.neuron_stream_wait_until, self.device.index, self.stream_id,
+              ctypes.c_uint64(_stream_time_ps(other.device.index, other.stream_id)))
+
+    def wait_event(self, event):
+        if event._ps is not None:
+            _call(_lib.neuron_stream_wait_until, self.device.index, self.stream_id,
+                  ctypes.c_uint64(event._ps))
+
+    def record_event(self, event=None):
+        event = event or Event()
+        event.record(self)
+        return event
+
+    def query(self):
+        return True                 # the simulator finishes work as it is issued
+
+    def synchronize(self):
+        pass
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and (self.device, self.stream_id) == (other.device,
+                                                                                 other.stream_id)
+
+    def __hash__(self):
+        return hash((self.device, self.stream_id))
+
+    def __repr__(self):
+        return f"<torch.neuron.Stream device={self.device} stream_id={self.stream_id}>"
+
+
+def current_stream(device=None):
+    dev = _index(device)
+    return Stream(dev, _id=_call(_lib.neuron_stream_current, dev))
+
+
+def default_stream(device=None):
+    return Stream(_index(device), _id=0)
+
+
+def set_stream(stream):
+    _call(_lib.neuron_stream_set, stream.device.index, stream.stream_id)
+
+
+@contextlib.contextmanager
+def stream(s):
+    if s is None:
+        yield
+        return
+    prev = current_stream(s.device)
+    set_stream(s)
+    try:
+        yield
+    finally:
+        set_stream(prev)
+
+
+class Event:
+    """Marks a point in a stream's simulated timeline."""
+
+    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
+        self.enable_timing = enable_timing
+        self._ps = None
+        self._device = None
+
+    def record(self, stream=None):
+        stream = stream or current_stream()
+        self._device = stream.device
+        self._ps = _stream_time_ps(stream.device.index, stream.stream_id)
+
+    def wait(self, stream=None):
+        (stream or current_stream()).wait_event(self)
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end_event):
+        """Simulated milliseconds between this event and end_event."""
+        if self._ps is None or end_event._ps is None:
+            raise RuntimeError("elapsed_time: both events must be recorded first")
+        return (end_event._ps - self._ps) / 1e9
