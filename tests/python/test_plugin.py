@@ -214,6 +214,22 @@ def test_streams_and_events_report_simulated_time():
     del d
 
 
+def test_autocast_bf16_by_default():
+    a, b = torch.randn(8, 8).neuron(), torch.randn(8, 8).neuron()
+    assert torch.get_autocast_dtype("neuron") == torch.bfloat16
+    with torch.autocast("neuron"):
+        c = a @ b
+        s = torch.softmax(c, dim=1)
+        lin = torch.nn.functional.linear(a, b)
+    assert c.dtype == torch.bfloat16 and lin.dtype == torch.bfloat16
+    assert s.dtype == torch.float32
+    ref = (a.cpu().bfloat16() @ b.cpu().bfloat16())
+    torch.testing.assert_close(c.cpu(), ref, rtol=1e-2, atol=1e-2)
+    with torch.autocast("neuron", dtype=torch.float16):
+        assert (a @ b).dtype == torch.float16
+    assert (a @ b).dtype == torch.float32                  # outside autocast
+
+
 def test_two_threads_on_two_devices():
     results = {}
 
