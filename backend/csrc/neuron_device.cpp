@@ -442,18 +442,25 @@ void resize_storage(const c10::Storage &storage, size_t newsize)
 
 namespace {
 
+// the checks every factory shares; returns the device to allocate on
+c10::Device factory_device(std::optional<at::Layout> layout, std::optional<at::Device> device,
+			   std::optional<bool> pin_memory)
+{
+	TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided,
+		    "neuron: only strided tensors are supported");
+	TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "neuron: pinned memory lives on the CPU");
+	return c10::device_or_default(device);
+}
+
+constexpr c10::DispatchKeySet kNeuronKeys(c10::DispatchKey::PrivateUse1);
+
 at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
 			       std::optional<at::Layout> layout, std::optional<at::Device> device,
 			       std::optional<bool> pin_memory,
 			       std::optional<at::MemoryFormat> memory_format)
 {
-	const auto dev = c10::device_or_default(device);
-	TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided,
-		    "neuron: only strided tensors are supported");
-	TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "neuron: pinned memory lives on the CPU");
-	const c10::DeviceGuard guard(dev);
-	constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
-	return at::detail::empty_generic(size, &g_allocator, ks, c10::dtype_or_default(dtype),
+	const c10::DeviceGuard guard(factory_device(layout, device, pin_memory));
+	return at::detail::empty_generic(size, &g_allocator, kNeuronKeys, c10::dtype_or_default(dtype),
 					 memory_format);
 }
 
@@ -461,13 +468,8 @@ at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
 			 std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
 			 std::optional<at::Device> device, std::optional<bool> pin_memory)
 {
-	const auto dev = c10::device_or_default(device);
-	TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided,
-		    "neuron: only strided tensors are supported");
-	TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "neuron: pinned memory lives on the CPU");
-	const c10::DeviceGuard guard(dev);
-	constexpr c10::DispatchKeySet ks(c10::DispatchKey::PrivateUse1);
-	return at::detail::empty_strided_generic(size, stride, &g_allocator, ks,
+	const c10::DeviceGuard guard(factory_device(layout, device, pin_memory));
+	return at::detail::empty_strided_generic(size, stride, &g_allocator, kNeuronKeys,
 						 c10::dtype_or_default(dtype));
 }
 
