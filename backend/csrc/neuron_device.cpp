@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -84,9 +85,18 @@ void ensure_runtime()
 				       "NEURON_SIM=1 to use the simulator";
 			return;
 		}
-		if (nsim_init() != NSIM_SUCCESS)
+		if (nsim_init() != NSIM_SUCCESS) {
 			g_init_error = std::string("neuronsim runtime: ") + nsim_last_error();
+			return;
+		}
 		init_timelines();
+		// NEURON_SIM unset: this build has no hardware runtime to find, so the
+		// simulator stands in -- say so once
+		if (!sim)
+			std::fprintf(stderr,
+				     "[neuronsim] no Trainium runtime found: `neuron` is the simulated %s "
+				     "(%d NeuronCores); set NEURON_SIM=1 to silence this\n",
+				     nsim_target_name(), nsim_core_count());
 	});
 	TORCH_CHECK(g_init_error.empty(), g_init_error);
 }

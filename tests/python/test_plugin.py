@@ -54,6 +54,17 @@ def test_visible_cores_follow_the_environment():
     assert r.stdout.strip() == "2", r.stderr
 
 
+def test_simulator_use_is_logged_once_unless_requested():
+    env = {k: v for k, v in os.environ.items() if k != "NEURON_SIM"}
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c",
+                        "import torch; torch.ones(1, device='neuron'); torch.ones(2, device='neuron')"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("no Trainium runtime found") == 1
+    r = run_py("import torch; torch.ones(1, device='neuron')", NEURON_SIM="1")
+    assert "no Trainium runtime found" not in r.stderr
+
+
 def test_hardware_request_fails_clearly():
     r = run_py("import torch; torch.ones(1, device='neuron')", NEURON_SIM="0")
     assert r.returncode != 0
