@@ -6,9 +6,50 @@
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/CPUAllocator.h>
 
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
+
 namespace neuron {
 
 namespace {
+
+// Pinned host memory: ordinary page-aligned host memory, remembered so
+// is_pinned() can answer (copies to the device go through the runtime
+// either way; pinning changes nothing in the simulator's timing).
+std::mutex g_pin_lock;
+std::unordered_set<const void *> g_pinned;
+
+void free_pinned(void *p)
+{
+	{
+		std::lock_guard<std::mutex> g(g_pin_lock);
+		g_pinned.erase(p);
+	}
+	std::free(p);
+}
+
+struct PinnedAllocator final : public c10::Allocator {
+	c10::DataPtr allocate(size_t n) override
+	{
+		void *p = nullptr;
+		if (n && posix_memalign(&p, 4096, n) != 0)
+			TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: cannot pin ", n, " bytes of host memory");
+		if (p) {
+			std::lock_guard<std::mutex> g(g_pin_lock);
+			g_pinned.insert(p);
+		}
+		return { p, p, &free_pinned, c10::Device(c10::DeviceType::CPU) };
+	}
+	c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
+	void copy_data(void *dest, const void *src, std::size_t count) const override
+	{
+		std::memcpy(dest, src, count);
+	}
+};
+
+PinnedAllocator g_pinned_allocator;
 
 struct NeuronHooks final : public at::PrivateUse1HooksInterface {
 	bool isBuilt() const override { return true; }
@@ -31,9 +72,12 @@ struct NeuronHooks final : public at::PrivateUse1HooksInterface {
 	{
 		return at::Device(c10::DeviceType::PrivateUse1, (c10::DeviceIndex)device_of_ptr(data));
 	}
-	// pinned host memory is ordinary CPU memory: copies go through the runtime
-	at::Allocator *getPinnedMemoryAllocator() const override { return c10::GetCPUAllocator(); }
-	bool isPinnedPtr(const void *) const override { return false; }
+	at::Allocator *getPinnedMemoryAllocator() const override { return &g_pinned_allocator; }
+	bool isPinnedPtr(const void *p) const override
+	{
+		std::lock_guard<std::mutex> g(g_pin_lock);
+		return g_pinned.count(p) != 0;
+	}
 	const at::Generator &getDefaultGenerator(c10::DeviceIndex) const override
 	{
 		TORCH_CHECK(false, "neuron: random numbers come from the CPU generator until the "

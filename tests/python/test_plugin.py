@@ -241,6 +241,24 @@ def test_autocast_bf16_by_default():
     assert (a @ b).dtype == torch.float32                  # outside autocast
 
 
+def test_random_numbers_follow_the_seed():
+    torch.neuron.manual_seed(1234)
+    a = torch.randn(16, device="neuron")
+    state = torch.neuron.get_rng_state()
+    b = torch.randn(16, device="neuron")
+    torch.neuron.manual_seed(1234)
+    assert torch.equal(torch.randn(16, device="neuron").cpu(), a.cpu())
+    torch.neuron.set_rng_state(state)
+    assert torch.equal(torch.randn(16, device="neuron").cpu(), b.cpu())
+    assert torch.neuron.initial_seed() == 1234
+
+
+def test_pinned_host_memory():
+    x = torch.arange(10.0).pin_memory()
+    assert x.is_pinned() and not torch.arange(3.0).is_pinned()
+    assert torch.equal(x.to("neuron", non_blocking=True).cpu(), torch.arange(10.0))
+
+
 def test_two_threads_on_two_devices():
     results = {}
 
