@@ -20,6 +20,7 @@
 #include <ATen/ops/resize_native.h>
 #include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
@@ -506,6 +507,17 @@ at::Tensor view(const at::Tensor &self, c10::SymIntArrayRef size)
 	return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
 }
 
+// view ops with per-backend kernels: all metadata, no data touched
+at::Tensor unfold(const at::Tensor &self, int64_t dim, int64_t size, int64_t step)
+{
+	return at::native::unfold(self, dim, size, step);
+}
+
+at::Tensor view_dtype(const at::Tensor &self, at::ScalarType dtype)
+{
+	return at::native::view_dtype(self, dtype);
+}
+
 // every direction: host<->device and device<->device, any strides, any dtypes
 at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
 {
@@ -597,6 +609,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("resize_", resize_);
 	m.impl("_reshape_alias", reshape_alias);
 	m.impl("view", view);
+	m.impl("view.dtype", view_dtype);
+	m.impl("unfold", unfold);
 	m.impl("_copy_from", copy_from);
 	m.impl("_copy_from_and_resize", copy_from_and_resize);
 	m.impl("_local_scalar_dense", local_scalar_dense);

@@ -118,6 +118,23 @@ def test_views_share_storage():
     assert d.view(2, 8).is_contiguous() and not d.t().is_contiguous()
 
 
+def test_view_ops_resolve_natively():
+    x = torch.arange(24.0).view(2, 3, 4)
+    d = x.to("neuron")
+    torch_neuronsim.reset_stats()
+    views = [lambda t: t.transpose(0, 1), lambda t: t.permute(2, 0, 1), lambda t: t[:, 1],
+             lambda t: t[..., ::2], lambda t: t.unsqueeze(0), lambda t: t.expand(2, 2, 3, 4),
+             lambda t: t.narrow(2, 1, 2), lambda t: t.select(0, 1), lambda t: t.diagonal(0, 1, 2),
+             lambda t: t.unfold(2, 2, 1), lambda t: t.split(1, 0)[0], lambda t: t.reshape(6, 4),
+             lambda t: t.flatten(), lambda t: t.movedim(0, 2), lambda t: t.unbind(0)[0],
+             lambda t: t.view(torch.int32), lambda t: t.mT, lambda t: t.as_strided((2, 2), (1, 1))]
+    made = [v(d) for v in views]
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0       # metadata only, on the device
+    for v, m in zip(views, made):
+        assert m.device.type == "neuron"
+        assert torch.equal(m.cpu(), v(x))
+
+
 def test_scalars_and_printing():
     d = torch.tensor([1.5, -2.0, 3.25], device="neuron")
     assert d[2].item() == 3.25
