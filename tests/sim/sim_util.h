@@ -109,3 +109,59 @@ protected:
 	}
 	void TearDown() override { nsim_close(); }
 };
+
+// The same program on cores 0..n-1 at once (nsim_execute_multi), each with
+// its own input "a" and output "b" of `bytes` bytes.
+struct MultiRun {
+	nsim_status status = NSIM_FAILURE;
+	std::string error;
+	std::vector<nsim_exec_stats> stats;
+	uint64_t dma_bytes() const
+	{
+		uint64_t b = 0;
+		for (const auto &s : stats)
+			b += s.dma_bytes;
+		return b;
+	}
+	uint64_t span_ps() const
+	{
+		uint64_t t = 0;
+		for (const auto &s : stats)
+			t = s.total_ps > t ? s.total_ps : t;
+		return t;
+	}
+};
+
+inline MultiRun run_on_cores(const std::vector<uint8_t> &bin, int n, uint64_t bytes)
+{
+	MultiRun r;
+	std::vector<nsim_model *> models(n, nullptr);
+	std::vector<nsim_tensor_set *> ins(n, nullptr), outs(n, nullptr);
+	std::vector<nsim_tensor *> ts;
+	for (int c = 0; c < n; c++) {
+		EXPECT_EQ(nsim_load(bin.data(), bin.size(), c, &models[c]), NSIM_SUCCESS) << nsim_last_error();
+		nsim_tensor *a = nullptr, *b = nullptr;
+		nsim_tensor_allocate(c, bytes, "a", &a);
+		nsim_tensor_allocate(c, bytes, "b", &b);
+		ts.push_back(a);
+		ts.push_back(b);
+		nsim_tensor_set_create(&ins[c]);
+		nsim_tensor_set_create(&outs[c]);
+		nsim_tensor_set_add(ins[c], "a", a);
+		nsim_tensor_set_add(outs[c], "b", b);
+	}
+	r.status = nsim_execute_multi(models.data(), ins.data(), outs.data(), n);
+	if (r.status)
+		r.error = nsim_last_error();
+	for (int c = 0; c < n; c++) {
+		nsim_exec_stats st{};
+		nsim_model_stats(models[c], &st);
+		r.stats.push_back(st);
+		nsim_unload(models[c]);
+		nsim_tensor_set_free(ins[c]);
+		nsim_tensor_set_free(outs[c]);
+	}
+	for (nsim_tensor *t : ts)
+		nsim_tensor_free(t);
+	return r;
+}

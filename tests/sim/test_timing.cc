@@ -229,34 +229,9 @@ TEST_F(Timing, DmaBandwidthScalesWithEnginesUpToTheChipHbmLimit)
 	std::vector<uint8_t> bin = to_binary(s.str());
 	double bw[9] = {};
 	for (int n : { 1, 2, 8 }) {
-		std::vector<nsim_model *> models(n);
-		std::vector<nsim_tensor_set *> ins(n), outs(n);
-		std::vector<nsim_tensor *> ts;
-		for (int c = 0; c < n; c++) {
-			ASSERT_EQ(nsim_load(bin.data(), bin.size(), c, &models[c]), NSIM_SUCCESS) << nsim_last_error();
-			nsim_tensor *a, *b;
-			nsim_tensor_allocate(c, 128 * 4096 * 4, "a", &a);
-			nsim_tensor_allocate(c, 128 * 4096 * 4, "b", &b);
-			ts.push_back(a), ts.push_back(b);
-			nsim_tensor_set_create(&ins[c]);
-			nsim_tensor_set_create(&outs[c]);
-			nsim_tensor_set_add(ins[c], "a", a);
-			nsim_tensor_set_add(outs[c], "b", b);
-		}
-		ASSERT_EQ(nsim_execute_multi(models.data(), ins.data(), outs.data(), n), NSIM_SUCCESS)
-			<< nsim_last_error();
-		uint64_t bytes = 0, span = 0;
-		for (int c = 0; c < n; c++) {
-			nsim_exec_stats st;
-			nsim_model_stats(models[c], &st);
-			bytes += st.dma_bytes;
-			span = std::max(span, st.total_ps);
-			nsim_unload(models[c]);
-			nsim_tensor_set_free(ins[c]);
-			nsim_tensor_set_free(outs[c]);
-		}
-		for (nsim_tensor *t : ts)
-			nsim_tensor_free(t);
+		MultiRun mr = run_on_cores(bin, n, 128 * 4096 * 4);
+		ASSERT_EQ(mr.status, NSIM_SUCCESS) << mr.error;
+		uint64_t bytes = mr.dma_bytes(), span = mr.span_ps();
 		bw[n] = bytes / ((span - 1300000.0) * 1e-12);     // minus the issue latency
 		// each byte crosses HBM twice: copy bandwidth never above half of 2.9 TB/s
 		EXPECT_LE(bw[n], 2.9e12 / 2 * 1.0001) << n << " cores";
@@ -299,40 +274,11 @@ std::string stream_program()
 	return s.str();
 }
 
-double stream_rate(int cores, std::vector<double> *per_core = nullptr)
+double stream_rate(int cores)
 {
-	std::vector<uint8_t> bin = to_binary(stream_program());
-	std::vector<nsim_model *> m(cores);
-	std::vector<nsim_tensor_set *> in(cores), out(cores);
-	std::vector<nsim_tensor *> ts;
-	for (int c = 0; c < cores; c++) {
-		EXPECT_EQ(nsim_load(bin.data(), bin.size(), c, &m[c]), NSIM_SUCCESS) << nsim_last_error();
-		nsim_tensor *a, *b;
-		nsim_tensor_allocate(c, 64ull << 20, "a", &a);
-		nsim_tensor_allocate(c, 64ull << 20, "b", &b);
-		ts.push_back(a), ts.push_back(b);
-		nsim_tensor_set_create(&in[c]);
-		nsim_tensor_set_create(&out[c]);
-		nsim_tensor_set_add(in[c], "a", a);
-		nsim_tensor_set_add(out[c], "b", b);
-	}
-	EXPECT_EQ(nsim_execute_multi(m.data(), in.data(), out.data(), cores), NSIM_SUCCESS)
-		<< nsim_last_error();
-	double bytes = 0, span = 0;
-	for (int c = 0; c < cores; c++) {
-		nsim_exec_stats st;
-		nsim_model_stats(m[c], &st);
-		bytes += st.dma_bytes;
-		span = std::max(span, (double)st.total_ps);
-		if (per_core)
-			per_core->push_back(st.dma_bytes / (st.total_ps * 1e-12));
-		nsim_unload(m[c]);
-		nsim_tensor_set_free(in[c]);
-		nsim_tensor_set_free(out[c]);
-	}
-	for (nsim_tensor *t : ts)
-		nsim_tensor_free(t);
-	return bytes / (span * 1e-12);                     // bytes/s through DMA = HBM traffic
+	MultiRun mr = run_on_cores(to_binary(stream_program()), cores, 64ull << 20);
+	EXPECT_EQ(mr.status, NSIM_SUCCESS) << mr.error;
+	return (double)mr.dma_bytes() / (mr.span_ps() * 1e-12);   // bytes/s through DMA = HBM traffic
 }
 
 TEST_F(Timing, StreamingOneCoreIsDmaBoundAllCoresAreHbmBound)
