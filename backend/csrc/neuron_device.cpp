@@ -273,13 +273,59 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	c10::Device getDevice() const override { return c10::Device(kType, g_current_device); }
 	void setDevice(c10::Device d) const override { set_device(d.index()); }
 	void uncheckedSetDevice(c10::Device d) const noexcept override { g_current_device = d.index(); }
+	// streams are the per-device simulated timelines (stream id 0: default)
 	c10::Stream getStream(c10::Device d) const noexcept override
 	{
-		return c10::Stream(c10::Stream::DEFAULT, d);
+		int dev = d.index() < 0 ? g_current_device : d.index();
+		return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, dev),
+				   g_current_stream[dev & 63]);
+	}
+	c10::Stream getDefaultStream(c10::Device d) const override
+	{
+		return c10::Stream(c10::Stream::UNSAFE, d, 0);
+	}
+	c10::Stream getNewStream(c10::Device d, int) const override
+	{
+		int dev = d.index() < 0 ? g_current_device : d.index();
+		return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, dev), stream_new(dev));
+	}
+	c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override
+	{
+		return getNewStream(d, 0);
 	}
 	c10::Stream exchangeStream(c10::Stream s) const noexcept override
 	{
-		return c10::Stream(c10::Stream::DEFAULT, s.device());
+		int dev = s.device_index();
+		c10::Stream old(c10::Stream::UNSAFE, s.device(), g_current_stream[dev & 63]);
+		g_current_stream[dev & 63] = (int)s.id();
+		return old;
+	}
+	bool queryStream(const c10::Stream &) const override { return true; }
+	void synchronizeStream(const c10::Stream &) const override {}
+	// events hold the simulated time of their stream when recorded
+	void record(void **event, const c10::Stream &stream, const c10::DeviceIndex,
+		    const c10::EventFlag) const override
+	{
+		if (!*event)
+			*event = new uint64_t(0);
+		*static_cast<uint64_t *>(*event) = stream_time_ps(stream.device_index(), (int)stream.id());
+	}
+	void block(void *event, const c10::Stream &stream) const override
+	{
+		if (event)
+			stream_wait_until(stream.device_index(), (int)stream.id(),
+					  *static_cast<uint64_t *>(event));
+	}
+	bool queryEvent(void *) const override { return true; }
+	void synchronizeEvent(void *) const override {}
+	void destroyEvent(void *event, const c10::DeviceIndex) const noexcept override
+	{
+		delete static_cast<uint64_t *>(event);
+	}
+	double elapsedTime(void *e1, void *e2, const c10::DeviceIndex) const override
+	{
+		TORCH_CHECK(e1 && e2, "neuron: elapsed_time needs two recorded events");
+		return ((double)*static_cast<uint64_t *>(e2) - (double)*static_cast<uint64_t *>(e1)) / 1e9;
 	}
 	c10::DeviceIndex deviceCount() const noexcept override
 	{

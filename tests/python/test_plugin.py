@@ -242,6 +242,21 @@ def test_streams_and_events_report_simulated_time():
     del d
 
 
+def test_generic_torch_stream_and_event_api():
+    s = torch.Stream(device="neuron:7")
+    assert s.device.type == "neuron" and s.device_index == 7 and s.stream_id > 0
+    e1, e2 = torch.Event(device="neuron:7", enable_timing=True), torch.Event(device="neuron:7",
+                                                                           enable_timing=True)
+    with torch.neuron.device(7), torch.neuron.stream(torch.neuron.Stream(7, _id=s.stream_id)):
+        e1.record(s)
+        d = torch.zeros(1 << 20, dtype=torch.uint8).to("neuron:7")
+        e2.record(s)
+    assert abs(e1.elapsed_time(e2) - (2e-3 + (1 << 20) / 32e9 * 1e3)) < 1e-6
+    assert s.query() and e2.query()
+    s.synchronize()
+    del d
+
+
 def test_autocast_bf16_by_default():
     a, b = torch.randn(8, 8).neuron(), torch.randn(8, 8).neuron()
     assert torch.get_autocast_dtype("neuron") == torch.bfloat16
