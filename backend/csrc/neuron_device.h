@@ -1,6 +1,7 @@
 // neuron_device.h -- the `neuron` PyTorch device over the neuronsim runtime.
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -40,6 +41,12 @@ void stream_set(int dev, int id);
 int stream_current(int dev);
 uint64_t stream_time_ps(int dev, int id);
 void stream_wait_until(int dev, int id, uint64_t at);
+
+/* random numbers (neuron_generator.cpp) */
+at::Generator new_generator(int dev);
+const at::Generator &default_generator(int dev);
+bool is_neuron_generator(const at::Generator &g);
+void generator_present_as_cpu(const at::Generator &g, bool cpu);
 
 int current_device();
 int device_count();

@@ -78,10 +78,13 @@ struct NeuronHooks final : public at::PrivateUse1HooksInterface {
 		std::lock_guard<std::mutex> g(g_pin_lock);
 		return g_pinned.count(p) != 0;
 	}
-	const at::Generator &getDefaultGenerator(c10::DeviceIndex) const override
+	const at::Generator &getDefaultGenerator(c10::DeviceIndex d) const override
 	{
-		TORCH_CHECK(false, "neuron: random numbers come from the CPU generator until the "
-				   "device generator lands (random ops run through the CPU fallback)");
+		return default_generator(d < 0 ? current_device() : d);
+	}
+	at::Generator getNewGenerator(c10::DeviceIndex d) const override
+	{
+		return new_generator(d < 0 ? current_device() : d);
 	}
 	void resizePrivateUse1Bytes(const c10::Storage &storage, size_t newsize) const override
 	{

@@ -283,6 +283,25 @@ def test_random_numbers_follow_the_seed():
     torch.neuron.set_rng_state(state)
     assert torch.equal(torch.randn(16, device="neuron").cpu(), b.cpu())
     assert torch.neuron.initial_seed() == 1234
+    # its own stream, apart from the CPU generator
+    torch.neuron.manual_seed(7)
+    torch.default_generator.manual_seed(99)
+    n1 = torch.randn(8, device="neuron")
+    torch.neuron.manual_seed(7)
+    torch.default_generator.manual_seed(12345)
+    assert torch.equal(torch.randn(8, device="neuron").cpu(), n1.cpu())
+    # explicit generators
+    g = torch.Generator(device="neuron")
+    assert g.device == torch.device("neuron", 0)
+    g.manual_seed(5)
+    a = torch.rand(4, device="neuron", generator=g)
+    g.manual_seed(5)
+    assert torch.equal(torch.rand(4, device="neuron", generator=g).cpu(), a.cpu())
+    x = torch.ones(1000, device="neuron")
+    torch.neuron.manual_seed(3)
+    d1 = torch.nn.functional.dropout(x, 0.5)
+    torch.neuron.manual_seed(3)
+    assert torch.equal(torch.nn.functional.dropout(x, 0.5).cpu(), d1.cpu())
 
 
 def test_pinned_host_memory():

@@ -122,30 +122,48 @@ def _is_in_bad_fork():
     return False
 
 
-# Random ops run through the CPU fallback, so they draw from the CPU default
-# generator (torch.manual_seed calls these too: they must not call it back).
+# Each device has its own default generator (neuron_generator.cpp); random ops
+# on neuron tensors draw from it even while they run through the CPU fallback.
+# (torch.manual_seed calls manual_seed_all here as well.)
+_lib.neuron_initial_seed.restype = ctypes.c_uint64
+_lib.neuron_seed.restype = ctypes.c_uint64
+
+
 def manual_seed(seed):
-    torch.default_generator.manual_seed(int(seed))
+    _lib.neuron_manual_seed(current_device(), ctypes.c_uint64(int(seed) & (2**64 - 1)))
 
 
 def manual_seed_all(seed):
-    manual_seed(seed)
+    for d in range(device_count()):
+        _lib.neuron_manual_seed(d, ctypes.c_uint64(int(seed) & (2**64 - 1)))
 
 
 def seed():
-    return torch.default_generator.seed()
+    return int(_lib.neuron_seed(current_device()))
+
+
+def seed_all():
+    for d in range(device_count()):
+        _lib.neuron_seed(d)
 
 
 def initial_seed():
-    return torch.default_generator.initial_seed()
+    return int(_lib.neuron_initial_seed(current_device()))
 
 
 def get_rng_state(device="neuron"):
-    return torch.default_generator.get_state()
+    dev = _index(device)
+    n = _lib.neuron_get_rng_state(dev, None, 0)
+    buf = (ctypes.c_uint8 * n)()
+    _lib.neuron_get_rng_state(dev, buf, n)
+    return torch.tensor(bytearray(buf), dtype=torch.uint8)
 
 
 def set_rng_state(new_state, device="neuron"):
-    torch.default_generator.set_state(new_state)
+    data = bytes(new_state.to(torch.uint8).cpu().numpy().tobytes())
+    buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+    if _lib.neuron_set_rng_state(_index(device), buf, len(data)):
+        raise RuntimeError("neuron: invalid RNG state")
 
 
 # ------------------------------------------------------------ streams/events
