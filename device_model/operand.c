@@ -96,8 +96,9 @@ dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool
 				    field, (unsigned long long)(taddr + (uint64_t)lo),
 				    (unsigned long long)(taddr + (uint64_t)hi),
 				    b->prog->tensors[ap->tensor].name);
+	/* `host` maps tensor byte `lo`; element (0, 0) sits at byte `offset` */
 	v->pstep = ap->pstride * (int64_t)v->esz;
-	v->base = host - lo;
+	v->base = host - lo + (int64_t)ap->offset;
 	return DM_OK;
 }
 

@@ -123,6 +123,33 @@ void expect_recovers()
 	}
 }
 
+// An HBM access pattern starts `offset` bytes into its tensor, for reads and
+// writes alike: y = concat(x[8:16], x[0:8]) through two tiles.
+TEST_F(Runtime, HbmOffsetsAddressIntoTheTensor)
+{
+	start("trn1");
+	const char *t = ".target trn1\n.semaphores 1\n"
+			".tensor x input fp32 [16]\n.tensor y output fp32 [16]\n"
+			".dma l0 direct dst=sbuf:fp32[0:2]{1x4} src=hbm(x):fp32[4x2]+32{1x4}\n"
+			".dma l1 direct dst=sbuf:fp32[0:2]+16{1x4} src=hbm(x):fp32[4x2]{1x4}\n"
+			".dma s0 direct dst=hbm(y):fp32[4x2]{1x4} src=sbuf:fp32[0:2]{1x4}\n"
+			".dma s1 direct dst=hbm(y):fp32[4x2]+32{1x4} src=sbuf:fp32[0:2]+16{1x4}\n"
+			".engine sync\ndma_copy desc=l0 sem=0\ndma_copy desc=l1 sem=0\n"
+			"sem_wait sem=0 value=2\ndma_copy desc=s0 sem=0\ndma_copy desc=s1 sem=0\n"
+			"sem_wait sem=0 value=4\nend\n";
+	float x[16];
+	for (int i = 0; i < 16; i++)
+		x[i] = (float)(i + 1);
+	std::vector<uint8_t> b((uint8_t *)x, (uint8_t *)x + sizeof(x));
+	SimRun r = run_program(t, 0, { { "x", b } });
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	for (int i = 0; i < 16; i++) {
+		float got;
+		memcpy(&got, &r.out["y"][i * 4], 4);
+		EXPECT_EQ(got, x[(i + 8) % 16]) << "y[" << i << "]";
+	}
+}
+
 TEST_F(Runtime, FaultOutOfBoundsIndirectIndex)
 {
 	start("trn2");
