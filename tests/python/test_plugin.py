@@ -31,6 +31,12 @@ def test_autoload_without_importing_the_package():
     assert "tensor([[1., 4.],\n        [2., 5.],\n        [3., 6.]], device='neuron:0')" in r.stdout
 
 
+def test_importing_the_package_before_torch():
+    r = run_py("import torch_neuronsim, torch; print(torch.ones(2, device='neuron') * 3)")
+    assert r.returncode == 0, r.stderr
+    assert "tensor([3., 3.], device='neuron:0')" in r.stdout
+
+
 def test_device_module():
     assert torch.neuron.is_available()
     assert torch.neuron.device_count() == 8          # trn2: 8 NeuronCores

@@ -8,7 +8,19 @@ point) registers PyTorch's PrivateUse1 device as `neuron`, the
 import ctypes
 import os
 
-import torch
+
+def _autoload():
+    """Entry point of the `torch.backends` group: `import torch` calls it.
+
+    Defined before `import torch` because `import torch_neuronsim` on its own
+    imports torch, whose autoload then finds this module half-initialised;
+    in that case registration happens at the end of this module instead."""
+    register = globals().get("_register")
+    if register is not None:
+        register()
+
+
+import torch  # noqa: E402
 
 __all__ = ["stats", "reset_stats"]
 
@@ -58,11 +70,6 @@ def _register():
     torch._register_device_module("neuron", _device)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
                                                          for_storage=True)
-
-
-def _autoload():
-    """Entry point of the `torch.backends` group: `import torch` calls it."""
-    _register()
 
 
 _register()
