@@ -33,6 +33,7 @@
 struct nsim_tensor {
 	uint64_t addr, size;
 	int      core;
+	bool     slice;            /* a view of another tensor's bytes */
 	char     name[64];
 };
 
@@ -93,6 +94,8 @@ static struct {
 	  .hbm_lock = PTHREAD_MUTEX_INITIALIZER };
 
 static _Thread_local char last_error[512];
+
+static nsim_status check_range(const nsim_tensor *t, uint64_t off, uint64_t size, const char *what);
 
 static nsim_status fail(nsim_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -414,11 +417,31 @@ void nsim_tensor_free(nsim_tensor *t)
 {
 	if (!t)
 		return;
-	pthread_mutex_lock(&rt.lock);
-	if (rt.init)
-		hbm_release(t->addr, t->size);
-	pthread_mutex_unlock(&rt.lock);
+	if (!t->slice) {
+		pthread_mutex_lock(&rt.lock);
+		if (rt.init)
+			hbm_release(t->addr, t->size);
+		pthread_mutex_unlock(&rt.lock);
+	}
 	free(t);
+}
+
+nsim_status nsim_tensor_slice(nsim_tensor *parent, uint64_t offset, uint64_t size, nsim_tensor **out)
+{
+	*out = NULL;
+	nsim_status st = check_range(parent, offset, size, "nsim_tensor_slice");
+	if (st)
+		return st;
+	nsim_tensor *t = calloc(1, sizeof(*t));
+	if (!t)
+		return fail(NSIM_RESOURCE, "host memory");
+	t->addr = parent->addr + offset;
+	t->size = size;
+	t->core = parent->core;
+	t->slice = true;
+	snprintf(t->name, sizeof(t->name), "%s", parent->name);
+	*out = t;
+	return NSIM_SUCCESS;
 }
 
 uint64_t nsim_tensor_size(const nsim_tensor *t) { return t ? t->size : 0; }

@@ -86,6 +86,10 @@ nsim_mode   nsim_get_mode(void);
 nsim_status nsim_tensor_allocate(int core, uint64_t size, const char *name, nsim_tensor **out);
 void        nsim_tensor_free(nsim_tensor *t);
 uint64_t    nsim_tensor_size(const nsim_tensor *t);
+/* A handle on bytes [offset, offset + size) of `parent` (nrt's tensor slice):
+ * bind it in a tensor set like any tensor; freeing it releases only the
+ * handle; it must not outlive its parent. */
+nsim_status nsim_tensor_slice(nsim_tensor *parent, uint64_t offset, uint64_t size, nsim_tensor **out);
 /* the tensor's device address (unique on the chip; not a host pointer) */
 uint64_t    nsim_tensor_device_address(const nsim_tensor *t);
 nsim_status nsim_tensor_write(nsim_tensor *t, const void *buf, uint64_t offset, uint64_t size);

@@ -150,6 +150,32 @@ TEST_F(Runtime, HbmOffsetsAddressIntoTheTensor)
 	}
 }
 
+// A slice names bytes of its parent: reads/writes land in the parent, its
+// bounds are checked, and freeing it leaves the parent's memory allocated.
+TEST_F(Runtime, TensorSlicesShareTheParentsMemory)
+{
+	start("trn1");
+	nsim_tensor *t = nullptr, *s = nullptr;
+	ASSERT_EQ(nsim_tensor_allocate(0, 64, "parent", &t), NSIM_SUCCESS);
+	uint64_t used = nsim_memory_allocated();
+	EXPECT_EQ(nsim_tensor_slice(t, 60, 8, &s), NSIM_INVALID);
+	EXPECT_EQ(s, nullptr);
+	EXPECT_NE(std::string(nsim_last_error()).find("outside tensor 'parent'"), std::string::npos)
+		<< nsim_last_error();
+	ASSERT_EQ(nsim_tensor_slice(t, 16, 8, &s), NSIM_SUCCESS);
+	EXPECT_EQ(nsim_tensor_size(s), 8u);
+	EXPECT_EQ(nsim_tensor_device_address(s), nsim_tensor_device_address(t) + 16);
+	EXPECT_EQ(nsim_tensor_write(s, "abcdefgh", 0, 8), NSIM_SUCCESS);
+	EXPECT_EQ(nsim_tensor_write(s, "x", 8, 1), NSIM_INVALID);
+	char buf[9] = {};
+	EXPECT_EQ(nsim_tensor_read(t, buf, 16, 8), NSIM_SUCCESS);
+	EXPECT_STREQ(buf, "abcdefgh");
+	nsim_tensor_free(s);
+	EXPECT_EQ(nsim_memory_allocated(), used);
+	nsim_tensor_free(t);
+	EXPECT_LT(nsim_memory_allocated(), used);
+}
+
 TEST_F(Runtime, FaultOutOfBoundsIndirectIndex)
 {
 	start("trn2");
