@@ -624,7 +624,7 @@ at::Tensor &zero(at::Tensor &self)
 	return fill_scalar(self, 0);
 }
 
-void cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	const std::string name = c10::toString(op.schema().operator_name());
 	{
@@ -726,7 +726,52 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m)
 {
-	m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+	m.fallback(torch::CppFunction::makeFromBoxedFunction<&::neuron_cpu_fallback>());
+}
+
+nsim_tensor *lookup_allocation(const void *p, uint64_t *offset)
+{
+	return lookup(p, offset);
+}
+
+void check_status(nsim_status st, const char *what)
+{
+	check(st, what);
+}
+
+void count_program(bool hit)
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	if (hit)
+		g_stats.program_cache_hits++;
+	else
+		g_stats.program_cache_misses++;
+}
+
+void charge_program(int dev, uint64_t sim_ps)
+{
+	// No published figure for the runtime's per-program launch cost: 15 us
+	// assumed, NEURON_SIM_LAUNCH_OVERHEAD_US overrides.
+	static const uint64_t overhead_ps = [] {
+		const char *e = std::getenv("NEURON_SIM_LAUNCH_OVERHEAD_US");
+		if (!e || !*e)
+			return (uint64_t)15000000;
+		char *end = nullptr;
+		double us = std::strtod(e, &end);
+		TORCH_CHECK(end && *end == '\0' && us >= 0 && us <= 1e6,
+			    "neuron: NEURON_SIM_LAUNCH_OVERHEAD_US='", e,
+			    "' is not a number of microseconds in [0, 1e6]");
+		return (uint64_t)(us * 1e6);
+	}();
+	std::lock_guard<std::mutex> g(g_lock);
+	g_stats.programs_executed++;
+	g_stats.simulated_time_ns += sim_ps / 1000;
+	if (dev >= 0 && dev < 64) {
+		auto &v = g_stream_ps[dev];
+		int s = g_current_stream[dev];
+		if (s >= 0 && (size_t)s < v.size())
+			v[s] += overhead_ps + sim_ps;
+	}
 }
 
 // ---------------------------------------------------------------- stats
@@ -775,3 +820,8 @@ void reset_stats()
 }
 
 }  // namespace neuron
+
+void neuron_cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
+{
+	neuron::cpu_fallback_impl(op, stack);
+}

@@ -42,6 +42,14 @@ int stream_current(int dev);
 uint64_t stream_time_ps(int dev, int id);
 void stream_wait_until(int dev, int id, uint64_t at);
 
+/* for the kernels (neuron_kernels.cpp) */
+nsim_tensor *lookup_allocation(const void *p, uint64_t *offset);
+void check_status(nsim_status st, const char *what);
+void count_program(bool cache_hit);
+/* an executed program: its simulated time plus the launch overhead on the
+ * current stream of `dev` */
+void charge_program(int dev, uint64_t sim_ps);
+
 /* random numbers (neuron_generator.cpp) */
 at::Generator new_generator(int dev);
 const at::Generator &default_generator(int dev);
@@ -60,3 +68,8 @@ std::vector<std::pair<std::string, uint64_t>> fallback_ops();
 void reset_stats();
 
 }  // namespace neuron
+
+namespace c10 { class OperatorHandle; }
+namespace torch::jit { using Stack = std::vector<c10::IValue>; }
+/* the boxed CPU fallback (counted, strict-mode aware) */
+void neuron_cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack);

@@ -1,0 +1,131 @@
+/*
+ * elementwise.c -- kernel generator: out = a <op> b over n contiguous
+ * elements, as an ISA program built with the program builder.
+ *
+ * The flat buffers are cut into tiles of up to 128 partitions x 512
+ * elements (the tail: whole rows of 512, then one partial row).  Sync loads
+ * a tile's two operands into one of two SBUF buffer sets, VectorE combines
+ * them, Sync stores the result: with two buffer sets the loads of tile t+1
+ * overlap the compute and store of tile t, as a double-buffered NKI kernel.
+ * Semaphores: 0 counts loads landed (2 per tile), 1 tiles computed, 2
+ * stores landed.
+ */
+#include "kernels.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TILE_F 512u
+
+void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
+{
+	if (!diag)
+		return;
+	memset(diag, 0, sizeof(*diag));
+	diag->code = code;
+	diag->engine = -1;
+	diag->index = -1;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(diag->msg, sizeof(diag->msg), fmt, ap);
+	va_end(ap);
+}
+
+typedef struct tile {
+	uint64_t start;            /* first element */
+	uint32_t rows, cols;       /* rows x cols elements, row-major */
+} tile;
+
+static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
+{
+	uint32_t k = 0;
+	uint64_t s = 0;
+	while (s < n && k < cap) {
+		uint64_t left = n - s;
+		tile x = { s, 0, 0 };
+		if (left >= (uint64_t)TILE_F) {
+			uint64_t rows = left / TILE_F;
+			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
+			x.cols = TILE_F;
+		} else {
+			x.rows = 1;
+			x.cols = (uint32_t)left;
+		}
+		t[k++] = x;
+		s += (uint64_t)x.rows * x.cols;
+	}
+	return s == n ? k : 0;
+}
+
+isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
+			     size_t *len, isa_diag *diag)
+{
+	isa_status st = ISA_E_NOMEM;
+	*bin = NULL;
+	*len = 0;
+	uint64_t max_tiles = n / ((uint64_t)TILE_F * ISA_NUM_PARTITIONS) + 3;
+	if (n == 0 || max_tiles > (1u << 20)) {
+		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: %llu elements", (unsigned long long)n);
+		return ISA_E_LIMIT;
+	}
+	tile *tiles = calloc(max_tiles, sizeof(tile));
+	isa_program *p = isa_program_new(target);
+	if (!tiles || !p)
+		goto free_all;
+	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
+	p->num_semaphores = 3;
+	uint64_t shape[1] = { n };
+	int ta = isa_builder_tensor(p, "a", dtype, ISA_TK_INPUT, 1, shape, diag);
+	int tb = isa_builder_tensor(p, "b", dtype, ISA_TK_INPUT, 1, shape, diag);
+	int to = isa_builder_tensor(p, "out", dtype, ISA_TK_OUTPUT, 1, shape, diag);
+	if (ta < 0 || tb < 0 || to < 0) {
+		st = diag->code;
+		goto free_all;
+	}
+	unsigned esz = isa_dtype_size(dtype);
+	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
+	for (uint32_t i = 0; i < nt; i++) {
+		const tile *x = &tiles[i];
+		uint64_t base = (i % 2) * 3 * slot;           /* a, b, out of buffer set i%2 */
+		isa_ap sa = isa_ap_sbuf(dtype, 0, x->rows, base, x->cols);
+		isa_ap sb = isa_ap_sbuf(dtype, 0, x->rows, base + slot, x->cols);
+		isa_ap so = isa_ap_sbuf(dtype, 0, x->rows, base + 2 * slot, x->cols);
+		uint64_t off = x->start * esz;
+		isa_ap ha = isa_ap_hbm(dtype, (uint32_t)ta, off, x->rows, x->cols, x->cols);
+		isa_ap hb = isa_ap_hbm(dtype, (uint32_t)tb, off, x->rows, x->cols, x->cols);
+		isa_ap ho = isa_ap_hbm(dtype, (uint32_t)to, off, x->rows, x->cols, x->cols);
+		int la = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sa, &ha, NULL, diag);
+		int lb = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag);
+		int so_ = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
+		if (la < 0 || lb < 0 || so_ < 0) {
+			st = diag->code;
+			goto free_all;
+		}
+		/* loads into buffer set i%2 wait until tile i-2's store has read it */
+		if (i >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, i - 1)))
+			goto free_all;
+		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)la, 0, 0, 1)) ||
+		    (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1)) ||
+		    (st = isa_builder_sem_wait(p, ISA_ENGINE_VECTOR, 0, ISA_ALU_is_ge, 2 * (i + 1))) ||
+		    (st = isa_builder_tensor_tensor(p, ISA_ENGINE_VECTOR, so, sa, sb, alu)) ||
+		    (st = isa_builder_sem_signal(p, ISA_ENGINE_VECTOR, 1, ISA_SEMOP_ADD, 1)))
+			goto free_all;
+	}
+	/* stores, in order, each after its tile is computed */
+	for (uint32_t i = 0; i < nt; i++) {
+		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_SCALAR, 1, ISA_ALU_is_ge, i + 1)) ||
+		    (st = isa_builder_dma_copy(p, ISA_ENGINE_SCALAR, 3 * i + 2, 2, 2, 1)))
+			goto free_all;
+	}
+	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_SCALAR, 2, ISA_ALU_is_ge, nt)))
+		goto free_all;
+	if ((st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+		goto free_all;
+	st = ISA_OK;
+free_all:
+	free(tiles);
+	isa_program_free(p);
+	return st;
+}

@@ -1,0 +1,25 @@
+/*
+ * kernels.h -- kernel generators: ISA programs for ATen ops, emitted with the
+ * program builder (neuronsim/isa.h).  Each returns the program's binary form
+ * (free() it) or a status with diag filled.
+ */
+#ifndef NSIM_BACKEND_KERNELS_H
+#define NSIM_BACKEND_KERNELS_H
+
+#include "neuronsim/isa.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[n] = a[n] <alu> b[n], contiguous, one dtype; inputs "a", "b", output "out" */
+isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
+			     size_t *len, isa_diag *diag);
+
+void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif
