@@ -26,7 +26,8 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 
 # Python packages, pinned where an unpinned name would pull something huge.
 # torch: the CPU wheel on this machine's disk; never let pip resolve an unpinned torch.
-PY_PACKAGES=("torch==2.13.0" "numpy" "pytest")
+# expecttest: torch.testing._internal (OpInfo sample inputs in the kernel tests) imports it.
+PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest")
 
 deb_missing() {
     local pkg missing=()

@@ -1,18 +1,34 @@
 // neuron_kernels.cpp -- native kernels: ATen ops executed as ISA programs on
 // the simulated NeuronCore (values and time both from the simulator).
-// Programs are generated per (op, dtype, size, device) and cached; a call
-// that the kernel does not cover (broadcasting, mixed dtypes, strides, alpha)
-// goes to the counted CPU fallback.
+// Binary ops run on VectorE, unary ones as ScalarE activations.  Programs
+// are generated per (op, dtype, size, device) and cached; a call that the
+// kernel does not cover (broadcasting, mixed dtypes, strides, alpha) goes to
+// the counted CPU fallback.
 #include "neuron_device.h"
 
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
+#include <ATen/ops/cos_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/erf_ops.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/gelu_ops.h>
+#include <ATen/ops/log_ops.h>
 #include <ATen/ops/maximum_ops.h>
 #include <ATen/ops/minimum_ops.h>
 #include <ATen/ops/mul_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/relu_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/sin_ops.h>
+#include <ATen/ops/sqrt_ops.h>
 #include <ATen/ops/sub_ops.h>
+#include <ATen/ops/tanh_ops.h>
 #include <torch/library.h>
 
 #include <cstdlib>
@@ -29,7 +45,8 @@ namespace neuron {
 namespace {
 
 std::mutex g_cache_lock;
-std::map<std::tuple<int, int, uint64_t, int>, nsim_model *> g_cache;   // (alu, dtype, n, dev)
+// (arity, alu or activation, dtype, n, dev); neg is the identity at scale -1
+std::map<std::tuple<int, int, int, uint64_t, int>, nsim_model *> g_cache;
 
 int isa_dtype_of(at::ScalarType t)
 {
@@ -52,9 +69,9 @@ nsim_tensor *slice_of(const at::Tensor &t)
 	return s;
 }
 
-nsim_model *program_for(int alu, int dtype, uint64_t n, int dev)
+nsim_model *program_for(int arity, int code, int dtype, uint64_t n, int dev)
 {
-	auto key = std::make_tuple(alu, dtype, n, dev);
+	auto key = std::make_tuple(arity, code, dtype, n, dev);
 	std::lock_guard<std::mutex> g(g_cache_lock);
 	auto it = g_cache.find(key);
 	if (it != g_cache.end()) {
@@ -65,8 +82,10 @@ nsim_model *program_for(int alu, int dtype, uint64_t n, int dev)
 	uint8_t *bin = nullptr;
 	size_t len = 0;
 	isa_diag d{};
-	isa_status st = nk_binary_program(isa_target_from_name(nsim_target_name()), alu, dtype, n, &bin,
-					  &len, &d);
+	int target = isa_target_from_name(nsim_target_name());
+	isa_status st = arity == 2 ? nk_binary_program(target, code, dtype, n, &bin, &len, &d)
+				   : nk_unary_program(target, code, code == ISA_ACT_identity ? -1.0f : 1.0f,
+						      dtype, n, &bin, &len, &d);
 	TORCH_CHECK(st == ISA_OK, "neuron: generating the elementwise kernel failed: ", d.msg);
 	nsim_model *m = nullptr;
 	nsim_status rs = nsim_load(bin, len, dev, &m);
@@ -100,19 +119,22 @@ struct ExecHandles {
 // its stats must be read for the run that produced them.
 std::mutex g_exec_lock;
 
-at::Tensor run_binary(int alu, const at::Tensor &a, const at::Tensor &b)
+// out = a <code> b (b defined) or out = act_code(a): one cached program run
+at::Tensor run_elementwise(int code, const at::Tensor &a, const at::Tensor *b)
 {
 	int dev = a.device().index();
 	at::Tensor out = at::empty(a.sizes(), a.options());
-	nsim_model *m = program_for(alu, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
+	nsim_model *m = program_for(b ? 2 : 1, code, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(),
+				    dev);
 	ExecHandles h;
 	h.t[0] = slice_of(a);
-	h.t[1] = slice_of(b);
+	h.t[1] = b ? slice_of(*b) : nullptr;
 	h.t[2] = slice_of(out);
 	check_status(nsim_tensor_set_create(&h.in), "tensor set");
 	check_status(nsim_tensor_set_create(&h.out), "tensor set");
 	check_status(nsim_tensor_set_add(h.in, "a", h.t[0]), "tensor set");
-	check_status(nsim_tensor_set_add(h.in, "b", h.t[1]), "tensor set");
+	if (b)
+		check_status(nsim_tensor_set_add(h.in, "b", h.t[1]), "tensor set");
 	check_status(nsim_tensor_set_add(h.out, "out", h.t[2]), "tensor set");
 	nsim_exec_stats stats{};
 	{
@@ -128,7 +150,7 @@ at::Tensor run_binary(int alu, const at::Tensor &a, const at::Tensor &b)
 	at::Tensor name(const at::Tensor &a, const at::Tensor &b)                               \
 	{                                                                                       \
 		if (native_ok(a, b))                                                            \
-			return run_binary(alu, a, b);                                           \
+			return run_elementwise(alu, a, &b);                                           \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::op>::call(a, b); \
 	}
 
@@ -140,15 +162,58 @@ BINARY(minimum, minimum, ISA_ALU_min)
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
 	if (native_ok(a, b) && alpha.equal(1))
-		return run_binary(ISA_ALU_add, a, b);
+		return run_elementwise(ISA_ALU_add, a, &b);
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
 }
 
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
 	if (native_ok(a, b) && alpha.equal(1))
-		return run_binary(ISA_ALU_subtract, a, b);
+		return run_elementwise(ISA_ALU_subtract, a, &b);
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
+}
+
+bool native_unary_ok(const at::Tensor &a)
+{
+	return a.is_privateuseone() && isa_dtype_of(a.scalar_type()) != ISA_DT_INVALID &&
+	       a.is_contiguous() && a.numel() > 0;
+}
+
+// ScalarE activations: func(scale * x) evaluated in fp32 and rounded to the
+// tensor's dtype, as the activation engine does
+#define UNARY(name, func)                                                                     \
+	at::Tensor name(const at::Tensor &a)                                                   \
+	{                                                                                   \
+		if (native_unary_ok(a))                                                     \
+			return run_elementwise(func, a, nullptr);                           \
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::name>::call(a); \
+	}
+
+// the unary ops, once: (ATen name, ScalarE activation)
+#define NEURON_UNARY_OPS(X)                                                                    \
+	X(relu, ISA_ACT_relu)                                                                \
+	X(silu, ISA_ACT_silu)                                                                \
+	X(sigmoid, ISA_ACT_sigmoid)                                                          \
+	X(tanh, ISA_ACT_tanh)                                                                \
+	X(exp, ISA_ACT_exp)                                                                  \
+	X(log, ISA_ACT_log)                                                                  \
+	X(sqrt, ISA_ACT_sqrt)                                                                \
+	X(rsqrt, ISA_ACT_rsqrt)                                                              \
+	X(reciprocal, ISA_ACT_reciprocal)                                                    \
+	X(abs, ISA_ACT_abs)                                                                  \
+	X(sin, ISA_ACT_sin)                                                                  \
+	X(cos, ISA_ACT_cos)                                                                  \
+	X(erf, ISA_ACT_erf)                                                                  \
+	X(neg, ISA_ACT_identity) /* identity at scale -1 */
+
+NEURON_UNARY_OPS(UNARY)
+
+at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
+{
+	if (native_unary_ok(a) && (approximate == "none" || approximate == "tanh"))
+		return run_elementwise(approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, a,
+				       nullptr);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gelu>::call(a, approximate);
 }
 
 }  // namespace
@@ -161,6 +226,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("div.Tensor", div);
 	m.impl("maximum", maximum);
 	m.impl("minimum", minimum);
+#define UNARY_REG(name, func) m.impl(#name, name);
+	NEURON_UNARY_OPS(UNARY_REG)
+	m.impl("gelu", gelu);
 }
 
 }  // namespace neuron

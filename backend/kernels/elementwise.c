@@ -1,14 +1,15 @@
 /*
- * elementwise.c -- kernel generator: out = a <op> b over n contiguous
- * elements, as an ISA program built with the program builder.
+ * elementwise.c -- kernel generators: out = a <alu> b (VectorE) and
+ * out = func(scale * a) (ScalarE activation) over n contiguous elements, as
+ * ISA programs built with the program builder.
  *
  * The flat buffers are cut into tiles of up to 128 partitions x 512
- * elements (the tail: whole rows of 512, then one partial row).  Sync loads
- * a tile's two operands into one of two SBUF buffer sets, VectorE combines
- * them, Sync stores the result: with two buffer sets the loads of tile t+1
- * overlap the compute and store of tile t, as a double-buffered NKI kernel.
- * Semaphores: 0 counts loads landed (2 per tile), 1 tiles computed, 2
- * stores landed.
+ * elements (the tail: whole rows of 512, then one partial row).  Sync
+ * queues the loads of a tile's operands into one of two SBUF buffer sets,
+ * the compute engine works on it, GpSimd queues the store: with two buffer
+ * sets the loads of tile t+1 overlap the compute and store of tile t, as a
+ * double-buffered NKI kernel.  Semaphores: 0 counts loads landed (one per
+ * operand per tile), 1 tiles computed, 2 stores landed.
  */
 #include "kernels.h"
 
@@ -59,7 +60,13 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 	return s == n ? k : 0;
 }
 
-isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
+typedef struct ew_op {
+	unsigned nin;          /* 1: activation on ScalarE, 2: tensor_tensor on VectorE */
+	int alu, func;
+	float scale;
+} ew_op;
+
+static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
 	isa_status st = ISA_E_NOMEM;
@@ -78,7 +85,7 @@ isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t
 	p->num_semaphores = 3;
 	uint64_t shape[1] = { n };
 	int ta = isa_builder_tensor(p, "a", dtype, ISA_TK_INPUT, 1, shape, diag);
-	int tb = isa_builder_tensor(p, "b", dtype, ISA_TK_INPUT, 1, shape, diag);
+	int tb = op->nin == 2 ? isa_builder_tensor(p, "b", dtype, ISA_TK_INPUT, 1, shape, diag) : 0;
 	int to = isa_builder_tensor(p, "out", dtype, ISA_TK_OUTPUT, 1, shape, diag);
 	if (ta < 0 || tb < 0 || to < 0) {
 		st = diag->code;
@@ -86,18 +93,20 @@ isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t
 	}
 	unsigned esz = isa_dtype_size(dtype);
 	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
+	const unsigned per_tile = op->nin + 1;           /* DMA descriptors per tile */
+	const int compute = op->nin == 2 ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
 	for (uint32_t i = 0; i < nt; i++) {
 		const tile *x = &tiles[i];
-		uint64_t base = (i % 2) * 3 * slot;           /* a, b, out of buffer set i%2 */
+		uint64_t base = (i % 2) * per_tile * slot;    /* a, [b,] out of buffer set i%2 */
 		isa_ap sa = isa_ap_sbuf(dtype, 0, x->rows, base, x->cols);
 		isa_ap sb = isa_ap_sbuf(dtype, 0, x->rows, base + slot, x->cols);
-		isa_ap so = isa_ap_sbuf(dtype, 0, x->rows, base + 2 * slot, x->cols);
+		isa_ap so = isa_ap_sbuf(dtype, 0, x->rows, base + op->nin * slot, x->cols);
 		uint64_t off = x->start * esz;
 		isa_ap ha = isa_ap_hbm(dtype, (uint32_t)ta, off, x->rows, x->cols, x->cols);
 		isa_ap hb = isa_ap_hbm(dtype, (uint32_t)tb, off, x->rows, x->cols, x->cols);
 		isa_ap ho = isa_ap_hbm(dtype, (uint32_t)to, off, x->rows, x->cols, x->cols);
 		int la = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sa, &ha, NULL, diag);
-		int lb = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag);
+		int lb = op->nin == 2 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag) : 0;
 		int so_ = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
 		if (la < 0 || lb < 0 || so_ < 0) {
 			st = diag->code;
@@ -107,19 +116,22 @@ isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t
 		if (i >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, i - 1)))
 			goto free_all;
 		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)la, 0, 0, 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1)) ||
-		    (st = isa_builder_sem_wait(p, ISA_ENGINE_VECTOR, 0, ISA_ALU_is_ge, 2 * (i + 1))) ||
-		    (st = isa_builder_tensor_tensor(p, ISA_ENGINE_VECTOR, so, sa, sb, alu)) ||
-		    (st = isa_builder_sem_signal(p, ISA_ENGINE_VECTOR, 1, ISA_SEMOP_ADD, 1)))
+		    (op->nin == 2 &&
+		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1))) ||
+		    (st = isa_builder_sem_wait(p, compute, 0, ISA_ALU_is_ge, op->nin * (i + 1))))
+			goto free_all;
+		st = op->nin == 2 ? isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu)
+				  : isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
+		if (st || (st = isa_builder_sem_signal(p, compute, 1, ISA_SEMOP_ADD, 1)))
 			goto free_all;
 	}
 	/* stores, in order, each after its tile is computed */
 	for (uint32_t i = 0; i < nt; i++) {
-		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_SCALAR, 1, ISA_ALU_is_ge, i + 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_SCALAR, 3 * i + 2, 2, 2, 1)))
+		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, i + 1)) ||
+		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * i + op->nin, 2, 2, 1)))
 			goto free_all;
 	}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_SCALAR, 2, ISA_ALU_is_ge, nt)))
+	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt)))
 		goto free_all;
 	if ((st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
 		goto free_all;
@@ -128,4 +140,18 @@ free_all:
 	free(tiles);
 	isa_program_free(p);
 	return st;
+}
+
+isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
+			     size_t *len, isa_diag *diag)
+{
+	ew_op op = { 2, alu, 0, 1.0f };
+	return ew_program(target, &op, dtype, n, bin, len, diag);
+}
+
+isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
+			    uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	ew_op op = { 1, 0, func, scale };
+	return ew_program(target, &op, dtype, n, bin, len, diag);
 }

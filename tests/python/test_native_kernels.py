@@ -140,3 +140,75 @@ def test_launch_overhead_setting_is_checked():
     r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                        text=True, env=env, timeout=300)
     assert "NEURON_SIM_LAUNCH_OVERHEAD_US='abc' is not a number" in r.stdout, r.stdout + r.stderr
+
+
+UNARY = {
+    "relu": torch.relu, "silu": torch.nn.functional.silu, "sigmoid": torch.sigmoid,
+    "tanh": torch.tanh, "exp": torch.exp, "log": torch.log, "sqrt": torch.sqrt,
+    "rsqrt": torch.rsqrt, "reciprocal": torch.reciprocal, "abs": torch.abs, "sin": torch.sin,
+    "cos": torch.cos, "erf": torch.erf, "neg": torch.neg,
+    "gelu": torch.nn.functional.gelu,
+    "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op", sorted(UNARY))
+def test_unary_matches_cpu(op, dtype):
+    # ScalarE evaluates in fp32 with libm; CPU PyTorch uses its own vectorised
+    # math, so results agree within the dtype's tolerance, not bit for bit.
+    # Negative inputs give log/sqrt/rsqrt their NaNs on both sides.
+    g = torch.Generator().manual_seed(11)
+    for n in [1, 7, 65541, 4 * 65536 + 1000]:
+        x = (torch.randn(n, generator=g) * 3).to(dtype)
+        torch_neuronsim.reset_stats()
+        got = UNARY[op](x.to(NEURON))
+        s = torch_neuronsim.stats()
+        assert got.dtype == dtype and got.shape == x.shape
+        torch.testing.assert_close(got.cpu(), UNARY[op](x), equal_nan=True)
+        assert s["cpu_fallbacks"] == 0 and s["programs_executed"] == 1, s
+
+
+def test_neg_and_abs_are_exact():
+    x = torch.randn(100000)
+    assert torch.equal(torch.neg(x.to(NEURON)).cpu(), -x)
+    assert torch.equal(torch.abs(x.to(NEURON)).cpu(), x.abs())
+
+
+def _to_neuron(v):
+    if isinstance(v, torch.Tensor):
+        return v.to(NEURON)
+    if isinstance(v, (list, tuple)):
+        return type(v)(_to_neuron(e) for e in v)
+    if isinstance(v, dict):
+        return {k: _to_neuron(e) for k, e in v.items()}
+    return v
+
+
+OPINFO_NAMES = sorted(set(OPS) - {"div"} | {"div.no_rounding_mode", "nn.functional.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
+                                  "reciprocal", "abs", "sin", "cos", "erf", "neg",
+                                  "nn.functional.silu", "nn.functional.gelu"})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", OPINFO_NAMES)
+def test_opinfo_samples(name, dtype):
+    """PyTorch's own OpInfo sample inputs (scalars, empty, broadcast,
+    non-contiguous, ...): native where covered, fallback elsewhere, always
+    the CPU answer."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    base, _, variant = name.partition(".no_")
+    variant = "no_" + variant if variant else ""
+    infos = [o for o in op_db if o.name == base and o.variant_test_name == variant]
+    assert infos, name
+    info = infos[0]
+    if dtype not in info.supported_dtypes("cpu"):
+        pytest.skip(f"{name} has no CPU {dtype}")
+    n = 0
+    for sample in info.sample_inputs("cpu", dtype):
+        want = info.op(sample.input, *sample.args, **sample.kwargs)
+        got = info.op(_to_neuron(sample.input), *_to_neuron(sample.args),
+                      **_to_neuron(sample.kwargs))
+        torch.testing.assert_close(got.cpu(), want, equal_nan=True, msg=lambda m: f"{sample}: {m}")
+        n += 1
+    assert n > 0
