@@ -3,8 +3,9 @@
  * out = func(scale * a) (ScalarE activation) over n contiguous elements, as
  * ISA programs built with the program builder.
  *
- * The flat buffers are cut into tiles of up to 128 partitions x 512
- * elements (the tail: whole rows of 512, then one partial row).  Sync
+ * The flat buffers are cut into tiles of up to 128 partitions x 2048
+ * elements (rows shorter for small tensors so all 128 partitions are used;
+ * the tail: whole rows, then one partial row).  Sync
  * queues the loads of a tile's operands into one of two SBUF buffer sets,
  * the compute engine works on it, GpSimd queues the store: with two buffer
  * sets the loads of tile t+1 overlap the compute and store of tile t, as a
@@ -18,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TILE_F 512u
+#define TILE_F 2048u   /* 8 KiB fp32 per partition: DMA saturates from 4 KiB */
+#define TILE_F_MIN 512u
 
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 {
@@ -39,17 +41,22 @@ typedef struct tile {
 	uint32_t rows, cols;       /* rows x cols elements, row-major */
 } tile;
 
+/* Row length f: up to TILE_F, shorter when that fills all 128 partitions
+ * (mid-sized tensors still use every partition's DMA share), but not under
+ * TILE_F_MIN: shorter rows are DMA-overhead-bound and cost more to simulate. */
 static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 {
+	uint64_t f = n / ISA_NUM_PARTITIONS;
+	f = f > TILE_F ? TILE_F : f < TILE_F_MIN ? TILE_F_MIN : f;
 	uint32_t k = 0;
 	uint64_t s = 0;
 	while (s < n && k < cap) {
 		uint64_t left = n - s;
 		tile x = { s, 0, 0 };
-		if (left >= (uint64_t)TILE_F) {
-			uint64_t rows = left / TILE_F;
+		if (left >= f) {
+			uint64_t rows = left / f;
 			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
-			x.cols = TILE_F;
+			x.cols = (uint32_t)f;
 		} else {
 			x.rows = 1;
 			x.cols = (uint32_t)left;
@@ -72,7 +79,7 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 	isa_status st = ISA_E_NOMEM;
 	*bin = NULL;
 	*len = 0;
-	uint64_t max_tiles = n / ((uint64_t)TILE_F * ISA_NUM_PARTITIONS) + 3;
+	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
 	if (n == 0 || max_tiles > (1u << 20)) {
 		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: %llu elements", (unsigned long long)n);
 		return ISA_E_LIMIT;
@@ -82,6 +89,12 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 	if (!tiles || !p)
 		goto free_all;
 	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
+	if (nt == 0) {
+		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: cannot tile %llu elements",
+			(unsigned long long)n);
+		st = ISA_E_LIMIT;
+		goto free_all;
+	}
 	p->num_semaphores = 3;
 	uint64_t shape[1] = { n };
 	int ta = isa_builder_tensor(p, "a", dtype, ISA_TK_INPUT, 1, shape, diag);

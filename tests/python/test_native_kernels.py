@@ -15,8 +15,9 @@ OPS = {
     "maximum": torch.maximum, "minimum": torch.minimum,
 }
 # sizes: one element, a partial row, exactly one 128x512 tile, a tile plus a
-# ragged tail, several tiles (both SBUF buffer sets reused)
-SIZES = [1, 7, 513, 65536, 65541, 4 * 65536 + 1000]
+# ragged tail, three full 128x2048 tiles + 5 rows + a partial row (both SBUF
+# buffer sets reused)
+SIZES = [1, 7, 513, 65536, 65541, 3 * 128 * 2048 + 5 * 2048 + 77]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
@@ -159,7 +160,7 @@ def test_unary_matches_cpu(op, dtype):
     # math, so results agree within the dtype's tolerance, not bit for bit.
     # Negative inputs give log/sqrt/rsqrt their NaNs on both sides.
     g = torch.Generator().manual_seed(11)
-    for n in [1, 7, 65541, 4 * 65536 + 1000]:
+    for n in [1, 7, 65541, SIZES[-1]]:
         x = (torch.randn(n, generator=g) * 3).to(dtype)
         torch_neuronsim.reset_stats()
         got = UNARY[op](x.to(NEURON))
@@ -212,3 +213,30 @@ def test_opinfo_samples(name, dtype):
         torch.testing.assert_close(got.cpu(), want, equal_nan=True, msg=lambda m: f"{sample}: {m}")
         n += 1
     assert n > 0
+
+
+@pytest.mark.parametrize("target,dma_gbps,hbm_gbps", [("trn1", 16 * 27.2, 820), ("trn2", 16 * 27.2, 2900)])
+def test_256MiB_elementwise_is_bandwidth_bound(target, dma_gbps, hbm_gbps):
+    """A memory-bound op may not beat the core's DMA peak (16 engines x
+    27.2 GB/s theoretical, HARDWARE.md) nor the chip's HBM bandwidth:
+    c = a + b over 256 MiB fp32 tensors moves 768 MiB."""
+    import subprocess
+    import sys
+    code = ("import torch, torch_neuronsim\n"
+            "n = 256 * 2**20 // 4\n"
+            "a = torch.ones(n, device='neuron'); b = torch.full((n,), 2.0, device='neuron')\n"
+            "torch_neuronsim.reset_stats()\n"
+            "c = a + b\n"
+            "s = torch_neuronsim.stats()\n"
+            "assert s['cpu_fallbacks'] == 0 and s['programs_executed'] == 1, s\n"
+            "assert bool((c[::4097].cpu() == 3).all())\n"
+            "print(s['simulated_time_ns'])\n")
+    env = dict(__import__("os").environ, NEURON_PLATFORM_TARGET_OVERRIDE=target)
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr
+    ns = int(r.stdout.split()[-1])
+    moved = 3 * 256 * 2**20
+    assert ns >= moved / min(dma_gbps, hbm_gbps), (ns, moved / ns)
+    # and the kernel keeps the DMA engines reasonably busy (>= 50% of peak)
+    assert ns <= 2 * moved / min(dma_gbps, hbm_gbps), (ns, moved / ns)

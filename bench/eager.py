@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""bench/eager.py -- eager-mode costs of the `neuron` device, as tables.
+
+1. Host microseconds per small op on a program-cache hit (target <= 30 us),
+   next to the same op on CPU PyTorch.
+2. Memory-bound elementwise ops on large tensors: simulated time, the
+   bandwidth it implies, and the physical bounds it may not beat (the core's
+   DMA peak, 16 engines x 27.2 GB/s, and the chip's HBM bandwidth).
+
+Run: python3 bench/eager.py [--target trn1|trn2|trn3] [--reps N]
+(The small-Llama forward ratio of issue 6 needs native matmul/softmax/norm
+kernels that have not landed; it is not measured here yet.)"""
+import argparse
+import os
+import time
+import warnings
+
+HBM_GBPS = {"trn1": 820.0, "trn2": 2900.0, "trn3": 4900.0}
+DMA_ENGINE_GBPS = {"trn1": 27.2, "trn2": 27.2, "trn3": 38.4}
+
+
+def per_op_us(fn, reps):
+    for _ in range(20):
+        fn()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t) / reps * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="trn2", choices=sorted(HBM_GBPS))
+    ap.add_argument("--reps", type=int, default=2000)
+    ap.add_argument("--big-mib", type=int, default=256, help="size of each big operand")
+    args = ap.parse_args()
+    os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = args.target
+    os.environ.setdefault("NEURON_SIM", "1")
+    warnings.filterwarnings("ignore")
+    import torch
+    import torch.nn.functional as F
+    import torch_neuronsim
+
+    ops = {"add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+           "relu": lambda a, b: torch.relu(a), "gelu": lambda a, b: F.gelu(a),
+           "exp": lambda a, b: torch.exp(a)}
+    print(f"target {args.target}; small ops on 1024 fp32 elements, {args.reps} reps")
+    print(f"{'op':8} {'neuron us/op':>13} {'cpu us/op':>10} {'fallbacks':>9}")
+    a, b = torch.randn(1024), torch.randn(1024)
+    na, nb = a.to("neuron"), b.to("neuron")
+    for name, f in ops.items():
+        torch_neuronsim.reset_stats()
+        us = per_op_us(lambda: f(na, nb), args.reps)
+        fb = torch_neuronsim.stats()["cpu_fallbacks"]
+        cpu = per_op_us(lambda: f(a, b), args.reps)
+        print(f"{name:8} {us:13.1f} {cpu:10.1f} {fb:9d}")
+
+    n = args.big_mib * 2**20 // 4
+    peak = min(16 * DMA_ENGINE_GBPS[args.target], HBM_GBPS[args.target])
+    print(f"\nmemory-bound ops on {args.big_mib} MiB fp32 operands "
+          f"(bound: min(DMA 16 x {DMA_ENGINE_GBPS[args.target]}, HBM {HBM_GBPS[args.target]:.0f})"
+          f" = {peak:.1f} GB/s)")
+    print(f"{'op':8} {'moved MiB':>10} {'sim us':>10} {'GB/s':>8} {'% of bound':>10} "
+          f"{'host s':>7}")
+    big_a = torch.ones(n, device="neuron")
+    big_b = torch.full((n,), 2.0, device="neuron")
+    for name, f, moved in (("add", lambda: big_a + big_b, 3), ("relu", lambda: torch.relu(big_a), 2)):
+        torch_neuronsim.reset_stats()
+        t = time.perf_counter()
+        out = f()
+        host = time.perf_counter() - t
+        del out
+        ns = torch_neuronsim.stats()["simulated_time_ns"]
+        nbytes = moved * n * 4
+        gbps = nbytes / ns
+        print(f"{name:8} {nbytes / 2**20:10.0f} {ns / 1e3:10.1f} {gbps:8.1f} "
+              f"{100 * gbps / peak:9.1f}% {host:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
