@@ -22,6 +22,7 @@
 #include <ATen/ops/neg_ops.h>
 #include <ATen/ops/reciprocal_ops.h>
 #include <ATen/ops/relu_ops.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/rsqrt_ops.h>
 #include <ATen/ops/sigmoid_ops.h>
 #include <ATen/ops/silu_ops.h>
@@ -32,6 +33,7 @@
 #include <torch/library.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -44,9 +46,17 @@ namespace neuron {
 
 namespace {
 
+// what an elementwise program computes
+enum Kind { UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3 };
+struct Ew {
+	Kind kind;
+	int code;       // activation (UNARY_ACT) or ALU op
+	float imm;      // TENSOR_SCALAR's scalar; UNARY_ACT's input scale
+};
+
 std::mutex g_cache_lock;
-// (arity, alu or activation, dtype, n, dev); neg is the identity at scale -1
-std::map<std::tuple<int, int, int, uint64_t, int>, nsim_model *> g_cache;
+// (kind, code, imm bits, dtype, n, dev)
+std::map<std::tuple<int, int, uint32_t, int, uint64_t, int>, nsim_model *> g_cache;
 
 int isa_dtype_of(at::ScalarType t)
 {
@@ -69,9 +79,11 @@ nsim_tensor *slice_of(const at::Tensor &t)
 	return s;
 }
 
-nsim_model *program_for(int arity, int code, int dtype, uint64_t n, int dev)
+nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 {
-	auto key = std::make_tuple(arity, code, dtype, n, dev);
+	uint32_t bits;
+	std::memcpy(&bits, &op.imm, 4);
+	auto key = std::make_tuple((int)op.kind, op.code, bits, dtype, n, dev);
 	std::lock_guard<std::mutex> g(g_cache_lock);
 	auto it = g_cache.find(key);
 	if (it != g_cache.end()) {
@@ -83,9 +95,10 @@ nsim_model *program_for(int arity, int code, int dtype, uint64_t n, int dev)
 	size_t len = 0;
 	isa_diag d{};
 	int target = isa_target_from_name(nsim_target_name());
-	isa_status st = arity == 2 ? nk_binary_program(target, code, dtype, n, &bin, &len, &d)
-				   : nk_unary_program(target, code, code == ISA_ACT_identity ? -1.0f : 1.0f,
-						      dtype, n, &bin, &len, &d);
+	isa_status st = op.kind == BINARY ? nk_binary_program(target, op.code, dtype, n, &bin, &len, &d)
+			: op.kind == TENSOR_SCALAR
+				? nk_scalar_program(target, op.code, op.imm, dtype, n, &bin, &len, &d)
+				: nk_unary_program(target, op.code, op.imm, dtype, n, &bin, &len, &d);
 	TORCH_CHECK(st == ISA_OK, "neuron: generating the elementwise kernel failed: ", d.msg);
 	nsim_model *m = nullptr;
 	nsim_status rs = nsim_load(bin, len, dev, &m);
@@ -119,13 +132,12 @@ struct ExecHandles {
 // its stats must be read for the run that produced them.
 std::mutex g_exec_lock;
 
-// out = a <code> b (b defined) or out = act_code(a): one cached program run
-at::Tensor run_elementwise(int code, const at::Tensor &a, const at::Tensor *b)
+// out = op(a[, b]): one run of a cached program
+at::Tensor run_elementwise(const Ew &op, const at::Tensor &a, const at::Tensor *b)
 {
 	int dev = a.device().index();
 	at::Tensor out = at::empty(a.sizes(), a.options());
-	nsim_model *m = program_for(b ? 2 : 1, code, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(),
-				    dev);
+	nsim_model *m = program_for(op, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
 	ExecHandles h;
 	h.t[0] = slice_of(a);
 	h.t[1] = b ? slice_of(*b) : nullptr;
@@ -146,37 +158,66 @@ at::Tensor run_elementwise(int code, const at::Tensor &a, const at::Tensor *b)
 	return out;
 }
 
-#define BINARY(name, op, alu)                                                                  \
+bool native_unary_ok(const at::Tensor &a)
+{
+	return a.is_privateuseone() && isa_dtype_of(a.scalar_type()) != ISA_DT_INVALID &&
+	       a.is_contiguous() && a.numel() > 0;
+}
+
+// a 0-dim CPU tensor (what `x * 2` passes as a wrapped number) whose type
+// does not change the result's dtype: its value becomes an immediate
+bool is_scalar_operand(const at::Tensor &a, const at::Tensor &b)
+{
+	return b.dim() == 0 && b.device().is_cpu() && !b.is_complex() &&
+	       at::result_type(a, b) == a.scalar_type();
+}
+
+// runs a <alu> b natively when covered; false sends the caller to the fallback
+bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (native_ok(a, b)) {
+		out = run_elementwise({ BINARY, alu, 1.0f }, a, &b);
+		return true;
+	}
+	if (native_unary_ok(a) && is_scalar_operand(a, b)) {
+		// As CPU PyTorch: add/sub (ufunc kernels) first round the scalar to the
+		// tensor's dtype; mul/div/max/min use its value at fp32 (opmath).
+		bool round = alu == ISA_ALU_add || alu == ISA_ALU_subtract;
+		float v = round ? b.to(a.scalar_type()).item<float>() : (float)b.item<double>();
+		out = run_elementwise({ TENSOR_SCALAR, alu, v }, a, nullptr);
+		return true;
+	}
+	return false;
+}
+
+#define BINARY_OP(name, op, alu)                                                               \
 	at::Tensor name(const at::Tensor &a, const at::Tensor &b)                               \
 	{                                                                                       \
-		if (native_ok(a, b))                                                            \
-			return run_elementwise(alu, a, &b);                                           \
+		at::Tensor out;                                                                 \
+		if (native_binary(alu, a, b, out))                                              \
+			return out;                                                             \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::op>::call(a, b); \
 	}
 
-BINARY(mul, mul_Tensor, ISA_ALU_multiply)
-BINARY(div, div_Tensor, ISA_ALU_divide)
-BINARY(maximum, maximum, ISA_ALU_max)
-BINARY(minimum, minimum, ISA_ALU_min)
+BINARY_OP(mul, mul_Tensor, ISA_ALU_multiply)
+BINARY_OP(div, div_Tensor, ISA_ALU_divide)
+BINARY_OP(maximum, maximum, ISA_ALU_max)
+BINARY_OP(minimum, minimum, ISA_ALU_min)
 
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
-	if (native_ok(a, b) && alpha.equal(1))
-		return run_elementwise(ISA_ALU_add, a, &b);
+	at::Tensor out;
+	if (alpha.equal(1) && native_binary(ISA_ALU_add, a, b, out))
+		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
 }
 
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
-	if (native_ok(a, b) && alpha.equal(1))
-		return run_elementwise(ISA_ALU_subtract, a, &b);
+	at::Tensor out;
+	if (alpha.equal(1) && native_binary(ISA_ALU_subtract, a, b, out))
+		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
-}
-
-bool native_unary_ok(const at::Tensor &a)
-{
-	return a.is_privateuseone() && isa_dtype_of(a.scalar_type()) != ISA_DT_INVALID &&
-	       a.is_contiguous() && a.numel() > 0;
 }
 
 // ScalarE activations: func(scale * x) evaluated in fp32 and rounded to the
@@ -185,7 +226,7 @@ bool native_unary_ok(const at::Tensor &a)
 	at::Tensor name(const at::Tensor &a)                                                   \
 	{                                                                                   \
 		if (native_unary_ok(a))                                                     \
-			return run_elementwise(func, a, nullptr);                           \
+			return run_elementwise({ UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, a, nullptr); \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::name>::call(a); \
 	}
 
@@ -211,8 +252,8 @@ NEURON_UNARY_OPS(UNARY)
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 {
 	if (native_unary_ok(a) && (approximate == "none" || approximate == "tanh"))
-		return run_elementwise(approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, a,
-				       nullptr);
+		return run_elementwise({ UNARY_ACT, approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, 1.0f },
+				       a, nullptr);
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gelu>::call(a, approximate);
 }
 

@@ -15,6 +15,7 @@
 #include "kernels.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,9 +69,10 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 }
 
 typedef struct ew_op {
-	unsigned nin;          /* 1: activation on ScalarE, 2: tensor_tensor on VectorE */
+	unsigned nin;          /* 1: unary, 2: tensor_tensor on VectorE */
+	bool vector_scalar;    /* unary as tensor_scalar `a <alu> imm` on VectorE, else activation */
 	int alu, func;
-	float scale;
+	float scale;           /* activation input scale, or the immediate */
 } ew_op;
 
 static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n, uint8_t **bin,
@@ -107,7 +109,7 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 	unsigned esz = isa_dtype_size(dtype);
 	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
 	const unsigned per_tile = op->nin + 1;           /* DMA descriptors per tile */
-	const int compute = op->nin == 2 ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
+	const int compute = op->nin == 2 || op->vector_scalar ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
 	for (uint32_t i = 0; i < nt; i++) {
 		const tile *x = &tiles[i];
 		uint64_t base = (i % 2) * per_tile * slot;    /* a, [b,] out of buffer set i%2 */
@@ -133,8 +135,13 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1))) ||
 		    (st = isa_builder_sem_wait(p, compute, 0, ISA_ALU_is_ge, op->nin * (i + 1))))
 			goto free_all;
-		st = op->nin == 2 ? isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu)
-				  : isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
+		if (op->nin == 2)
+			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
+		else if (op->vector_scalar)
+			st = isa_builder_tensor_scalar(p, compute, so, sa, op->alu, isa_imm_f32(op->scale),
+						       ISA_ALU_bypass, isa_imm_f32(0.0f));
+		else
+			st = isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
 		if (st || (st = isa_builder_sem_signal(p, compute, 1, ISA_SEMOP_ADD, 1)))
 			goto free_all;
 	}
@@ -158,13 +165,20 @@ free_all:
 isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
-	ew_op op = { 2, alu, 0, 1.0f };
+	ew_op op = { 2, false, alu, 0, 1.0f };
 	return ew_program(target, &op, dtype, n, bin, len, diag);
 }
 
 isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
 			    uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	ew_op op = { 1, 0, func, scale };
+	ew_op op = { 1, false, 0, func, scale };
+	return ew_program(target, &op, dtype, n, bin, len, diag);
+}
+
+isa_status nk_scalar_program(int target, int alu, float s, int dtype, uint64_t n, uint8_t **bin,
+			     size_t *len, isa_diag *diag)
+{
+	ew_op op = { 1, true, alu, 0, s };
 	return ew_program(target, &op, dtype, n, bin, len, diag);
 }

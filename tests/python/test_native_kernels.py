@@ -240,3 +240,40 @@ def test_256MiB_elementwise_is_bandwidth_bound(target, dma_gbps, hbm_gbps):
     assert ns >= moved / min(dma_gbps, hbm_gbps), (ns, moved / ns)
     # and the kernel keeps the DMA engines reasonably busy (>= 50% of peak)
     assert ns <= 2 * moved / min(dma_gbps, hbm_gbps), (ns, moved / ns)
+
+
+SCALAR_CASES = {
+    "add": lambda t: t + 0.37, "sub": lambda t: t - 0.37, "mul": lambda t: t * (1 / 3),
+    "div": lambda t: t / 0.3, "int": lambda t: t * 3, "bool": lambda t: t * True,
+    "overflow": lambda t: t + 1e10,
+    "maximum": lambda t: torch.maximum(t, torch.tensor(0.1)),
+    "minimum": lambda t: torch.minimum(t, torch.tensor(0.1)),
+    "f64_0dim": lambda t: t * torch.tensor(2.5, dtype=torch.float64),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", sorted(SCALAR_CASES))
+def test_tensor_scalar_matches_cpu_bit_for_bit(case, dtype):
+    """`x op python_number` (a wrapped 0-dim CPU tensor) runs as VectorE
+    tensor_scalar; add/sub round the scalar to the tensor's dtype first and
+    mul/div use it at fp32, as CPU PyTorch does, so results are identical."""
+    g = torch.Generator().manual_seed(3)
+    for n in [1, 513, SIZES[-1]]:
+        x = torch.randn(n, generator=g).to(dtype)
+        torch_neuronsim.reset_stats()
+        got = SCALAR_CASES[case](x.to(NEURON))
+        s = torch_neuronsim.stats()
+        want = SCALAR_CASES[case](x)
+        assert got.dtype == want.dtype
+        assert torch.equal(got.cpu(), want), (case, dtype, n)
+        assert s["cpu_fallbacks"] == 0 and s["programs_executed"] == 1, s
+
+
+def test_scalar_that_promotes_falls_back():
+    # a float scalar on an integer tensor changes the result dtype
+    i = torch.arange(10)
+    torch_neuronsim.reset_stats()
+    got = i.to(NEURON) * 0.5
+    assert torch_neuronsim.stats()["cpu_fallbacks"] >= 1
+    assert got.dtype == torch.float32 and torch.equal(got.cpu(), i * 0.5)
