@@ -47,16 +47,18 @@ namespace neuron {
 namespace {
 
 // what an elementwise program computes
-enum Kind { UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3 };
+// (BCAST_*: b broadcast over a [n / cols, cols], b [cols] or b [n / cols, 1])
+enum Kind { UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3, BCAST_COLS = 4, BCAST_ROWS = 5 };
 struct Ew {
 	Kind kind;
-	int code;       // activation (UNARY_ACT) or ALU op
-	float imm;      // TENSOR_SCALAR's scalar; UNARY_ACT's input scale
+	int code;           // activation (UNARY_ACT) or ALU op
+	float imm;          // TENSOR_SCALAR's scalar; UNARY_ACT's input scale
+	uint64_t cols = 0;  // BCAST_*
 };
 
 std::mutex g_cache_lock;
-// (kind, code, imm bits, dtype, n, dev)
-std::map<std::tuple<int, int, uint32_t, int, uint64_t, int>, nsim_model *> g_cache;
+// (kind, code, imm bits, cols, dtype, n, dev)
+std::map<std::tuple<int, int, uint32_t, uint64_t, int, uint64_t, int>, nsim_model *> g_cache;
 
 int isa_dtype_of(at::ScalarType t)
 {
@@ -83,7 +85,7 @@ nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 {
 	uint32_t bits;
 	std::memcpy(&bits, &op.imm, 4);
-	auto key = std::make_tuple((int)op.kind, op.code, bits, dtype, n, dev);
+	auto key = std::make_tuple((int)op.kind, op.code, bits, op.cols, dtype, n, dev);
 	std::lock_guard<std::mutex> g(g_cache_lock);
 	auto it = g_cache.find(key);
 	if (it != g_cache.end()) {
@@ -95,10 +97,17 @@ nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 	size_t len = 0;
 	isa_diag d{};
 	int target = isa_target_from_name(nsim_target_name());
-	isa_status st = op.kind == BINARY ? nk_binary_program(target, op.code, dtype, n, &bin, &len, &d)
-			: op.kind == TENSOR_SCALAR
-				? nk_scalar_program(target, op.code, op.imm, dtype, n, &bin, &len, &d)
-				: nk_unary_program(target, op.code, op.imm, dtype, n, &bin, &len, &d);
+	isa_status st;
+	switch (op.kind) {
+	case BINARY: st = nk_binary_program(target, op.code, dtype, n, &bin, &len, &d); break;
+	case TENSOR_SCALAR: st = nk_scalar_program(target, op.code, op.imm, dtype, n, &bin, &len, &d); break;
+	case BCAST_COLS:
+	case BCAST_ROWS:
+		st = nk_broadcast_program(target, op.code, dtype, n / op.cols, op.cols, op.kind == BCAST_ROWS,
+					  &bin, &len, &d);
+		break;
+	default: st = nk_unary_program(target, op.code, op.imm, dtype, n, &bin, &len, &d); break;
+	}
 	TORCH_CHECK(st == ISA_OK, "neuron: generating the elementwise kernel failed: ", d.msg);
 	nsim_model *m = nullptr;
 	nsim_status rs = nsim_load(bin, len, dev, &m);
@@ -172,12 +181,39 @@ bool is_scalar_operand(const at::Tensor &a, const at::Tensor &b)
 	       at::result_type(a, b) == a.scalar_type();
 }
 
+// The broadcast forms with a native kernel: b is a's last dim (a bias, with
+// any leading 1s) or a's shape with the last dim 1 (a per-row scale).
+Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
+{
+	if (a.dim() < 1 || b.dim() > a.dim() || a.size(-1) == 0 || a.size(-1) > INT32_MAX ||
+	    !a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device() ||
+	    a.scalar_type() != b.scalar_type() || isa_dtype_of(a.scalar_type()) == ISA_DT_INVALID ||
+	    !a.is_contiguous() || !b.is_contiguous() || a.numel() == 0)
+		return UNARY_ACT;   // none
+	if (b.numel() == a.size(-1) && b.dim() >= 1 && b.size(-1) == a.size(-1))
+		return BCAST_COLS;
+	if (b.dim() == a.dim() && b.size(-1) == 1 && a.size(-1) > 1 &&
+	    b.sizes().slice(0, b.dim() - 1).equals(a.sizes().slice(0, a.dim() - 1)))
+		return BCAST_ROWS;
+	return UNARY_ACT;
+}
+
 // runs a <alu> b natively when covered; false sends the caller to the fallback
 bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
 	if (native_ok(a, b)) {
 		out = run_elementwise({ BINARY, alu, 1.0f }, a, &b);
 		return true;
+	}
+	bool commutes = alu == ISA_ALU_add || alu == ISA_ALU_multiply || alu == ISA_ALU_max ||
+			alu == ISA_ALU_min;
+	for (int swap = 0; swap < (commutes ? 2 : 1); swap++) {
+		const at::Tensor &x = swap ? b : a, &y = swap ? a : b;
+		Kind k = broadcast_kind(x, y);
+		if (k == BCAST_COLS || k == BCAST_ROWS) {
+			out = run_elementwise({ k, alu, 1.0f, (uint64_t)x.size(-1) }, x, &y);
+			return true;
+		}
 	}
 	if (native_unary_ok(a) && is_scalar_operand(a, b)) {
 		// As CPU PyTorch: add/sub (ufunc kernels) first round the scalar to the

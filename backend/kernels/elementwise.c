@@ -38,8 +38,11 @@ void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 }
 
 typedef struct tile {
-	uint64_t start;            /* first element */
-	uint32_t rows, cols;       /* rows x cols elements, row-major */
+	uint64_t start;            /* first element of a and out */
+	uint32_t rows, cols;       /* rows x cols elements */
+	uint64_t pstride;          /* elements between rows of a and out */
+	uint64_t start_b;          /* b: first element, row and column strides (0: broadcast) */
+	uint64_t pstride_b, fstride_b;
 } tile;
 
 /* Row length f: up to TILE_F, shorter when that fills all 128 partitions
@@ -53,7 +56,7 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 	uint64_t s = 0;
 	while (s < n && k < cap) {
 		uint64_t left = n - s;
-		tile x = { s, 0, 0 };
+		tile x = { s, 0, 0, 0, s, 0, 1 };
 		if (left >= f) {
 			uint64_t rows = left / f;
 			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
@@ -62,6 +65,7 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 			x.rows = 1;
 			x.cols = (uint32_t)left;
 		}
+		x.pstride = x.pstride_b = x.cols;
 		t[k++] = x;
 		s += (uint64_t)x.rows * x.cols;
 	}
@@ -75,36 +79,22 @@ typedef struct ew_op {
 	float scale;           /* activation input scale, or the immediate */
 } ew_op;
 
-static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n, uint8_t **bin,
-			     size_t *len, isa_diag *diag)
+/* Emits the program for `nt` tiles over a and out (n elements) and b (nb). */
+static isa_status ew_emit(int target, const ew_op *op, int dtype, uint64_t n, uint64_t nb,
+			  const tile *tiles, uint32_t nt, uint8_t **bin, size_t *len, isa_diag *diag)
 {
 	isa_status st = ISA_E_NOMEM;
-	*bin = NULL;
-	*len = 0;
-	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
-	if (n == 0 || max_tiles > (1u << 20)) {
-		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: %llu elements", (unsigned long long)n);
-		return ISA_E_LIMIT;
-	}
-	tile *tiles = calloc(max_tiles, sizeof(tile));
 	isa_program *p = isa_program_new(target);
-	if (!tiles || !p)
-		goto free_all;
-	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
-	if (nt == 0) {
-		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: cannot tile %llu elements",
-			(unsigned long long)n);
-		st = ISA_E_LIMIT;
-		goto free_all;
-	}
+	if (!p)
+		return st;
 	p->num_semaphores = 3;
-	uint64_t shape[1] = { n };
+	uint64_t shape[1] = { n }, shape_b[1] = { nb };
 	int ta = isa_builder_tensor(p, "a", dtype, ISA_TK_INPUT, 1, shape, diag);
-	int tb = op->nin == 2 ? isa_builder_tensor(p, "b", dtype, ISA_TK_INPUT, 1, shape, diag) : 0;
+	int tb = op->nin == 2 ? isa_builder_tensor(p, "b", dtype, ISA_TK_INPUT, 1, shape_b, diag) : 0;
 	int to = isa_builder_tensor(p, "out", dtype, ISA_TK_OUTPUT, 1, shape, diag);
 	if (ta < 0 || tb < 0 || to < 0) {
 		st = diag->code;
-		goto free_all;
+		goto free_program;
 	}
 	unsigned esz = isa_dtype_size(dtype);
 	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
@@ -117,24 +107,30 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 		isa_ap sb = isa_ap_sbuf(dtype, 0, x->rows, base + slot, x->cols);
 		isa_ap so = isa_ap_sbuf(dtype, 0, x->rows, base + op->nin * slot, x->cols);
 		uint64_t off = x->start * esz;
-		isa_ap ha = isa_ap_hbm(dtype, (uint32_t)ta, off, x->rows, x->cols, x->cols);
-		isa_ap hb = isa_ap_hbm(dtype, (uint32_t)tb, off, x->rows, x->cols, x->cols);
-		isa_ap ho = isa_ap_hbm(dtype, (uint32_t)to, off, x->rows, x->cols, x->cols);
+		isa_ap ha = isa_ap_hbm(dtype, (uint32_t)ta, off, x->rows, (int64_t)x->pstride, x->cols);
+		isa_ap hb = isa_ap_hbm(dtype, (uint32_t)tb, x->start_b * esz, x->rows,
+				       (int64_t)x->pstride_b, x->cols);
+		if (x->fstride_b != 1) {
+			int32_t fs = (int32_t)x->fstride_b;
+			uint32_t sz = x->cols;
+			hb = isa_ap_dims(hb, 1, &fs, &sz);
+		}
+		isa_ap ho = isa_ap_hbm(dtype, (uint32_t)to, off, x->rows, (int64_t)x->pstride, x->cols);
 		int la = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sa, &ha, NULL, diag);
 		int lb = op->nin == 2 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag) : 0;
 		int so_ = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
 		if (la < 0 || lb < 0 || so_ < 0) {
 			st = diag->code;
-			goto free_all;
+			goto free_program;
 		}
 		/* loads into buffer set i%2 wait until tile i-2's store has read it */
 		if (i >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, i - 1)))
-			goto free_all;
+			goto free_program;
 		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)la, 0, 0, 1)) ||
 		    (op->nin == 2 &&
 		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1))) ||
 		    (st = isa_builder_sem_wait(p, compute, 0, ISA_ALU_is_ge, op->nin * (i + 1))))
-			goto free_all;
+			goto free_program;
 		if (op->nin == 2)
 			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
 		else if (op->vector_scalar)
@@ -143,22 +139,47 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 		else
 			st = isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
 		if (st || (st = isa_builder_sem_signal(p, compute, 1, ISA_SEMOP_ADD, 1)))
-			goto free_all;
+			goto free_program;
 	}
 	/* stores, in order, each after its tile is computed */
 	for (uint32_t i = 0; i < nt; i++) {
 		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, i + 1)) ||
 		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * i + op->nin, 2, 2, 1)))
-			goto free_all;
+			goto free_program;
 	}
 	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt)))
-		goto free_all;
+		goto free_program;
 	if ((st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
-		goto free_all;
+		goto free_program;
 	st = ISA_OK;
-free_all:
-	free(tiles);
+free_program:
 	isa_program_free(p);
+	return st;
+}
+
+static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n, uint8_t **bin,
+			     size_t *len, isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
+	if (n == 0 || max_tiles > (1u << 20)) {
+		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: %llu elements", (unsigned long long)n);
+		return ISA_E_LIMIT;
+	}
+	tile *tiles = calloc(max_tiles, sizeof(tile));
+	if (!tiles)
+		return ISA_E_NOMEM;
+	isa_status st;
+	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
+	if (nt == 0) {
+		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: cannot tile %llu elements",
+			(unsigned long long)n);
+		st = ISA_E_LIMIT;
+	} else {
+		st = ew_emit(target, op, dtype, n, n, tiles, nt, bin, len, diag);
+	}
+	free(tiles);
 	return st;
 }
 
@@ -167,6 +188,43 @@ isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t
 {
 	ew_op op = { 2, false, alu, 0, 1.0f };
 	return ew_program(target, &op, dtype, n, bin, len, diag);
+}
+
+isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, uint64_t cols,
+				bool b_per_row, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	uint64_t rblocks = (rows + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
+	uint64_t cblocks = (cols + TILE_F - 1) / TILE_F;
+	if (rows == 0 || cols == 0 || cols > INT32_MAX || rblocks > (1u << 20) ||
+	    cblocks > (1u << 20) / rblocks) {
+		nk_fail(diag, ISA_E_LIMIT, "broadcast kernel: %llu x %llu elements",
+			(unsigned long long)rows, (unsigned long long)cols);
+		return ISA_E_LIMIT;
+	}
+	tile *tiles = calloc(rblocks * cblocks, sizeof(tile));
+	if (!tiles)
+		return ISA_E_NOMEM;
+	uint32_t nt = 0;
+	for (uint64_t r = 0; r < rows; r += ISA_NUM_PARTITIONS)
+		for (uint64_t c = 0; c < cols; c += TILE_F) {
+			tile *x = &tiles[nt++];
+			x->rows = (uint32_t)(rows - r < ISA_NUM_PARTITIONS ? rows - r : ISA_NUM_PARTITIONS);
+			x->cols = (uint32_t)(cols - c < TILE_F ? cols - c : TILE_F);
+			x->start = r * cols + c;
+			x->pstride = cols;
+			/* b [rows, 1]: one value per row, repeated along it (free stride 0);
+			 * b [cols]: the same row in every partition (partition stride 0) */
+			x->start_b = b_per_row ? r : c;
+			x->pstride_b = b_per_row ? 1 : 0;
+			x->fstride_b = b_per_row ? 0 : 1;
+		}
+	ew_op op = { 2, false, alu, 0, 1.0f };
+	isa_status st = ew_emit(target, &op, dtype, rows * cols, b_per_row ? rows : cols, tiles, nt,
+				bin, len, diag);
+	free(tiles);
+	return st;
 }
 
 isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,

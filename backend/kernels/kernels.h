@@ -6,6 +6,8 @@
 #ifndef NSIM_BACKEND_KERNELS_H
 #define NSIM_BACKEND_KERNELS_H
 
+#include <stdbool.h>
+
 #include "neuronsim/isa.h"
 
 #ifdef __cplusplus
@@ -15,6 +17,11 @@ extern "C" {
 /* out[n] = a[n] <alu> b[n], contiguous, one dtype; inputs "a", "b", output "out" */
 isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
 			     size_t *len, isa_diag *diag);
+
+/* out[r, c] = a[r, c] <alu> b, a and out [rows, cols] row-major; b is [rows, 1]
+ * (b_per_row) or [cols], broadcast by stride-0 DMA patterns */
+isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, uint64_t cols,
+				bool b_per_row, uint8_t **bin, size_t *len, isa_diag *diag);
 
 /* out[n] = func(scale * a[n]) on ScalarE; input "a", output "out" */
 isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,

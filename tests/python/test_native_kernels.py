@@ -67,7 +67,7 @@ def test_uncovered_calls_fall_back_and_are_correct():
     a, b = torch.randn(4, 5), torch.randn(5)
     da, db = a.to(NEURON), b.to(NEURON)
     cases = [
-        (lambda x, y: x + y, "broadcast"),
+        (lambda x, y: x[:, :1] + y[None, :], "outer broadcast"),   # [4, 1] + [1, 5]
         (lambda x, y: torch.add(x, y, alpha=2), "alpha"),
     ]
     for f, why in cases:
@@ -277,3 +277,28 @@ def test_scalar_that_promotes_falls_back():
     got = i.to(NEURON) * 0.5
     assert torch_neuronsim.stats()["cpu_fallbacks"] >= 1
     assert got.dtype == torch.float32 and torch.equal(got.cpu(), i * 0.5)
+
+
+BROADCAST_SHAPES = [((5, 7), (7,)), ((300, 3000), (3000,)), ((2, 130, 64), (1, 64)),
+                    ((300, 3000), (300, 1)), ((2, 130, 64), (2, 130, 1)), ((129, 4097), (129, 1))]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_broadcast_bias_and_per_row_forms(op, dtype):
+    """b as a's last dim (bias) or a's shape with last dim 1 (per-row scale)
+    run natively through stride-0 DMA patterns (either operand order for the
+    commutative ops) and match CPU bit for bit; columns over 2048 and rows
+    over 128 take several tiles."""
+    f = OPS[op]
+    g = torch.Generator().manual_seed(5)
+    for ash, bsh in BROADCAST_SHAPES:
+        a = torch.randn(ash, generator=g).to(dtype)
+        b = (torch.rand(bsh, generator=g) + 0.5).to(dtype)
+        pairs = [(a, b), (b, a)] if op in ("add", "mul", "maximum", "minimum") else [(a, b)]
+        for x, y in pairs:
+            torch_neuronsim.reset_stats()
+            got = f(x.to(NEURON), y.to(NEURON))
+            s = torch_neuronsim.stats()
+            assert torch.equal(got.cpu(), f(x, y)), (op, dtype, x.shape, y.shape)
+            assert s["cpu_fallbacks"] == 0 and s["programs_executed"] == 1, s
