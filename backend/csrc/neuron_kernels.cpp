@@ -9,6 +9,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/abs_ops.h>
 #include <ATen/ops/add_ops.h>
+#include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/cos_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ops/empty.h>
@@ -20,6 +21,7 @@
 #include <ATen/ops/minimum_ops.h>
 #include <ATen/ops/mul_ops.h>
 #include <ATen/ops/neg_ops.h>
+#include <ATen/ops/pow_ops.h>
 #include <ATen/ops/reciprocal_ops.h>
 #include <ATen/ops/relu_ops.h>
 #include <ATen/ops/result_type.h>
@@ -54,11 +56,13 @@ struct Ew {
 	int code;           // activation (UNARY_ACT) or ALU op
 	float imm;          // TENSOR_SCALAR's scalar; UNARY_ACT's input scale
 	uint64_t cols = 0;  // BCAST_*
+	int code2 = ISA_ALU_bypass;   // TENSOR_SCALAR: then `<code2> imm2`
+	float imm2 = 0.0f;
 };
 
 std::mutex g_cache_lock;
-// (kind, code, imm bits, cols, dtype, n, dev)
-std::map<std::tuple<int, int, uint32_t, uint64_t, int, uint64_t, int>, nsim_model *> g_cache;
+// (kind, code and code2, imm and imm2 bits, cols, dtype, n, dev)
+std::map<std::tuple<int, int, uint64_t, uint64_t, int, uint64_t, int>, nsim_model *> g_cache;
 
 int isa_dtype_of(at::ScalarType t)
 {
@@ -83,9 +87,12 @@ nsim_tensor *slice_of(const at::Tensor &t)
 
 nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 {
-	uint32_t bits;
-	std::memcpy(&bits, &op.imm, 4);
-	auto key = std::make_tuple((int)op.kind, op.code, bits, op.cols, dtype, n, dev);
+	uint64_t bits;   // both immediates
+	uint32_t b1, b2;
+	std::memcpy(&b1, &op.imm, 4);
+	std::memcpy(&b2, &op.imm2, 4);
+	bits = (uint64_t)b1 << 32 | b2;
+	auto key = std::make_tuple((int)op.kind, op.code * 256 + op.code2, bits, op.cols, dtype, n, dev);
 	std::lock_guard<std::mutex> g(g_cache_lock);
 	auto it = g_cache.find(key);
 	if (it != g_cache.end()) {
@@ -100,7 +107,9 @@ nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 	isa_status st;
 	switch (op.kind) {
 	case BINARY: st = nk_binary_program(target, op.code, dtype, n, &bin, &len, &d); break;
-	case TENSOR_SCALAR: st = nk_scalar_program(target, op.code, op.imm, dtype, n, &bin, &len, &d); break;
+	case TENSOR_SCALAR:
+		st = nk_scalar_program(target, op.code, op.imm, op.code2, op.imm2, dtype, n, &bin, &len, &d);
+		break;
 	case BCAST_COLS:
 	case BCAST_ROWS:
 		st = nk_broadcast_program(target, op.code, dtype, n / op.cols, op.cols, op.kind == BCAST_ROWS,
@@ -293,6 +302,38 @@ at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gelu>::call(a, approximate);
 }
 
+// x ** e for the exponents models use, as ScalarE activations (CPU PyTorch
+// special-cases the same ones: 2 -> x*x, 0.5 -> sqrt, -0.5 -> rsqrt, -1 -> 1/x)
+at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
+{
+	if (native_unary_ok(a) && !e.isComplex()) {
+		double v = e.toDouble();
+		int func = v == 2.0 ? ISA_ACT_square : v == 0.5 ? ISA_ACT_sqrt
+			 : v == -0.5 ? ISA_ACT_rsqrt : v == -1.0 ? ISA_ACT_reciprocal : -1;
+		if (func >= 0)
+			return run_elementwise({ UNARY_ACT, func, 1.0f }, a, nullptr);
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::pow_Tensor_Scalar>::call(a, e);
+}
+
+// clamp(x, lo, hi) = min(max(x, lo), hi) as one VectorE tensor_scalar
+at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
+		 const std::optional<at::Scalar> &hi)
+{
+	bool ok = native_unary_ok(a) && (lo || hi) && (!lo || !lo->isComplex()) &&
+		  (!hi || !hi->isComplex());
+	if (ok) {
+		Ew op{ TENSOR_SCALAR, lo ? ISA_ALU_max : ISA_ALU_min,
+		       (float)(lo ? lo->toDouble() : hi->toDouble()) };
+		if (lo && hi) {
+			op.code2 = ISA_ALU_min;
+			op.imm2 = (float)hi->toDouble();
+		}
+		return run_elementwise(op, a, nullptr);
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::clamp>::call(a, lo, hi);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -306,6 +347,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 #define UNARY_REG(name, func) m.impl(#name, name);
 	NEURON_UNARY_OPS(UNARY_REG)
 	m.impl("gelu", gelu);
+	m.impl("pow.Tensor_Scalar", pow_scalar);
+	m.impl("clamp", clamp);
 }
 
 }  // namespace neuron

@@ -77,6 +77,8 @@ typedef struct ew_op {
 	bool vector_scalar;    /* unary as tensor_scalar `a <alu> imm` on VectorE, else activation */
 	int alu, func;
 	float scale;           /* activation input scale, or the immediate */
+	int alu2;              /* tensor_scalar's second op (bypass: none) and immediate */
+	float s2;
 } ew_op;
 
 /* Emits the program for `nt` tiles over a and out (n elements) and b (nb). */
@@ -135,7 +137,7 @@ static isa_status ew_emit(int target, const ew_op *op, int dtype, uint64_t n, ui
 			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
 		else if (op->vector_scalar)
 			st = isa_builder_tensor_scalar(p, compute, so, sa, op->alu, isa_imm_f32(op->scale),
-						       ISA_ALU_bypass, isa_imm_f32(0.0f));
+						       op->alu2, isa_imm_f32(op->s2));
 		else
 			st = isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
 		if (st || (st = isa_builder_sem_signal(p, compute, 1, ISA_SEMOP_ADD, 1)))
@@ -186,7 +188,7 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
-	ew_op op = { 2, false, alu, 0, 1.0f };
+	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f };
 	return ew_program(target, &op, dtype, n, bin, len, diag);
 }
 
@@ -220,7 +222,7 @@ isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, u
 			x->pstride_b = b_per_row ? 1 : 0;
 			x->fstride_b = b_per_row ? 0 : 1;
 		}
-	ew_op op = { 2, false, alu, 0, 1.0f };
+	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f };
 	isa_status st = ew_emit(target, &op, dtype, rows * cols, b_per_row ? rows : cols, tiles, nt,
 				bin, len, diag);
 	free(tiles);
@@ -230,13 +232,13 @@ isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, u
 isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
 			    uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	ew_op op = { 1, false, 0, func, scale };
+	ew_op op = { 1, false, 0, func, scale, ISA_ALU_bypass, 0.0f };
 	return ew_program(target, &op, dtype, n, bin, len, diag);
 }
 
-isa_status nk_scalar_program(int target, int alu, float s, int dtype, uint64_t n, uint8_t **bin,
-			     size_t *len, isa_diag *diag)
+isa_status nk_scalar_program(int target, int alu, float s, int alu2, float s2, int dtype,
+			     uint64_t n, uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	ew_op op = { 1, true, alu, 0, s };
+	ew_op op = { 1, true, alu, 0, s, alu2, s2 };
 	return ew_program(target, &op, dtype, n, bin, len, diag);
 }

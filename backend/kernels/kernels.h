@@ -27,9 +27,10 @@ isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, u
 isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
 			    uint8_t **bin, size_t *len, isa_diag *diag);
 
-/* out[n] = a[n] <alu> s on VectorE (tensor_scalar); input "a", output "out" */
-isa_status nk_scalar_program(int target, int alu, float s, int dtype, uint64_t n, uint8_t **bin,
-			     size_t *len, isa_diag *diag);
+/* out[n] = (a[n] <alu> s) <alu2> s2 on VectorE (tensor_scalar; alu2 may be
+ * ISA_ALU_bypass); input "a", output "out" */
+isa_status nk_scalar_program(int target, int alu, float s, int alu2, float s2, int dtype,
+			     uint64_t n, uint8_t **bin, size_t *len, isa_diag *diag);
 
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

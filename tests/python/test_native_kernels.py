@@ -188,7 +188,7 @@ def _to_neuron(v):
 
 OPINFO_NAMES = sorted(set(OPS) - {"div"} | {"div.no_rounding_mode", "nn.functional.relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
                                   "reciprocal", "abs", "sin", "cos", "erf", "neg",
-                                  "nn.functional.silu", "nn.functional.gelu"})
+                                  "nn.functional.silu", "nn.functional.gelu", "pow", "clamp"})
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -302,3 +302,39 @@ def test_broadcast_bias_and_per_row_forms(op, dtype):
             s = torch_neuronsim.stats()
             assert torch.equal(got.cpu(), f(x, y)), (op, dtype, x.shape, y.shape)
             assert s["cpu_fallbacks"] == 0 and s["programs_executed"] == 1, s
+
+
+POW_CLAMP = {
+    "pow2": (lambda t: t.pow(2), True), "pow-1": (lambda t: t ** -1, True),
+    "pow0.5": (lambda t: t.abs() ** 0.5, False), "pow-0.5": (lambda t: (t.abs() + 0.1) ** -0.5, False),
+    "clamp": (lambda t: t.clamp(-0.5, 0.7), True), "clamp_min": (lambda t: t.clamp(min=0.1), True),
+    "clamp_max": (lambda t: t.clamp(max=0.2), True), "clamp_empty_range": (lambda t: t.clamp(0.5, -0.5), True),
+    "clamp_int_bounds": (lambda t: t.clamp(-1, 1), True),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", sorted(POW_CLAMP))
+def test_pow_and_clamp(case, dtype):
+    """pow with exponent 2 / -1 / 0.5 / -0.5 (ScalarE square, reciprocal, sqrt,
+    rsqrt) and clamp (one VectorE tensor_scalar: max then min); exact where
+    CPU PyTorch computes the same expression, else within dtype tolerance."""
+    f, exact = POW_CLAMP[case]
+    g = torch.Generator().manual_seed(9)
+    for n in [1, 513, SIZES[-1]]:
+        x = torch.randn(n, generator=g).to(dtype)
+        torch_neuronsim.reset_stats()
+        got = f(x.to(NEURON))
+        s = torch_neuronsim.stats()
+        if exact:
+            assert torch.equal(got.cpu(), f(x)), (case, dtype, n)
+        else:
+            torch.testing.assert_close(got.cpu(), f(x))
+        assert s["cpu_fallbacks"] == 0, s
+
+
+def test_pow_other_exponents_fall_back():
+    x = torch.randn(100)
+    torch_neuronsim.reset_stats()
+    assert torch.allclose((x.to(NEURON) ** 3).cpu(), x ** 3)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] >= 1
