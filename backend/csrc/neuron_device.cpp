@@ -103,8 +103,10 @@ void ensure_runtime()
 	TORCH_CHECK(g_init_error.empty(), g_init_error);
 }
 
+}  // namespace
+
 // the allocation holding device pointer p, and p's offset in it
-nsim_tensor *lookup(const void *p, uint64_t *offset)
+nsim_tensor *lookup_allocation(const void *p, uint64_t *offset)
 {
 	uintptr_t u = reinterpret_cast<uintptr_t>(p);
 	std::lock_guard<std::mutex> g(g_lock);
@@ -118,11 +120,13 @@ nsim_tensor *lookup(const void *p, uint64_t *offset)
 	return it->second;
 }
 
-void check(nsim_status st, const char *what)
+void check_status(nsim_status st, const char *what)
 {
 	TORCH_CHECK(st == NSIM_SUCCESS, "neuron: ", what, " failed: ", nsim_status_name(st), ": ",
 		    nsim_last_error());
 }
+
+namespace {
 
 // ------------------------------------------------------------ caching
 // Freed blocks stay reserved in a per-device cache and are reused for
@@ -208,7 +212,7 @@ struct NeuronAllocator final : public c10::Allocator {
 						 " reserved by PyTorch on this device, ", nsim_memory_allocated(),
 						 " bytes in use on the chip: ", nsim_last_error());
 			}
-			check(st, "allocation");
+			check_status(st, "allocation");
 			p = kPtrBase + nsim_tensor_device_address(t);
 			g_blocks[p] = Block{ t, cap, 0, dev };
 			g_allocs[p] = t;
@@ -232,8 +236,8 @@ struct NeuronAllocator final : public c10::Allocator {
 	void copy_data(void *dest, const void *src, std::size_t count) const override
 	{
 		uint64_t doff, soff;
-		nsim_tensor *d = lookup(dest, &doff), *s = lookup(src, &soff);
-		check(nsim_tensor_copy(s, soff, d, doff, count), "device copy");
+		nsim_tensor *d = lookup_allocation(dest, &doff), *s = lookup_allocation(src, &soff);
+		check_status(nsim_tensor_copy(s, soff, d, doff, count), "device copy");
 	}
 };
 
@@ -428,8 +432,8 @@ at::Tensor read_to_cpu(const at::Tensor &t)
 	span_of(t, &first, &last);
 	auto buf = at::empty({ last - first }, t.options().dtype(at::kByte).device(at::kCPU));
 	uint64_t off;
-	nsim_tensor *dt = lookup(t.storage().data(), &off);
-	check(nsim_tensor_read(dt, buf.data_ptr(), off + first, last - first), "device to host copy");
+	nsim_tensor *dt = lookup_allocation(t.storage().data(), &off);
+	check_status(nsim_tensor_read(dt, buf.data_ptr(), off + first, last - first), "device to host copy");
 	{
 		std::lock_guard<std::mutex> g(g_lock);
 		g_stats.device_to_host_bytes += last - first;
@@ -450,16 +454,16 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 	int64_t first, last;
 	span_of(dst, &first, &last);
 	uint64_t off;
-	nsim_tensor *dt = lookup(dst.storage().data(), &off);
+	nsim_tensor *dt = lookup_allocation(dst.storage().data(), &off);
 	at::Tensor mirror;
 	if (dst.is_contiguous() && last - first == (int64_t)dst.nbytes()) {
 		mirror = src.contiguous();
-		check(nsim_tensor_write(dt, mirror.data_ptr(), off + first, last - first), "host to device copy");
+		check_status(nsim_tensor_write(dt, mirror.data_ptr(), off + first, last - first), "host to device copy");
 	} else {
 		mirror = read_to_cpu(dst);                       // keep the bytes between elements
 		mirror.copy_(src);
 		const uint8_t *base = static_cast<const uint8_t *>(mirror.storage().data());
-		check(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
+		check_status(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
 	}
 	{
 		std::lock_guard<std::mutex> g(g_lock);
@@ -727,16 +731,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m)
 {
 	m.fallback(torch::CppFunction::makeFromBoxedFunction<&::neuron_cpu_fallback>());
-}
-
-nsim_tensor *lookup_allocation(const void *p, uint64_t *offset)
-{
-	return lookup(p, offset);
-}
-
-void check_status(nsim_status st, const char *what)
-{
-	check(st, what);
 }
 
 void count_program(bool hit)

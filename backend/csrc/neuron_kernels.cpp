@@ -50,7 +50,7 @@ namespace {
 
 // what an elementwise program computes
 // (BCAST_*: b broadcast over a [n / cols, cols], b [cols] or b [n / cols, 1])
-enum Kind { UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3, BCAST_COLS = 4, BCAST_ROWS = 5 };
+enum Kind { NONE = 0, UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3, BCAST_COLS = 4, BCAST_ROWS = 5 };
 struct Ew {
 	Kind kind;
 	int code;           // activation (UNARY_ACT) or ALU op
@@ -126,11 +126,12 @@ nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 	return m;
 }
 
-bool native_ok(const at::Tensor &a, const at::Tensor &b)
+// two contiguous, non-empty tensors of one supported dtype on one device
+bool operands_ok(const at::Tensor &a, const at::Tensor &b)
 {
 	return a.is_privateuseone() && b.is_privateuseone() && a.device() == b.device() &&
 	       a.scalar_type() == b.scalar_type() && isa_dtype_of(a.scalar_type()) != ISA_DT_INVALID &&
-	       a.sizes().equals(b.sizes()) && a.is_contiguous() && b.is_contiguous() && a.numel() > 0;
+	       a.is_contiguous() && b.is_contiguous() && a.numel() > 0;
 }
 
 // owns the handles of one execution, so an exception frees them
@@ -194,23 +195,20 @@ bool is_scalar_operand(const at::Tensor &a, const at::Tensor &b)
 // any leading 1s) or a's shape with the last dim 1 (a per-row scale).
 Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 {
-	if (a.dim() < 1 || b.dim() > a.dim() || a.size(-1) == 0 || a.size(-1) > INT32_MAX ||
-	    !a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device() ||
-	    a.scalar_type() != b.scalar_type() || isa_dtype_of(a.scalar_type()) == ISA_DT_INVALID ||
-	    !a.is_contiguous() || !b.is_contiguous() || a.numel() == 0)
-		return UNARY_ACT;   // none
+	if (a.dim() < 1 || b.dim() > a.dim() || a.size(-1) > INT32_MAX || !operands_ok(a, b))
+		return NONE;
 	if (b.numel() == a.size(-1) && b.dim() >= 1 && b.size(-1) == a.size(-1))
 		return BCAST_COLS;
 	if (b.dim() == a.dim() && b.size(-1) == 1 && a.size(-1) > 1 &&
 	    b.sizes().slice(0, b.dim() - 1).equals(a.sizes().slice(0, a.dim() - 1)))
 		return BCAST_ROWS;
-	return UNARY_ACT;
+	return NONE;
 }
 
 // runs a <alu> b natively when covered; false sends the caller to the fallback
 bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
-	if (native_ok(a, b)) {
+	if (operands_ok(a, b) && a.sizes().equals(b.sizes())) {
 		out = run_elementwise({ BINARY, alu, 1.0f }, a, &b);
 		return true;
 	}
@@ -219,7 +217,7 @@ bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor
 	for (int swap = 0; swap < (commutes ? 2 : 1); swap++) {
 		const at::Tensor &x = swap ? b : a, &y = swap ? a : b;
 		Kind k = broadcast_kind(x, y);
-		if (k == BCAST_COLS || k == BCAST_ROWS) {
+		if (k != NONE) {
 			out = run_elementwise({ k, alu, 1.0f, (uint64_t)x.size(-1) }, x, &y);
 			return true;
 		}
