@@ -41,6 +41,7 @@ typedef struct eng {
 	uint32_t         wait_sem;
 	uint64_t         issue_at;   /* the engine can start its next instruction */
 	uint64_t         done_at;    /* every issued instruction has completed */
+	uint64_t         busy_until; /* end of the latest busy interval counted */
 } eng;
 
 typedef struct sim {
@@ -296,7 +297,12 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 		e->issue_at = start + busy;
 		e->done_at = umax(e->done_at, start + lat);
 	}
-	st->engine_busy_ps[k] += busy;
+	/* busy time is the union of the engine's busy intervals: TensorE's
+	 * LoadStationary overlapping a MultiplyMoving adds only what sticks out */
+	uint64_t from = umax(start, e->busy_until);
+	if (start + busy > from)
+		st->engine_busy_ps[k] += start + busy - from;
+	e->busy_until = umax(e->busy_until, start + busy);
 
 	if (s->compute) {
 		dm_fault_kind fk = dm_exec(s->r->core, &s->r->bind, k, e->pc, in, &s->r->fault);
@@ -433,7 +439,7 @@ static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 		eng *e = &s->e[k];
 		e->stream = r->prog->stream[k];
 		e->n = r->prog->n_instr[k];
-		e->issue_at = e->done_at = r->start_ps;
+		e->issue_at = e->done_at = e->busy_until = r->start_ps;
 		if (!e->n)
 			continue;
 		e->state = ENG_READY;

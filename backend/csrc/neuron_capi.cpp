@@ -29,7 +29,10 @@ void neuron_stats(uint64_t *out)
 	neuron::Stats s = neuron::stats();
 	uint64_t v[] = { s.cpu_fallbacks, s.programs_executed, s.program_cache_hits,
 			 s.program_cache_misses, s.simulated_time_ns, s.host_to_device_bytes,
-			 s.device_to_host_bytes, s.allocated_bytes, s.peak_allocated_bytes };
+			 s.device_to_host_bytes, s.allocated_bytes, s.peak_allocated_bytes,
+			 s.engine_busy_ps[0], s.engine_busy_ps[1], s.engine_busy_ps[2],
+			 s.engine_busy_ps[3], s.engine_busy_ps[4], s.dma_busy_ps, s.dma_bytes,
+			 s.hbm_read_bytes, s.hbm_write_bytes, s.matmul_flops };
 	std::memcpy(out, v, sizeof(v));
 }
 
@@ -39,6 +42,17 @@ int neuron_fallback_ops(char *buf, int len)
 	std::string all;
 	for (auto &[op, n] : neuron::fallback_ops())
 		all += op + "=" + std::to_string(n) + "\n";
+	if (buf && len > 0)
+		std::snprintf(buf, (size_t)len, "%s", all.c_str());
+	return (int)all.size() + 1;
+}
+
+// "op=count,simulated_ps\n" lines into buf; returns the length needed
+int neuron_native_ops(char *buf, int len)
+{
+	std::string all;
+	for (auto &[op, o] : neuron::native_ops())
+		all += op + "=" + std::to_string(o.count) + "," + std::to_string(o.simulated_ps) + "\n";
 	if (buf && len > 0)
 		std::snprintf(buf, (size_t)len, "%s", all.c_str());
 	return (int)all.size() + 1;

@@ -53,6 +53,7 @@ std::map<uintptr_t, nsim_tensor *> g_allocs;         // data pointer -> allocati
 std::map<uintptr_t, int> g_alloc_device;             // data pointer -> core
 Stats g_stats;
 std::unordered_map<std::string, uint64_t> g_fallback_ops;
+std::unordered_map<std::string, OpStat> g_native_ops;
 std::unordered_set<std::string> g_warned;
 thread_local int g_current_device = 0;
 
@@ -742,8 +743,9 @@ void count_program(bool hit)
 		g_stats.program_cache_misses++;
 }
 
-void charge_program(int dev, uint64_t sim_ps)
+void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 {
+	uint64_t sim_ps = st.total_ps;
 	// No published figure for the runtime's per-program launch cost: 15 us
 	// assumed, NEURON_SIM_LAUNCH_OVERHEAD_US overrides.
 	static const uint64_t overhead_ps = [] {
@@ -760,6 +762,16 @@ void charge_program(int dev, uint64_t sim_ps)
 	std::lock_guard<std::mutex> g(g_lock);
 	g_stats.programs_executed++;
 	g_stats.simulated_time_ns += sim_ps / 1000;
+	for (int e = 0; e < 5; e++)
+		g_stats.engine_busy_ps[e] += st.engine_busy_ps[e];
+	g_stats.dma_busy_ps += st.dma_busy_ps;
+	g_stats.dma_bytes += st.dma_bytes;
+	g_stats.hbm_read_bytes += st.hbm_read_bytes;
+	g_stats.hbm_write_bytes += st.hbm_write_bytes;
+	g_stats.matmul_flops += st.matmul_flops;
+	OpStat &o = g_native_ops[op];
+	o.count++;
+	o.simulated_ps += sim_ps;
 	if (dev >= 0 && dev < 64) {
 		auto &v = g_stream_ps[dev];
 		int s = g_current_stream[dev];
@@ -780,6 +792,12 @@ std::vector<std::pair<std::string, uint64_t>> fallback_ops()
 {
 	std::lock_guard<std::mutex> g(g_lock);
 	return { g_fallback_ops.begin(), g_fallback_ops.end() };
+}
+
+std::vector<std::pair<std::string, OpStat>> native_ops()
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	return { g_native_ops.begin(), g_native_ops.end() };
 }
 
 MemStats memory_stats(int dev)
@@ -811,6 +829,7 @@ void reset_stats()
 	g_stats = Stats{};
 	g_stats.allocated_bytes = g_stats.peak_allocated_bytes = alloc;
 	g_fallback_ops.clear();
+	g_native_ops.clear();
 }
 
 }  // namespace neuron

@@ -21,6 +21,15 @@ struct Stats {
 	uint64_t allocated_bytes = 0, peak_allocated_bytes = 0;
 	uint64_t programs_executed = 0, program_cache_hits = 0, program_cache_misses = 0;
 	uint64_t simulated_time_ns = 0;
+	// summed over executed programs (simulated ps / bytes / flops)
+	uint64_t engine_busy_ps[5] = {};   // tensor, vector, scalar, gpsimd, sync
+	uint64_t dma_busy_ps = 0, dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+	uint64_t matmul_flops = 0;
+};
+
+// per ATen op run natively: programs executed and their simulated time
+struct OpStat {
+	uint64_t count = 0, simulated_ps = 0;
 };
 
 struct MemStats {
@@ -46,9 +55,9 @@ void stream_wait_until(int dev, int id, uint64_t at);
 nsim_tensor *lookup_allocation(const void *p, uint64_t *offset);
 void check_status(nsim_status st, const char *what);
 void count_program(bool cache_hit);
-/* an executed program: its simulated time plus the launch overhead on the
- * current stream of `dev` */
-void charge_program(int dev, uint64_t sim_ps);
+/* an executed program (for ATen op `op`): its simulated time plus the launch
+ * overhead on the current stream of `dev`; its stats into the totals */
+void charge_program(int dev, const nsim_exec_stats &st, const char *op);
 
 /* random numbers (neuron_generator.cpp) */
 at::Generator new_generator(int dev);
@@ -65,6 +74,7 @@ void resize_storage(const c10::Storage &storage, size_t newsize);
 
 Stats stats();
 std::vector<std::pair<std::string, uint64_t>> fallback_ops();
+std::vector<std::pair<std::string, OpStat>> native_ops();
 void reset_stats();
 
 }  // namespace neuron

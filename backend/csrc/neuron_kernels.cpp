@@ -4,7 +4,7 @@
 // are generated per (op, dtype, size, device) and cached; a call that the
 // kernel does not cover (broadcasting, mixed dtypes, strides, alpha) goes to
 // the counted CPU fallback.
-#include "neuron_device.h"
+#include "neuron_kernels.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/abs_ops.h>
@@ -34,15 +34,7 @@
 #include <ATen/ops/tanh_ops.h>
 #include <torch/library.h>
 
-#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
-
-extern "C" {
-#include "kernels.h"
-}
 
 namespace neuron {
 
@@ -60,70 +52,26 @@ struct Ew {
 	float imm2 = 0.0f;
 };
 
-std::mutex g_cache_lock;
-// (kind, code and code2, imm and imm2 bits, cols, dtype, n, dev)
-std::map<std::tuple<int, int, uint64_t, uint64_t, int, uint64_t, int>, nsim_model *> g_cache;
-
-int isa_dtype_of(at::ScalarType t)
-{
-	switch (t) {
-	case at::kFloat: return ISA_DT_fp32;
-	case at::kBFloat16: return ISA_DT_bf16;
-	case at::kHalf: return ISA_DT_fp16;
-	default: return ISA_DT_INVALID;
-	}
-}
-
-// the slice of device memory holding a contiguous tensor's elements
-nsim_tensor *slice_of(const at::Tensor &t)
-{
-	uint64_t off;
-	nsim_tensor *base = lookup_allocation(t.storage().data(), &off);
-	nsim_tensor *s = nullptr;
-	check_status(nsim_tensor_slice(base, off + t.storage_offset() * t.element_size(), t.nbytes(), &s),
-		     "tensor slice");
-	return s;
-}
-
+// the program for `op` over n elements of `dtype`, from the cache
 nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
 {
-	uint64_t bits;   // both immediates
 	uint32_t b1, b2;
 	std::memcpy(&b1, &op.imm, 4);
 	std::memcpy(&b2, &op.imm2, 4);
-	bits = (uint64_t)b1 << 32 | b2;
-	auto key = std::make_tuple((int)op.kind, op.code * 256 + op.code2, bits, op.cols, dtype, n, dev);
-	std::lock_guard<std::mutex> g(g_cache_lock);
-	auto it = g_cache.find(key);
-	if (it != g_cache.end()) {
-		count_program(true);
-		return it->second;
-	}
-	count_program(false);
-	uint8_t *bin = nullptr;
-	size_t len = 0;
-	isa_diag d{};
-	int target = isa_target_from_name(nsim_target_name());
-	isa_status st;
-	switch (op.kind) {
-	case BINARY: st = nk_binary_program(target, op.code, dtype, n, &bin, &len, &d); break;
-	case TENSOR_SCALAR:
-		st = nk_scalar_program(target, op.code, op.imm, op.code2, op.imm2, dtype, n, &bin, &len, &d);
-		break;
-	case BCAST_COLS:
-	case BCAST_ROWS:
-		st = nk_broadcast_program(target, op.code, dtype, n / op.cols, op.cols, op.kind == BCAST_ROWS,
-					  &bin, &len, &d);
-		break;
-	default: st = nk_unary_program(target, op.code, op.imm, dtype, n, &bin, &len, &d); break;
-	}
-	TORCH_CHECK(st == ISA_OK, "neuron: generating the elementwise kernel failed: ", d.msg);
-	nsim_model *m = nullptr;
-	nsim_status rs = nsim_load(bin, len, dev, &m);
-	std::free(bin);
-	check_status(rs, "program load");
-	g_cache[key] = m;
-	return m;
+	std::vector<int64_t> key{ 'e', op.kind, op.code, op.code2, b1, b2, (int64_t)op.cols, dtype, (int64_t)n };
+	return cached_program(std::move(key), dev, "elementwise",
+			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		switch (op.kind) {
+		case BINARY: return nk_binary_program(target, op.code, dtype, n, bin, len, d);
+		case TENSOR_SCALAR:
+			return nk_scalar_program(target, op.code, op.imm, op.code2, op.imm2, dtype, n, bin, len, d);
+		case BCAST_COLS:
+		case BCAST_ROWS:
+			return nk_broadcast_program(target, op.code, dtype, n / op.cols, op.cols,
+						    op.kind == BCAST_ROWS, bin, len, d);
+		default: return nk_unary_program(target, op.code, op.imm, dtype, n, bin, len, d);
+		}
+	});
 }
 
 // two contiguous, non-empty tensors of one supported dtype on one device
@@ -134,46 +82,16 @@ bool operands_ok(const at::Tensor &a, const at::Tensor &b)
 	       a.is_contiguous() && b.is_contiguous() && a.numel() > 0;
 }
 
-// owns the handles of one execution, so an exception frees them
-struct ExecHandles {
-	nsim_tensor *t[3] = { nullptr, nullptr, nullptr };
-	nsim_tensor_set *in = nullptr, *out = nullptr;
-	~ExecHandles()
-	{
-		nsim_tensor_set_free(in);
-		nsim_tensor_set_free(out);
-		for (nsim_tensor *x : t)
-			nsim_tensor_free(x);
-	}
-};
-
-// One lock for executions: a cached model is shared by every thread, and
-// its stats must be read for the run that produced them.
-std::mutex g_exec_lock;
-
-// out = op(a[, b]): one run of a cached program
-at::Tensor run_elementwise(const Ew &op, const at::Tensor &a, const at::Tensor *b)
+// out = op(a[, b]): one run of a cached program, charged to ATen op `name`
+at::Tensor run_elementwise(const char *name, const Ew &op, const at::Tensor &a, const at::Tensor *b)
 {
 	int dev = a.device().index();
 	at::Tensor out = at::empty(a.sizes(), a.options());
 	nsim_model *m = program_for(op, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
-	ExecHandles h;
-	h.t[0] = slice_of(a);
-	h.t[1] = b ? slice_of(*b) : nullptr;
-	h.t[2] = slice_of(out);
-	check_status(nsim_tensor_set_create(&h.in), "tensor set");
-	check_status(nsim_tensor_set_create(&h.out), "tensor set");
-	check_status(nsim_tensor_set_add(h.in, "a", h.t[0]), "tensor set");
 	if (b)
-		check_status(nsim_tensor_set_add(h.in, "b", h.t[1]), "tensor set");
-	check_status(nsim_tensor_set_add(h.out, "out", h.t[2]), "tensor set");
-	nsim_exec_stats stats{};
-	{
-		std::lock_guard<std::mutex> g(g_exec_lock);
-		check_status(nsim_execute(m, h.in, h.out), "program execution");
-		nsim_model_stats(m, &stats);
-	}
-	charge_program(dev, stats.total_ps);
+		run_program(m, dev, name, { { "a", &a }, { "b", b } }, { { "out", &out } });
+	else
+		run_program(m, dev, name, { { "a", &a } }, { { "out", &out } });
 	return out;
 }
 
@@ -206,10 +124,10 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 }
 
 // runs a <alu> b natively when covered; false sends the caller to the fallback
-bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
 	if (operands_ok(a, b) && a.sizes().equals(b.sizes())) {
-		out = run_elementwise({ BINARY, alu, 1.0f }, a, &b);
+		out = run_elementwise(name, { BINARY, alu, 1.0f }, a, &b);
 		return true;
 	}
 	bool commutes = alu == ISA_ALU_add || alu == ISA_ALU_multiply || alu == ISA_ALU_max ||
@@ -218,7 +136,7 @@ bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor
 		const at::Tensor &x = swap ? b : a, &y = swap ? a : b;
 		Kind k = broadcast_kind(x, y);
 		if (k != NONE) {
-			out = run_elementwise({ k, alu, 1.0f, (uint64_t)x.size(-1) }, x, &y);
+			out = run_elementwise(name, { k, alu, 1.0f, (uint64_t)x.size(-1) }, x, &y);
 			return true;
 		}
 	}
@@ -227,7 +145,7 @@ bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor
 		// tensor's dtype; mul/div/max/min use its value at fp32 (opmath).
 		bool round = alu == ISA_ALU_add || alu == ISA_ALU_subtract;
 		float v = round ? b.to(a.scalar_type()).item<float>() : (float)b.item<double>();
-		out = run_elementwise({ TENSOR_SCALAR, alu, v }, a, nullptr);
+		out = run_elementwise(name, { TENSOR_SCALAR, alu, v }, a, nullptr);
 		return true;
 	}
 	return false;
@@ -237,7 +155,7 @@ bool native_binary(int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor
 	at::Tensor name(const at::Tensor &a, const at::Tensor &b)                               \
 	{                                                                                       \
 		at::Tensor out;                                                                 \
-		if (native_binary(alu, a, b, out))                                              \
+		if (native_binary("aten::" #name, alu, a, b, out))                                              \
 			return out;                                                             \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::op>::call(a, b); \
 	}
@@ -250,7 +168,7 @@ BINARY_OP(minimum, minimum, ISA_ALU_min)
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
 	at::Tensor out;
-	if (alpha.equal(1) && native_binary(ISA_ALU_add, a, b, out))
+	if (alpha.equal(1) && native_binary("aten::add", ISA_ALU_add, a, b, out))
 		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
 }
@@ -258,7 +176,7 @@ at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
 	at::Tensor out;
-	if (alpha.equal(1) && native_binary(ISA_ALU_subtract, a, b, out))
+	if (alpha.equal(1) && native_binary("aten::sub", ISA_ALU_subtract, a, b, out))
 		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
 }
@@ -269,7 +187,7 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 	at::Tensor name(const at::Tensor &a)                                                   \
 	{                                                                                   \
 		if (native_unary_ok(a))                                                     \
-			return run_elementwise({ UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, a, nullptr); \
+			return run_elementwise("aten::" #name, { UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, a, nullptr); \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::name>::call(a); \
 	}
 
@@ -295,7 +213,7 @@ NEURON_UNARY_OPS(UNARY)
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 {
 	if (native_unary_ok(a) && (approximate == "none" || approximate == "tanh"))
-		return run_elementwise({ UNARY_ACT, approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, 1.0f },
+		return run_elementwise("aten::gelu", { UNARY_ACT, approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, 1.0f },
 				       a, nullptr);
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gelu>::call(a, approximate);
 }
@@ -309,7 +227,7 @@ at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
 		int func = v == 2.0 ? ISA_ACT_square : v == 0.5 ? ISA_ACT_sqrt
 			 : v == -0.5 ? ISA_ACT_rsqrt : v == -1.0 ? ISA_ACT_reciprocal : -1;
 		if (func >= 0)
-			return run_elementwise({ UNARY_ACT, func, 1.0f }, a, nullptr);
+			return run_elementwise("aten::pow", { UNARY_ACT, func, 1.0f }, a, nullptr);
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::pow_Tensor_Scalar>::call(a, e);
 }
@@ -327,7 +245,7 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 			op.code2 = ISA_ALU_min;
 			op.imm2 = (float)hi->toDouble();
 		}
-		return run_elementwise(op, a, nullptr);
+		return run_elementwise("aten::clamp", op, a, nullptr);
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::clamp>::call(a, lo, hi);
 }

@@ -32,6 +32,21 @@ isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64
 isa_status nk_scalar_program(int target, int alu, float s, int alu2, float s2, int dtype,
 			     uint64_t n, uint8_t **bin, size_t *len, isa_diag *diag);
 
+/* out[b, m, n] = sum_k a[b, m, k] * b[b, k, n] (+ bias[n]); out contiguous.
+ * a and b are flat tensors of a_elems / b_elems elements addressed by
+ * element strides (batch, row, col); each needs a unit stride in one of its
+ * two matrix dims (row-major or transposed). */
+typedef struct nk_matmul {
+	int dtype;                 /* a, b, bias and out: fp32, bf16 or fp16 */
+	uint64_t batch, m, k, n;
+	int64_t a_stride[3];       /* batch, m, k */
+	int64_t b_stride[3];       /* batch, k, n */
+	uint64_t a_elems, b_elems;
+	bool bias;                 /* input "bias" [n] */
+} nk_matmul;
+isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
+			     isa_diag *diag);
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

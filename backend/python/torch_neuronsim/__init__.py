@@ -38,23 +38,33 @@ _lib.neuron_device_memory_in_use.restype = ctypes.c_uint64
 
 _STAT_NAMES = ("cpu_fallbacks", "programs_executed", "program_cache_hits", "program_cache_misses",
                "simulated_time_ns", "host_to_device_bytes", "device_to_host_bytes",
-               "allocated_bytes", "peak_allocated_bytes")
+               "allocated_bytes", "peak_allocated_bytes",
+               "tensor_busy_ps", "vector_busy_ps", "scalar_busy_ps", "gpsimd_busy_ps",
+               "sync_busy_ps", "dma_busy_ps", "dma_bytes", "hbm_read_bytes", "hbm_write_bytes",
+               "matmul_flops")
+
+
+def _lines(fn):
+    n = fn(None, 0)
+    buf = ctypes.create_string_buffer(n)
+    fn(buf, n)
+    return [line.rpartition("=") for line in buf.value.decode().splitlines()]
 
 
 def stats():
     """Counters of the plugin: CPU fallbacks (total and per op), bytes copied
-    each way, device memory, programs run on the simulator."""
+    each way, device memory, programs run on the simulator and their summed
+    engine busy time, DMA and HBM traffic, and per native ATen op its
+    program count and simulated time (`native_ops`)."""
     vals = (ctypes.c_uint64 * len(_STAT_NAMES))()
     _lib.neuron_stats(vals)
     out = dict(zip(_STAT_NAMES, (int(v) for v in vals)))
-    n = _lib.neuron_fallback_ops(None, 0)
-    buf = ctypes.create_string_buffer(n)
-    _lib.neuron_fallback_ops(buf, n)
-    ops = {}
-    for line in buf.value.decode().splitlines():
-        op, _, count = line.rpartition("=")
-        ops[op] = int(count)
-    out["fallback_ops"] = ops
+    out["fallback_ops"] = {op: int(n) for op, _, n in _lines(_lib.neuron_fallback_ops)}
+    native = {}
+    for op, _, v in _lines(_lib.neuron_native_ops):
+        count, ps = v.split(",")
+        native[op] = {"count": int(count), "simulated_ps": int(ps)}
+    out["native_ops"] = native
     return out
 
 

@@ -1,0 +1,127 @@
+// neuron_linalg.cpp -- matrix products on TensorE: mm, bmm, addmm (and so
+// linear and matmul, which PyTorch decomposes into them).  One generated
+// program per (shapes, strides, dtype); operands may be transposed views
+// (x @ W.t() reads W's rows and turns them round on TensorE).
+#include "neuron_kernels.h"
+
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/addmm_ops.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
+
+namespace neuron {
+
+namespace {
+
+// element strides (batch, row, col) of a [batch,] rows x cols operand;
+// a size-1 dim's stride does not matter, 1 keeps the kernel's layout test simple
+bool matrix_strides(const at::Tensor &t, int64_t s[3])
+{
+	int64_t d = t.dim();
+	s[0] = d == 3 ? (t.size(0) == 1 ? 0 : t.stride(0)) : 0;
+	s[1] = t.size(d - 2) == 1 ? 1 : t.stride(d - 2);
+	s[2] = t.size(d - 1) == 1 ? 1 : t.stride(d - 1);
+	return s[0] >= 0 && s[1] >= 0 && s[2] >= 0 && (s[1] == 1 || s[2] == 1);
+}
+
+bool operand_ok(const at::Tensor &t, const at::Tensor &like)
+{
+	return t.is_privateuseone() && t.device() == like.device() &&
+	       t.scalar_type() == like.scalar_type() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
+}
+
+// out[b] = a[b] @ b[b] (+ bias) on the device; false: not covered
+bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
+		   const at::Tensor *bias, at::Tensor &out)
+{
+	if (!operand_ok(a, a) || !operand_ok(b, a) || (bias && !operand_ok(*bias, a)))
+		return false;
+	bool batched = a.dim() == 3;
+	int64_t batch = batched ? a.size(0) : 1, m = a.size(-2), k = a.size(-1), n = b.size(-1);
+	if (bias && (!bias->is_contiguous() || bias->numel() != n || bias->size(-1) != n))
+		return false;
+	out = at::empty(batched ? at::IntArrayRef{ batch, m, n } : at::IntArrayRef{ m, n }, a.options());
+	if (out.numel() == 0)
+		return true;
+	if (k == 0)
+		return false;   // zeros (+ bias): the generic path
+	nk_matmul mm{};
+	at::Tensor ac = a, bc = b;
+	if (!matrix_strides(ac, mm.a_stride)) {
+		ac = a.contiguous();
+		matrix_strides(ac, mm.a_stride);
+	}
+	if (!matrix_strides(bc, mm.b_stride)) {
+		bc = b.contiguous();
+		matrix_strides(bc, mm.b_stride);
+	}
+	mm.dtype = isa_dtype_of(a.scalar_type());
+	mm.batch = (uint64_t)batch;
+	mm.m = (uint64_t)m;
+	mm.k = (uint64_t)k;
+	mm.n = (uint64_t)n;
+	mm.a_elems = (uint64_t)extent_of(ac);
+	mm.b_elems = (uint64_t)extent_of(bc);
+	mm.bias = bias != nullptr;
+	std::vector<int64_t> key{ 'm', mm.dtype, batch, m, k, n, mm.bias };
+	key.insert(key.end(), mm.a_stride, mm.a_stride + 3);
+	key.insert(key.end(), mm.b_stride, mm.b_stride + 3);
+	key.push_back((int64_t)mm.a_elems);
+	key.push_back((int64_t)mm.b_elems);
+	int dev = a.device().index();
+	nsim_model *prog = cached_program(std::move(key), dev, "matmul",
+					  [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_matmul_program(target, &mm, bin, len, d);
+	});
+	if (bias)
+		run_program(prog, dev, name, { { "a", &ac }, { "b", &bc }, { "bias", bias } }, { { "out", &out } });
+	else
+		run_program(prog, dev, name, { { "a", &ac }, { "b", &bc } }, { { "out", &out } });
+	return true;
+}
+
+at::Tensor mm(const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor out;
+	if (a.dim() == 2 && b.dim() == 2 && native_matmul("aten::mm", a, b, nullptr, out))
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::mm>::call(a, b);
+}
+
+at::Tensor bmm(const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor out;
+	if (a.dim() == 3 && b.dim() == 3 && native_matmul("aten::bmm", a, b, nullptr, out))
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bmm>::call(a, b);
+}
+
+// beta * bias + alpha * (a @ b): natively for alpha = 1 and a bias row
+// (linear's form) or beta = 0
+at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &b,
+		 const at::Scalar &beta, const at::Scalar &alpha)
+{
+	at::Tensor out;
+	if (a.dim() == 2 && b.dim() == 2 && alpha.equal(1) && bias.dim() <= 2 &&
+	    (bias.dim() < 2 || bias.size(0) == 1)) {
+		bool no_bias = beta.equal(0);
+		if ((no_bias || beta.equal(1)) &&
+		    native_matmul("aten::addmm", a, b, no_bias ? nullptr : &bias, out))
+			return out;
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::addmm>::call(bias, a, b, beta, alpha);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("mm", mm);
+	m.impl("bmm", bmm);
+	m.impl("addmm", addmm);
+}
+
+}  // namespace neuron
