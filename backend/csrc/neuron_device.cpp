@@ -570,6 +570,31 @@ at::Tensor view_dtype(const at::Tensor &self, at::ScalarType dtype)
 	return at::native::view_dtype(self, dtype);
 }
 
+}  // namespace
+
+// work done on the host for a neuron op: counted; an error under NEURON_STRICT=1
+void count_fallback(const std::string &name)
+{
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		g_stats.cpu_fallbacks++;
+		g_fallback_ops[name]++;
+	}
+	const char *strict = std::getenv("NEURON_STRICT");
+	TORCH_CHECK(!(strict && std::string(strict) == "1"), "neuron: operator '", name,
+		    "' has no neuron kernel and NEURON_STRICT=1 forbids the CPU fallback");
+	bool first;
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		first = g_warned.insert(name).second;
+	}
+	if (first)
+		TORCH_WARN("neuron: operator '", name, "' runs on the CPU (no neuron kernel yet); "
+			   "counted in torch_neuronsim.stats(); NEURON_STRICT=1 makes this an error");
+}
+
+namespace {
+
 // every direction: host<->device and device<->device, any strides, any dtypes
 at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
 {
@@ -582,7 +607,11 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 	} else {
 		TORCH_CHECK(self.is_privateuseone() && dst.is_privateuseone(),
 			    "neuron: copy between ", self.device(), " and ", dst.device());
-		write_from_cpu(dst, read_to_cpu(self).to(dst.scalar_type()));
+		if (self.device() != dst.device() || !native_copy(dst, self)) {
+			// across cores or a cast the DMA cannot do: through the host, counted
+			count_fallback("aten::copy_");
+			write_from_cpu(dst, read_to_cpu(self).to(dst.scalar_type()));
+		}
 	}
 	return dst;
 }
@@ -632,22 +661,7 @@ at::Tensor &zero(at::Tensor &self)
 void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	const std::string name = c10::toString(op.schema().operator_name());
-	{
-		std::lock_guard<std::mutex> g(g_lock);
-		g_stats.cpu_fallbacks++;
-		g_fallback_ops[name]++;
-	}
-	const char *strict = std::getenv("NEURON_STRICT");
-	TORCH_CHECK(!(strict && std::string(strict) == "1"), "neuron: operator '", name,
-		    "' has no neuron kernel and NEURON_STRICT=1 forbids the CPU fallback");
-	bool first;
-	{
-		std::lock_guard<std::mutex> g(g_lock);
-		first = g_warned.insert(name).second;
-	}
-	if (first)
-		TORCH_WARN("neuron: operator '", name, "' runs on the CPU (no neuron kernel yet); "
-			   "counted in torch_neuronsim.stats(); NEURON_STRICT=1 makes this an error");
+	count_fallback(name);
 	// Random ops draw from the neuron generator: an explicit one, or the
 	// device's default when none is given and the op targets a neuron device.
 	const auto &args = op.schema().arguments();

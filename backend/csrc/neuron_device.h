@@ -51,6 +51,11 @@ int stream_current(int dev);
 uint64_t stream_time_ps(int dev, int id);
 void stream_wait_until(int dev, int id, uint64_t at);
 
+/* device-to-device copy as a DMA program (neuron_copy.cpp); false: not covered */
+bool native_copy(const at::Tensor &dst, const at::Tensor &src);
+/* host work for a neuron op: counted, warned once, an error under NEURON_STRICT=1 */
+void count_fallback(const std::string &name);
+
 /* for the kernels (neuron_kernels.cpp) */
 nsim_tensor *lookup_allocation(const void *p, uint64_t *offset);
 void check_status(nsim_status st, const char *what);

@@ -12,6 +12,7 @@
 #include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/cos_ops.h>
 #include <ATen/ops/div_ops.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/erf_ops.h>
 #include <ATen/ops/exp_ops.h>
@@ -87,6 +88,8 @@ at::Tensor run_elementwise(const char *name, const Ew &op, const at::Tensor &a, 
 {
 	int dev = a.device().index();
 	at::Tensor out = at::empty(a.sizes(), a.options());
+	if (a.numel() == 0)
+		return out;
 	nsim_model *m = program_for(op, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
 	if (b)
 		run_program(m, dev, name, { { "a", &a }, { "b", b } }, { { "out", &out } });
@@ -95,10 +98,15 @@ at::Tensor run_elementwise(const char *name, const Ew &op, const at::Tensor &a, 
 	return out;
 }
 
-bool native_unary_ok(const at::Tensor &a)
+// a float neuron tensor the unary kernels take, made contiguous first if
+// needed (a strided view: one DMA program); undefined when not covered
+at::Tensor unary_operand(const at::Tensor &a)
 {
-	return a.is_privateuseone() && isa_dtype_of(a.scalar_type()) != ISA_DT_INVALID &&
-	       a.is_contiguous() && a.numel() > 0;
+	if (!a.is_privateuseone() || isa_dtype_of(a.scalar_type()) == ISA_DT_INVALID)
+		return {};
+	if (a.numel() == 0)
+		return a;
+	return materialize(a, a.sizes(), a.scalar_type());
 }
 
 // a 0-dim CPU tensor (what `x * 2` passes as a wrapped number) whose type
@@ -123,6 +131,29 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 	return NONE;
 }
 
+// Any broadcast, strides, 0-dim device operands and float type promotion:
+// each operand is first made the result's shape and dtype (a DMA program:
+// exact, since the casts only widen or equal CPU's rounding), then the
+// same-shape kernel runs.
+bool native_binary_general(const char *name, int alu, const at::Tensor &a, const at::Tensor &b,
+			   at::Tensor &out)
+{
+	if (!a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device())
+		return false;
+	at::ScalarType dt = at::result_type(a, b);
+	if (isa_dtype_of(dt) == ISA_DT_INVALID || isa_dtype_of(a.scalar_type()) == ISA_DT_INVALID ||
+	    isa_dtype_of(b.scalar_type()) == ISA_DT_INVALID)
+		return false;
+	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+	if (c10::multiply_integers(shape) == 0) {
+		out = at::empty(shape, a.options().dtype(dt));
+		return true;
+	}
+	at::Tensor x = materialize(a, shape, dt), y = materialize(b, shape, dt);
+	out = run_elementwise(name, { BINARY, alu, 1.0f }, x, &y);
+	return true;
+}
+
 // runs a <alu> b natively when covered; false sends the caller to the fallback
 bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
@@ -140,15 +171,16 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 			return true;
 		}
 	}
-	if (native_unary_ok(a) && is_scalar_operand(a, b)) {
+	at::Tensor x;
+	if (is_scalar_operand(a, b) && (x = unary_operand(a)).defined()) {
 		// As CPU PyTorch: add/sub (ufunc kernels) first round the scalar to the
 		// tensor's dtype; mul/div/max/min use its value at fp32 (opmath).
 		bool round = alu == ISA_ALU_add || alu == ISA_ALU_subtract;
 		float v = round ? b.to(a.scalar_type()).item<float>() : (float)b.item<double>();
-		out = run_elementwise(name, { TENSOR_SCALAR, alu, v }, a, nullptr);
+		out = run_elementwise(name, { TENSOR_SCALAR, alu, v }, x, nullptr);
 		return true;
 	}
-	return false;
+	return native_binary_general(name, alu, a, b, out);
 }
 
 #define BINARY_OP(name, op, alu)                                                               \
@@ -186,8 +218,9 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 #define UNARY(name, func)                                                                     \
 	at::Tensor name(const at::Tensor &a)                                                   \
 	{                                                                                   \
-		if (native_unary_ok(a))                                                     \
-			return run_elementwise("aten::" #name, { UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, a, nullptr); \
+		at::Tensor x = unary_operand(a);                                            \
+		if (x.defined())                                                            \
+			return run_elementwise("aten::" #name, { UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, x, nullptr); \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::name>::call(a); \
 	}
 
@@ -212,9 +245,10 @@ NEURON_UNARY_OPS(UNARY)
 
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 {
-	if (native_unary_ok(a) && (approximate == "none" || approximate == "tanh"))
+	at::Tensor x = unary_operand(a);
+	if (x.defined() && (approximate == "none" || approximate == "tanh"))
 		return run_elementwise("aten::gelu", { UNARY_ACT, approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, 1.0f },
-				       a, nullptr);
+				       x, nullptr);
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gelu>::call(a, approximate);
 }
 
@@ -222,12 +256,13 @@ at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 // special-cases the same ones: 2 -> x*x, 0.5 -> sqrt, -0.5 -> rsqrt, -1 -> 1/x)
 at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
 {
-	if (native_unary_ok(a) && !e.isComplex()) {
+	at::Tensor x = unary_operand(a);
+	if (x.defined() && !e.isComplex()) {
 		double v = e.toDouble();
 		int func = v == 2.0 ? ISA_ACT_square : v == 0.5 ? ISA_ACT_sqrt
 			 : v == -0.5 ? ISA_ACT_rsqrt : v == -1.0 ? ISA_ACT_reciprocal : -1;
 		if (func >= 0)
-			return run_elementwise("aten::pow", { UNARY_ACT, func, 1.0f }, a, nullptr);
+			return run_elementwise("aten::pow", { UNARY_ACT, func, 1.0f }, x, nullptr);
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::pow_Tensor_Scalar>::call(a, e);
 }
@@ -236,7 +271,8 @@ at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
 at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 		 const std::optional<at::Scalar> &hi)
 {
-	bool ok = native_unary_ok(a) && (lo || hi) && (!lo || !lo->isComplex()) &&
+	at::Tensor x = unary_operand(a);
+	bool ok = x.defined() && (lo || hi) && (!lo || !lo->isComplex()) &&
 		  (!hi || !hi->isComplex());
 	if (ok) {
 		Ew op{ TENSOR_SCALAR, lo ? ISA_ALU_max : ISA_ALU_min,
@@ -245,7 +281,7 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 			op.code2 = ISA_ALU_min;
 			op.imm2 = (float)hi->toDouble();
 		}
-		return run_elementwise("aten::clamp", op, a, nullptr);
+		return run_elementwise("aten::clamp", op, x, nullptr);
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::clamp>::call(a, lo, hi);
 }

@@ -37,4 +37,10 @@ void run_program(nsim_model *m, int dev, const char *op, std::initializer_list<B
 // -1 with a negative stride)
 int64_t extent_of(const at::Tensor &t);
 
+// dst = src (broadcast to dst's shape; float casts) as a DMA program; false
+// when not covered (then nothing was written)
+bool native_copy(const at::Tensor &dst, const at::Tensor &src);
+// t broadcast to `sizes` and cast to `dtype`, contiguous (t itself if it is)
+at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
+
 }  // namespace neuron

@@ -47,6 +47,21 @@ typedef struct nk_matmul {
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
 
+#define NK_MAX_RANK 8
+
+/* dst[idx] = src[idx] over shape (element strides per side, src may have
+ * stride 0); src_dtype -> dst_dtype equal or both float.  Tensors "src" and
+ * "dst" are flat, src_elems / dst_elems long. */
+typedef struct nk_copy {
+	int src_dtype, dst_dtype;
+	unsigned rank;
+	uint64_t shape[NK_MAX_RANK];
+	int64_t src_stride[NK_MAX_RANK], dst_stride[NK_MAX_RANK];
+	uint64_t src_elems, dst_elems;
+} nk_copy;
+isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *len,
+			   isa_diag *diag);
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

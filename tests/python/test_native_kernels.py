@@ -67,15 +67,22 @@ def test_uncovered_calls_fall_back_and_are_correct():
     a, b = torch.randn(4, 5), torch.randn(5)
     da, db = a.to(NEURON), b.to(NEURON)
     cases = [
-        (lambda x, y: x[:, :1] + y[None, :], "outer broadcast"),   # [4, 1] + [1, 5]
         (lambda x, y: torch.add(x, y, alpha=2), "alpha"),
     ]
     for f, why in cases:
         torch_neuronsim.reset_stats()
         assert torch.allclose(f(da, db).cpu(), f(a, b)), why
         assert torch_neuronsim.stats()["cpu_fallbacks"] >= 1, why
-    # non-contiguous, integer and mixed-dtype operands
+    # integer operands fall back; non-contiguous, outer-broadcast and
+    # mixed-dtype ones are made contiguous and cast by a DMA program first
+    torch_neuronsim.reset_stats()
+    assert torch.equal((da[:, :1] + db[None, :]).cpu(), a[:, :1] + b[None, :])   # [4, 1] + [1, 5]
     assert torch.equal((da.t() * da.t()).cpu(), a.t() * a.t())
+    assert torch.equal((da + da.half()).cpu(), a + a.half())
+    assert torch.equal((da.half() + da.half()).cpu(), a.half() + a.half())
+    assert torch.equal((da[::2].exp()).cpu(), a[::2].exp())
+    assert torch.equal((da * da.bfloat16()[0]).cpu(), a * a.bfloat16()[0])
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0, torch_neuronsim.stats()["fallback_ops"]
     i = torch.arange(10)
     assert torch.equal((i.to(NEURON) + i.to(NEURON)).cpu(), i + i)
     assert torch.equal((da + da.half()).cpu(), a + a.half())

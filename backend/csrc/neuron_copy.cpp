@@ -1,0 +1,111 @@
+// neuron_copy.cpp -- device-to-device copies as DMA programs: copy_ between
+// neuron tensors (any strides, broadcast sources, float casts), and the
+// operand preparation other kernels use (expand / cast / make contiguous).
+#include "neuron_kernels.h"
+
+#include <ATen/ops/empty.h>
+
+namespace neuron {
+
+namespace {
+
+// how a tensor's elements look to the DMA: an ISA dtype and how many of its
+// elements make one tensor element (8-byte types move as uint32 pairs)
+struct Units {
+	int dtype = ISA_DT_INVALID;
+	int per = 1;
+};
+
+Units units_of(at::ScalarType t, bool cast)
+{
+	int f = isa_dtype_of(t);
+	if (f != ISA_DT_INVALID)
+		return { f, 1 };
+	if (cast)
+		return {};
+	switch (t) {
+	case at::kInt: return { ISA_DT_int32, 1 };
+	case at::kShort: return { ISA_DT_int16, 1 };
+	case at::kChar: return { ISA_DT_int8, 1 };
+	case at::kByte: return { ISA_DT_uint8, 1 };
+	case at::kBool: return { ISA_DT_bool, 1 };
+	case at::kLong:
+	case at::kDouble:
+	case at::kComplexFloat: return { ISA_DT_uint32, 2 };
+	default: return {};
+	}
+}
+
+bool overlaps(const at::Tensor &a, const at::Tensor &b)
+{
+	if (!a.storage().is_alias_of(b.storage()))
+		return false;
+	int64_t ea = extent_of(a), eb = extent_of(b);
+	int64_t a0 = a.storage_offset() * a.element_size(), b0 = b.storage_offset() * b.element_size();
+	return a0 < b0 + eb * b.element_size() && b0 < a0 + ea * a.element_size();
+}
+
+}  // namespace
+
+bool native_copy(const at::Tensor &dst, const at::Tensor &src)
+{
+	if (!dst.is_privateuseone() || !src.is_privateuseone() || dst.device() != src.device() ||
+	    dst.dim() > NK_MAX_RANK || src.dim() > dst.dim())
+		return false;
+	bool cast = dst.scalar_type() != src.scalar_type();
+	Units us = units_of(src.scalar_type(), cast), ud = units_of(dst.scalar_type(), cast);
+	if (us.dtype == ISA_DT_INVALID || ud.dtype == ISA_DT_INVALID || dst.numel() == 0)
+		return dst.numel() == 0 && us.dtype != ISA_DT_INVALID && ud.dtype != ISA_DT_INVALID;
+	at::Tensor s = src.expand(dst.sizes());
+	if (extent_of(s) < 0 || extent_of(dst) < 0)
+		return false;
+	if (s.is_same(dst) || (s.data_ptr() == dst.data_ptr() && s.strides() == dst.strides() && !cast))
+		return true;
+	if (overlaps(s, dst)) {   // through a fresh buffer: a DMA reads and writes in no set order
+		at::Tensor tmp = at::empty(dst.sizes(), src.options());
+		return native_copy(tmp, s) && native_copy(dst, tmp);
+	}
+	nk_copy c{};
+	c.src_dtype = us.dtype;
+	c.dst_dtype = ud.dtype;
+	c.rank = (unsigned)dst.dim();
+	for (int64_t i = 0; i < dst.dim(); i++) {
+		c.shape[i] = (uint64_t)dst.size(i);
+		c.src_stride[i] = s.stride(i) * us.per;
+		c.dst_stride[i] = dst.stride(i) * ud.per;
+	}
+	if (us.per == 2) {   // the pair of words: one more, innermost dim
+		if (c.rank == NK_MAX_RANK)
+			return false;
+		c.shape[c.rank] = 2;
+		c.src_stride[c.rank] = c.dst_stride[c.rank] = 1;
+		c.rank++;
+	}
+	c.src_elems = (uint64_t)extent_of(s) * us.per;
+	c.dst_elems = (uint64_t)extent_of(dst) * ud.per;
+	std::vector<int64_t> key{ 'c', c.src_dtype, c.dst_dtype, c.rank, (int64_t)c.src_elems, (int64_t)c.dst_elems };
+	for (unsigned i = 0; i < c.rank; i++) {
+		key.push_back((int64_t)c.shape[i]);
+		key.push_back(c.src_stride[i]);
+		key.push_back(c.dst_stride[i]);
+	}
+	int dev = dst.device().index();
+	nsim_model *m = cached_program(std::move(key), dev, "copy",
+				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_copy_program(target, &c, bin, len, d);
+	});
+	run_program(m, dev, "aten::copy_", { { "src", &s } }, { { "dst", &dst } });
+	return true;
+}
+
+at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype)
+{
+	if (t.sizes().equals(sizes) && t.scalar_type() == dtype && t.is_contiguous())
+		return t;
+	at::Tensor out = at::empty(sizes, t.options().dtype(dtype));
+	TORCH_CHECK(native_copy(out, t), "neuron: cannot prepare a ", t.scalar_type(), " operand of shape ",
+		    t.sizes(), " as ", dtype, " ", sizes);
+	return out;
+}
+
+}  // namespace neuron

@@ -1,0 +1,175 @@
+/*
+ * copy.c -- kernel generator: dst[i] = src[i] over an N-d index space with
+ * any element strides on both sides (stride 0 on src broadcasts), as
+ * HBM-to-HBM DMA transfers, casting between float types on the way (DMA
+ * casts through fp32).  Backs copy_, contiguous(), expand().contiguous(),
+ * dtype conversion, cat and the operand preparation of other kernels.
+ *
+ * Dims of size 1 are dropped and dims that are contiguous with each other on
+ * both sides merged; the outermost remaining dim becomes the DMA's rows and
+ * up to four more its free dims; dims beyond that are looped over, one
+ * transfer each.  A flat copy is cut into rows of 2048 elements so the
+ * transfer spreads over the 16 DMA engines.  Transfers are issued from Sync
+ * and GpSimd alternately (two in-order issuers), completion counted on
+ * semaphore 0.
+ */
+#include "kernels.h"
+
+#include <string.h>
+
+#define ROW 2048u
+#define MAX_TRANSFERS 65536u
+
+typedef struct dims {
+	unsigned rank;
+	uint64_t size[NK_MAX_RANK + 1];
+	int64_t s[2][NK_MAX_RANK + 1];   /* src, dst strides */
+} dims;
+
+/* *tail: elements after the last whole ROW of a flat copy (copied apart) */
+static void simplify(const nk_copy *c, dims *d, uint64_t *tail)
+{
+	memset(d, 0, sizeof(*d));
+	*tail = 0;
+	for (unsigned i = 0; i < c->rank; i++) {
+		if (c->shape[i] == 1)
+			continue;
+		unsigned r = d->rank;
+		/* merge into the previous dim when both sides continue it */
+		if (r && d->s[0][r - 1] == c->src_stride[i] * (int64_t)c->shape[i] &&
+		    d->s[1][r - 1] == c->dst_stride[i] * (int64_t)c->shape[i]) {
+			d->size[r - 1] *= c->shape[i];
+			d->s[0][r - 1] = c->src_stride[i];
+			d->s[1][r - 1] = c->dst_stride[i];
+			continue;
+		}
+		d->size[r] = c->shape[i];
+		d->s[0][r] = c->src_stride[i];
+		d->s[1][r] = c->dst_stride[i];
+		d->rank++;
+	}
+	if (d->rank == 0) {
+		d->rank = 1;
+		d->size[0] = 1;
+		d->s[0][0] = d->s[1][0] = 1;
+	}
+	/* a flat run: rows of ROW elements (and a tail transfer) */
+	if (d->rank == 1 && d->size[0] > 2 * ROW && d->s[0][0] == 1 && d->s[1][0] == 1) {
+		d->rank = 2;
+		d->size[1] = ROW;
+		*tail = d->size[0] % ROW;
+		d->size[0] = d->size[0] / ROW;
+		d->s[0][0] = d->s[1][0] = ROW;
+		d->s[0][1] = d->s[1][1] = 1;
+	}
+}
+
+static bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
+
+typedef struct emitter {
+	isa_program *p;
+	int ts, td, sdt, ddt;
+	unsigned ssz, dsz;
+	uint32_t n;
+} emitter;
+
+/* one transfer: rows x free dims `d` from element offsets so / do */
+static isa_status transfer(emitter *e, const dims *d, unsigned first, uint64_t so, uint64_t doff,
+			   isa_diag *diag)
+{
+	unsigned nfree = d->rank - first - 1;
+	int32_t fs[2][ISA_MAX_DIMS];
+	uint32_t sz[ISA_MAX_DIMS];
+	for (unsigned k = 0; k < nfree; k++) {
+		sz[k] = (uint32_t)d->size[first + 1 + k];
+		fs[0][k] = (int32_t)d->s[0][first + 1 + k];
+		fs[1][k] = (int32_t)d->s[1][first + 1 + k];
+	}
+	uint32_t rows = (uint32_t)d->size[first];
+	isa_ap src = isa_ap_hbm(e->sdt, (uint32_t)e->ts, so * e->ssz, rows, d->s[0][first], 1);
+	isa_ap dst = isa_ap_hbm(e->ddt, (uint32_t)e->td, doff * e->dsz, rows, d->s[1][first], 1);
+	if (nfree) {
+		src = isa_ap_dims(src, nfree, fs[0], sz);
+		dst = isa_ap_dims(dst, nfree, fs[1], sz);
+	}
+	int desc = isa_builder_dma(e->p, "", ISA_DMA_DIRECT, &dst, &src, NULL, diag);
+	if (desc < 0)
+		return diag->code;
+	int eng = e->n % 2 ? ISA_ENGINE_GPSIMD : ISA_ENGINE_SYNC;
+	e->n++;
+	return isa_builder_dma_copy(e->p, eng, (uint32_t)desc, e->n % 2, 0, 1);
+}
+
+isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	if (c->rank > NK_MAX_RANK) {
+		nk_fail(diag, ISA_E_LIMIT, "copy kernel: rank %u", c->rank);
+		return ISA_E_LIMIT;
+	}
+	uint64_t total = 1;
+	for (unsigned i = 0; i < c->rank; i++) {
+		if (c->src_stride[i] < 0 || c->dst_stride[i] < 0 ||
+		    __builtin_mul_overflow(total, c->shape[i], &total)) {
+			nk_fail(diag, ISA_E_LIMIT, "copy kernel: negative stride or size overflow");
+			return ISA_E_LIMIT;
+		}
+	}
+	if (total == 0) {
+		nk_fail(diag, ISA_E_LIMIT, "copy kernel: empty");
+		return ISA_E_LIMIT;
+	}
+	dims d;
+	uint64_t tail;
+	simplify(c, &d, &tail);
+	/* transfers: product of the dims outside the DMA's rows + 4 free dims */
+	unsigned first = d.rank > ISA_MAX_DIMS + 1 ? d.rank - ISA_MAX_DIMS - 1 : 0;
+	uint64_t outer = 1;
+	for (unsigned i = 0; i < first; i++)
+		outer *= d.size[i];
+	bool ok = outer + 1 <= MAX_TRANSFERS && d.size[first] <= UINT32_MAX;
+	for (unsigned i = first + 1; i < d.rank && ok; i++)
+		ok = d.size[i] <= UINT32_MAX && fits_i32(d.s[0][i]) && fits_i32(d.s[1][i]);
+	if (!ok) {
+		nk_fail(diag, ISA_E_LIMIT, "copy kernel: strides or transfer count out of range");
+		return ISA_E_LIMIT;
+	}
+	isa_status st = ISA_E_NOMEM;
+	emitter e = { isa_program_new(target), 0, 0, c->src_dtype, c->dst_dtype,
+		      isa_dtype_size(c->src_dtype), isa_dtype_size(c->dst_dtype), 0 };
+	if (!e.p)
+		return st;
+	e.p->num_semaphores = 1;
+	uint64_t ss[1] = { c->src_elems }, ds[1] = { c->dst_elems };
+	e.ts = isa_builder_tensor(e.p, "src", c->src_dtype, ISA_TK_INPUT, 1, ss, diag);
+	e.td = isa_builder_tensor(e.p, "dst", c->dst_dtype, ISA_TK_OUTPUT, 1, ds, diag);
+	if (e.ts < 0 || e.td < 0) {
+		st = diag->code;
+		goto free_program;
+	}
+	for (uint64_t o = 0; o < outer; o++) {
+		uint64_t so = 0, doff = 0, rem = o;
+		for (int i = (int)first - 1; i >= 0; i--) {
+			uint64_t idx = rem % d.size[i];
+			rem /= d.size[i];
+			so += idx * (uint64_t)d.s[0][i];
+			doff += idx * (uint64_t)d.s[1][i];
+		}
+		if ((st = transfer(&e, &d, first, so, doff, diag)))
+			goto free_program;
+	}
+	if (tail) {
+		dims t = { 1, { tail }, { { 1 }, { 1 } } };
+		uint64_t at = total - tail;
+		if ((st = transfer(&e, &t, 0, at, at, diag)))
+			goto free_program;
+	}
+	if ((st = isa_builder_sem_wait(e.p, ISA_ENGINE_SYNC, 0, ISA_ALU_is_ge, e.n)) ||
+	    (st = isa_builder_finish(e.p, diag)) || (st = isa_program_encode(e.p, bin, len, diag)))
+		goto free_program;
+	st = ISA_OK;
+free_program:
+	isa_program_free(e.p);
+	return st;
+}

@@ -1,0 +1,23 @@
+"""The `neuron` TorchDynamo backend: `torch.compile(model, backend="neuron")`.
+
+A captured FX graph runs op by op on the device through the same native
+kernels (and counted CPU fallback) as eager mode, so compiled and eager runs
+give the same values and simulated timings.  Graph-level kernel fusion is not
+done yet: compiling saves Python overhead, not simulated device time.
+Transformers' `generate()` compiles decoding steps with this backend when the
+model is on `neuron` and uses a static cache."""
+import torch
+
+
+def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
+    for t in example_inputs:
+        if isinstance(t, torch.Tensor) and t.device.type not in ("neuron", "cpu", "meta"):
+            raise RuntimeError(f"torch.compile(backend='neuron'): graph input on {t.device}; "
+                               "move the model and inputs to the neuron device")
+    return gm.forward
+
+
+def register():
+    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    if "neuron" not in _COMPILER_FNS:
+        register_backend(name="neuron")(neuron_backend)
