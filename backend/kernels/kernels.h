@@ -62,6 +62,23 @@ typedef struct nk_copy {
 isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *len,
 			   isa_diag *diag);
 
+/* row-wise ops over x[rows, cols] (see rows.c); "x" in, "out" [rows] or
+ * [rows, cols] (argmax: int64 as int32 pairs), layer norm also "w", "b"
+ * [cols] in (affine) and "mean", "rstd" [rows] out (out_dtype) */
+enum nk_row_op {
+	NK_ROW_SUM, NK_ROW_MEAN, NK_ROW_MAX, NK_ROW_MIN, NK_ROW_ARGMAX,
+	NK_ROW_SOFTMAX, NK_ROW_LOG_SOFTMAX, NK_ROW_LAYER_NORM, NK_ROW_NUM_OPS
+};
+typedef struct nk_rows {
+	int op;
+	int in_dtype, out_dtype;   /* float types */
+	uint64_t rows, cols;
+	float eps;                 /* layer norm */
+	bool affine;
+} nk_rows;
+isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t *len,
+			   isa_diag *diag);
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

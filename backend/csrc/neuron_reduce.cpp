@@ -1,0 +1,263 @@
+// neuron_reduce.cpp -- row-wise ops on the device: sum, mean, amax, amin,
+// argmax, max.dim, softmax, log_softmax and layer_norm over one dim (or
+// trailing dims).  The reduced dim is brought last and made contiguous by a
+// DMA program when it is not already, then the row kernel runs
+// (kernels/rows.c); everything it does not cover goes to the counted CPU
+// fallback.
+#include "neuron_kernels.h"
+
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/amax_ops.h>
+#include <ATen/ops/amin_ops.h>
+#include <ATen/ops/argmax_ops.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/max_ops.h>
+#include <ATen/ops/mean_ops.h>
+#include <ATen/ops/native_layer_norm_ops.h>
+#include <ATen/ops/sum_ops.h>
+#include <torch/library.h>
+
+#include <cstring>
+
+namespace neuron {
+
+namespace {
+
+bool float_device(const at::Tensor &t)
+{
+	return t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID && t.numel() > 0;
+}
+
+// x viewed as [rows, cols] with `dim` last, contiguous (a copy if needed)
+at::Tensor rows_view(const at::Tensor &x, int64_t dim)
+{
+	at::Tensor t = x.dim() == 0 ? x.reshape({ 1 }) : x.movedim(dim, -1);
+	return materialize(t, t.sizes(), t.scalar_type());
+}
+
+// runs the row kernel over x2d [rows, cols]; outs by name
+void run_rows(const char *name, const nk_rows &op, const at::Tensor &x, std::initializer_list<Binding> extra_in,
+	      std::initializer_list<Binding> outs)
+{
+	uint32_t eps;
+	std::memcpy(&eps, &op.eps, 4);
+	std::vector<int64_t> key{ 'r', op.op, op.in_dtype, op.out_dtype, (int64_t)op.rows, (int64_t)op.cols, eps, op.affine };
+	int dev = x.device().index();
+	nsim_model *m = cached_program(std::move(key), dev, "row", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_rows_program(target, &op, bin, len, d);
+	});
+	std::vector<Binding> in{ { "x", &x } };
+	in.insert(in.end(), extra_in.begin(), extra_in.end());
+	if (in.size() == 1)
+		run_program(m, dev, name, { in[0] }, outs);
+	else
+		run_program(m, dev, name, { in[0], in[1], in[2] }, outs);
+}
+
+// rows x cols, and whether the kernel takes rows of that length
+bool fits(int op, int64_t cols, bool affine = false)
+{
+	const isa_target_info *ti = isa_target_get(isa_target_from_name(nsim_target_name()));
+	int consts = op == NK_ROW_ARGMAX ? 1 : op == NK_ROW_LAYER_NORM && affine ? 2 : 0;
+	return ti && cols > 0 && (uint64_t)(4 + consts) * cols * 4 + 4096 + 128 <= ti->sbuf_partition_bytes;
+}
+
+// reduction of `self` over one dim (or all, for an empty/absent dim list);
+// undefined when not covered
+at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
+		      bool keepdim, at::ScalarType out_dt)
+{
+	if (!float_device(self) || isa_dtype_of(out_dt) == ISA_DT_INVALID)
+		return {};
+	bool all = !dims.has_value() || dims->empty();
+	if (!all && dims->size() != 1)
+		return {};
+	int64_t dim = all ? 0 : at::maybe_wrap_dim((*dims)[0], self.dim());
+	at::Tensor x = all ? self.reshape({ -1 }) : self;
+	if (all)
+		dim = 0;
+	int64_t cols = x.dim() == 0 ? 1 : x.size(dim);
+	if (!fits(kop, cols) && all && kop != NK_ROW_ARGMAX) {
+		// a long flat reduction in two passes over [n / c, c] (equal chunks, so
+		// a mean of means is the mean); partials stay fp32
+		for (int64_t c = 8192; c >= 256; c--)
+			if (cols % c == 0 && fits(kop, cols / c)) {
+				at::Tensor part = reduce_one(name, kop, x.view({ cols / c, c }), at::IntArrayRef{ 1 }, false,
+							     at::kFloat);
+				at::Tensor out = reduce_one(name, kop, part, std::nullopt, false, out_dt);
+				return keepdim ? out.reshape(std::vector<int64_t>(self.dim(), 1)) : out;
+			}
+		return {};
+	}
+	if (!fits(kop, cols))
+		return {};
+	at::Tensor xr = rows_view(x, dim);
+	nk_rows op{};
+	op.op = kop;
+	op.in_dtype = isa_dtype_of(self.scalar_type());
+	op.out_dtype = kop == NK_ROW_ARGMAX ? ISA_DT_int32 : isa_dtype_of(out_dt);
+	op.cols = (uint64_t)cols;
+	op.rows = (uint64_t)(xr.numel() / cols);
+	std::vector<int64_t> shape;
+	for (int64_t d = 0; d < self.dim() && !all; d++) {
+		if (d != dim)
+			shape.push_back(self.size(d));
+		else if (keepdim)
+			shape.push_back(1);
+	}
+	if (all && keepdim)
+		shape.assign(self.dim(), 1);
+	at::Tensor out = at::empty(shape, self.options().dtype(kop == NK_ROW_ARGMAX ? at::kLong : out_dt));
+	run_rows(name, op, xr, {}, { { "out", &out } });
+	return out;
+}
+
+#define REDUCE(fname, kop, aten, opname)                                                             \
+	at::Tensor fname(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,              \
+			 std::optional<at::ScalarType> dtype)                                            \
+	{                                                                                          \
+		at::Tensor out = reduce_one("aten::" opname, kop, self, dim, keepdim,                      \
+					    dtype.value_or(self.scalar_type()));                           \
+		if (out.defined())                                                                 \
+			return out;                                                                \
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::aten>::call(self, dim, keepdim, dtype); \
+	}
+
+REDUCE(sum, NK_ROW_SUM, sum_dim_IntList, "sum")
+REDUCE(mean, NK_ROW_MEAN, mean_dim, "mean")
+
+at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
+{
+	at::Tensor out = reduce_one("aten::amax", NK_ROW_MAX, self, dim, keepdim, self.scalar_type());
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::amax>::call(self, dim, keepdim);
+}
+
+at::Tensor amin(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
+{
+	at::Tensor out = reduce_one("aten::amin", NK_ROW_MIN, self, dim, keepdim, self.scalar_type());
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::amin>::call(self, dim, keepdim);
+}
+
+at::Tensor argmax(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)
+{
+	at::Tensor out;
+	if (dim)
+		out = reduce_one("aten::argmax", NK_ROW_ARGMAX, self, at::IntArrayRef{ *dim }, keepdim, self.scalar_type());
+	else if (!keepdim)
+		out = reduce_one("aten::argmax", NK_ROW_ARGMAX, self, std::nullopt, false, self.scalar_type());
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::argmax>::call(self, dim, keepdim);
+}
+
+std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, bool keepdim)
+{
+	at::Tensor v = reduce_one("aten::max", NK_ROW_MAX, self, at::IntArrayRef{ dim }, keepdim, self.scalar_type());
+	at::Tensor i = v.defined() ? reduce_one("aten::max", NK_ROW_ARGMAX, self, at::IntArrayRef{ dim }, keepdim,
+						self.scalar_type())
+				   : at::Tensor();
+	if (i.defined())
+		return { v, i };
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::max_dim>::call(self, dim, keepdim);
+}
+
+// softmax / log_softmax over `dim`: computed with dim last, put back
+at::Tensor softmax_like(const char *name, int kop, const at::Tensor &self, int64_t dim, bool half_to_float)
+{
+	if (!float_device(self) || (half_to_float && self.scalar_type() == at::kFloat))
+		return {};
+	dim = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	int64_t cols = self.dim() ? self.size(dim) : 1;
+	if (!fits(kop, cols))
+		return {};
+	at::ScalarType odt = half_to_float ? at::kFloat : self.scalar_type();
+	at::Tensor xr = rows_view(self, dim);
+	nk_rows op{};
+	op.op = kop;
+	op.in_dtype = isa_dtype_of(self.scalar_type());
+	op.out_dtype = isa_dtype_of(odt);
+	op.cols = (uint64_t)cols;
+	op.rows = (uint64_t)(xr.numel() / cols);
+	at::Tensor out = at::empty(xr.sizes(), xr.options().dtype(odt));
+	run_rows(name, op, xr, {}, { { "out", &out } });
+	if (self.dim() == 0)
+		return out.reshape({});
+	out = out.movedim(-1, dim);
+	return out.is_contiguous() ? out : materialize(out, out.sizes(), odt);
+}
+
+at::Tensor softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
+{
+	at::Tensor out = softmax_like("aten::_softmax", NK_ROW_SOFTMAX, self, dim, half_to_float);
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_softmax>::call(self, dim, half_to_float);
+}
+
+at::Tensor log_softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
+{
+	at::Tensor out = softmax_like("aten::_log_softmax", NK_ROW_LOG_SOFTMAX, self, dim, half_to_float);
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_log_softmax>::call(self, dim, half_to_float);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, at::IntArrayRef shape,
+							  const std::optional<at::Tensor> &w,
+							  const std::optional<at::Tensor> &b, double eps)
+{
+	bool has_w = w && w->defined(), has_b = b && b->defined();
+	int64_t axis = x.dim() - (int64_t)shape.size(), cols = 1;
+	for (int64_t s : shape)
+		cols *= s;
+	bool ok = float_device(x) && axis >= 0 && has_w == has_b && fits(NK_ROW_LAYER_NORM, cols, has_w) &&
+		  (!has_w || (w->scalar_type() == x.scalar_type() && b->scalar_type() == x.scalar_type() &&
+			      w->numel() == cols && b->numel() == cols && w->is_privateuseone() && b->is_privateuseone()));
+	if (ok) {
+		at::Tensor xc = materialize(x, x.sizes(), x.scalar_type());
+		nk_rows op{};
+		op.op = NK_ROW_LAYER_NORM;
+		op.in_dtype = op.out_dtype = isa_dtype_of(x.scalar_type());
+		op.cols = (uint64_t)cols;
+		op.rows = (uint64_t)(x.numel() / cols);
+		op.eps = (float)eps;
+		op.affine = has_w;
+		std::vector<int64_t> sshape(x.sizes().begin(), x.sizes().begin() + axis);
+		sshape.resize(x.dim(), 1);
+		at::Tensor out = at::empty(x.sizes(), x.options()), mean = at::empty(sshape, x.options()),
+			   rstd = at::empty(sshape, x.options());
+		if (has_w) {
+			at::Tensor wc = materialize(*w, { cols }, x.scalar_type()), bc = materialize(*b, { cols }, x.scalar_type());
+			run_rows("aten::native_layer_norm", op, xc, { { "w", &wc }, { "b", &bc } },
+				 { { "out", &out }, { "mean", &mean }, { "rstd", &rstd } });
+		} else {
+			run_rows("aten::native_layer_norm", op, xc, {}, { { "out", &out }, { "mean", &mean }, { "rstd", &rstd } });
+		}
+		return { out, mean, rstd };
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::native_layer_norm>::call(x, shape, w, b, eps);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("sum.dim_IntList", sum);
+	m.impl("mean.dim", mean);
+	m.impl("amax", amax);
+	m.impl("amin", amin);
+	m.impl("argmax", argmax);
+	m.impl("max.dim", max_dim);
+	m.impl("_softmax", softmax);
+	m.impl("_log_softmax", log_softmax);
+	m.impl("native_layer_norm", layer_norm);
+}
+
+}  // namespace neuron
