@@ -7,15 +7,6 @@
 
 namespace neuron {
 
-namespace {
-
-// how a tensor's elements look to the DMA: an ISA dtype and how many of its
-// elements make one tensor element (8-byte types move as uint32 pairs)
-struct Units {
-	int dtype = ISA_DT_INVALID;
-	int per = 1;
-};
-
 Units units_of(at::ScalarType t, bool cast)
 {
 	int f = isa_dtype_of(t);
@@ -36,6 +27,8 @@ Units units_of(at::ScalarType t, bool cast)
 	}
 }
 
+namespace {
+
 bool overlaps(const at::Tensor &a, const at::Tensor &b)
 {
 	if (!a.storage().is_alias_of(b.storage()))
@@ -53,6 +46,8 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 	    dst.dim() > NK_MAX_RANK || src.dim() > dst.dim())
 		return false;
 	bool cast = dst.scalar_type() != src.scalar_type();
+	if (cast && src.scalar_type() == at::kLong && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID)
+		return native_i64_to_float(dst, src);
 	Units us = units_of(src.scalar_type(), cast), ud = units_of(dst.scalar_type(), cast);
 	if (us.dtype == ISA_DT_INVALID || ud.dtype == ISA_DT_INVALID || dst.numel() == 0)
 		return dst.numel() == 0 && us.dtype != ISA_DT_INVALID && ud.dtype != ISA_DT_INVALID;

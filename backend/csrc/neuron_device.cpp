@@ -645,8 +645,9 @@ at::Tensor &set_storage_offset(at::Tensor &self, at::Storage src, int64_t offset
 
 at::Tensor &fill_scalar(at::Tensor &self, const at::Scalar &value)
 {
-	if (self.numel() == 0)
+	if (self.numel() == 0 || native_fill(self, value))
 		return self;
+	count_fallback("aten::fill_");
 	auto cpu = at::empty(self.sizes(), self.options().device(at::kCPU));
 	cpu.fill_(value);
 	write_from_cpu(self, cpu);

@@ -200,7 +200,8 @@ BINARY_OP(minimum, minimum, ISA_ALU_min)
 at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
 	at::Tensor out;
-	if (alpha.equal(1) && native_binary("aten::add", ISA_ALU_add, a, b, out))
+	if (alpha.equal(1) && (native_binary("aten::add", ISA_ALU_add, a, b, out) ||
+			       native_i64_addsub("aten::add", false, a, b, out)))
 		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
 }
@@ -208,7 +209,8 @@ at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
 	at::Tensor out;
-	if (alpha.equal(1) && native_binary("aten::sub", ISA_ALU_subtract, a, b, out))
+	if (alpha.equal(1) && (native_binary("aten::sub", ISA_ALU_subtract, a, b, out) ||
+			       native_i64_addsub("aten::sub", true, a, b, out)))
 		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
 }
@@ -263,6 +265,10 @@ at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
 			 : v == -0.5 ? ISA_ACT_rsqrt : v == -1.0 ? ISA_ACT_reciprocal : -1;
 		if (func >= 0)
 			return run_elementwise("aten::pow", { UNARY_ACT, func, 1.0f }, x, nullptr);
+		if (v == 1.0)
+			return materialize(x, x.sizes(), x.scalar_type()).clone();
+		if ((double)(float)v == v)   // any other exponent: VectorE's pow ALU
+			return run_elementwise("aten::pow", { TENSOR_SCALAR, ISA_ALU_pow, (float)v }, x, nullptr);
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::pow_Tensor_Scalar>::call(a, e);
 }

@@ -19,6 +19,15 @@ namespace neuron {
 // ISA dtype of a tensor type the kernels handle, ISA_DT_INVALID otherwise
 int isa_dtype_of(at::ScalarType t);
 
+// How a tensor's elements look to a DMA: an ISA dtype and how many of its
+// elements make one tensor element (8-byte types move as uint32 pairs).
+// With `cast`, only the float types the DMA can convert between.
+struct Units {
+	int dtype = ISA_DT_INVALID;
+	int per = 1;
+};
+Units units_of(at::ScalarType t, bool cast);
+
 // A kernel generator for the current target: fills bin/len or diag.
 using ProgramGen = std::function<isa_status(int target, uint8_t **bin, size_t *len, isa_diag *d)>;
 
@@ -42,5 +51,9 @@ int64_t extent_of(const at::Tensor &t);
 bool native_copy(const at::Tensor &dst, const at::Tensor &src);
 // t broadcast to `sizes` and cast to `dtype`, contiguous (t itself if it is)
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
+
+// int64 add/sub (exact) and int64 -> float casts (neuron_int64.cpp)
+bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
+bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);
 
 }  // namespace neuron

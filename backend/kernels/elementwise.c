@@ -73,16 +73,17 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 }
 
 typedef struct ew_op {
-	unsigned nin;          /* 1: unary, 2: tensor_tensor on VectorE */
+	unsigned nin;          /* 1: unary, 2: tensor_tensor, 3: select, on VectorE */
 	bool vector_scalar;    /* unary as tensor_scalar `a <alu> imm` on VectorE, else activation */
 	int alu, func;
 	float scale;           /* activation input scale, or the immediate */
 	int alu2;              /* tensor_scalar's second op (bypass: none) and immediate */
 	float s2;
+	int dt[3], dt_out;     /* operand and result dtypes */
 } ew_op;
 
 /* Emits the program for `nt` tiles over a and out (n elements) and b (nb). */
-static isa_status ew_emit(int target, const ew_op *op, int dtype, uint64_t n, uint64_t nb,
+static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			  const tile *tiles, uint32_t nt, uint8_t **bin, size_t *len, isa_diag *diag)
 {
 	isa_status st = ISA_E_NOMEM;
@@ -91,37 +92,42 @@ static isa_status ew_emit(int target, const ew_op *op, int dtype, uint64_t n, ui
 		return st;
 	p->num_semaphores = 3;
 	uint64_t shape[1] = { n }, shape_b[1] = { nb };
-	int ta = isa_builder_tensor(p, "a", dtype, ISA_TK_INPUT, 1, shape, diag);
-	int tb = op->nin == 2 ? isa_builder_tensor(p, "b", dtype, ISA_TK_INPUT, 1, shape_b, diag) : 0;
-	int to = isa_builder_tensor(p, "out", dtype, ISA_TK_OUTPUT, 1, shape, diag);
-	if (ta < 0 || tb < 0 || to < 0) {
+	int ta = isa_builder_tensor(p, "a", op->dt[0], ISA_TK_INPUT, 1, shape, diag);
+	int tb = op->nin >= 2 ? isa_builder_tensor(p, "b", op->dt[1], ISA_TK_INPUT, 1, shape_b, diag) : 0;
+	int tc = op->nin >= 3 ? isa_builder_tensor(p, "c", op->dt[2], ISA_TK_INPUT, 1, shape, diag) : 0;
+	int to = isa_builder_tensor(p, "out", op->dt_out, ISA_TK_OUTPUT, 1, shape, diag);
+	if (ta < 0 || tb < 0 || tc < 0 || to < 0) {
 		st = diag->code;
 		goto free_program;
 	}
-	unsigned esz = isa_dtype_size(dtype);
 	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
 	const unsigned per_tile = op->nin + 1;           /* DMA descriptors per tile */
-	const int compute = op->nin == 2 || op->vector_scalar ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
+	const int compute = op->nin >= 2 || op->vector_scalar ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
 	for (uint32_t i = 0; i < nt; i++) {
 		const tile *x = &tiles[i];
 		uint64_t base = (i % 2) * per_tile * slot;    /* a, [b,] out of buffer set i%2 */
-		isa_ap sa = isa_ap_sbuf(dtype, 0, x->rows, base, x->cols);
-		isa_ap sb = isa_ap_sbuf(dtype, 0, x->rows, base + slot, x->cols);
-		isa_ap so = isa_ap_sbuf(dtype, 0, x->rows, base + op->nin * slot, x->cols);
-		uint64_t off = x->start * esz;
-		isa_ap ha = isa_ap_hbm(dtype, (uint32_t)ta, off, x->rows, (int64_t)x->pstride, x->cols);
-		isa_ap hb = isa_ap_hbm(dtype, (uint32_t)tb, x->start_b * esz, x->rows,
+		isa_ap sa = isa_ap_sbuf(op->dt[0], 0, x->rows, base, x->cols);
+		isa_ap sb = isa_ap_sbuf(op->dt[1], 0, x->rows, base + slot, x->cols);
+		isa_ap sc = isa_ap_sbuf(op->dt[2], 0, x->rows, base + 2 * slot, x->cols);
+		isa_ap so = isa_ap_sbuf(op->dt_out, 0, x->rows, base + op->nin * slot, x->cols);
+		isa_ap ha = isa_ap_hbm(op->dt[0], (uint32_t)ta, x->start * isa_dtype_size(op->dt[0]), x->rows,
+				       (int64_t)x->pstride, x->cols);
+		isa_ap hb = isa_ap_hbm(op->dt[1], (uint32_t)tb, x->start_b * isa_dtype_size(op->dt[1]), x->rows,
 				       (int64_t)x->pstride_b, x->cols);
+		isa_ap hc = isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]), x->rows,
+				       (int64_t)x->pstride, x->cols);
 		if (x->fstride_b != 1) {
 			int32_t fs = (int32_t)x->fstride_b;
 			uint32_t sz = x->cols;
 			hb = isa_ap_dims(hb, 1, &fs, &sz);
 		}
-		isa_ap ho = isa_ap_hbm(dtype, (uint32_t)to, off, x->rows, (int64_t)x->pstride, x->cols);
+		isa_ap ho = isa_ap_hbm(op->dt_out, (uint32_t)to, x->start * isa_dtype_size(op->dt_out), x->rows,
+				       (int64_t)x->pstride, x->cols);
 		int la = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sa, &ha, NULL, diag);
-		int lb = op->nin == 2 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag) : 0;
+		int lb = op->nin >= 2 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag) : 0;
+		int lc = op->nin >= 3 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sc, &hc, NULL, diag) : 0;
 		int so_ = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
-		if (la < 0 || lb < 0 || so_ < 0) {
+		if (la < 0 || lb < 0 || lc < 0 || so_ < 0) {
 			st = diag->code;
 			goto free_program;
 		}
@@ -129,11 +135,21 @@ static isa_status ew_emit(int target, const ew_op *op, int dtype, uint64_t n, ui
 		if (i >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, i - 1)))
 			goto free_program;
 		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)la, 0, 0, 1)) ||
-		    (op->nin == 2 &&
+		    (op->nin >= 2 &&
 		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1))) ||
+		    (op->nin >= 3 &&
+		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lc, 2, 0, 1))) ||
 		    (st = isa_builder_sem_wait(p, compute, 0, ISA_ALU_is_ge, op->nin * (i + 1))))
 			goto free_program;
-		if (op->nin == 2)
+		if (op->nin == 3) {
+			isa_instr in = isa_instr_init(ISA_OP_select);
+			in.ap[ISA_AP_DST] = so;
+			in.ap[ISA_AP_SRC] = sa;
+			in.ap[ISA_AP_SRC1] = sb;
+			in.ap[ISA_AP_SRC2] = sc;
+			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
+			st = isa_builder_emit(p, compute, &in, diag);
+		} else if (op->nin == 2)
 			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
 		else if (op->vector_scalar)
 			st = isa_builder_tensor_scalar(p, compute, so, sa, op->alu, isa_imm_f32(op->scale),
@@ -159,7 +175,7 @@ free_program:
 	return st;
 }
 
-static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n, uint8_t **bin,
+static isa_status ew_program(int target, const ew_op *op, uint64_t n, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
 	*bin = NULL;
@@ -179,7 +195,7 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 			(unsigned long long)n);
 		st = ISA_E_LIMIT;
 	} else {
-		st = ew_emit(target, op, dtype, n, n, tiles, nt, bin, len, diag);
+		st = ew_emit(target, op, n, n, tiles, nt, bin, len, diag);
 	}
 	free(tiles);
 	return st;
@@ -188,8 +204,8 @@ static isa_status ew_program(int target, const ew_op *op, int dtype, uint64_t n,
 isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
-	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f };
-	return ew_program(target, &op, dtype, n, bin, len, diag);
+	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype }, dtype };
+	return ew_program(target, &op, n, bin, len, diag);
 }
 
 isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, uint64_t cols,
@@ -222,8 +238,8 @@ isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, u
 			x->pstride_b = b_per_row ? 1 : 0;
 			x->fstride_b = b_per_row ? 0 : 1;
 		}
-	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f };
-	isa_status st = ew_emit(target, &op, dtype, rows * cols, b_per_row ? rows : cols, tiles, nt,
+	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype }, dtype };
+	isa_status st = ew_emit(target, &op, rows * cols, b_per_row ? rows : cols, tiles, nt,
 				bin, len, diag);
 	free(tiles);
 	return st;
@@ -232,13 +248,28 @@ isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, u
 isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
 			    uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	ew_op op = { 1, false, 0, func, scale, ISA_ALU_bypass, 0.0f };
-	return ew_program(target, &op, dtype, n, bin, len, diag);
+	ew_op op = { 1, false, 0, func, scale, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype }, dtype };
+	return ew_program(target, &op, n, bin, len, diag);
 }
 
 isa_status nk_scalar_program(int target, int alu, float s, int alu2, float s2, int dtype,
 			     uint64_t n, uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	ew_op op = { 1, true, alu, 0, s, alu2, s2 };
-	return ew_program(target, &op, dtype, n, bin, len, diag);
+	ew_op op = { 1, true, alu, 0, s, alu2, s2, { dtype, dtype, dtype }, dtype };
+	return ew_program(target, &op, n, bin, len, diag);
+}
+
+isa_status nk_compare_program(int target, int alu, int dtype, bool scalar, float s, uint64_t n,
+			      uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	ew_op op = { scalar ? 1 : 2, scalar, alu, 0, s, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype },
+		     ISA_DT_bool };
+	return ew_program(target, &op, n, bin, len, diag);
+}
+
+isa_status nk_select_program(int target, int dtype, uint64_t n, uint8_t **bin, size_t *len,
+			     isa_diag *diag)
+{
+	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dtype, dtype }, dtype };
+	return ew_program(target, &op, n, bin, len, diag);
 }

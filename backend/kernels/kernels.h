@@ -47,6 +47,19 @@ typedef struct nk_matmul {
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
 
+/* out[n] (bool) = a[n] <cmp> b[n], or a[n] <cmp> s with `scalar` */
+isa_status nk_compare_program(int target, int alu, int dtype, bool scalar, float s, uint64_t n,
+			      uint8_t **bin, size_t *len, isa_diag *diag);
+/* out[n] = a[n] (bool) ? b[n] : c[n]; inputs "a", "b", "c" */
+isa_status nk_select_program(int target, int dtype, uint64_t n, uint8_t **bin, size_t *len,
+			     isa_diag *diag);
+
+/* 64-bit integer elementwise ops on (low, high) int32 pairs (int64.c):
+ * "a", "b" [2n] uint32 in; "out" [2n] uint32, or [n] out_dtype for TO_FLOAT */
+enum nk_i64_op { NK_I64_ADD, NK_I64_SUB, NK_I64_TO_FLOAT, NK_I64_NUM_OPS };
+isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8_t **bin,
+			    size_t *len, isa_diag *diag);
+
 #define NK_MAX_RANK 8
 
 /* dst[idx] = src[idx] over shape (element strides per side, src may have
@@ -77,6 +90,29 @@ typedef struct nk_rows {
 	bool affine;
 } nk_rows;
 isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t *len,
+			   isa_diag *diag);
+
+/* out[o, j, :] = table[o, index[j], :]; "table" [outer*rows*inner], "index"
+ * int32 [nidx] (int64: [2*nidx] pairs), "out" [outer*nidx*inner] */
+typedef struct nk_gather {
+	int dtype;                 /* any ISA dtype (the element unit moved) */
+	uint64_t outer, rows, inner, nidx;
+	bool index_int64;
+} nk_gather;
+isa_status nk_gather_program(int target, const nk_gather *g, uint8_t **bin, size_t *len,
+			     isa_diag *diag);
+
+/* "out"[n] = value, or start + i * step (iota: int32/int64/fp32) */
+typedef struct nk_fill {
+	int dtype;                 /* ISA dtype of an element (int64: int32 with int64 set) */
+	bool int64;
+	uint64_t n;
+	bool iota;
+	int64_t start, step;       /* iota */
+	int64_t ivalue;            /* fill, integer types */
+	float fvalue;              /* fill, float types */
+} nk_fill;
+isa_status nk_fill_program(int target, const nk_fill *f, uint8_t **bin, size_t *len,
 			   isa_diag *diag);
 
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)

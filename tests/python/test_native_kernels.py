@@ -142,8 +142,9 @@ def test_other_tensors_are_untouched():
 def test_launch_overhead_setting_is_checked():
     import subprocess
     import sys
-    code = ("import torch\na = torch.ones(3, device='neuron')\n"
-            "try:\n    a + a\nexcept RuntimeError as e:\n    print(str(e).splitlines()[0])\n")
+    code = ("import torch\n"
+            "try:\n    a = torch.ones(3, device='neuron')\n    a + a\n"
+            "except RuntimeError as e:\n    print(str(e).splitlines()[0])\n")
     env = dict(__import__("os").environ, NEURON_SIM_LAUNCH_OVERHEAD_US="abc")
     r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True,
                        text=True, env=env, timeout=300)

@@ -1,0 +1,129 @@
+/*
+ * int64.c -- kernel generator for 64-bit integer elementwise ops.  The ISA
+ * has no 64-bit type, so an int64 element is a (low uint32, high int32)
+ * pair and VectorE's integer ALU (exact, results wrapped to 32 bits)
+ * computes on the halves:
+ *
+ *   add: lo = a.lo + b.lo; carry = lo < a.lo (unsigned); hi = a.hi + b.hi + carry
+ *   sub: lo = a.lo - b.lo; borrow = a.lo < b.lo;         hi = a.hi - b.hi - borrow
+ *   to float: h = a.hi + (a.lo as int32 < 0); f = h * 2^32 + (a.lo as int32)
+ *     (one rounding, as CPU PyTorch, whenever |value| < 2^55)
+ *
+ * Tiles of up to 128 x 1024 elements; Sync loads, VectorE computes, GpSimd
+ * stores; two buffer sets.
+ */
+#include "kernels.h"
+
+#include <string.h>
+
+#define P 128u
+#define F 1024u
+enum { S_LOAD, S_DONE, S_STORE, NSEM };
+
+static isa_ap pick(int dt, uint32_t r, uint64_t off, uint32_t f, unsigned half)
+{
+	int32_t stride = 2;
+	isa_ap a = isa_ap_sbuf(dt, 0, r, off + 4u * half, f);
+	return isa_ap_dims(a, 1, &stride, &f);
+}
+
+isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8_t **bin, size_t *len,
+			    isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	bool to_float = op == NK_I64_TO_FLOAT;
+	if (!n || n > ((uint64_t)1 << 36) || op < 0 || op >= NK_I64_NUM_OPS ||
+	    (to_float && !isa_dtype_is_float(out_dtype))) {
+		nk_fail(diag, ISA_E_LIMIT, "int64 kernel: op %d over %llu elements", op, (unsigned long long)n);
+		return ISA_E_LIMIT;
+	}
+	isa_status st = ISA_E_NOMEM;
+	isa_program *p = isa_program_new(target);
+	if (!p)
+		return st;
+	p->num_semaphores = NSEM;
+	unsigned nin = to_float ? 1 : 2;
+	uint64_t s2[1] = { 2 * n }, s1[1] = { n };
+	int ta = isa_builder_tensor(p, "a", ISA_DT_uint32, ISA_TK_INPUT, 1, s2, diag);
+	int tb = nin == 2 ? isa_builder_tensor(p, "b", ISA_DT_uint32, ISA_TK_INPUT, 1, s2, diag) : 0;
+	int to = to_float ? isa_builder_tensor(p, "out", out_dtype, ISA_TK_OUTPUT, 1, s1, diag)
+			  : isa_builder_tensor(p, "out", ISA_DT_uint32, ISA_TK_OUTPUT, 1, s2, diag);
+	if (ta < 0 || tb < 0 || to < 0) {
+		st = diag->code;
+		goto free_program;
+	}
+	/* per buffer set: a, b, out pairs (8 KiB each) and a scratch row */
+	const uint64_t slot = 8u * F, set = 4 * slot;
+	uint64_t f0 = (n + P - 1) / P;
+	uint32_t f = (uint32_t)(f0 < F ? f0 : F);
+	uint32_t tiles = 0;
+	for (uint64_t s = 0; s < n; tiles++) {
+		uint64_t left = n - s;
+		uint32_t r = (uint32_t)(left >= (uint64_t)f * P ? P : left / f), w = f;
+		if (r == 0) {
+			r = 1;
+			w = (uint32_t)left;
+		}
+		uint64_t b = (tiles % 2) * set;
+		uint64_t a_off = b, b_off = b + slot, o_off = b + 2 * slot, t_off = b + 3 * slot;
+		if (tiles >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, S_STORE, ISA_ALU_is_ge, tiles - 1)))
+			goto free_program;
+		for (unsigned i = 0; i < nin; i++) {
+			isa_ap sb = isa_ap_sbuf(ISA_DT_uint32, 0, r, i ? b_off : a_off, 2 * w);
+			isa_ap hb = isa_ap_hbm(ISA_DT_uint32, (uint32_t)(i ? tb : ta), s * 8, r, 2 * (int64_t)w, 2 * w);
+			int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag);
+			if (d < 0 || (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)d, i, S_LOAD, 1))) {
+				st = d < 0 ? diag->code : st;
+				goto free_program;
+			}
+		}
+		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_VECTOR, S_LOAD, ISA_ALU_is_ge, nin * (tiles + 1))))
+			goto free_program;
+		isa_ap alo = pick(ISA_DT_uint32, r, a_off, w, 0), ahi = pick(ISA_DT_int32, r, a_off, w, 1);
+		isa_ap blo = pick(ISA_DT_uint32, r, b_off, w, 0), bhi = pick(ISA_DT_int32, r, b_off, w, 1);
+		isa_ap olo = pick(ISA_DT_uint32, r, o_off, w, 0), ohi = pick(ISA_DT_int32, r, o_off, w, 1);
+		isa_ap tmp = isa_ap_sbuf(ISA_DT_int32, 0, r, t_off, w);
+		isa_ap fo = isa_ap_sbuf(ISA_DT_fp32, 0, r, o_off, w);
+		isa_ap slo = pick(ISA_DT_int32, r, a_off, w, 0);
+		const int V = ISA_ENGINE_VECTOR;
+		isa_imm z = isa_imm_i32(0);
+		if (op == NK_I64_ADD) {
+			st = isa_builder_tensor_tensor(p, V, olo, alo, blo, ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_tensor(p, V, tmp, olo, alo, ISA_ALU_is_lt);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ahi, bhi, ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ohi, tmp, ISA_ALU_add);
+		} else if (op == NK_I64_SUB) {
+			st = isa_builder_tensor_tensor(p, V, tmp, alo, blo, ISA_ALU_is_lt);
+			st = st ? st : isa_builder_tensor_tensor(p, V, olo, alo, blo, ISA_ALU_subtract);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ahi, bhi, ISA_ALU_subtract);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ohi, tmp, ISA_ALU_subtract);
+		} else {   /* h = hi + (lo < 0) as integers; then h * 2^32 + lo at fp32 */
+			st = isa_builder_tensor_scalar(p, V, tmp, slo, ISA_ALU_is_lt, z, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, tmp, tmp, ahi, ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_scalar(p, V, fo, tmp, ISA_ALU_multiply,
+								 isa_imm_f32(4294967296.0f), ISA_ALU_bypass,
+								 isa_imm_f32(0));
+			st = st ? st : isa_builder_tensor_tensor(p, V, fo, fo, slo, ISA_ALU_add);
+		}
+		if (st || (st = isa_builder_sem_signal(p, V, S_DONE, ISA_SEMOP_ADD, 1)))
+			goto free_program;
+		isa_ap ho = to_float ? isa_ap_hbm(out_dtype, (uint32_t)to, s * isa_dtype_size(out_dtype), r, w, w)
+				     : isa_ap_hbm(ISA_DT_uint32, (uint32_t)to, s * 8, r, 2 * (int64_t)w, 2 * w);
+		isa_ap so = to_float ? fo : isa_ap_sbuf(ISA_DT_uint32, 0, r, o_off, 2 * w);
+		int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
+		if (d < 0 || (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, S_DONE, ISA_ALU_is_ge, tiles + 1)) ||
+		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)d, 2, S_STORE, 1))) {
+			st = d < 0 ? diag->code : st;
+			goto free_program;
+		}
+		s += (uint64_t)r * w;
+	}
+	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, S_STORE, ISA_ALU_is_ge, tiles)) ||
+	    (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+		goto free_program;
+	st = ISA_OK;
+free_program:
+	isa_program_free(p);
+	return st;
+}
