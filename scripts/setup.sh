@@ -27,7 +27,7 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 # Python packages, pinned where an unpinned name would pull something huge.
 # torch: the CPU wheel on this machine's disk; never let pip resolve an unpinned torch.
 # expecttest: torch.testing._internal (OpInfo sample inputs in the kernel tests) imports it.
-PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest")
+PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0")
 
 deb_missing() {
     local pkg missing=()

@@ -10,6 +10,7 @@
 
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
+#include <ATen/ops/_safe_softmax.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/matmul.h>
@@ -79,7 +80,21 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		kk = repeat_heads(k, q.size(-3) / k.size(-3));
 		vv = repeat_heads(v, q.size(-3) / v.size(-3));
 	}
-	at::Tensor scores = at::matmul(q, kk.transpose(-2, -1)).mul(sc);
+	// scores and softmax at fp32 (TensorE accumulates in fp32 PSUM; the
+	// probabilities are rounded to v's dtype for the second product, as CPU
+	// PyTorch's flash attention does)
+	std::vector<int64_t> lead(q.sizes().begin(), q.sizes().end() - 2);
+	int64_t nb = c10::multiply_integers(lead);
+	std::vector<int64_t> sshape = lead;
+	sshape.push_back(L);
+	sshape.push_back(S);
+	at::Tensor scores;
+	if (kk.sizes().slice(0, kk.dim() - 2).equals(lead)) {
+		at::Tensor q3 = q.reshape({ nb, L, E }), k3 = kk.reshape({ nb, S, E }).transpose(1, 2);
+		scores = matmul_to(q3, k3, at::kFloat).view(sshape).mul(sc);
+	} else {   // broadcast batch dims: PyTorch's matmul, then fp32
+		scores = at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat).mul(sc);
+	}
 	if (is_causal) {
 		// key j is hidden from query i when j > i (top-left aligned, as PyTorch)
 		auto fopt = q.options().dtype(at::kFloat);
@@ -94,7 +109,8 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		} else
 			scores = scores.add(*bias);
 	}
-	at::Tensor out = at::matmul(scores.softmax(-1), vv);
+	// a fully masked query row gets zeros, as PyTorch's SDPA (_safe_softmax)
+	at::Tensor out = at::matmul(at::_safe_softmax(scores, -1).to(v.scalar_type()), vv);
 	at::Tensor none = at::empty({ 0 }, q.options());
 	return { out, none, none, none, c10::SymInt(L), c10::SymInt(S), none, none, none };
 }

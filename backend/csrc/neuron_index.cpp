@@ -7,6 +7,10 @@
 #include <ATen/ops/arange_ops.h>
 #include <ATen/ops/cat_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gather_ops.h>
+#include <ATen/ops/index_copy_ops.h>
+#include <ATen/ops/index_ops.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
@@ -51,7 +55,7 @@ bool native_fill(const at::Tensor &self, const at::Scalar &v)
 
 namespace {
 
-at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
+at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
 {
 	Units u = units_of(self.scalar_type(), false);
 	bool ok = self.is_privateuseone() && index.is_privateuseone() && self.device() == index.device() &&
@@ -130,7 +134,7 @@ at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim)
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::cat>::call(tensors, dim);
 }
 
-at::Tensor &arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
+at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
 {
 	double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
 	bool integral = std::floor(s) == s && std::floor(st) == st && st != 0;
@@ -166,13 +170,145 @@ at::Tensor &arange_out(const at::Scalar &start, const at::Scalar &end, const at:
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::arange_start_out>::call(start, end, step, out);
 }
 
+// gather(x, dim, index): out[..., j] = x[..., index[..., j]] along dim, as
+// index_select over the flattened x with flat row indices
+// (row * x.size(dim) + index, int64 arithmetic on the device)
+at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad)
+{
+	bool ok = self.is_privateuseone() && index.is_privateuseone() && index.scalar_type() == at::kLong &&
+		  self.dim() == index.dim() && self.dim() >= 1 && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID;
+	if (ok) {
+		dim = at::maybe_wrap_dim(dim, self.dim());
+		for (int64_t d = 0; d < self.dim() && ok; d++)
+			ok = d == dim || index.size(d) <= self.size(d);
+	}
+	if (ok && index.numel() == 0)
+		return at::empty(index.sizes(), self.options());
+	if (ok && self.size(dim) > 0) {
+		at::Tensor x = self;
+		for (int64_t d = 0; d < self.dim(); d++)
+			if (d != dim)
+				x = x.narrow(d, 0, index.size(d));
+		x = x.movedim(dim, -1);
+		at::Tensor idx = index.movedim(dim, -1);
+		int64_t cols = x.size(-1), j = idx.size(-1), rows = idx.numel() / j;
+		at::Tensor base = at::empty({ rows, 1 }, index.options());
+		at::_ops::arange_start_out::call(0, rows * cols, cols, base);
+		at::Tensor flat = materialize(idx, idx.sizes(), at::kLong).view({ rows, j }).add(base.view({ rows, 1 }));
+		at::Tensor xs = materialize(x, x.sizes(), self.scalar_type()).view({ -1 });
+		at::Tensor out = neuron_index_select(xs, 0, flat.view({ -1 }));
+		std::vector<int64_t> osz = idx.sizes().vec();
+		return out.view(osz).movedim(-1, dim).contiguous();
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gather>::call(self, dim, index, sparse_grad);
+}
+
+// index_copy: out = self with out.select(dim, index[j]) = source.select(dim, j),
+// one scatter DMA per 128 indices (in place when out is self)
+at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+			   at::Tensor &out)
+{
+	Units u = units_of(self.scalar_type(), false);
+	bool ok = self.is_privateuseone() && index.is_privateuseone() && source.is_privateuseone() &&
+		  u.dtype != ISA_DT_INVALID && source.scalar_type() == self.scalar_type() && index.dim() <= 1 &&
+		  (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && self.dim() >= 1 &&
+		  source.dim() == self.dim() && out.sizes().equals(self.sizes()) && out.is_contiguous() &&
+		  out.scalar_type() == self.scalar_type();
+	if (ok) {
+		dim = at::maybe_wrap_dim(dim, self.dim());
+		for (int64_t d = 0; d < self.dim() && ok; d++)
+			ok = d == dim ? source.size(d) == index.numel() : source.size(d) == self.size(d);
+	}
+	if (ok) {
+		if (!out.is_same(self))
+			TORCH_CHECK(native_copy(out, self), "neuron: index_copy copy");
+		if (index.numel() == 0)
+			return out;
+		at::Tensor src = materialize(source, source.sizes(), source.scalar_type());
+		at::Tensor idx = materialize(index.reshape({ -1 }), { index.numel() }, index.scalar_type());
+		nk_gather g{};
+		g.dtype = u.dtype;
+		g.outer = (uint64_t)c10::multiply_integers(self.sizes().slice(0, dim));
+		g.rows = (uint64_t)self.size(dim);
+		g.inner = (uint64_t)c10::multiply_integers(self.sizes().slice(dim + 1)) * u.per;
+		g.nidx = (uint64_t)idx.numel();
+		g.index_int64 = index.scalar_type() == at::kLong;
+		g.scatter = true;
+		std::vector<int64_t> key{ 's', g.dtype, (int64_t)g.outer, (int64_t)g.rows, (int64_t)g.inner,
+					  (int64_t)g.nidx, g.index_int64 };
+		int dev = self.device().index();
+		nsim_model *m = cached_program(std::move(key), dev, "scatter",
+					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+			return nk_gather_program(target, &g, bin, len, d);
+		});
+		run_program(m, dev, "aten::index_copy", { { "src", &src }, { "index", &idx } }, { { "table", &out } });
+		return out;
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_copy_out>::call(self, dim, index,
+												    source, out);
+}
+
+// self[i0, i1, ..., ik-1] with integer index tensors on the leading dims
+// (broadcast together): flat row = sum_d i_d * (rows below d), computed
+// with exact int64 arithmetic, then an index_select of whole rows.  Bool
+// masks (data-dependent shapes) and indices after a slice take the fallback.
+at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+{
+	std::vector<at::Tensor> idx;
+	bool ok = self.is_privateuseone() && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID;
+	size_t k = 0;
+	for (size_t i = 0; i < indices.size() && ok; i++) {
+		const std::optional<at::Tensor> &t = indices.get(i);
+		if (!t || !t->defined())
+			continue;
+		ok = k == i && t->is_privateuseone() && (t->scalar_type() == at::kLong || t->scalar_type() == at::kInt);
+		idx.push_back(*t);
+		k++;
+	}
+	ok = ok && k >= 1 && (int64_t)k <= self.dim();
+	if (ok) {
+		std::vector<int64_t> bshape = idx[0].sizes().vec();
+		for (const at::Tensor &t : idx)
+			bshape = at::infer_size(bshape, t.sizes());
+		int64_t rows = 1;
+		for (size_t d = 0; d < k; d++)
+			rows *= self.size((int64_t)d);
+		ok = rows < INT32_MAX;
+		at::Tensor flat;
+		int64_t below = 1;
+		for (int64_t d = (int64_t)k - 1; d >= 0 && ok; d--) {
+			at::Tensor t = materialize(idx[d].to(at::kLong), bshape, at::kLong);
+			// a negative index counts from the end, as in PyTorch: t + size where t < 0
+			at::Tensor neg = t.lt(0);
+			t = at::where(neg, t.add(self.size(d)), t);
+			at::Tensor term = below == 1 ? t : i64_mul_scalar(t, (int32_t)below);
+			flat = flat.defined() ? flat.add(term) : term;
+			below *= self.size(d);
+		}
+		if (ok) {
+			std::vector<int64_t> rest(self.sizes().begin() + (int64_t)k, self.sizes().end());
+			std::vector<int64_t> tshape{ rows };
+			tshape.insert(tshape.end(), rest.begin(), rest.end());
+			at::Tensor table = materialize(self, self.sizes(), self.scalar_type()).view(tshape);
+			at::Tensor out = neuron_index_select(table, 0, flat.reshape({ -1 }));
+			std::vector<int64_t> oshape = bshape;
+			oshape.insert(oshape.end(), rest.begin(), rest.end());
+			return out.view(oshape);
+		}
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_Tensor>::call(self, indices);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
-	m.impl("index_select", index_select);
+	m.impl("index.Tensor", index_tensor);
+	m.impl("index_copy.out", index_copy_out);
+	m.impl("gather", gather);
+	m.impl("index_select", neuron_index_select);
 	m.impl("cat", cat);
-	m.impl("arange.start_out", arange_out);
+	m.impl("arange.start_out", neuron_arange_out);
 }
 
 }  // namespace neuron

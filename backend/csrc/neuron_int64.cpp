@@ -11,11 +11,11 @@ namespace neuron {
 
 namespace {
 
-nsim_model *i64_program(int op, int out_dt, uint64_t n, int dev)
+nsim_model *i64_program(int op, int out_dt, uint64_t n, int dev, int32_t c = 0)
 {
-	return cached_program({ 'i', op, out_dt, (int64_t)n }, dev, "int64",
+	return cached_program({ 'i', op, out_dt, (int64_t)n, c }, dev, "int64",
 			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_int64_program(target, op, out_dt, n, bin, len, d);
+		return nk_int64_program(target, op, out_dt, n, c, bin, len, d);
 	});
 }
 
@@ -55,17 +55,107 @@ bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at
 
 bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 {
-	int odt = isa_dtype_of(dst.scalar_type());
+	bool to_bool = dst.scalar_type() == at::kBool;
+	int odt = to_bool ? ISA_DT_bool : isa_dtype_of(dst.scalar_type());
 	if (src.scalar_type() != at::kLong || odt == ISA_DT_INVALID || !src.is_privateuseone())
 		return false;
 	at::Tensor x = materialize(src, dst.sizes(), at::kLong);
 	at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
 	if (out.numel()) {
 		int dev = src.device().index();
-		nsim_model *m = i64_program(NK_I64_TO_FLOAT, odt, (uint64_t)out.numel(), dev);
+		nsim_model *m = i64_program(to_bool ? NK_I64_TO_BOOL : NK_I64_TO_FLOAT, odt, (uint64_t)out.numel(), dev);
 		run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &out } });
 	}
 	return out.is_same(dst) || native_copy(dst, out);
+}
+
+// small-integer / bool sources to other dtypes on VectorE; int64 -> int32
+// keeps the low words (PyTorch's conversion wraps the same way)
+bool native_cast(const at::Tensor &dst, const at::Tensor &src)
+{
+	at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();
+	if (st == at::kLong && dt == at::kInt) {
+		at::Tensor x = materialize(src, dst.sizes(), at::kLong);
+		at::Tensor lo = at::empty(dst.sizes(), dst.options());
+		if (lo.numel()) {
+			// the int64 buffer viewed as int32 pairs; the even words
+			at::Tensor words = at::empty({ 0 }, x.options().dtype(at::kInt)).set_(x.storage(), 0, { 2 * x.numel() }, { 1 });
+			TORCH_CHECK(native_copy(lo.view({ -1 }), words.as_strided({ x.numel() }, { 2 }, 2 * x.storage_offset())),
+				    "neuron: int64 -> int32");
+		}
+		return lo.is_same(dst) || native_copy(dst, lo);
+	}
+	Units us = units_of(st, false), ud = units_of(dt, false);
+	if (us.dtype == ISA_DT_INVALID || ud.dtype == ISA_DT_INVALID || us.per != 1 || ud.per != 1 ||
+	    isa_dtype_is_float(us.dtype) || !src.is_privateuseone())
+		return false;
+	at::Tensor x = materialize(src, dst.sizes(), st);
+	at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
+	if (out.numel()) {
+		int dev = src.device().index();
+		uint64_t n = (uint64_t)out.numel();
+		nsim_model *m = cached_program({ 'k', us.dtype, ud.dtype, (int64_t)n }, dev, "cast",
+					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+			return nk_cast_program(target, us.dtype, ud.dtype, n, bin, len, d);
+		});
+		run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &out } });
+	}
+	return out.is_same(dst) || native_copy(dst, out);
+}
+
+// an fp32 tensor of integer values (|v| < 2^31) as int64: VectorE converts
+// to int32, then the pairs are formed (high word = sign)
+at::Tensor integral_float_to_int64(const at::Tensor &f)
+{
+	at::Tensor x = materialize(f, f.sizes(), at::kFloat);
+	at::Tensor i32 = at::empty(f.sizes(), f.options().dtype(at::kInt));
+	at::Tensor out = at::empty(f.sizes(), f.options().dtype(at::kLong));
+	if (!out.numel())
+		return out;
+	int dev = f.device().index();
+	uint64_t n = (uint64_t)out.numel();
+	nsim_model *m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
+				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_cast_program(target, ISA_DT_fp32, ISA_DT_int32, n, bin, len, d);
+	});
+	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &i32 } });
+	run_program(i64_program(NK_I64_FROM_I32, ISA_DT_uint32, n, dev), dev, "aten::copy_", { { "a", &i32 } },
+		    { { "out", &out } });
+	return out;
+}
+
+bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!a.is_privateuseone() || a.scalar_type() != at::kLong || at::result_type(a, b) != at::kLong)
+		return false;
+	at::Tensor y = i64_operand(b, a);
+	if (!y.defined() || y.scalar_type() != at::kLong)
+		return false;
+	// gt / ge are lt / le with the operands swapped
+	bool swap = alu == ISA_ALU_is_gt || alu == ISA_ALU_is_ge;
+	int op = alu == ISA_ALU_is_equal ? NK_I64_EQ : alu == ISA_ALU_not_equal ? NK_I64_NE
+	       : alu == ISA_ALU_is_lt || alu == ISA_ALU_is_gt ? NK_I64_LT : NK_I64_LE;
+	std::vector<int64_t> shape = at::infer_size(a.sizes(), y.sizes());
+	out = at::empty(shape, a.options().dtype(at::kBool));
+	if (out.numel() == 0)
+		return true;
+	at::Tensor x = materialize(a, shape, at::kLong), z = materialize(y, shape, at::kLong);
+	int dev = a.device().index();
+	nsim_model *m = i64_program(op, ISA_DT_bool, (uint64_t)out.numel(), dev);
+	run_program(m, dev, name, { { "a", swap ? &z : &x }, { "b", swap ? &x : &z } }, { { "out", &out } });
+	return true;
+}
+
+at::Tensor i64_mul_scalar(const at::Tensor &a, int32_t c)
+{
+	at::Tensor x = materialize(a, a.sizes(), at::kLong);
+	at::Tensor out = at::empty(a.sizes(), a.options());
+	if (out.numel()) {
+		int dev = a.device().index();
+		run_program(i64_program(NK_I64_MULS, ISA_DT_uint32, (uint64_t)out.numel(), dev, c), dev, "aten::mul",
+			    { { "a", &x } }, { { "out", &out } });
+	}
+	return out;
 }
 
 }  // namespace neuron

@@ -180,6 +180,14 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 		out = run_elementwise(name, { TENSOR_SCALAR, alu, v }, x, nullptr);
 		return true;
 	}
+	if (alu == ISA_ALU_multiply && a.is_privateuseone() && a.scalar_type() == at::kLong && b.dim() == 0 &&
+	    b.is_cpu() && at::isIntegralType(b.scalar_type(), false)) {
+		int64_t c = b.item<int64_t>();
+		if (c >= INT32_MIN && c <= INT32_MAX) {   // exact 64-bit product (int64.c)
+			out = i64_mul_scalar(a, (int32_t)c);
+			return true;
+		}
+	}
 	return native_binary_general(name, alu, a, b, out);
 }
 
@@ -292,10 +300,82 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::clamp>::call(a, lo, hi);
 }
 
+// In-place and out= forms of the binary ops: the functional kernel, then a
+// DMA copy of its result into self / out (the result dtype must be one
+// self / out can hold, as PyTorch requires).
+at::Tensor &into(at::Tensor &dst, const at::Tensor &r, bool resize)
+{
+	if (resize && !dst.sizes().equals(r.sizes()))
+		dst.resize_(r.sizes());
+	TORCH_CHECK(native_copy(dst, r), "neuron: writing a ", r.scalar_type(), " result into a ", dst.scalar_type(),
+		    " tensor");
+	return dst;
+}
+
+// the functional result when natively covered and storable in `dst`
+at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
+{
+	at::Tensor out;
+	if ((native_binary(name, alu, a, b, out) ||
+	     ((alu == ISA_ALU_add || alu == ISA_ALU_subtract) &&
+	      native_i64_addsub(name, alu == ISA_ALU_subtract, a, b, out))) &&
+	    dst.is_privateuseone() && dst.device() == out.device() &&
+	    (out.scalar_type() == dst.scalar_type() ||
+	     (isa_dtype_of(out.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID)) &&
+	    c10::canCast(out.scalar_type(), dst.scalar_type()))
+		return out;
+	return {};
+}
+
+at::Tensor &add_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar &alpha)
+{
+	at::Tensor r = alpha.equal(1) ? covered("aten::add", ISA_ALU_add, self, b, self) : at::Tensor();
+	if (r.defined() && r.sizes().equals(self.sizes()))
+		return into(self, r, false);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add__Tensor>::call(self, b, alpha);
+}
+
+at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar &alpha)
+{
+	at::Tensor r = alpha.equal(1) ? covered("aten::sub", ISA_ALU_subtract, self, b, self) : at::Tensor();
+	if (r.defined() && r.sizes().equals(self.sizes()))
+		return into(self, r, false);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub__Tensor>::call(self, b, alpha);
+}
+
+at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, at::Tensor &out)
+{
+	at::Tensor r = alpha.equal(1) ? covered("aten::add", ISA_ALU_add, a, b, out) : at::Tensor();
+	if (r.defined())
+		return into(out, r, true);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_out>::call(a, b, alpha, out);
+}
+
+at::Tensor &mul_inplace(at::Tensor &self, const at::Tensor &b)
+{
+	at::Tensor r = covered("aten::mul", ISA_ALU_multiply, self, b, self);
+	if (r.defined() && r.sizes().equals(self.sizes()))
+		return into(self, r, false);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::mul__Tensor>::call(self, b);
+}
+
+at::Tensor &div_inplace(at::Tensor &self, const at::Tensor &b)
+{
+	at::Tensor r = covered("aten::div", ISA_ALU_divide, self, b, self);
+	if (r.defined() && r.sizes().equals(self.sizes()))
+		return into(self, r, false);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::div__Tensor>::call(self, b);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("add_.Tensor", add_inplace);
+	m.impl("sub_.Tensor", sub_inplace);
+	m.impl("mul_.Tensor", mul_inplace);
+	m.impl("div_.Tensor", div_inplace);
+	m.impl("add.out", add_out);
 	m.impl("add.Tensor", add);
 	m.impl("sub.Tensor", sub);
 	m.impl("mul.Tensor", mul);

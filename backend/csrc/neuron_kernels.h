@@ -52,8 +52,16 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src);
 // t broadcast to `sizes` and cast to `dtype`, contiguous (t itself if it is)
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
 
+// [b,] m x k @ [b,] k x n on TensorE with the result in out_dt (fp32 PSUM
+// values rounded once), e.g. fp32 attention scores of bf16 q and k
+at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt);
+
 // int64 add/sub (exact) and int64 -> float casts (neuron_int64.cpp)
 bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
-bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);
+bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);   // and to bool
+bool native_cast(const at::Tensor &dst, const at::Tensor &src);          // ints/bool -> others
+at::Tensor integral_float_to_int64(const at::Tensor &f);                 // |v| < 2^31
+at::Tensor i64_mul_scalar(const at::Tensor &a, int32_t c);   // exact, int64 a
+bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 
 }  // namespace neuron

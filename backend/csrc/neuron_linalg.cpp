@@ -35,15 +35,19 @@ bool operand_ok(const at::Tensor &t, const at::Tensor &like)
 
 // out[b] = a[b] @ b[b] (+ bias) on the device; false: not covered
 bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
-		   const at::Tensor *bias, at::Tensor &out)
+		   const at::Tensor *bias, at::Tensor &out, at::ScalarType out_dt = at::ScalarType::Undefined)
 {
+	if (out_dt == at::ScalarType::Undefined)
+		out_dt = a.scalar_type();
 	if (!operand_ok(a, a) || !operand_ok(b, a) || (bias && !operand_ok(*bias, a)))
 		return false;
 	bool batched = a.dim() == 3;
 	int64_t batch = batched ? a.size(0) : 1, m = a.size(-2), k = a.size(-1), n = b.size(-1);
 	if (bias && (!bias->is_contiguous() || bias->numel() != n || bias->size(-1) != n))
 		return false;
-	out = at::empty(batched ? at::IntArrayRef{ batch, m, n } : at::IntArrayRef{ m, n }, a.options());
+	if (isa_dtype_of(out_dt) == ISA_DT_INVALID)
+		return false;
+	out = at::empty(batched ? at::IntArrayRef{ batch, m, n } : at::IntArrayRef{ m, n }, a.options().dtype(out_dt));
 	if (out.numel() == 0)
 		return true;
 	if (k == 0)
@@ -66,7 +70,8 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	mm.a_elems = (uint64_t)extent_of(ac);
 	mm.b_elems = (uint64_t)extent_of(bc);
 	mm.bias = bias != nullptr;
-	std::vector<int64_t> key{ 'm', mm.dtype, batch, m, k, n, mm.bias };
+	mm.out_dtype = isa_dtype_of(out_dt);
+	std::vector<int64_t> key{ 'm', mm.dtype, mm.out_dtype, batch, m, k, n, mm.bias };
 	key.insert(key.end(), mm.a_stride, mm.a_stride + 3);
 	key.insert(key.end(), mm.b_stride, mm.b_stride + 3);
 	key.push_back((int64_t)mm.a_elems);
@@ -116,6 +121,16 @@ at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &
 }
 
 }  // namespace
+
+at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt)
+{
+	at::Tensor out;
+	TORCH_CHECK(a.dim() == b.dim() && (a.dim() == 2 || a.dim() == 3) &&
+			    native_matmul(a.dim() == 3 ? "aten::bmm" : "aten::mm", a, b, nullptr, out, out_dt),
+		    "neuron: matmul of ", a.sizes(), " ", a.scalar_type(), " and ", b.sizes(), " ", b.scalar_type(),
+		    " is not covered by the TensorE kernel");
+	return out;
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {

@@ -9,8 +9,11 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_log_softmax_ops.h>
+#include <ATen/ops/_safe_softmax_ops.h>
 #include <ATen/ops/_softmax_ops.h>
+#include <ATen/ops/all_ops.h>
 #include <ATen/ops/amax_ops.h>
+#include <ATen/ops/any_ops.h>
 #include <ATen/ops/amin_ops.h>
 #include <ATen/ops/argmax_ops.h>
 #include <ATen/ops/empty.h>
@@ -126,7 +129,22 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::aten>::call(self, dim, keepdim, dtype); \
 	}
 
-REDUCE(sum, NK_ROW_SUM, sum_dim_IntList, "sum")
+REDUCE(sum_float, NK_ROW_SUM, sum_dim_IntList, "sum")
+
+// sum of a bool tensor (a count, int64): summed at fp32, exact below 2^24
+at::Tensor sum(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype)
+{
+	if (self.is_privateuseone() && self.scalar_type() == at::kBool && dtype.value_or(at::kLong) == at::kLong &&
+	    self.numel() > 0 && self.numel() < (1 << 24)) {
+		at::Tensor f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+		if (native_copy(f, self)) {
+			at::Tensor s = reduce_one("aten::sum", NK_ROW_SUM, f, dim, keepdim, at::kFloat);
+			if (s.defined())
+				return integral_float_to_int64(s);
+		}
+	}
+	return sum_float(self, dim, keepdim, dtype);
+}
 REDUCE(mean, NK_ROW_MEAN, mean_dim, "mean")
 
 at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
@@ -209,6 +227,77 @@ at::Tensor log_softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_log_softmax>::call(self, dim, half_to_float);
 }
 
+// all / any over a bool (or float) tensor: min / max of its values as
+// fp32, != 0; undefined when not covered
+at::Tensor all_any(bool any, const at::Tensor &self, at::OptionalIntArrayRef dims, bool keepdim)
+{
+	if (!self.is_privateuseone() || self.numel() == 0 ||
+	    !(self.scalar_type() == at::kBool || isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID))
+		return {};
+	at::Tensor f = self;
+	if (self.scalar_type() == at::kBool) {
+		f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+		if (!native_copy(f, self))
+			return {};
+	} else {
+		// NaN counts as true: compare != 0 first
+		f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+		if (!native_copy(f, self.ne(0)))
+			return {};
+	}
+	at::Tensor r = reduce_one(any ? "aten::any" : "aten::all", any ? NK_ROW_MAX : NK_ROW_MIN, f, dims, keepdim,
+				  at::kFloat);
+	return r.defined() ? r.ne(0) : r;
+}
+
+at::Tensor &to_out(at::Tensor &out, const at::Tensor &r)
+{
+	if (!out.sizes().equals(r.sizes()))
+		out.resize_(r.sizes());
+	TORCH_CHECK(native_copy(out, r), "neuron: writing a reduction result");
+	return out;
+}
+
+#define ALL_ANY(fname, is_any)                                                                            \
+	at::Tensor fname##_full(const at::Tensor &self)                                                   \
+	{                                                                                              \
+		at::Tensor r = all_any(is_any, self, std::nullopt, false);                                  \
+		return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname>::call(self); \
+	}                                                                                              \
+	at::Tensor &fname##_full_out(const at::Tensor &self, at::Tensor &out)                             \
+	{                                                                                              \
+		at::Tensor r = all_any(is_any, self, std::nullopt, false);                                  \
+		if (r.defined() && out.is_privateuseone() && out.scalar_type() == at::kBool)                \
+			return to_out(out, r);                                                             \
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_all_out>::call(self, out); \
+	}                                                                                              \
+	at::Tensor fname##_dim(const at::Tensor &self, int64_t dim, bool keepdim)                         \
+	{                                                                                              \
+		at::Tensor r = all_any(is_any, self, at::IntArrayRef{ dim }, keepdim);                      \
+		return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_dim>::call(self, dim, keepdim); \
+	}                                                                                              \
+	at::Tensor &fname##_dim_out(const at::Tensor &self, int64_t dim, bool keepdim, at::Tensor &out)   \
+	{                                                                                              \
+		at::Tensor r = all_any(is_any, self, at::IntArrayRef{ dim }, keepdim);                      \
+		if (r.defined() && out.is_privateuseone() && out.scalar_type() == at::kBool)                \
+			return to_out(out, r);                                                             \
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_out>::call(self, dim, keepdim, out); \
+	}
+
+ALL_ANY(all, false)
+ALL_ANY(any, true)
+
+// softmax that gives 0 (not NaN) for a row with every entry -inf: what
+// scaled_dot_product_attention uses for fully masked query rows
+at::Tensor safe_softmax(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype)
+{
+	at::Tensor x = dtype ? self.to(*dtype) : self;
+	at::Tensor out = softmax_like("aten::_safe_softmax", NK_ROW_SAFE_SOFTMAX, x, dim, false);
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_safe_softmax>::call(self, dim, dtype);
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, at::IntArrayRef shape,
 							  const std::optional<at::Tensor> &w,
 							  const std::optional<at::Tensor> &b, double eps)
@@ -234,7 +323,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, a
 		at::Tensor out = at::empty(x.sizes(), x.options()), mean = at::empty(sshape, x.options()),
 			   rstd = at::empty(sshape, x.options());
 		if (has_w) {
-			at::Tensor wc = materialize(*w, { cols }, x.scalar_type()), bc = materialize(*b, { cols }, x.scalar_type());
+			at::Tensor wc = materialize(w->reshape({ cols }), { cols }, x.scalar_type()),
+				   bc = materialize(b->reshape({ cols }), { cols }, x.scalar_type());
 			run_rows("aten::native_layer_norm", op, xc, { { "w", &wc }, { "b", &bc } },
 				 { { "out", &out }, { "mean", &mean }, { "rstd", &rstd } });
 		} else {
@@ -257,6 +347,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("max.dim", max_dim);
 	m.impl("_softmax", softmax);
 	m.impl("_log_softmax", log_softmax);
+	m.impl("_safe_softmax", safe_softmax);
+	m.impl("all", all_full);
+	m.impl("all.all_out", all_full_out);
+	m.impl("all.dim", all_dim);
+	m.impl("all.out", all_dim_out);
+	m.impl("any", any_full);
+	m.impl("any.all_out", any_full_out);
+	m.impl("any.dim", any_dim);
+	m.impl("any.out", any_dim_out);
 	m.impl("native_layer_norm", layer_norm);
 }
 

@@ -6,7 +6,12 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ScalarOps.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/bitwise_and_ops.h>
+#include <ATen/ops/bitwise_not_ops.h>
+#include <ATen/ops/bitwise_or_ops.h>
+#include <ATen/ops/bitwise_xor_ops.h>
 #include <ATen/ops/eq_ops.h>
 #include <ATen/ops/ge_ops.h>
 #include <ATen/ops/gt_ops.h>
@@ -70,12 +75,19 @@ bool fp32_exact(const at::Scalar &s)
 			return compare("aten::" #fname, alu, a, &b, 0);                             \
 		if (float_dev(a) && b.dim() == 0 && b.is_cpu() && fp32_exact(b.item()))          \
 			return compare("aten::" #fname, alu, a, nullptr, b.item<float>());          \
+		at::Tensor out;                                                                  \
+		if (native_i64_compare("aten::" #fname, alu, a, b, out))                         \
+			return out;                                                              \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Tensor>::call(a, b); \
 	}                                                                                        \
 	at::Tensor fname##_scalar(const at::Tensor &a, const at::Scalar &s)                          \
 	{                                                                                        \
 		if (float_dev(a) && fp32_exact(s))                                               \
 			return compare("aten::" #fname, alu, a, nullptr, (float)s.toDouble());     \
+		at::Tensor out;                                                                  \
+		if (!s.isFloatingPoint() && !s.isComplex() && !s.isBoolean() &&                   \
+		    native_i64_compare("aten::" #fname, alu, a, at::scalar_to_tensor(s), out))     \
+			return out;                                                              \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Scalar>::call(a, s); \
 	}
 
@@ -92,17 +104,28 @@ NEURON_CMP_OPS(CMP)
 // out = cond ? a : b (VectorE select); undefined when not covered
 at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a, const at::Tensor &b)
 {
-	if (!cond.is_privateuseone() || cond.scalar_type() != at::kBool || !float_dev(a) || !float_dev(b) ||
-	    a.device() != cond.device() || b.device() != cond.device())
+	// float operands (promoted), or integer/bool ones of one dtype (an int64
+	// element is two words, each picked by the same condition)
+	bool fl = float_dev(a) && float_dev(b);
+	bool ints = !fl && a.scalar_type() == b.scalar_type() && !at::isFloatingType(a.scalar_type()) &&
+		    units_of(a.scalar_type(), false).dtype != ISA_DT_INVALID;
+	if (!cond.is_privateuseone() || cond.scalar_type() != at::kBool || !(fl || ints) || !a.is_privateuseone() ||
+	    !b.is_privateuseone() || a.device() != cond.device() || b.device() != cond.device())
 		return {};
-	at::ScalarType dt = at::result_type(a, b);
+	at::ScalarType dt = fl ? at::result_type(a, b) : a.scalar_type();
 	std::vector<int64_t> shape = at::infer_size(at::infer_size(cond.sizes(), a.sizes()), b.sizes());
 	at::Tensor out = at::empty(shape, a.options().dtype(dt));
 	if (out.numel() == 0)
 		return out;
+	Units u = fl ? Units{ isa_dtype_of(dt), 1 } : units_of(dt, false);
 	at::Tensor c = materialize(cond, shape, at::kBool), x = materialize(a, shape, dt), y = materialize(b, shape, dt);
-	int idt = isa_dtype_of(dt);
-	uint64_t n = (uint64_t)out.numel();
+	if (u.per == 2) {
+		std::vector<int64_t> s2 = shape;
+		s2.push_back(2);
+		c = materialize(c.unsqueeze(-1), s2, at::kBool);
+	}
+	int idt = u.dtype;
+	uint64_t n = (uint64_t)out.numel() * u.per;
 	int dev = cond.device().index();
 	nsim_model *m = cached_program({ 'w', idt, (int64_t)n }, dev, "select",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
@@ -146,10 +169,122 @@ at::Tensor &masked_fill_(at::Tensor &self, const at::Tensor &mask, const at::Sca
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::masked_fill__Scalar>::call(self, mask, v);
 }
 
+// Bitwise ops on integer and bool tensors of one dtype: elementwise on
+// VectorE's integer ALU; an int64 element is two 32-bit words, each
+// combined on its own (exact).  Bool uses the logical ops.
+int bitwise_units(at::ScalarType t, int64_t *per)
+{
+	Units u = units_of(t, false);
+	*per = u.per;
+	if (t == at::kDouble || t == at::kComplexFloat || isa_dtype_of(t) != ISA_DT_INVALID)
+		return ISA_DT_INVALID;
+	return u.dtype;
+}
+
+at::Tensor bitwise(const char *name, int alu, const at::Tensor &a, const at::Tensor &b)
+{
+	int64_t per;
+	int dt = bitwise_units(a.scalar_type(), &per);
+	if (dt == ISA_DT_INVALID || !a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device() ||
+	    a.scalar_type() != b.scalar_type())
+		return {};
+	if (dt == ISA_DT_bool)
+		alu = alu == ISA_ALU_bitwise_and ? ISA_ALU_logical_and
+		    : alu == ISA_ALU_bitwise_or ? ISA_ALU_logical_or : ISA_ALU_logical_xor;
+	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+	at::Tensor out = at::empty(shape, a.options());
+	if (out.numel() == 0)
+		return out;
+	at::Tensor x = materialize(a, shape, a.scalar_type()), y = materialize(b, shape, a.scalar_type());
+	uint64_t n = (uint64_t)out.numel() * per;
+	int dev = a.device().index();
+	nsim_model *m = cached_program({ 'b', alu, dt, (int64_t)n }, dev, "bitwise",
+				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_binary_program(target, alu, dt, n, bin, len, d);
+	});
+	run_program(m, dev, name, { { "a", &x }, { "b", &y } }, { { "out", &out } });
+	return out;
+}
+
+#define BITWISE(fname, alu)                                                                              \
+	at::Tensor fname(const at::Tensor &a, const at::Tensor &b)                                          \
+	{                                                                                                \
+		at::Tensor r = bitwise("aten::" #fname, alu, a, b);                                       \
+		if (r.defined())                                                                         \
+			return r;                                                                        \
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Tensor>::call(a, b); \
+	}                                                                                                \
+	at::Tensor &fname##_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)                  \
+	{                                                                                                \
+		at::Tensor r = bitwise("aten::" #fname, alu, a, b);                                       \
+		if (r.defined() && out.scalar_type() == r.scalar_type() && out.is_privateuseone()) {      \
+			if (!out.sizes().equals(r.sizes()))                                              \
+				out.resize_(r.sizes());                                                  \
+			TORCH_CHECK(native_copy(out, r), "neuron: " #fname " out");                      \
+			return out;                                                                      \
+		}                                                                                        \
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Tensor_out>::call(a, b, out); \
+	}
+
+BITWISE(bitwise_and, ISA_ALU_bitwise_and)
+BITWISE(bitwise_or, ISA_ALU_bitwise_or)
+BITWISE(bitwise_xor, ISA_ALU_bitwise_xor)
+
+// ~x: bool -> x == 0; integers -> x ^ -1 (each word of an int64)
+at::Tensor bitwise_not_impl(const at::Tensor &a)
+{
+	int64_t per;
+	int dt = bitwise_units(a.scalar_type(), &per);
+	if (dt == ISA_DT_INVALID || !a.is_privateuseone())
+		return {};
+	at::Tensor out = at::empty(a.sizes(), a.options());
+	if (out.numel() == 0)
+		return out;
+	at::Tensor x = materialize(a, a.sizes(), a.scalar_type());
+	uint64_t n = (uint64_t)out.numel() * per;
+	int dev = a.device().index();
+	nsim_model *m = cached_program({ 'n', dt, (int64_t)n }, dev, "bitwise_not",
+				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return dt == ISA_DT_bool ? nk_compare_program(target, ISA_ALU_is_equal, dt, true, 0.0f, n, bin, len, d)
+					 : nk_scalar_program(target, ISA_ALU_bitwise_xor, -1.0f, ISA_ALU_bypass, 0.0f, dt, n,
+							     bin, len, d);
+	});
+	run_program(m, dev, "aten::bitwise_not", { { "a", &x } }, { { "out", &out } });
+	return out;
+}
+
+at::Tensor bitwise_not(const at::Tensor &a)
+{
+	at::Tensor r = bitwise_not_impl(a);
+	if (r.defined())
+		return r;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bitwise_not>::call(a);
+}
+
+at::Tensor &bitwise_not_out(const at::Tensor &a, at::Tensor &out)
+{
+	at::Tensor r = bitwise_not_impl(a);
+	if (r.defined() && out.scalar_type() == r.scalar_type() && out.is_privateuseone()) {
+		if (!out.sizes().equals(r.sizes()))
+			out.resize_(r.sizes());
+		TORCH_CHECK(native_copy(out, r), "neuron: bitwise_not out");
+		return out;
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bitwise_not_out>::call(a, out);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("bitwise_and.Tensor", bitwise_and);
+	m.impl("bitwise_or.Tensor", bitwise_or);
+	m.impl("bitwise_xor.Tensor", bitwise_xor);
+	m.impl("bitwise_and.Tensor_out", bitwise_and_out);
+	m.impl("bitwise_or.Tensor_out", bitwise_or_out);
+	m.impl("bitwise_xor.Tensor_out", bitwise_xor_out);
+	m.impl("bitwise_not", bitwise_not);
+	m.impl("bitwise_not.out", bitwise_not_out);
 #define CMP_REG(fname, alu)                           \
 	m.impl(#fname ".Tensor", fname##_tensor);     \
 	m.impl(#fname ".Scalar", fname##_scalar);

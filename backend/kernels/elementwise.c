@@ -151,10 +151,14 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			st = isa_builder_emit(p, compute, &in, diag);
 		} else if (op->nin == 2)
 			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
-		else if (op->vector_scalar)
-			st = isa_builder_tensor_scalar(p, compute, so, sa, op->alu, isa_imm_f32(op->scale),
-						       op->alu2, isa_imm_f32(op->s2));
-		else
+		else if (op->vector_scalar) {
+			/* integers to integers: the exact integer ALU path (wrapping as
+			 * PyTorch's conversions do), not through fp32 */
+			bool ints = !isa_dtype_is_float(op->dt[0]) && !isa_dtype_is_float(op->dt_out);
+			isa_imm s0 = ints ? isa_imm_i32((int32_t)op->scale) : isa_imm_f32(op->scale);
+			isa_imm s1 = ints ? isa_imm_i32((int32_t)op->s2) : isa_imm_f32(op->s2);
+			st = isa_builder_tensor_scalar(p, compute, so, sa, op->alu, s0, op->alu2, s1);
+		} else
 			st = isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
 		if (st || (st = isa_builder_sem_signal(p, compute, 1, ISA_SEMOP_ADD, 1)))
 			goto free_program;
@@ -264,6 +268,15 @@ isa_status nk_compare_program(int target, int alu, int dtype, bool scalar, float
 {
 	ew_op op = { scalar ? 1 : 2, scalar, alu, 0, s, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype },
 		     ISA_DT_bool };
+	return ew_program(target, &op, n, bin, len, diag);
+}
+
+isa_status nk_cast_program(int target, int in_dtype, int out_dtype, uint64_t n, uint8_t **bin,
+			   size_t *len, isa_diag *diag)
+{
+	/* x + 0: the conversion happens on the way out of the ALU */
+	ew_op op = { 1, true, ISA_ALU_add, 0, 0.0f, ISA_ALU_bypass, 0.0f,
+		     { in_dtype, in_dtype, in_dtype }, out_dtype };
 	return ew_program(target, &op, n, bin, len, diag);
 }
 

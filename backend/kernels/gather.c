@@ -49,9 +49,12 @@ isa_status nk_gather_program(int target, const nk_gather *gth, uint8_t **bin, si
 	unsigned iw = gth->index_int64 ? 2 : 1;
 	uint64_t st_[1] = { gth->outer * gth->rows * gth->inner }, si[1] = { gth->nidx * iw },
 		 so[1] = { gth->outer * gth->nidx * gth->inner };
-	int tt = isa_builder_tensor(p, "table", gth->dtype, ISA_TK_INPUT, 1, st_, diag);
+	/* scatter: "src" rows into the "table" (bound in place: other rows stay) */
+	int tt = isa_builder_tensor(p, "table", gth->dtype, gth->scatter ? ISA_TK_OUTPUT : ISA_TK_INPUT, 1,
+				    st_, diag);
 	int ti = isa_builder_tensor(p, "index", ISA_DT_int32, ISA_TK_INPUT, 1, si, diag);
-	int to = isa_builder_tensor(p, "out", gth->dtype, ISA_TK_OUTPUT, 1, so, diag);
+	int to = isa_builder_tensor(p, gth->scatter ? "src" : "out", gth->dtype,
+				    gth->scatter ? ISA_TK_INPUT : ISA_TK_OUTPUT, 1, so, diag);
 	if (tt < 0 || ti < 0 || to < 0) {
 		st = diag->code;
 		goto free_program;
@@ -72,11 +75,17 @@ isa_status nk_gather_program(int target, const nk_gather *gth, uint8_t **bin, si
 		    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, (uint32_t)t + 1)))
 			goto free_program;
 		for (uint64_t o = 0; o < gth->outer; o++) {
-			isa_ap src = isa_ap_hbm(gth->dtype, (uint32_t)tt, o * gth->rows * gth->inner * esz,
-						(uint32_t)gth->rows, (int64_t)gth->inner, (uint32_t)gth->inner);
-			isa_ap dst = isa_ap_hbm(gth->dtype, (uint32_t)to, (o * gth->nidx + j0) * gth->inner * esz,
-						r, (int64_t)gth->inner, (uint32_t)gth->inner);
-			if ((st = dma_issue(p, ISA_ENGINE_GPSIMD, dst, src, &col, 1 + (unsigned)(o % 2), 1, diag)))
+			isa_ap table = isa_ap_hbm(gth->dtype, (uint32_t)tt, o * gth->rows * gth->inner * esz,
+						  (uint32_t)gth->rows, (int64_t)gth->inner, (uint32_t)gth->inner);
+			isa_ap rows = isa_ap_hbm(gth->dtype, (uint32_t)to, (o * gth->nidx + j0) * gth->inner * esz,
+						 r, (int64_t)gth->inner, (uint32_t)gth->inner);
+			int d = gth->scatter ? isa_builder_dma(p, "", ISA_DMA_SCATTER, &table, &rows, &col, diag)
+					     : isa_builder_dma(p, "", ISA_DMA_GATHER, &rows, &table, &col, diag);
+			if (d < 0) {
+				st = diag->code;
+				goto free_program;
+			}
+			if ((st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)d, 1 + (unsigned)(o % 2), 1, 1)))
 				goto free_program;
 			moved++;
 		}

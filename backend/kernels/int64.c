@@ -6,6 +6,9 @@
  *
  *   add: lo = a.lo + b.lo; carry = lo < a.lo (unsigned); hi = a.hi + b.hi + carry
  *   sub: lo = a.lo - b.lo; borrow = a.lo < b.lo;         hi = a.hi - b.hi - borrow
+ *   to bool: lo | hi != 0
+ *   from int32: lo = a, hi = -(a < 0)
+ *   times c (int32): lo = low(a.lo * c); hi = a.hi * c + high(a.lo * c)
  *   to float: h = a.hi + (a.lo as int32 < 0); f = h * 2^32 + (a.lo as int32)
  *     (one rounding, as CPU PyTorch, whenever |value| < 2^55)
  *
@@ -27,14 +30,17 @@ static isa_ap pick(int dt, uint32_t r, uint64_t off, uint32_t f, unsigned half)
 	return isa_ap_dims(a, 1, &stride, &f);
 }
 
-isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8_t **bin, size_t *len,
-			    isa_diag *diag)
+isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32_t c, uint8_t **bin,
+			    size_t *len, isa_diag *diag)
 {
 	*bin = NULL;
 	*len = 0;
-	bool to_float = op == NK_I64_TO_FLOAT;
+	bool cmp = op >= NK_I64_EQ && op <= NK_I64_LE;
+	bool to_float = op == NK_I64_TO_FLOAT || op == NK_I64_TO_BOOL || cmp;   /* [n] results */
+	bool from32 = op == NK_I64_FROM_I32;
 	if (!n || n > ((uint64_t)1 << 36) || op < 0 || op >= NK_I64_NUM_OPS ||
-	    (to_float && !isa_dtype_is_float(out_dtype))) {
+	    (op == NK_I64_TO_FLOAT && !isa_dtype_is_float(out_dtype)) ||
+	    ((op == NK_I64_TO_BOOL || cmp) && out_dtype != ISA_DT_bool)) {
 		nk_fail(diag, ISA_E_LIMIT, "int64 kernel: op %d over %llu elements", op, (unsigned long long)n);
 		return ISA_E_LIMIT;
 	}
@@ -43,9 +49,11 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8
 	if (!p)
 		return st;
 	p->num_semaphores = NSEM;
-	unsigned nin = to_float ? 1 : 2;
+	bool muls = op == NK_I64_MULS;
+	unsigned nin = (to_float && !cmp) || from32 || muls ? 1 : 2;
 	uint64_t s2[1] = { 2 * n }, s1[1] = { n };
-	int ta = isa_builder_tensor(p, "a", ISA_DT_uint32, ISA_TK_INPUT, 1, s2, diag);
+	int ta = from32 ? isa_builder_tensor(p, "a", ISA_DT_int32, ISA_TK_INPUT, 1, s1, diag)
+			: isa_builder_tensor(p, "a", ISA_DT_uint32, ISA_TK_INPUT, 1, s2, diag);
 	int tb = nin == 2 ? isa_builder_tensor(p, "b", ISA_DT_uint32, ISA_TK_INPUT, 1, s2, diag) : 0;
 	int to = to_float ? isa_builder_tensor(p, "out", out_dtype, ISA_TK_OUTPUT, 1, s1, diag)
 			  : isa_builder_tensor(p, "out", ISA_DT_uint32, ISA_TK_OUTPUT, 1, s2, diag);
@@ -72,6 +80,10 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8
 		for (unsigned i = 0; i < nin; i++) {
 			isa_ap sb = isa_ap_sbuf(ISA_DT_uint32, 0, r, i ? b_off : a_off, 2 * w);
 			isa_ap hb = isa_ap_hbm(ISA_DT_uint32, (uint32_t)(i ? tb : ta), s * 8, r, 2 * (int64_t)w, 2 * w);
+			if (from32) {
+				sb = isa_ap_sbuf(ISA_DT_int32, 0, r, a_off, w);
+				hb = isa_ap_hbm(ISA_DT_int32, (uint32_t)ta, s * 4, r, w, w);
+			}
 			int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag);
 			if (d < 0 || (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)d, i, S_LOAD, 1))) {
 				st = d < 0 ? diag->code : st;
@@ -98,6 +110,37 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8
 			st = st ? st : isa_builder_tensor_tensor(p, V, olo, alo, blo, ISA_ALU_subtract);
 			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ahi, bhi, ISA_ALU_subtract);
 			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ohi, tmp, ISA_ALU_subtract);
+		} else if (muls) {
+			/* a * c: lo * c is exact in the 64-bit ALU; its low word is the
+			 * result's, its high word carries into hi * c */
+			isa_imm ci = isa_imm_i32(c);
+			st = isa_builder_tensor_scalar(p, V, olo, alo, ISA_ALU_multiply, ci, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_scalar(p, V, tmp, alo, ISA_ALU_multiply, ci,
+								 ISA_ALU_shift_right, isa_imm_i32(32));
+			st = st ? st : isa_builder_tensor_scalar(p, V, ohi, ahi, ISA_ALU_multiply, ci, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ohi, tmp, ISA_ALU_add);
+		} else if (from32) {   /* lo = a; hi = -(a < 0) */
+			isa_ap a32 = isa_ap_sbuf(ISA_DT_int32, 0, r, a_off, w);
+			st = isa_builder_tensor_copy(p, V, olo, a32);
+			st = st ? st : isa_builder_tensor_scalar(p, V, ohi, a32, ISA_ALU_is_lt, z, ISA_ALU_multiply,
+								 isa_imm_i32(-1));
+		} else if (cmp) {
+			/* eq: lo == lo' and hi == hi'; lt/le: hi < hi' (signed), or
+			 * hi == hi' and lo <(=) lo' (unsigned) */
+			isa_ap ob = isa_ap_sbuf(ISA_DT_bool, 0, r, o_off, w);
+			int lo_cmp = op == NK_I64_LT ? ISA_ALU_is_lt : op == NK_I64_LE ? ISA_ALU_is_le : ISA_ALU_is_equal;
+			st = isa_builder_tensor_tensor(p, V, tmp, alo, blo, lo_cmp);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ob, ahi, bhi, ISA_ALU_is_equal);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ob, ob, tmp, ISA_ALU_logical_and);
+			if (op == NK_I64_LT || op == NK_I64_LE) {
+				st = st ? st : isa_builder_tensor_tensor(p, V, tmp, ahi, bhi, ISA_ALU_is_lt);
+				st = st ? st : isa_builder_tensor_tensor(p, V, ob, ob, tmp, ISA_ALU_logical_or);
+			} else if (op == NK_I64_NE) {
+				st = st ? st : isa_builder_tensor_scalar(p, V, ob, ob, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
+			}
+		} else if (op == NK_I64_TO_BOOL) {
+			st = isa_builder_tensor_tensor(p, V, isa_ap_sbuf(ISA_DT_bool, 0, r, o_off, w), alo, ahi,
+						       ISA_ALU_logical_or);
 		} else {   /* h = hi + (lo < 0) as integers; then h * 2^32 + lo at fp32 */
 			st = isa_builder_tensor_scalar(p, V, tmp, slo, ISA_ALU_is_lt, z, ISA_ALU_bypass, z);
 			st = st ? st : isa_builder_tensor_tensor(p, V, tmp, tmp, ahi, ISA_ALU_add);
@@ -110,7 +153,8 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8
 			goto free_program;
 		isa_ap ho = to_float ? isa_ap_hbm(out_dtype, (uint32_t)to, s * isa_dtype_size(out_dtype), r, w, w)
 				     : isa_ap_hbm(ISA_DT_uint32, (uint32_t)to, s * 8, r, 2 * (int64_t)w, 2 * w);
-		isa_ap so = to_float ? fo : isa_ap_sbuf(ISA_DT_uint32, 0, r, o_off, 2 * w);
+		isa_ap so = op == NK_I64_TO_BOOL || cmp ? isa_ap_sbuf(ISA_DT_bool, 0, r, o_off, w)
+			    : to_float ? fo : isa_ap_sbuf(ISA_DT_uint32, 0, r, o_off, 2 * w);
 		int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
 		if (d < 0 || (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, S_DONE, ISA_ALU_is_ge, tiles + 1)) ||
 		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)d, 2, S_STORE, 1))) {

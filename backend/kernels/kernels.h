@@ -43,6 +43,7 @@ typedef struct nk_matmul {
 	int64_t b_stride[3];       /* batch, k, n */
 	uint64_t a_elems, b_elems;
 	bool bias;                 /* input "bias" [n] */
+	int out_dtype;             /* 0: dtype; else a float type (e.g. fp32 scores) */
 } nk_matmul;
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
@@ -50,14 +51,25 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 /* out[n] (bool) = a[n] <cmp> b[n], or a[n] <cmp> s with `scalar` */
 isa_status nk_compare_program(int target, int alu, int dtype, bool scalar, float s, uint64_t n,
 			      uint8_t **bin, size_t *len, isa_diag *diag);
+/* out[n] (out_dtype) = a[n] (in_dtype) converted on VectorE (integer and
+ * bool types to any 32-bit-or-smaller type; values as CPU PyTorch converts
+ * them when exact in fp32) */
+isa_status nk_cast_program(int target, int in_dtype, int out_dtype, uint64_t n, uint8_t **bin,
+			   size_t *len, isa_diag *diag);
 /* out[n] = a[n] (bool) ? b[n] : c[n]; inputs "a", "b", "c" */
 isa_status nk_select_program(int target, int dtype, uint64_t n, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
 
 /* 64-bit integer elementwise ops on (low, high) int32 pairs (int64.c):
- * "a", "b" [2n] uint32 in; "out" [2n] uint32, or [n] out_dtype for TO_FLOAT */
-enum nk_i64_op { NK_I64_ADD, NK_I64_SUB, NK_I64_TO_FLOAT, NK_I64_NUM_OPS };
-isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, uint8_t **bin,
+ * "a", "b" [2n] uint32 in ("a" [n] int32 for FROM_I32); "out" [2n] uint32, or
+ * [n] out_dtype for TO_FLOAT / TO_BOOL */
+enum nk_i64_op {
+	NK_I64_ADD, NK_I64_SUB, NK_I64_TO_FLOAT, NK_I64_TO_BOOL, NK_I64_FROM_I32,
+	NK_I64_EQ, NK_I64_NE, NK_I64_LT, NK_I64_LE,   /* bool results */
+	NK_I64_MULS,                                  /* a * c */
+	NK_I64_NUM_OPS
+};
+isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32_t c, uint8_t **bin,
 			    size_t *len, isa_diag *diag);
 
 #define NK_MAX_RANK 8
@@ -80,7 +92,9 @@ isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *
  * [cols] in (affine) and "mean", "rstd" [rows] out (out_dtype) */
 enum nk_row_op {
 	NK_ROW_SUM, NK_ROW_MEAN, NK_ROW_MAX, NK_ROW_MIN, NK_ROW_ARGMAX,
-	NK_ROW_SOFTMAX, NK_ROW_LOG_SOFTMAX, NK_ROW_LAYER_NORM, NK_ROW_NUM_OPS
+	NK_ROW_SOFTMAX, NK_ROW_LOG_SOFTMAX, NK_ROW_LAYER_NORM,
+	NK_ROW_SAFE_SOFTMAX,       /* softmax, 0 for a row of -inf (as aten::_safe_softmax) */
+	NK_ROW_NUM_OPS
 };
 typedef struct nk_rows {
 	int op;
@@ -98,6 +112,7 @@ typedef struct nk_gather {
 	int dtype;                 /* any ISA dtype (the element unit moved) */
 	uint64_t outer, rows, inner, nidx;
 	bool index_int64;
+	bool scatter;              /* table[o, index[j], :] = src[o, j, :] instead */
 } nk_gather;
 isa_status nk_gather_program(int target, const nk_gather *g, uint8_t **bin, size_t *len,
 			     isa_diag *diag);

@@ -52,7 +52,7 @@ typedef struct lane {
 typedef struct gen {
 	isa_program *p;
 	const nk_matmul *mm;
-	int dt, ta, tb, tbias, to;
+	int dt, odt, ta, tb, tbias, to;
 	unsigned esz;
 	uint64_t kt_n, kpad;         /* K tiles; K rounded up to P */
 	uint32_t ms, nb;             /* m-tiles per super-tile; columns per n block */
@@ -234,7 +234,7 @@ static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64
 
 	/* VectorE: PSUM -> SBUF result slot (its previous store must have read it) */
 	uint32_t slot = t % OUT_SLOTS;
-	isa_ap so = isa_ap_sbuf(g->dt, 0, msz, g->out_off + (uint64_t)slot * g->nb * g->esz, nsz);
+	isa_ap so = isa_ap_sbuf(g->odt, 0, msz, g->out_off + (uint64_t)slot * g->nb * 4, nsz);
 	if ((t >= OUT_SLOTS &&
 	     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
 	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_MM, ISA_ALU_is_ge, t + 1)))
@@ -252,8 +252,8 @@ static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64
 	g->evacs++;
 
 	/* GpSimd: store the tile */
-	uint64_t off = ((bi * mm->m + m0) * mm->n + n0) * g->esz;
-	isa_ap ho = isa_ap_hbm(g->dt, (uint32_t)g->to, off, msz, (int64_t)mm->n, nsz);
+	uint64_t off = ((bi * mm->m + m0) * mm->n + n0) * isa_dtype_size(g->odt);
+	isa_ap ho = isa_ap_hbm(g->odt, (uint32_t)g->to, off, msz, (int64_t)mm->n, nsz);
 	int d = isa_builder_dma(g->p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
 	if (d < 0)
 		return diag->code;
@@ -273,7 +273,7 @@ static bool plan(gen *g, uint64_t sbuf)
 	for (uint64_t nb = nb_want; nb > 0; nb = nb > 64 ? nb / 2 : 0) {
 		uint64_t fixed = (uint64_t)(g->lane[0].nstage + g->lane[1].nstage) * CHUNK * g->esz
 			       + 2 * g->kpad / P * nb * g->esz     /* b blocks */
-			       + OUT_SLOTS * nb * g->esz           /* results */
+			       + OUT_SLOTS * nb * 4                /* results */
 			       + 2 * nb * g->esz;                  /* bias */
 		uint64_t per_mt = 2 * g->kpad * g->esz;   /* two a^T regions */
 		if (fixed + per_mt > sbuf)
@@ -399,6 +399,7 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	memset(&g, 0, sizeof(g));
 	g.mm = mm;
 	g.dt = mm->dtype;
+	g.odt = mm->out_dtype ? mm->out_dtype : mm->dtype;
 	g.esz = isa_dtype_size(mm->dtype);
 	if (!ti || (g.dt != ISA_DT_fp32 && g.dt != ISA_DT_bf16 && g.dt != ISA_DT_fp16)) {
 		nk_fail(diag, ISA_E_BAD_DTYPE, "matmul kernel: dtype %s", isa_dtype_name(g.dt));
@@ -434,7 +435,7 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	g.ta = isa_builder_tensor(g.p, "a", g.dt, ISA_TK_INPUT, 1, sa, diag);
 	g.tb = isa_builder_tensor(g.p, "b", g.dt, ISA_TK_INPUT, 1, sb, diag);
 	g.tbias = mm->bias ? isa_builder_tensor(g.p, "bias", g.dt, ISA_TK_INPUT, 1, sbias, diag) : 0;
-	g.to = isa_builder_tensor(g.p, "out", g.dt, ISA_TK_OUTPUT, 3, so, diag);
+	g.to = isa_builder_tensor(g.p, "out", g.odt, ISA_TK_OUTPUT, 3, so, diag);
 	if (g.ta < 0 || g.tb < 0 || g.tbias < 0 || g.to < 0) {
 		st = diag->code;
 		goto free_program;

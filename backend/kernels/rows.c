@@ -177,8 +177,11 @@ static void compute(rg *g, int s, uint32_t r)
 		break;
 	}
 	case NK_ROW_SOFTMAX:
+	case NK_ROW_SAFE_SOFTMAX:
 	case NK_ROW_LOG_SOFTMAX:
 		reduce(g, s0, x, ISA_ALU_max, true);                    /* -max */
+		if (g->op->op == NK_ROW_SAFE_SOFTMAX)                   /* a row of -inf: e = 0 */
+			ts(g, s0, s0, ISA_ALU_min, 3.4028235e38f, NULL, ISA_ALU_bypass, 0, NULL);
 		to_act(g);
 		act(g, w, x, ISA_ACT_exp, &s0, &s1);                     /* e, sum(e) */
 		if (g->op->op == NK_ROW_LOG_SOFTMAX) {
@@ -187,6 +190,8 @@ static void compute(rg *g, int s, uint32_t r)
 			ts(g, w, x, ISA_ALU_add, 0, &s0, ISA_ALU_subtract, 0, &s2);
 		} else {
 			to_vec(g);
+			if (g->op->op == NK_ROW_SAFE_SOFTMAX)           /* 0 / tiny = 0 */
+				ts(g, s1, s1, ISA_ALU_max, 1.17549435e-38f, NULL, ISA_ALU_bypass, 0, NULL);
 			ts(g, w, w, ISA_ALU_divide, 0, &s1, ISA_ALU_bypass, 0, NULL);
 		}
 		break;
@@ -216,7 +221,8 @@ static void compute(rg *g, int s, uint32_t r)
 
 static bool row_shaped(int op)
 {
-	return op == NK_ROW_SOFTMAX || op == NK_ROW_LOG_SOFTMAX || op == NK_ROW_LAYER_NORM;
+	return op == NK_ROW_SOFTMAX || op == NK_ROW_SAFE_SOFTMAX || op == NK_ROW_LOG_SOFTMAX ||
+	       op == NK_ROW_LAYER_NORM;
 }
 
 static void emit_tiles(rg *g)

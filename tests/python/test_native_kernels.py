@@ -341,8 +341,14 @@ def test_pow_and_clamp(case, dtype):
         assert s["cpu_fallbacks"] == 0, s
 
 
-def test_pow_other_exponents_fall_back():
-    x = torch.randn(100)
+def test_pow_other_exponents_use_the_vector_pow_alu():
+    """exponents without an activation (3, 1.5, ...) run as VectorE's pow
+    ALU (powf at fp32: within an ulp or two of CPU's std::pow); a complex
+    or non-fp32-exact exponent falls back"""
+    x = torch.randn(100) * 3
     torch_neuronsim.reset_stats()
-    assert torch.allclose((x.to(NEURON) ** 3).cpu(), x ** 3)
+    for e in (3.0, 1.5, 4.0, 0.0, 1.0):
+        torch.testing.assert_close((x.to(NEURON) ** e).cpu(), x ** e, rtol=1e-6, atol=1e-5, equal_nan=True)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    assert torch.allclose((x.abs().to(NEURON) ** 0.1).cpu(), x.abs() ** 0.1)  # 0.1 is not fp32-exact
     assert torch_neuronsim.stats()["cpu_fallbacks"] >= 1

@@ -68,6 +68,11 @@ def stats():
     return out
 
 
+def target():
+    """The simulated chip: "trn1", "trn2" or "trn3"."""
+    return _lib.neuron_target().decode()
+
+
 def reset_stats():
     _lib.neuron_reset_stats()
 

@@ -1,7 +1,7 @@
-"""The main job until the PyTorch plugin lands: run example programs on the
+"""Run the hand-written example programs (examples/programs/*.nsasm) on the
 simulated NeuronCore through `neuronsim run`, check their outputs against
 NumPy/torch references, and print each run's timing summary.  Writes the
-traces and summaries to build/examples/."""
+traces and summaries to build/examples/.  (Build first: scripts/setup.sh.)"""
 import os
 import pathlib
 import subprocess

@@ -1,0 +1,264 @@
+"""Native kernels beyond elementwise and matmul: row-wise ops (reductions,
+softmax, layer_norm), DMA copies and casts, index ops, fills, comparisons and
+selects, attention, int64 arithmetic.  Values against CPU PyTorch; the
+covered calls must run without any CPU fallback."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.bfloat16: dict(rtol=1.6e-2, atol=1e-2),
+       torch.float16: dict(rtol=1e-3, atol=1e-3)}
+
+
+def dev(v):
+    if isinstance(v, torch.Tensor):
+        return v.to(NEURON)
+    if isinstance(v, (list, tuple)):
+        return type(v)(dev(e) for e in v)
+    if isinstance(v, dict):
+        return {k: dev(e) for k, e in v.items()}
+    return v
+
+
+def native(fn, *args, exact=False, tol=None, **kw):
+    """fn on CPU and on neuron: same values, dtype and shape, zero fallbacks"""
+    want = fn(*args, **kw)
+    torch_neuronsim.reset_stats()
+    got = fn(*dev(args), **dev(kw))
+    s = torch_neuronsim.stats()
+    assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
+    outs = got if isinstance(got, tuple) else (got,)
+    wants = want if isinstance(want, tuple) else (want,)
+    for g, w in zip(outs, wants):
+        assert g.device.type == "neuron" and g.dtype == w.dtype and g.shape == w.shape, (g, w)
+        if exact:
+            torch.testing.assert_close(g.cpu(), w, rtol=0, atol=0, equal_nan=True)
+        else:
+            torch.testing.assert_close(g.cpu(), w, **(tol or TOL.get(w.dtype, {})), equal_nan=True)
+    return got
+
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# last dims: one element, odd, several 128-row tiles of rows
+SHAPES = [(1,), (7, 1), (3, 77), (300, 129), (2, 5, 64)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_reductions_and_softmax(shape, dtype):
+    g = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(shape, generator=g).to(dtype)
+    sum_tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else None
+    native(lambda t: t.sum(-1), x, tol=sum_tol)
+    native(lambda t: t.mean(-1, keepdim=True), x, tol=sum_tol)
+    native(lambda t: t.sum(0), x, tol=sum_tol)
+    native(lambda t: t.amax(-1), x, exact=True)
+    native(lambda t: t.amin(0), x, exact=True)
+    native(lambda t: t.argmax(-1), x, exact=True)
+    native(lambda t: t.max(dim=-1), x, exact=True)
+    native(lambda t: t.softmax(-1), x)
+    native(lambda t: t.softmax(0), x)
+    native(lambda t: t.log_softmax(-1), x, tol=dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else None)
+    native(lambda t: t.sum(), x, tol=dict(rtol=1e-4, atol=1e-3) if dtype == torch.float32 else None)
+    native(lambda t: t.sum(-1, dtype=torch.float32), x, tol=dict(rtol=1e-4, atol=1e-4))
+
+
+def test_long_flat_reduction_takes_two_passes():
+    x = torch.randn(300 * 77)
+    native(lambda t: t.sum(), x, tol=dict(rtol=1e-4, atol=1e-3))
+    native(lambda t: t.amax(), x, exact=True)
+    native(lambda t: t.mean(), x.bfloat16())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm(dtype):
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 130, 96, generator=g).to(dtype)
+    w, b = torch.randn(96, generator=g).to(dtype), torch.randn(96, generator=g).to(dtype)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=3e-2, atol=3e-2)
+    native(lambda t, ww, bb: F.layer_norm(t, [96], ww, bb), x, w, b, tol=tol)
+    native(lambda t: torch.native_layer_norm(t, [96], None, None, 1e-5), x, tol=tol)
+    native(lambda t: F.layer_norm(t, [130, 96]), x, tol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int32, torch.bool])
+def test_copies_views_and_casts(dtype):
+    x = (torch.randn(3, 40, 50) * 100).to(dtype)
+    native(lambda t: t.transpose(0, 2).contiguous(), x, exact=True)
+    native(lambda t: t[:, ::3, 1:].contiguous(), x, exact=True)
+    native(lambda t: t[0:1].expand(5, 40, 50).contiguous(), x, exact=True)
+    native(lambda t: t.reshape(-1)[: 4097 * 3].clone(), x, exact=True)
+    if dtype.is_floating_point:
+        native(lambda t: t.to(torch.float16), x, exact=True)
+        native(lambda t: t.float(), x, exact=True)
+    y = torch.zeros(4, 6, dtype=dtype)
+    yd = y.to(NEURON)
+    yd[:, 2:4] = x[0, :4, :2].to(NEURON)
+    y[:, 2:4] = x[0, :4, :2]
+    assert torch.equal(yd.cpu(), y)
+
+
+def test_overlapping_copy_goes_through_a_buffer():
+    z = torch.arange(12.).reshape(3, 4)
+    zd = z.to(NEURON)
+    zd[1:].copy_(zd[:-1].clone())
+    z[1:].copy_(z[:-1].clone())
+    assert torch.equal(zd.cpu(), z)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_index_ops(dtype):
+    g = torch.Generator().manual_seed(5)
+    w = (torch.randn(50, 16, generator=g) * 50).to(dtype)
+    i = torch.randint(0, 50, (300,), generator=g)
+    native(lambda t, j: t.index_select(0, j), w, i, exact=True)
+    native(lambda t, j: t.index_select(1, j), w, torch.tensor([1, 5, 5]), exact=True)
+    if dtype.is_floating_point:
+        native(lambda j, t: F.embedding(j, t), i.view(3, 100), w, exact=True)
+    native(lambda t, j: torch.gather(t, 1, j), w, torch.randint(0, 16, (50, 4), generator=g), exact=True)
+    native(lambda t, j: torch.gather(t, 0, j), w, torch.randint(0, 50, (7, 16), generator=g), exact=True)
+    src = (torch.randn(3, 16, generator=g) * 9).to(dtype)
+    native(lambda t, j, s: t.index_copy(0, j, s), w, torch.tensor([49, 0, 7]), src, exact=True)
+    c = torch.zeros(1, 2, 16, 8, dtype=dtype)
+    kv = (torch.randn(1, 2, 3, 8, generator=g) * 9).to(dtype)
+    cd = c.to(NEURON)
+    cd.index_copy_(2, torch.tensor([4, 5, 6]).to(NEURON), kv.to(NEURON))
+    c.index_copy_(2, torch.tensor([4, 5, 6]), kv)
+    assert torch.equal(cd.cpu(), c)
+
+
+def test_out_of_range_index_is_an_error_not_a_corruption():
+    w = torch.randn(50, 16)
+    wd = w.to(NEURON)
+    for bad in ([50], [-1]):
+        with pytest.raises(RuntimeError, match="outside the 50 rows"):
+            wd.index_select(0, torch.tensor(bad).to(NEURON)).cpu()
+    with pytest.raises(RuntimeError, match="outside"):
+        wd.index_copy_(0, torch.tensor([3, 60]).to(NEURON), torch.ones(2, 16).to(NEURON))
+    assert torch.equal(wd.cpu(), w)
+
+
+def test_cat_arange_and_fills():
+    a, b = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
+    native(lambda x, y: torch.cat([x, y], 1), a, b, exact=True)
+    native(lambda x, y: torch.cat([x, y.bfloat16()], -1), a, a, exact=True)
+    native(lambda x: torch.cat([x, x, x]), torch.arange(5), exact=True)
+    for args in [(5, 1000, 3), (300001,), (7.,), (2, 9)]:
+        want = torch.arange(*args)
+        torch_neuronsim.reset_stats()
+        got = torch.arange(*args, device=NEURON)
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+        assert torch.equal(got.cpu(), want) and got.dtype == want.dtype
+    for shape, v, dt in [((3, 1000), 0, torch.float32), ((5, 7), 2.5, torch.bfloat16),
+                         ((300001,), -7, torch.int64), ((9,), True, torch.bool),
+                         ((3,), 2**40 + 3, torch.int64), ((4,), -5, torch.int8)]:
+        torch_neuronsim.reset_stats()
+        got = torch.full(shape, v, dtype=dt, device=NEURON)
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+        assert torch.equal(got.cpu(), torch.full(shape, v, dtype=dt))
+    x = torch.randn(4, 6)
+    xd = x.to(NEURON)
+    xd[:, 1:3].fill_(0.5)
+    x[:, 1:3].fill_(0.5)
+    assert torch.equal(xd.cpu(), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_comparisons_where_masked_fill(dtype):
+    g = torch.Generator().manual_seed(9)
+    a, b = torch.randn(5, 7, generator=g).to(dtype), torch.randn(7, generator=g).to(dtype)
+    a[0, 0] = float("nan")
+    for f in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge):
+        native(f, a, b, exact=True)
+        native(lambda x: f(x, 0.5), a, exact=True)
+    m = a > 0
+    native(torch.where, m, a, b, exact=True)
+    native(lambda c, x: torch.where(c, x, 0.0), m, a, exact=True)
+    native(lambda x, c: x.masked_fill(c, float("-inf")), a, m, exact=True)
+    native(lambda x, c: x.masked_fill(c[0], 3.0), a, m, exact=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", ["plain", "causal", "float_mask", "bool_mask", "scale", "gqa", "cross"])
+def test_scaled_dot_product_attention(case, dtype):
+    g = torch.Generator().manual_seed(11)
+    q = torch.randn(2, 4, 9, 16, generator=g).to(dtype)
+    kv_heads = 2 if case == "gqa" else 4
+    s = 9 if case == "causal" else 11
+    k = torch.randn(2, kv_heads, s, 16, generator=g).to(dtype)
+    v = torch.randn(2, kv_heads, s, 16, generator=g).to(dtype)
+    kw = {"causal": dict(is_causal=True), "float_mask": dict(attn_mask=torch.randn(9, s, generator=g).to(dtype)),
+          "bool_mask": dict(attn_mask=torch.rand(2, 1, 9, s, generator=g) > 0.3), "scale": dict(scale=0.3),
+          "gqa": dict(enable_gqa=True)}.get(case, {})
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=3e-2, atol=3e-2)
+    native(lambda *t, **k2: F.scaled_dot_product_attention(*t, **k2), q, k, v, tol=tol, **kw)
+
+
+def test_int64_arithmetic_is_exact():
+    a = torch.tensor([0, 5, -3, 2**31 - 1, -2**31, 2**40 + 7, -2**40, 2**32 - 1, 123456789012])
+    b = torch.tensor([1, -9, 3, 1, -1, 2**33, 5, 1, -987654321])
+    native(torch.add, a, b, exact=True)
+    native(torch.sub, a, b, exact=True)
+    native(lambda x: x + 7, a, exact=True)
+    native(lambda x: x - 2**35, a, exact=True)
+    native(lambda x, y: x[:, None] + y[None, :], a, b, exact=True)
+    native(lambda x: x.float(), a, exact=True)
+    native(lambda x: x.bfloat16(), a, exact=True)
+    g = torch.Generator().manual_seed(1)
+    r = torch.randint(-2**62, 2**62, (5000,), generator=g)
+    s = torch.randint(-2**62, 2**62, (5000,), generator=g)
+    native(torch.add, r, s, exact=True)
+    native(torch.sub, r, s, exact=True)
+
+
+def test_in_place_and_out_forms():
+    a, b = torch.randn(5, 4), torch.randn(4)
+    ad = a.to(NEURON)
+    torch_neuronsim.reset_stats()
+    ad += b.to(NEURON)
+    ad *= 2
+    ad -= 1
+    ad /= 3
+    o = torch.empty(0, device=NEURON)
+    torch.add(a.to(NEURON), b.to(NEURON), out=o)
+    i = torch.arange(5).to(NEURON)
+    i += 3
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    assert torch.equal(ad.cpu(), ((a + b) * 2 - 1) / 3)
+    assert torch.equal(o.cpu(), a + b)
+    assert torch.equal(i.cpu(), torch.arange(3, 8))
+
+
+OPINFO = ["sum", "mean", "amax", "amin", "argmax", "softmax", "log_softmax", "nn.functional.layer_norm",
+          "where", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill", "cat", "index_select", "gather",
+          "index_copy", "nn.functional.embedding", "nn.functional.scaled_dot_product_attention"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name", OPINFO)
+def test_opinfo_samples(name, dtype):
+    """PyTorch's own OpInfo samples (scalars, empty, broadcast, non-contiguous):
+    native where covered, the fallback elsewhere, always CPU's values."""
+    from torch.testing._internal.common_methods_invocations import op_db
+    info = [o for o in op_db if o.name == name and o.variant_test_name == ""][0]
+    if dtype not in info.supported_dtypes("cpu"):
+        pytest.skip(f"{name}: no CPU {dtype}")
+    n = 0
+    for sample in info.sample_inputs("cpu", dtype):
+        if name == "nn.functional.scaled_dot_product_attention" and sample.kwargs.get("dropout_p", 0):
+            continue
+        want = info.op(sample.input, *sample.args, **sample.kwargs)
+        got = info.op(dev(sample.input), *dev(sample.args), **dev(sample.kwargs))
+        tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=3e-2, atol=3e-2)
+        if isinstance(want, tuple):
+            for g, w in zip(got, want):
+                torch.testing.assert_close(g.cpu(), w, equal_nan=True, **tol, msg=lambda m: f"{sample}: {m}")
+        else:
+            torch.testing.assert_close(got.cpu(), want, equal_nan=True, **tol, msg=lambda m: f"{sample}: {m}")
+        n += 1
+    assert n > 0
