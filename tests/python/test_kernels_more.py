@@ -262,3 +262,20 @@ def test_opinfo_samples(name, dtype):
             torch.testing.assert_close(got.cpu(), want, equal_nan=True, **tol, msg=lambda m: f"{sample}: {m}")
         n += 1
     assert n > 0
+
+
+def test_tensors_larger_than_sbuf():
+    """Operands bigger than the whole SBUF (trn2: 128 x 224 KiB = 28 MiB)
+    stream through it in tiles: values still CPU's."""
+    g = torch.Generator().manual_seed(21)
+    x = torch.randn(8192, 1024, generator=g)                    # 32 MiB
+    native(lambda t: t.softmax(-1), x)
+    native(lambda t: t.sum(-1), x, tol=dict(rtol=1e-4, atol=1e-4))
+    native(lambda t: t.t().contiguous(), x, exact=True)
+    a = torch.randn(256, 4096, generator=g).bfloat16()
+    b = torch.randn(4096, 4096, generator=g).bfloat16()        # 32 MiB
+    want = (a.float() @ b.float()).bfloat16()   # CPU's bf16 GEMM is slow; same values
+    torch_neuronsim.reset_stats()
+    got = a.to(NEURON) @ b.to(NEURON)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    torch.testing.assert_close(got.cpu(), want, rtol=2e-2, atol=1e-1)
