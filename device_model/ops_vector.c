@@ -232,6 +232,21 @@ dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t 
 	VIEW(fv, ISA_AP_SRC2, false, "on_false");
 	VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
+	if (all_integer(in)) {
+		/* a predicated copy: integer values move exactly (any width) */
+		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n), *y = (int64_t *)dm_tmp(c, 1, 2 * n),
+			*z = (int64_t *)dm_tmp(c, 2, 2 * n);
+		if (!x || !y || !z)
+			return nomem(f, engine, index);
+		dm_view_read_i64(&pv, x);
+		dm_view_read_i64(&tv, y);
+		dm_view_read_i64(&fv, z);
+		for (uint64_t i = 0; i < n; i++)
+			y[i] = x[i] ? y[i] : z[i];
+		dm_view_write_i64(&dv, y);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
 	float *pr = dm_tmp(c, 0, n), *t = dm_tmp(c, 1, n), *e = dm_tmp(c, 2, n);
 	if (!pr || !t || !e)
 		return nomem(f, engine, index);

@@ -9,8 +9,8 @@ the per-engine utilization of the simulated NeuronCore.
     python examples/llama_generate.py [--dtype float32|bfloat16] [--tokens N]
                                       [--layers N] [--hidden N] [--strict]
 
---strict runs under NEURON_STRICT=1 for the forward pass (any CPU fallback
-is an error); generation reports its fallbacks instead (see the summary).
+--strict runs the forward pass and generation under NEURON_STRICT=1: any CPU
+fallback is an error.
 """
 import argparse
 import os
@@ -83,17 +83,31 @@ def main():
           f"simulated {fwd_stats['simulated_time_ns'] / 1e3:.1f} us")
 
     with torch.no_grad():
+        if args.strict:
+            os.environ["NEURON_STRICT"] = "1"
         torch_neuronsim.reset_stats()
         t0_ps = device_time_ps()
         t = time.perf_counter()
         out = model.generate(nids, **gen)
         host = time.perf_counter() - t
         sim_ps = device_time_ps() - t0_ps
-    tokens = out[0, args.prompt:].cpu()
-    s = torch_neuronsim.stats()
+        os.environ.pop("NEURON_STRICT", None)
+        s = torch_neuronsim.stats()
+        # Teacher-forced check on CPU: every token neuron picked must be a
+        # greedy choice of the CPU model given the same prefix (its CPU logit
+        # within the dtype tolerance of the best one), so bf16 near-ties that
+        # round the other way are not counted as errors.
+        seq = out.cpu()
+        cpu_model = model.to("cpu")
+        step_logits = cpu_model(seq).logits[0, args.prompt - 1:-1].float()
+        chosen = step_logits.gather(1, seq[0, args.prompt:, None])[:, 0]
+        gap = (step_logits.max(dim=1).values - chosen).max().item()
+    tokens = seq[0, args.prompt:]
     same = torch.equal(tokens, ref_tokens)
+    greedy_ok = gap <= (1e-4 if dtype == torch.float32 else 0.25)
     print(f"generate: {len(tokens)} tokens {tokens.tolist()}")
-    print(f"  tokens match CPU PyTorch greedy decoding: {'yes' if same else 'NO'}")
+    print(f"  identical to CPU PyTorch greedy decoding: {'yes' if same else 'no'}; every token a "
+          f"CPU greedy choice for its prefix (max logit gap {gap:.3g}): {'yes' if greedy_ok else 'NO'}")
     print(f"  host: {len(tokens) / host:.1f} tokens/s ({host:.2f} s)")
     print(f"  simulated device time: {sim_ps / 1e6:.1f} us total, {sim_ps / 1e6 / len(tokens):.1f} us "
           f"per token (incl. prefill and {s['programs_executed']} program launches)")
@@ -109,7 +123,7 @@ def main():
         fb = sorted(s["fallback_ops"].items(), key=lambda kv: -kv[1])
         print(f"  CPU fallbacks during generate: {s['cpu_fallbacks']} "
               f"({', '.join(f'{k} x{v}' for k, v in fb)})")
-    return 0 if ok and same else 1
+    return 0 if ok and greedy_ok and (same or dtype != torch.float32) else 1
 
 
 if __name__ == "__main__":

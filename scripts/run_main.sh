@@ -10,4 +10,4 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export NSIM_BUILD_DIR="${NSIM_BUILD_DIR:-$ROOT/build}"
 "$ROOT/scripts/setup.sh"
 "$NSIM_BUILD_DIR/bin/neuronsim" --version
-NEURON_SIM=1 python3 -W ignore::UserWarning "$ROOT/examples/llama_generate.py" "$@"
+NEURON_SIM=1 python3 -W ignore::UserWarning "$ROOT/examples/llama_generate.py" --strict "$@"

@@ -34,9 +34,13 @@ at::Tensor i64_operand(const at::Tensor &t, const at::Tensor &like)
 
 }  // namespace
 
-bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a0, const at::Tensor &b, at::Tensor &out)
 {
-	if (!a.is_privateuseone() || a.scalar_type() != at::kLong || b.scalar_type() == at::kBool ||
+	// `1 - x` (rsub) arrives with the wrapped number first
+	at::Tensor a = a0;
+	if (!a.is_privateuseone() && b.is_privateuseone() && b.scalar_type() == at::kLong)
+		a = i64_operand(a0, b);
+	if (!a.defined() || !a.is_privateuseone() || a.scalar_type() != at::kLong || b.scalar_type() == at::kBool ||
 	    at::result_type(a, b) != at::kLong)
 		return false;
 	at::Tensor y = i64_operand(b, a);
@@ -86,6 +90,19 @@ bool native_cast(const at::Tensor &dst, const at::Tensor &src)
 		return lo.is_same(dst) || native_copy(dst, lo);
 	}
 	Units us = units_of(st, false), ud = units_of(dt, false);
+	if (dt == at::kLong && us.per == 1 && us.dtype != ISA_DT_INVALID && !isa_dtype_is_float(us.dtype) &&
+	    src.is_privateuseone()) {   // via int32, then sign-extended into pairs
+		at::Tensor i32 = at::empty(dst.sizes(), dst.options().dtype(at::kInt));
+		if (!native_cast(i32, src))
+			return false;
+		at::Tensor out = at::empty(dst.sizes(), dst.options());
+		if (out.numel()) {
+			int dev = src.device().index();
+			run_program(i64_program(NK_I64_FROM_I32, ISA_DT_uint32, (uint64_t)out.numel(), dev), dev,
+				    "aten::copy_", { { "a", &i32 } }, { { "out", &out } });
+		}
+		return native_copy(dst, out);
+	}
 	if (us.dtype == ISA_DT_INVALID || ud.dtype == ISA_DT_INVALID || us.per != 1 || ud.per != 1 ||
 	    isa_dtype_is_float(us.dtype) || !src.is_privateuseone())
 		return false;
@@ -156,6 +173,33 @@ at::Tensor i64_mul_scalar(const at::Tensor &a, int32_t c)
 			    { { "a", &x } }, { { "out", &out } });
 	}
 	return out;
+}
+
+// a * b with int64 result (either side int64 or bool/small int, promoted)
+bool native_i64_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!a.is_privateuseone() || at::result_type(a, b) != at::kLong)
+		return false;
+	if (b.dim() == 0 && b.is_cpu() && at::isIntegralType(b.scalar_type(), true)) {
+		int64_t c = b.item<int64_t>();
+		if (c < INT32_MIN || c > INT32_MAX || a.scalar_type() != at::kLong)
+			return false;
+		out = i64_mul_scalar(a, (int32_t)c);
+		return true;
+	}
+	if (!b.is_privateuseone() || a.device() != b.device())
+		return false;
+	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+	out = at::empty(shape, a.options().dtype(at::kLong));
+	if (out.numel() == 0)
+		return true;
+	at::Tensor x = at::empty(shape, out.options()), y = at::empty(shape, out.options());
+	if (!native_copy(x, a) || !native_copy(y, b))
+		return false;
+	int dev = a.device().index();
+	run_program(i64_program(NK_I64_MUL, ISA_DT_uint32, (uint64_t)out.numel(), dev), dev, "aten::mul",
+		    { { "a", &x }, { "b", &y } }, { { "out", &out } });
+	return true;
 }
 
 }  // namespace neuron

@@ -180,14 +180,9 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 		out = run_elementwise(name, { TENSOR_SCALAR, alu, v }, x, nullptr);
 		return true;
 	}
-	if (alu == ISA_ALU_multiply && a.is_privateuseone() && a.scalar_type() == at::kLong && b.dim() == 0 &&
-	    b.is_cpu() && at::isIntegralType(b.scalar_type(), false)) {
-		int64_t c = b.item<int64_t>();
-		if (c >= INT32_MIN && c <= INT32_MAX) {   // exact 64-bit product (int64.c)
-			out = i64_mul_scalar(a, (int32_t)c);
-			return true;
-		}
-	}
+	if (alu == ISA_ALU_multiply && (native_i64_mul(a, b, out) ||   // exact 64-bit products (int64.c)
+					native_bool_mul(a, b, out)))
+		return true;
 	return native_binary_general(name, alu, a, b, out);
 }
 

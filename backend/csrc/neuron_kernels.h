@@ -62,6 +62,8 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);   // and
 bool native_cast(const at::Tensor &dst, const at::Tensor &src);          // ints/bool -> others
 at::Tensor integral_float_to_int64(const at::Tensor &f);                 // |v| < 2^31
 at::Tensor i64_mul_scalar(const at::Tensor &a, int32_t c);   // exact, int64 a
+bool native_i64_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
+bool native_bool_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out);   // logical and
 bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 
 }  // namespace neuron

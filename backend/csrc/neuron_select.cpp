@@ -146,7 +146,9 @@ at::Tensor where(const at::Tensor &cond, const at::Tensor &a, const at::Tensor &
 // self.masked_fill(mask, v) = where(mask, v, self), in self's dtype and shape
 at::Tensor masked_fill(const at::Tensor &self, const at::Tensor &mask, const at::Scalar &v)
 {
-	if (float_dev(self) && mask.is_privateuseone() && mask.scalar_type() == at::kBool && !v.isComplex() &&
+	bool ints = self.is_privateuseone() && !at::isFloatingType(self.scalar_type()) &&
+		    units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID && !v.isFloatingPoint();
+	if ((float_dev(self) || ints) && mask.is_privateuseone() && mask.scalar_type() == at::kBool && !v.isComplex() &&
 	    at::infer_size(self.sizes(), mask.sizes()) == self.sizes().vec()) {
 		at::Tensor fill = at::empty({}, self.options());
 		if (native_fill(fill, v)) {
@@ -160,7 +162,9 @@ at::Tensor masked_fill(const at::Tensor &self, const at::Tensor &mask, const at:
 
 at::Tensor &masked_fill_(at::Tensor &self, const at::Tensor &mask, const at::Scalar &v)
 {
-	if (float_dev(self) && mask.is_privateuseone() && mask.scalar_type() == at::kBool &&
+	bool ints = self.is_privateuseone() && !at::isFloatingType(self.scalar_type()) &&
+		    units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID && !v.isFloatingPoint();
+	if ((float_dev(self) || ints) && mask.is_privateuseone() && mask.scalar_type() == at::kBool &&
 	    at::infer_size(self.sizes(), mask.sizes()) == self.sizes().vec()) {
 		at::Tensor out = neuron::masked_fill(self, mask, v);
 		TORCH_CHECK(native_copy(self, out), "neuron: masked_fill_ copy");
@@ -181,13 +185,27 @@ int bitwise_units(at::ScalarType t, int64_t *per)
 	return u.dtype;
 }
 
-at::Tensor bitwise(const char *name, int alu, const at::Tensor &a, const at::Tensor &b)
+at::Tensor bitwise(const char *name, int alu, const at::Tensor &a0, const at::Tensor &b0)
 {
-	int64_t per;
-	int dt = bitwise_units(a.scalar_type(), &per);
-	if (dt == ISA_DT_INVALID || !a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device() ||
-	    a.scalar_type() != b.scalar_type())
+	if (!a0.is_privateuseone() || !b0.is_privateuseone() || a0.device() != b0.device())
 		return {};
+	// mixed integer/bool operands: both in the promoted type first (DMA/VectorE casts)
+	at::ScalarType rt = at::result_type(a0, b0);
+	int64_t per;
+	int dt = bitwise_units(rt, &per);
+	if (dt == ISA_DT_INVALID || at::isFloatingType(a0.scalar_type()) || at::isFloatingType(b0.scalar_type()))
+		return {};
+	at::Tensor a = a0, b = b0;
+	if (a.scalar_type() != rt) {
+		a = at::empty(a0.sizes(), a0.options().dtype(rt));
+		if (!native_copy(a, a0))
+			return {};
+	}
+	if (b.scalar_type() != rt) {
+		b = at::empty(b0.sizes(), b0.options().dtype(rt));
+		if (!native_copy(b, b0))
+			return {};
+	}
 	if (dt == ISA_DT_bool)
 		alu = alu == ISA_ALU_bitwise_and ? ISA_ALU_logical_and
 		    : alu == ISA_ALU_bitwise_or ? ISA_ALU_logical_or : ISA_ALU_logical_xor;
@@ -274,6 +292,19 @@ at::Tensor &bitwise_not_out(const at::Tensor &a, at::Tensor &out)
 }
 
 }  // namespace
+
+// bool * bool is logical and
+bool native_bool_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (a.scalar_type() != at::kBool || b.scalar_type() != at::kBool || !a.is_privateuseone())
+		return false;
+	if (b.dim() == 0 && b.is_cpu()) {   // a wrapped Python bool: a, or all false
+		out = at::empty(a.sizes(), a.options());
+		return b.item<bool>() ? native_copy(out, a) : native_fill(out, false);
+	}
+	out = bitwise("aten::mul", ISA_ALU_bitwise_and, a, b);
+	return out.defined();
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {

@@ -8,6 +8,7 @@
  *   sub: lo = a.lo - b.lo; borrow = a.lo < b.lo;         hi = a.hi - b.hi - borrow
  *   to bool: lo | hi != 0
  *   from int32: lo = a, hi = -(a < 0)
+ *   times b: lo = low(al * bl), hi = high32(al * bl) + al * bh + ah * bl (16-bit limbs)
  *   times c (int32): lo = low(a.lo * c); hi = a.hi * c + high(a.lo * c)
  *   to float: h = a.hi + (a.lo as int32 < 0); f = h * 2^32 + (a.lo as int32)
  *     (one rounding, as CPU PyTorch, whenever |value| < 2^55)
@@ -51,6 +52,7 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32
 	p->num_semaphores = NSEM;
 	bool muls = op == NK_I64_MULS;
 	unsigned nin = (to_float && !cmp) || from32 || muls ? 1 : 2;
+	const uint64_t temps = 2 * 4 * 8u * F;   /* 8 scratch rows after the two buffer sets */
 	uint64_t s2[1] = { 2 * n }, s1[1] = { n };
 	int ta = from32 ? isa_builder_tensor(p, "a", ISA_DT_int32, ISA_TK_INPUT, 1, s1, diag)
 			: isa_builder_tensor(p, "a", ISA_DT_uint32, ISA_TK_INPUT, 1, s2, diag);
@@ -110,6 +112,42 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32
 			st = st ? st : isa_builder_tensor_tensor(p, V, olo, alo, blo, ISA_ALU_subtract);
 			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ahi, bhi, ISA_ALU_subtract);
 			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, ohi, tmp, ISA_ALU_subtract);
+		} else if (op == NK_I64_MUL) {
+			/* (ah, al) * (bh, bl) mod 2^64: lo = al * bl (low word);
+			 * hi = high32(al * bl) + al * bh + ah * bl, high32 from 16-bit limbs
+			 * (every partial product < 2^32, so 32-bit scratch is exact) */
+			isa_ap T[8];
+			for (int k = 0; k < 8; k++)
+				T[k] = isa_ap_sbuf(ISA_DT_uint32, 0, r, temps + (uint64_t)k * 4 * F, w);
+			isa_imm m16 = isa_imm_i32(0xFFFF), s16 = isa_imm_i32(16);
+			enum { A0, A1, B0, B1, P00, P01, P10, P11 };
+			st = isa_builder_tensor_scalar(p, V, T[A0], alo, ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[A1], alo, ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[B0], blo, ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[B1], blo, ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[P00], T[A0], T[B0], ISA_ALU_multiply);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[P01], T[A0], T[B1], ISA_ALU_multiply);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[P10], T[A1], T[B0], ISA_ALU_multiply);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[P11], T[A1], T[B1], ISA_ALU_multiply);
+			/* s1 = (p00 >> 16) + (p01 & 0xffff) + (p10 & 0xffff) into A0; its carry */
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[A0], T[P00], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[A1], T[P01], ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[A0], T[A0], T[A1], ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[A1], T[P10], ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[A0], T[A0], T[A1], ISA_ALU_add);
+			/* h = (s1 >> 16) + p11 + (p01 >> 16) + (p10 >> 16) into B0 */
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[B0], T[A0], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[B0], T[B0], T[P11], ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[A1], T[P01], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[B0], T[B0], T[A1], ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_scalar(p, V, T[A1], T[P10], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[B0], T[B0], T[A1], ISA_ALU_add);
+			/* the cross terms (low words only) */
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[A1], alo, bhi, ISA_ALU_multiply);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[B0], T[B0], T[A1], ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_tensor(p, V, T[A1], ahi, blo, ISA_ALU_multiply);
+			st = st ? st : isa_builder_tensor_tensor(p, V, ohi, T[B0], T[A1], ISA_ALU_add);
+			st = st ? st : isa_builder_tensor_tensor(p, V, olo, alo, blo, ISA_ALU_multiply);
 		} else if (muls) {
 			/* a * c: lo * c is exact in the 64-bit ALU; its low word is the
 			 * result's, its high word carries into hi * c */

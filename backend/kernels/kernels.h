@@ -67,6 +67,7 @@ enum nk_i64_op {
 	NK_I64_ADD, NK_I64_SUB, NK_I64_TO_FLOAT, NK_I64_TO_BOOL, NK_I64_FROM_I32,
 	NK_I64_EQ, NK_I64_NE, NK_I64_LT, NK_I64_LE,   /* bool results */
 	NK_I64_MULS,                                  /* a * c */
+	NK_I64_MUL,                                   /* a * b */
 	NK_I64_NUM_OPS
 };
 isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32_t c, uint8_t **bin,

@@ -279,3 +279,37 @@ def test_tensors_larger_than_sbuf():
     got = a.to(NEURON) @ b.to(NEURON)
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
     torch.testing.assert_close(got.cpu(), want, rtol=2e-2, atol=1e-1)
+
+
+def test_integer_and_bool_ops_generation_loops_use():
+    g = torch.Generator().manual_seed(2)
+    a = torch.randint(-2**62, 2**62, (1000,), generator=g)
+    b = torch.randint(-2**62, 2**62, (1000,), generator=g)
+    native(torch.mul, a, b, exact=True)                       # exact mod 2^64
+    native(lambda x: x * -300000, a, exact=True)
+    native(lambda x, y: x * y, a[:3], torch.tensor(True), exact=True)
+    native(lambda x, y: x * y, torch.tensor(True), torch.tensor(False), exact=True)
+    for f in (torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge):
+        native(f, a, b, exact=True)
+        native(lambda x: f(x, 5), a, exact=True)
+    native(lambda x: 1 - x, a, exact=True)
+    m = torch.rand(1000, generator=g) > 0.5
+    native(torch.where, m, a, b, exact=True)
+    native(lambda x, c: x.masked_fill(c, 0), a, m, exact=True)
+    native(lambda x, c: x & c, torch.tensor([1, 1, 0, 3]), torch.tensor([True, False, True, True]), exact=True)
+    native(lambda x: ~x, a, exact=True)
+    native(lambda x: ~x, m, exact=True)
+    native(lambda x: x.long(), m, exact=True)
+    native(lambda x: x.bool(), a, exact=True)
+    native(lambda x: x.int(), a, exact=True)
+    native(lambda x: x.sum(), m, exact=True)
+    native(lambda x: x.all(), m, exact=True)
+    native(lambda x: x.any(), torch.zeros(5, dtype=torch.bool), exact=True)
+    native(lambda x: x.max(), a, exact=True)
+    native(lambda x: x.min(), a[:7], exact=True)
+    native(lambda x, t: torch.isin(x, t), torch.tensor([[3, 5, 7, 0]]), torch.tensor([5, 0]), exact=True)
+    native(lambda x: x.cumsum(-1), torch.tensor([[0, 1, 1, 0, 1, 1, 1, 1, 1, 1]]), exact=True)
+    native(lambda x: x.cumsum(0), a[:37], exact=True)
+    x = torch.randn(5, 6, 7, generator=g)
+    native(lambda t, i: t[i], x, torch.tensor([4, -1, 0]), exact=True)
+    native(lambda t, i, j: t[i, j], x, torch.tensor([4, -1, 0]), torch.tensor([[1], [5]]), exact=True)
