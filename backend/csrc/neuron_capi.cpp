@@ -58,6 +58,26 @@ int neuron_native_ops(char *buf, int len)
 	return (int)all.size() + 1;
 }
 
+// "op,dev,stream,start_ps,end_ps,busy0..busy4,dma_bytes\n" lines; the first
+// line is "dropped=N"; returns the length needed
+int neuron_timeline(char *buf, int len)
+{
+	uint64_t dropped = 0;
+	std::string all = "";
+	auto recs = neuron::timeline(&dropped);
+	all = "dropped=" + std::to_string(dropped) + "\n";
+	for (auto &r : recs) {
+		all += r.op + "," + std::to_string(r.dev) + "," + std::to_string(r.stream) + "," +
+		       std::to_string(r.start_ps) + "," + std::to_string(r.end_ps);
+		for (uint64_t b : r.busy_ps)
+			all += "," + std::to_string(b);
+		all += "," + std::to_string(r.dma_bytes) + "\n";
+	}
+	if (buf && len > 0)
+		std::snprintf(buf, (size_t)len, "%s", all.c_str());
+	return (int)all.size() + 1;
+}
+
 void neuron_reset_stats(void) { neuron::reset_stats(); }
 
 // allocated, peak_allocated, reserved, peak_reserved, allocations, segments,

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -54,6 +55,11 @@ std::map<uintptr_t, int> g_alloc_device;             // data pointer -> core
 Stats g_stats;
 std::unordered_map<std::string, uint64_t> g_fallback_ops;
 std::unordered_map<std::string, OpStat> g_native_ops;
+// the device timeline: one record per executed program, oldest dropped
+// beyond kTimelineCap (counted) so a long run stays bounded
+constexpr size_t kTimelineCap = 1u << 20;
+std::deque<TimelineRecord> g_timeline;
+uint64_t g_timeline_dropped = 0;
 std::unordered_set<std::string> g_warned;
 thread_local int g_current_device = 0;
 
@@ -789,6 +795,21 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	o.simulated_ps += sim_ps;
 	if (dev >= 0 && dev < 64) {
 		auto &v = g_stream_ps[dev];
+		int sid = g_current_stream[dev];
+		if (sid >= 0 && (size_t)sid < v.size()) {
+			// the launch overhead, then the program's simulated run
+			uint64_t start = v[sid] + overhead_ps;
+			if (g_timeline.size() == kTimelineCap) {
+				g_timeline.pop_front();
+				g_timeline_dropped++;
+			}
+			g_timeline.push_back({ op, dev, sid, start, start + sim_ps, st.engine_busy_ps[0],
+					       st.engine_busy_ps[1], st.engine_busy_ps[2], st.engine_busy_ps[3],
+					       st.engine_busy_ps[4], st.dma_bytes });
+		}
+	}
+	if (dev >= 0 && dev < 64) {
+		auto &v = g_stream_ps[dev];
 		int s = g_current_stream[dev];
 		if (s >= 0 && (size_t)s < v.size())
 			v[s] += overhead_ps + sim_ps;
@@ -845,6 +866,15 @@ void reset_stats()
 	g_stats.allocated_bytes = g_stats.peak_allocated_bytes = alloc;
 	g_fallback_ops.clear();
 	g_native_ops.clear();
+	g_timeline.clear();
+	g_timeline_dropped = 0;
+}
+
+std::vector<TimelineRecord> timeline(uint64_t *dropped)
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	*dropped = g_timeline_dropped;
+	return { g_timeline.begin(), g_timeline.end() };
 }
 
 }  // namespace neuron

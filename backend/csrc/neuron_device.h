@@ -27,6 +27,16 @@ struct Stats {
 	uint64_t matmul_flops = 0;
 };
 
+// one executed program on the device timeline (simulated ps on its stream)
+struct TimelineRecord {
+	std::string op;                // ATen op name, "aten::mm"
+	int dev, stream;
+	uint64_t start_ps, end_ps;     // the program's run, after its launch overhead
+	uint64_t busy_ps[5];           // tensor, vector, scalar, gpsimd, sync
+	uint64_t dma_bytes;
+};
+std::vector<TimelineRecord> timeline(uint64_t *dropped);
+
 // per ATen op run natively: programs executed and their simulated time
 struct OpStat {
 	uint64_t count = 0, simulated_ps = 0;

@@ -11,6 +11,8 @@
 #include <ATen/ops/isin_ops.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/min_ops.h>
+#include <ATen/ops/tril_ops.h>
+#include <ATen/ops/triu_ops.h>
 #include <ATen/ops/where.h>
 #include <torch/library.h>
 
@@ -130,10 +132,48 @@ at::Tensor min_full(const at::Tensor &self)
 	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::min>::call(self);
 }
 
+// tril / triu over the last two dims (GpSimd affine_select, kernels/tri.c)
+at::Tensor tri(const at::Tensor &self, int64_t k, bool upper)
+{
+	if (!self.is_privateuseone() || isa_dtype_of(self.scalar_type()) == ISA_DT_INVALID || self.dim() < 2)
+		return {};
+	at::Tensor out = at::empty(self.sizes(), self.options());
+	if (out.numel() == 0)
+		return out;
+	at::Tensor x = materialize(self, self.sizes(), self.scalar_type());
+	int dt = isa_dtype_of(self.scalar_type());
+	uint64_t r = (uint64_t)self.size(-2), c = (uint64_t)self.size(-1), b = (uint64_t)self.numel() / (r * c);
+	int dev = self.device().index();
+	// what the kernel takes: whole rows in SBUF (two buffers), <= 65536 tiles
+	const isa_target_info *ti = isa_target_get(isa_target_from_name(nsim_target_name()));
+	if (!ti || 2 * c * self.element_size() + 4096 > ti->sbuf_partition_bytes || b * ((r + 127) / 128) > 65536)
+		return {};
+	nsim_model *m = cached_program({ 't', dt, (int64_t)b, (int64_t)r, (int64_t)c, k, upper }, dev, "tril/triu",
+				       [&](int target, uint8_t **bin, size_t *len, isa_diag *dd) {
+		return nk_tri_program(target, dt, b, r, c, k, upper, bin, len, dd);
+	});
+	run_program(m, dev, upper ? "aten::triu" : "aten::tril", { { "x", &x } }, { { "out", &out } });
+	return out;
+}
+
+at::Tensor tril(const at::Tensor &self, int64_t k)
+{
+	at::Tensor r = tri(self, k, false);
+	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::tril>::call(self, k);
+}
+
+at::Tensor triu(const at::Tensor &self, int64_t k)
+{
+	at::Tensor r = tri(self, k, true);
+	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::triu>::call(self, k);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("tril", tril);
+	m.impl("triu", triu);
 	m.impl("isin.Tensor_Tensor", isin);
 	m.impl("isin.Tensor_Tensor_out", isin_out);
 	m.impl("cumsum", cumsum);

@@ -73,6 +73,11 @@ enum nk_i64_op {
 isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32_t c, uint8_t **bin,
 			    size_t *len, isa_diag *diag);
 
+/* tril (upper false) / triu of `batch` [rows, cols] matrices, diagonal k;
+ * "x" in, "out" out */
+isa_status nk_tri_program(int target, int dtype, uint64_t batch, uint64_t rows, uint64_t cols, int64_t k,
+			  bool upper, uint8_t **bin, size_t *len, isa_diag *diag);
+
 #define NK_MAX_RANK 8
 
 /* dst[idx] = src[idx] over shape (element strides per side, src may have

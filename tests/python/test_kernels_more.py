@@ -236,7 +236,9 @@ def test_in_place_and_out_forms():
 
 OPINFO = ["sum", "mean", "amax", "amin", "argmax", "softmax", "log_softmax", "nn.functional.layer_norm",
           "where", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill", "cat", "index_select", "gather",
-          "index_copy", "nn.functional.embedding", "nn.functional.scaled_dot_product_attention"]
+          "index_copy", "nn.functional.embedding", "nn.functional.scaled_dot_product_attention",
+          "addcmul", "lerp", "baddbmm", "var", "std", "tril", "triu", "isin", "cumsum", "all", "any",
+          "bitwise_and", "bitwise_not", "logical_not", "max:reduction_no_dim"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -245,7 +247,8 @@ def test_opinfo_samples(name, dtype):
     """PyTorch's own OpInfo samples (scalars, empty, broadcast, non-contiguous):
     native where covered, the fallback elsewhere, always CPU's values."""
     from torch.testing._internal.common_methods_invocations import op_db
-    info = [o for o in op_db if o.name == name and o.variant_test_name == ""][0]
+    base, _, variant = name.partition(":")
+    info = [o for o in op_db if o.name == base and o.variant_test_name == variant][0]
     if dtype not in info.supported_dtypes("cpu"):
         pytest.skip(f"{name}: no CPU {dtype}")
     n = 0
@@ -313,3 +316,18 @@ def test_integer_and_bool_ops_generation_loops_use():
     x = torch.randn(5, 6, 7, generator=g)
     native(lambda t, i: t[i], x, torch.tensor([4, -1, 0]), exact=True)
     native(lambda t, i, j: t[i, j], x, torch.tensor([4, -1, 0]), torch.tensor([[1], [5]]), exact=True)
+
+
+def test_device_timeline_names_each_program_by_its_aten_op():
+    torch_neuronsim.reset_stats()
+    a = torch.randn(64, 64).to(NEURON)
+    s = (a @ a).relu().sum()
+    tl = torch_neuronsim.device_timeline()
+    assert [r["op"] for r in tl] == ["aten::mm", "aten::relu", "aten::sum"]
+    assert all(r["end_ps"] > r["start_ps"] for r in tl)
+    assert all(x["end_ps"] <= y["start_ps"] for x, y in zip(tl, tl[1:]))   # one stream, in order
+    st = torch_neuronsim.stats()
+    assert sum(r["end_ps"] - r["start_ps"] for r in tl) // 1000 == pytest.approx(st["simulated_time_ns"], abs=3)
+    assert tl[0]["engine_busy_ps"]["tensor"] > 0 and tl[1]["engine_busy_ps"]["tensor"] == 0
+    assert torch_neuronsim.timeline_dropped() == 0
+    assert float(s.cpu()) == pytest.approx(float((a.cpu() @ a.cpu()).relu().sum()), rel=1e-4)

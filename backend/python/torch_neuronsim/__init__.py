@@ -68,6 +68,32 @@ def stats():
     return out
 
 
+def device_timeline():
+    """The programs run on the simulated devices since the last reset_stats(),
+    in order: a dict per program with the ATen op that launched it, device,
+    stream, start/end in simulated picoseconds on that stream's clock (after
+    the launch overhead), per-engine busy ps and DMA bytes.  At most 2^20
+    records are kept; `timeline_dropped()` counts the older ones let go."""
+    n = _lib.neuron_timeline(None, 0)
+    buf = ctypes.create_string_buffer(n)
+    _lib.neuron_timeline(buf, n)
+    lines = buf.value.decode().splitlines()
+    out = []
+    for line in lines[1:]:
+        f = line.split(",")
+        engines = dict(zip(("tensor", "vector", "scalar", "gpsimd", "sync"), map(int, f[5:10])))
+        out.append({"op": f[0], "device": int(f[1]), "stream": int(f[2]), "start_ps": int(f[3]),
+                    "end_ps": int(f[4]), "engine_busy_ps": engines, "dma_bytes": int(f[10])})
+    return out
+
+
+def timeline_dropped():
+    n = _lib.neuron_timeline(None, 0)
+    buf = ctypes.create_string_buffer(n)
+    _lib.neuron_timeline(buf, n)
+    return int(buf.value.decode().splitlines()[0].split("=")[1])
+
+
 def target():
     """The simulated chip: "trn1", "trn2" or "trn3"."""
     return _lib.neuron_target().decode()
