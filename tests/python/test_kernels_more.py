@@ -331,3 +331,25 @@ def test_device_timeline_names_each_program_by_its_aten_op():
     assert tl[0]["engine_busy_ps"]["tensor"] > 0 and tl[1]["engine_busy_ps"]["tensor"] == 0
     assert torch_neuronsim.timeline_dropped() == 0
     assert float(s.cpu()) == pytest.approx(float((a.cpu() @ a.cpu()).relu().sum()), rel=1e-4)
+
+
+INT_OPINFO = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "eq", "ne", "lt", "ge", "cumsum",
+              "isin", "cat", "index_select", "masked_fill", "add", "sub", "mul", "where", "sum", "any", "all"]
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.bool])
+@pytest.mark.parametrize("name", INT_OPINFO)
+def test_opinfo_samples_integer(name, dtype):
+    """integer and bool samples: native where covered (int64 exactly, on word
+    pairs), the counted fallback elsewhere, always CPU's values"""
+    from torch.testing._internal.common_methods_invocations import op_db
+    info = [o for o in op_db if o.name == name and o.variant_test_name == ""][0]
+    if dtype not in info.supported_dtypes("cpu"):
+        pytest.skip(f"{name}: no CPU {dtype}")
+    n = 0
+    for sample in info.sample_inputs("cpu", dtype):
+        want = info.op(sample.input, *sample.args, **sample.kwargs)
+        got = info.op(dev(sample.input), *dev(sample.args), **dev(sample.kwargs))
+        torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, msg=lambda m: f"{sample}: {m}")
+        n += 1
+    assert n > 0
