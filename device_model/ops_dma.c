@@ -26,6 +26,18 @@ static void copy_row(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t s
 		       d->nfree * d->esz);
 		return;
 	}
+	/* a broadcast source (every free step 0: one element repeated) into a
+	 * contiguous row of the same type: replicate it */
+	bool bcast = d->contiguous && d->dtype == s->dtype;
+	for (int k = 0; k < (int)ISA_MAX_DIMS && bcast; k++)
+		bcast = s->size[k] == 1 || s->step[k] == 0;
+	if (bcast) {
+		uint8_t *dst = d->base + (int64_t)dp * d->pstep;
+		const uint8_t *src = s->base + (int64_t)sp * s->pstep;
+		for (uint64_t k = 0; k < d->nfree; k++)
+			memcpy(dst + k * d->esz, src, d->esz);
+		return;
+	}
 	for (uint64_t k = 0; k < d->nfree; k++)
 		copy_elem(d, dm_view_elem(d, dp, k), s, dm_view_elem(s, sp, k));
 }

@@ -103,9 +103,14 @@ dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t 
 	if (!s || !d)
 		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "transpose staging");
 	dm_view_read(&sv, s);
-	for (uint64_t p = 0; p < P; p++)
-		for (uint64_t j = 0; j < F; j++)
-			d[j * P + p] = s[p * F + j];
+	/* in 32 x 32 blocks: both the reads and the strided writes stay in cache */
+	for (uint64_t p0 = 0; p0 < P; p0 += 32)
+		for (uint64_t j0 = 0; j0 < F; j0 += 32) {
+			uint64_t pe = p0 + 32 < P ? p0 + 32 : P, je = j0 + 32 < F ? j0 + 32 : F;
+			for (uint64_t p = p0; p < pe; p++)
+				for (uint64_t j = j0; j < je; j++)
+					d[j * P + p] = s[p * F + j];
+		}
 	if ((k = dm_check_finite(b, d, P * F, engine, index, "nc_transpose dst", f)))
 		return k;
 	dm_view_write(&dv, d);

@@ -51,6 +51,7 @@ std::string g_init_error;
 
 std::mutex g_lock;                                   // allocations and statistics
 std::map<uintptr_t, nsim_tensor *> g_allocs;         // data pointer -> allocation
+std::map<uintptr_t, uint64_t> g_write_gen;            // allocation -> writes so far
 std::map<uintptr_t, int> g_alloc_device;             // data pointer -> core
 Stats g_stats;
 std::unordered_map<std::string, uint64_t> g_fallback_ops;
@@ -113,6 +114,29 @@ void ensure_runtime()
 }  // namespace
 
 // the allocation holding device pointer p, and p's offset in it
+// Every write into device memory (a program's outputs, a host copy) bumps
+// its allocation's generation, so caches of derived data (the weight layout
+// cache) see writes through any alias, `.data` included.
+void note_write(const void *p)
+{
+	uintptr_t u = reinterpret_cast<uintptr_t>(p);
+	std::lock_guard<std::mutex> g(g_lock);
+	auto it = g_allocs.upper_bound(u);
+	if (it != g_allocs.begin())
+		g_write_gen[std::prev(it)->first]++;
+}
+
+uint64_t write_generation(const void *p)
+{
+	uintptr_t u = reinterpret_cast<uintptr_t>(p);
+	std::lock_guard<std::mutex> g(g_lock);
+	auto it = g_allocs.upper_bound(u);
+	if (it == g_allocs.begin())
+		return 0;
+	auto w = g_write_gen.find(std::prev(it)->first);
+	return w == g_write_gen.end() ? 0 : w->second;
+}
+
 nsim_tensor *lookup_allocation(const void *p, uint64_t *offset)
 {
 	uintptr_t u = reinterpret_cast<uintptr_t>(p);
@@ -162,6 +186,7 @@ void release_cached_locked(int dev)
 		g_mem[dev].reserved -= cap;
 		nsim_tensor_free(it->second.t);
 		g_allocs.erase(ptr);
+		g_write_gen[reinterpret_cast<uintptr_t>(ptr)]++;   // a reused block is new data
 		g_alloc_device.erase(ptr);
 		g_blocks.erase(it);
 	}
@@ -458,6 +483,7 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 {
 	if (dst.numel() == 0)
 		return;
+	note_write(dst.storage().data());
 	int64_t first, last;
 	span_of(dst, &first, &last);
 	uint64_t off;

@@ -70,6 +70,8 @@ void count_fallback(const std::string &name);
 
 /* for the kernels (neuron_kernels.cpp) */
 nsim_tensor *lookup_allocation(const void *p, uint64_t *offset);
+void note_write(const void *p);              /* device memory at p was written */
+uint64_t write_generation(const void *p);    /* writes so far into p's allocation */
 void check_status(nsim_status st, const char *what);
 void count_program(bool cache_hit);
 /* an executed program (for ATen op `op`): its simulated time plus the launch

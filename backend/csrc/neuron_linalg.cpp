@@ -12,6 +12,11 @@
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <string>
+
 namespace neuron {
 
 namespace {
@@ -25,6 +30,54 @@ bool matrix_strides(const at::Tensor &t, int64_t s[3])
 	s[1] = t.size(d - 2) == 1 ? 1 : t.stride(d - 2);
 	s[2] = t.size(d - 1) == 1 ? 1 : t.stride(d - 1);
 	return s[0] >= 0 && s[1] >= 0 && s[2] >= 0 && (s[1] == 1 || s[2] == 1);
+}
+
+// The weight layout cache.  x @ W.t() (linear) reads W [N, K] with K along
+// the free dim, so every call would turn W round on TensorE.  Like a
+// runtime that keeps weights in the matmul's layout, the first call makes a
+// K-major copy of W (one DMA program, charged then) and later calls use it
+// while W's storage is alive and unwritten (the device's per-allocation
+// write generation: any alias's write counts, `.data` ones too), so only
+// the first pays the transposes -- in host time and in simulated time.
+// NEURON_SIM_WEIGHT_LAYOUT_CACHE=0 turns it off (every call transposes).
+struct LayoutEntry {
+	c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+	uint64_t generation;
+	at::Tensor laid;
+};
+std::mutex g_layout_lock;
+std::map<std::vector<int64_t>, LayoutEntry> g_layouts;
+
+bool layout_cache_on()
+{
+	static const bool on = [] {
+		const char *e = std::getenv("NEURON_SIM_WEIGHT_LAYOUT_CACHE");
+		return !(e && std::string(e) == "0");
+	}();
+	return on;
+}
+
+at::Tensor weight_layout(const at::Tensor &wt)
+{
+	if (!layout_cache_on() || wt.dim() != 2)
+		return {};
+	const c10::Storage &st = wt.storage();
+	std::vector<int64_t> key{ (int64_t)(uintptr_t)st.unsafeGetStorageImpl(), wt.storage_offset(), wt.size(0),
+				  wt.size(1), wt.stride(0), wt.stride(1), (int64_t)wt.scalar_type() };
+	uint64_t gen = write_generation(st.data());
+	{
+		std::lock_guard<std::mutex> g(g_layout_lock);
+		auto it = g_layouts.find(key);
+		if (it != g_layouts.end() && !it->second.storage.expired() && it->second.generation == gen)
+			return it->second.laid;
+	}
+	at::Tensor laid = materialize(wt, wt.sizes(), wt.scalar_type());   // K-major, contiguous
+	std::lock_guard<std::mutex> g(g_layout_lock);
+	for (auto it = g_layouts.begin(); it != g_layouts.end();)   // drop entries of freed weights
+		it = it->second.storage.expired() ? g_layouts.erase(it) : std::next(it);
+	g_layouts.insert_or_assign(key, LayoutEntry{ c10::weak_intrusive_ptr<c10::StorageImpl>(st.getWeakStorageImpl()),
+						       gen, laid });
+	return laid;
 }
 
 bool operand_ok(const at::Tensor &t, const at::Tensor &like)
@@ -61,6 +114,13 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	if (!matrix_strides(bc, mm.b_stride)) {
 		bc = b.contiguous();
 		matrix_strides(bc, mm.b_stride);
+	}
+	if (!batched && mm.b_stride[1] == 1 && n > 1 && k > 1) {   // x @ W.t(): W's K-major copy
+		at::Tensor laid = weight_layout(b);
+		if (laid.defined()) {
+			bc = laid;
+			matrix_strides(bc, mm.b_stride);
+		}
 	}
 	mm.dtype = isa_dtype_of(a.scalar_type());
 	mm.batch = (uint64_t)batch;

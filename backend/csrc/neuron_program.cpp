@@ -102,6 +102,8 @@ void run_program(nsim_model *m, int dev, const char *op, std::initializer_list<B
 			check_status(nsim_tensor_set_add(s, b.first, held.back().get()), "tensor set");
 		}
 	}
+	for (const Binding &b : out)
+		note_write(b.second->storage().data());
 	nsim_exec_stats stats{};
 	{
 		std::lock_guard<std::mutex> g(g_exec_lock);

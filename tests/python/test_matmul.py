@@ -161,3 +161,45 @@ def test_small_matmuls_never_beat_peak(target):
         # fp32 runs at 1/4 rate; a TensorE pass covers 128 rows and columns
         peak_ns = 4 * ((m + 127) // 128) * ((k + 127) // 128) * n / ghz
         assert ns >= peak_ns, (m, k, n, ns, peak_ns)
+
+
+def test_weight_layout_cache_sees_every_write():
+    """x @ W.t() reuses a K-major copy of W until W's memory is written:
+    in-place ops, `.data` aliases, partial fills and new storage all count."""
+    lin = torch.nn.Linear(64, 48)
+    x = torch.randn(5, 64)
+    dl = torch.nn.Linear(64, 48).to(NEURON)
+    dl.load_state_dict(lin.state_dict())
+    check = lambda: torch.testing.assert_close(dl(x.to(NEURON)).cpu(), lin(x), rtol=1e-4, atol=1e-4)
+    check()
+    torch_neuronsim.reset_stats()
+    check()
+    assert "aten::copy_" not in torch_neuronsim.stats()["native_ops"]   # the cached layout
+    with torch.no_grad():
+        lin.weight.add_(1.0)
+        dl.weight.add_(1.0)
+    check()
+    lin.weight.data.mul_(0.5)
+    dl.weight.data.mul_(0.5)
+    check()
+    lin.weight.data[0].fill_(3.0)
+    dl.weight.data[0].fill_(3.0)
+    check()
+    w2 = torch.randn(48, 64)
+    lin.weight.data = w2
+    dl.weight.data = w2.to(NEURON)
+    check()
+
+
+def test_weight_layout_cache_can_be_turned_off():
+    code = ("import torch, torch_neuronsim\n"
+            "x = torch.randn(5, 64, device='neuron'); w = torch.randn(48, 64, device='neuron')\n"
+            "x @ w.t(); torch_neuronsim.reset_stats(); x @ w.t()\n"
+            "print(torch_neuronsim.stats()['native_ops']['aten::mm']['simulated_ps'])\n")
+    on = _sim_time(code)[0]
+    env_off = dict(os.environ, NEURON_SIM_WEIGHT_LAYOUT_CACHE="0")
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
+                       env=env_off, timeout=300)
+    assert r.returncode == 0, r.stderr
+    off = float(r.stdout.split()[-1])
+    assert off > on        # without the cache every call turns W round on TensorE
