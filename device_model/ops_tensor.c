@@ -60,18 +60,27 @@ dm_fault_kind dm_op_multiply_moving(dm_core *c, const dm_binding *b, int engine,
 				    dv.start, dv.start + dv.nparts);
 
 	uint32_t K = c->stat_k, M = c->stat_m, N = (uint32_t)mv.nfree;
-	float *mov = dm_tmp(c, 0, (uint64_t)K * N);
-	if (!mov)
-		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
-	dm_view_read(&mv, mov);
-	round_tf32_rows(mov, (uint64_t)K * N, mv.dtype);
+	/* an fp32 moving tile with contiguous rows is the GEMM's B in place */
+	const float *mov;
+	int ldb = (int)N;
+	if (mv.contiguous && mv.dtype == ISA_DT_fp32 && mv.pstep % 4 == 0) {
+		mov = (const float *)mv.base;
+		ldb = (int)(mv.pstep / 4);
+	} else {
+		float *m = dm_tmp(c, 0, (uint64_t)K * N);
+		if (!m)
+			return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
+		dm_view_read(&mv, m);
+		round_tf32_rows(m, (uint64_t)K * N, mv.dtype);
+		mov = m;
+	}
 
 	/* out[M,N] = stationary[K,M]^T @ moving[K,N] (+ out).  A contiguous
 	 * fp32 PSUM tile (the usual case) is the GEMM's C matrix in place, rows
 	 * one partition apart; anything else goes through a staging tile. */
 	if (dv.contiguous && dv.dtype == ISA_DT_fp32 && !b->check_numerics) {
 		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
-			    c->stationary, (int)M, mov, (int)N, acc ? 1.0f : 0.0f, (float *)dv.base,
+			    c->stationary, (int)M, mov, ldb, acc ? 1.0f : 0.0f, (float *)dv.base,
 			    (int)(dv.pstep / 4));
 		dm_psum_mark(c, &dv);
 		return DM_OK;
@@ -82,7 +91,7 @@ dm_fault_kind dm_op_multiply_moving(dm_core *c, const dm_binding *b, int engine,
 	if (acc)
 		dm_view_read(&dv, out);
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)M, (int)N, (int)K, 1.0f,
-		    c->stationary, (int)M, mov, (int)N, acc ? 1.0f : 0.0f, out, (int)N);
+		    c->stationary, (int)M, mov, ldb, acc ? 1.0f : 0.0f, out, (int)N);
 	if ((k = dm_check_finite(b, out, (uint64_t)M * N, engine, index, "multiply_moving dst", f)))
 		return k;
 	dm_view_write(&dv, out);

@@ -18,6 +18,9 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <tuple>
 #include <limits>
 
 namespace neuron {
@@ -64,6 +67,30 @@ at::Tensor repeat_heads(const at::Tensor &t, int64_t rep)
 	return materialize(e, e.sizes(), t.scalar_type()).view(sz);
 }
 
+// [L, S] bool, true where key j is hidden from query i (j > i, top-left
+// aligned as PyTorch), built on the device once per (L, S, device) and kept:
+// a constant, like the masks a compiled graph embeds
+at::Tensor causal_mask(int64_t L, int64_t S, const at::Tensor &like)
+{
+	static std::mutex lock;
+	static std::map<std::tuple<int64_t, int64_t, int>, at::Tensor> cache;
+	auto key = std::make_tuple(L, S, (int)like.device().index());
+	{
+		std::lock_guard<std::mutex> g(lock);
+		auto it = cache.find(key);
+		if (it != cache.end())
+			return it->second;
+	}
+	auto fopt = like.options().dtype(at::kFloat);
+	at::Tensor i = at::arange(L, fopt).view({ L, 1 }), j = at::arange(S, fopt).view({ 1, S });
+	at::Tensor m = j.gt(i);
+	std::lock_guard<std::mutex> g(lock);
+	if (cache.size() > 64)   // bounded: shapes of a long-running process come and go
+		cache.clear();
+	cache[key] = m;
+	return m;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
 sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		  const std::optional<at::Tensor> &bias, double dropout_p, bool is_causal,
@@ -95,12 +122,8 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 	} else {   // broadcast batch dims: PyTorch's matmul, then fp32
 		scores = at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat).mul(sc);
 	}
-	if (is_causal) {
-		// key j is hidden from query i when j > i (top-left aligned, as PyTorch)
-		auto fopt = q.options().dtype(at::kFloat);
-		at::Tensor i = at::arange(L, fopt).view({ L, 1 }), j = at::arange(S, fopt).view({ 1, S });
-		scores = scores.masked_fill(j.gt(i), -std::numeric_limits<double>::infinity());
-	}
+	if (is_causal)
+		scores = scores.masked_fill(causal_mask(L, S, q), -std::numeric_limits<double>::infinity());
 	if (bias && bias->defined()) {
 		if (bias->scalar_type() == at::kBool) {   // true: take part
 			at::Tensor ninf = at::empty({}, scores.options());
