@@ -16,6 +16,8 @@
 #include <ATen/ops/any_ops.h>
 #include <ATen/ops/amin_ops.h>
 #include <ATen/ops/argmax_ops.h>
+#include <ATen/ops/argmin_ops.h>
+#include <ATen/ops/min_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/mean_ops.h>
@@ -64,7 +66,7 @@ void run_rows(const char *name, const nk_rows &op, const at::Tensor &x, std::ini
 bool fits(int op, int64_t cols, bool affine = false)
 {
 	const isa_target_info *ti = isa_target_get(isa_target_from_name(nsim_target_name()));
-	int consts = op == NK_ROW_ARGMAX ? 1 : op == NK_ROW_LAYER_NORM && affine ? 2 : 0;
+	int consts = op == NK_ROW_ARGMAX || op == NK_ROW_ARGMIN ? 1 : op == NK_ROW_LAYER_NORM && affine ? 2 : 0;
 	return ti && cols > 0 && (uint64_t)(4 + consts) * cols * 4 + 4096 + 128 <= ti->sbuf_partition_bytes;
 }
 
@@ -83,7 +85,8 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 	if (all)
 		dim = 0;
 	int64_t cols = x.dim() == 0 ? 1 : x.size(dim);
-	if (!fits(kop, cols) && all && kop != NK_ROW_ARGMAX) {
+	bool arg = kop == NK_ROW_ARGMAX || kop == NK_ROW_ARGMIN;
+	if (!fits(kop, cols) && all && !arg) {
 		// a long flat reduction in two passes over [n / c, c] (equal chunks, so
 		// a mean of means is the mean); partials stay fp32
 		for (int64_t c = 8192; c >= 256; c--)
@@ -101,7 +104,7 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 	nk_rows op{};
 	op.op = kop;
 	op.in_dtype = isa_dtype_of(self.scalar_type());
-	op.out_dtype = kop == NK_ROW_ARGMAX ? ISA_DT_int32 : isa_dtype_of(out_dt);
+	op.out_dtype = arg ? ISA_DT_int32 : isa_dtype_of(out_dt);
 	op.cols = (uint64_t)cols;
 	op.rows = (uint64_t)(xr.numel() / cols);
 	std::vector<int64_t> shape;
@@ -113,7 +116,7 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 	}
 	if (all && keepdim)
 		shape.assign(self.dim(), 1);
-	at::Tensor out = at::empty(shape, self.options().dtype(kop == NK_ROW_ARGMAX ? at::kLong : out_dt));
+	at::Tensor out = at::empty(shape, self.options().dtype(arg ? at::kLong : out_dt));
 	run_rows(name, op, xr, {}, { { "out", &out } });
 	return out;
 }
@@ -184,6 +187,29 @@ std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, 
 	if (i.defined())
 		return { v, i };
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::max_dim>::call(self, dim, keepdim);
+}
+
+at::Tensor argmin(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)
+{
+	at::Tensor out;
+	if (dim)
+		out = reduce_one("aten::argmin", NK_ROW_ARGMIN, self, at::IntArrayRef{ *dim }, keepdim, self.scalar_type());
+	else if (!keepdim)
+		out = reduce_one("aten::argmin", NK_ROW_ARGMIN, self, std::nullopt, false, self.scalar_type());
+	if (out.defined())
+		return out;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::argmin>::call(self, dim, keepdim);
+}
+
+std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor &self, int64_t dim, bool keepdim)
+{
+	at::Tensor v = reduce_one("aten::min", NK_ROW_MIN, self, at::IntArrayRef{ dim }, keepdim, self.scalar_type());
+	at::Tensor i = v.defined() ? reduce_one("aten::min", NK_ROW_ARGMIN, self, at::IntArrayRef{ dim }, keepdim,
+						self.scalar_type())
+				   : at::Tensor();
+	if (i.defined())
+		return { v, i };
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::min_dim>::call(self, dim, keepdim);
 }
 
 // softmax / log_softmax over `dim`: computed with dim last, put back
@@ -345,6 +371,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("amin", amin);
 	m.impl("argmax", argmax);
 	m.impl("max.dim", max_dim);
+	m.impl("argmin", argmin);
+	m.impl("min.dim", min_dim);
 	m.impl("_softmax", softmax);
 	m.impl("_log_softmax", log_softmax);
 	m.impl("_safe_softmax", safe_softmax);

@@ -100,6 +100,7 @@ enum nk_row_op {
 	NK_ROW_SUM, NK_ROW_MEAN, NK_ROW_MAX, NK_ROW_MIN, NK_ROW_ARGMAX,
 	NK_ROW_SOFTMAX, NK_ROW_LOG_SOFTMAX, NK_ROW_LAYER_NORM,
 	NK_ROW_SAFE_SOFTMAX,       /* softmax, 0 for a row of -inf (as aten::_safe_softmax) */
+	NK_ROW_ARGMIN,
 	NK_ROW_NUM_OPS
 };
 typedef struct nk_rows {

@@ -162,10 +162,11 @@ static void compute(rg *g, int s, uint32_t r)
 	case NK_ROW_MIN:
 		reduce(g, s0, x, g->op->op == NK_ROW_MAX ? ISA_ALU_max : ISA_ALU_min, false);
 		break;
-	case NK_ROW_ARGMAX: {
-		/* first index of the max: (x == max ? 0 : BIG) + column, min-reduced */
+	case NK_ROW_ARGMAX:
+	case NK_ROW_ARGMIN: {
+		/* first index of the max (min): (x == it ? 0 : BIG) + column, min-reduced */
 		isa_ap iota = tile(r, g->iota_off, n);
-		reduce(g, s0, x, ISA_ALU_max, false);
+		reduce(g, s0, x, g->op->op == NK_ROW_ARGMAX ? ISA_ALU_max : ISA_ALU_min, false);
 		ts(g, w, x, ISA_ALU_is_equal, 0, &s0, ISA_ALU_multiply, -BIG, NULL);
 		ts(g, w, w, ISA_ALU_add, BIG, NULL, ISA_ALU_bypass, 0, NULL);
 		vec(g, w, w, iota, ISA_ALU_add);
@@ -231,7 +232,7 @@ static void emit_tiles(rg *g)
 	unsigned isz = isa_dtype_size(op->in_dtype), osz = isa_dtype_size(op->out_dtype);
 	uint64_t ntiles = (op->rows + P - 1) / P;
 	/* constants: column indices (argmax), weight and bias rows (layer norm) */
-	if (op->op == NK_ROW_ARGMAX) {
+	if (op->op == NK_ROW_ARGMAX || op->op == NK_ROW_ARGMIN) {
 		isa_instr in = isa_instr_init(ISA_OP_iota);
 		in.ap[ISA_AP_DST] = tile(P, g->iota_off, g->cols);
 		in.ap_mask = 1u << ISA_AP_DST;
@@ -280,7 +281,7 @@ static void emit_tiles(rg *g)
 			ds = dma(g, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, r0 * g->cols * osz, r,
 					       (int64_t)g->cols, (uint32_t)g->cols),
 				 tile(r, g->woff[s], g->cols));
-		else if (op->op == NK_ROW_ARGMAX)
+		else if (op->op == NK_ROW_ARGMAX || op->op == NK_ROW_ARGMIN)
 			ds = dma(g, isa_ap_hbm(ISA_DT_int32, (uint32_t)g->tout, r0 * 8, r, 2, 2),
 				 isa_ap_sbuf(ISA_DT_int32, 0, r, g->soff[s] + 16, 2));
 		else
@@ -314,7 +315,8 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 		return ISA_E_LIMIT;
 	}
 	/* SBUF per partition: x and w per buffer set, statistics, constants */
-	unsigned consts = op->op == NK_ROW_ARGMAX ? 1 : op->op == NK_ROW_LAYER_NORM && op->affine ? 2 : 0;
+	bool arg = op->op == NK_ROW_ARGMAX || op->op == NK_ROW_ARGMIN;
+	unsigned consts = arg ? 1 : op->op == NK_ROW_LAYER_NORM && op->affine ? 2 : 0;
 	uint64_t need = (4 + consts) * op->cols * 4 + 2 * 64;
 	if (need + 4096 > ti->sbuf_partition_bytes || op->cols >= (1u << 24)) {
 		nk_fail(diag, ISA_E_LIMIT, "row kernel: rows of %llu elements do not fit in SBUF",
@@ -343,8 +345,8 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	g.p->num_semaphores = NSEM;
 	uint64_t sx[1] = { op->rows * op->cols }, srow[1] = { op->rows }, sc[1] = { op->cols };
 	uint64_t sout[1] = { row_shaped(op->op) ? op->rows * op->cols
-			     : op->op == NK_ROW_ARGMAX ? 2 * op->rows : op->rows };
-	int odt = op->op == NK_ROW_ARGMAX ? ISA_DT_int32 : op->out_dtype;
+			     : arg ? 2 * op->rows : op->rows };
+	int odt = arg ? ISA_DT_int32 : op->out_dtype;
 	g.tx = isa_builder_tensor(g.p, "x", op->in_dtype, ISA_TK_INPUT, 1, sx, diag);
 	g.tout = isa_builder_tensor(g.p, "out", odt, ISA_TK_OUTPUT, 1, sout, diag);
 	if (op->op == NK_ROW_LAYER_NORM) {

@@ -61,6 +61,8 @@ def test_reductions_and_softmax(shape, dtype):
     native(lambda t: t.amin(0), x, exact=True)
     native(lambda t: t.argmax(-1), x, exact=True)
     native(lambda t: t.max(dim=-1), x, exact=True)
+    native(lambda t: t.argmin(-1), x, exact=True)
+    native(lambda t: t.min(dim=0), x, exact=True)
     native(lambda t: t.softmax(-1), x)
     native(lambda t: t.softmax(0), x)
     native(lambda t: t.log_softmax(-1), x, tol=dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else None)
@@ -84,6 +86,7 @@ def test_layer_norm(dtype):
     native(lambda t, ww, bb: F.layer_norm(t, [96], ww, bb), x, w, b, tol=tol)
     native(lambda t: torch.native_layer_norm(t, [96], None, None, 1e-5), x, tol=tol)
     native(lambda t: F.layer_norm(t, [130, 96]), x, tol=tol)
+    native(lambda t, ww: F.rms_norm(t, [96], ww, 1e-6), x, w, tol=tol)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int32, torch.bool])
@@ -238,7 +241,8 @@ OPINFO = ["sum", "mean", "amax", "amin", "argmax", "softmax", "log_softmax", "nn
           "where", "eq", "ne", "lt", "le", "gt", "ge", "masked_fill", "cat", "index_select", "gather",
           "index_copy", "nn.functional.embedding", "nn.functional.scaled_dot_product_attention",
           "addcmul", "lerp", "baddbmm", "var", "std", "tril", "triu", "isin", "cumsum", "all", "any",
-          "bitwise_and", "bitwise_not", "logical_not", "max:reduction_no_dim"]
+          "bitwise_and", "bitwise_not", "logical_not", "max:reduction_no_dim", "argmin",
+          "min:reduction_with_dim", "max:reduction_with_dim", "nn.functional.rms_norm"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
