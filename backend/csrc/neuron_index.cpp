@@ -10,6 +10,7 @@
 #include <ATen/ops/gather_ops.h>
 #include <ATen/ops/index_copy_ops.h>
 #include <ATen/ops/index_ops.h>
+#include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/result_type.h>
@@ -252,11 +253,17 @@ at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor
 // (broadcast together): flat row = sum_d i_d * (rows below d), computed
 // with exact int64 arithmetic, then an index_select of whole rows.  Bool
 // masks (data-dependent shapes) and indices after a slice take the fallback.
-at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+// Integer index tensors on the leading dims of self (broadcast together):
+// the flat row of each indexed element, row = sum_d i_d * (rows below d),
+// exact int64 arithmetic on the device (negative indices count from the
+// end).  False for bool masks or an index after a slice (data-dependent
+// shapes, or not the leading dims).
+bool flat_rows(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices, at::Tensor &flat,
+	       std::vector<int64_t> &bshape, size_t &k, int64_t &rows)
 {
 	std::vector<at::Tensor> idx;
 	bool ok = self.is_privateuseone() && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID;
-	size_t k = 0;
+	k = 0;
 	for (size_t i = 0; i < indices.size() && ok; i++) {
 		const std::optional<at::Tensor> &t = indices.get(i);
 		if (!t || !t->defined())
@@ -265,38 +272,75 @@ at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at
 		idx.push_back(*t);
 		k++;
 	}
-	ok = ok && k >= 1 && (int64_t)k <= self.dim();
-	if (ok) {
-		std::vector<int64_t> bshape = idx[0].sizes().vec();
-		for (const at::Tensor &t : idx)
-			bshape = at::infer_size(bshape, t.sizes());
-		int64_t rows = 1;
-		for (size_t d = 0; d < k; d++)
-			rows *= self.size((int64_t)d);
-		ok = rows < INT32_MAX;
-		at::Tensor flat;
-		int64_t below = 1;
-		for (int64_t d = (int64_t)k - 1; d >= 0 && ok; d--) {
-			at::Tensor t = materialize(idx[d].to(at::kLong), bshape, at::kLong);
-			// a negative index counts from the end, as in PyTorch: t + size where t < 0
-			at::Tensor neg = t.lt(0);
-			t = at::where(neg, t.add(self.size(d)), t);
-			at::Tensor term = below == 1 ? t : i64_mul_scalar(t, (int32_t)below);
-			flat = flat.defined() ? flat.add(term) : term;
-			below *= self.size(d);
-		}
-		if (ok) {
-			std::vector<int64_t> rest(self.sizes().begin() + (int64_t)k, self.sizes().end());
-			std::vector<int64_t> tshape{ rows };
-			tshape.insert(tshape.end(), rest.begin(), rest.end());
-			at::Tensor table = materialize(self, self.sizes(), self.scalar_type()).view(tshape);
-			at::Tensor out = neuron_index_select(table, 0, flat.reshape({ -1 }));
-			std::vector<int64_t> oshape = bshape;
-			oshape.insert(oshape.end(), rest.begin(), rest.end());
-			return out.view(oshape);
-		}
+	if (!ok || k < 1 || (int64_t)k > self.dim())
+		return false;
+	bshape = idx[0].sizes().vec();
+	for (const at::Tensor &t : idx)
+		bshape = at::infer_size(bshape, t.sizes());
+	rows = 1;
+	for (size_t d = 0; d < k; d++)
+		rows *= self.size((int64_t)d);
+	if (rows >= INT32_MAX)
+		return false;
+	int64_t below = 1;
+	for (int64_t d = (int64_t)k - 1; d >= 0; d--) {
+		at::Tensor t = materialize(idx[d].to(at::kLong), bshape, at::kLong);
+		t = at::where(t.lt(0), t.add(self.size(d)), t);
+		at::Tensor term = below == 1 ? t : i64_mul_scalar(t, (int32_t)below);
+		flat = flat.defined() ? flat.add(term) : term;
+		below *= self.size(d);
+	}
+	return true;
+}
+
+at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+{
+	at::Tensor flat;
+	std::vector<int64_t> bshape;
+	size_t k;
+	int64_t rows;
+	if (flat_rows(self, indices, flat, bshape, k, rows)) {
+		std::vector<int64_t> rest(self.sizes().begin() + (int64_t)k, self.sizes().end());
+		std::vector<int64_t> tshape{ rows };
+		tshape.insert(tshape.end(), rest.begin(), rest.end());
+		at::Tensor table = materialize(self, self.sizes(), self.scalar_type()).view(tshape);
+		at::Tensor out = neuron_index_select(table, 0, flat.reshape({ -1 }));
+		std::vector<int64_t> oshape = bshape;
+		oshape.insert(oshape.end(), rest.begin(), rest.end());
+		return out.view(oshape);
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_Tensor>::call(self, indices);
+}
+
+// self[i0, ..., ik-1] = values (no accumulation): the indexed rows are
+// written by a scatter DMA into self in place (index_copy's kernel)
+at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
+			   const at::Tensor &values, bool accumulate, bool unsafe)
+{
+	at::Tensor flat;
+	std::vector<int64_t> bshape;
+	size_t k;
+	int64_t rows;
+	if (!accumulate && self.is_contiguous() && values.is_privateuseone() && values.device() == self.device() &&
+	    (values.scalar_type() == self.scalar_type() ||
+	     (isa_dtype_of(values.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID)) &&
+	    flat_rows(self, indices, flat, bshape, k, rows)) {
+		std::vector<int64_t> rest(self.sizes().begin() + (int64_t)k, self.sizes().end());
+		std::vector<int64_t> vshape = bshape;
+		vshape.insert(vshape.end(), rest.begin(), rest.end());
+		int64_t n = flat.numel();
+		if (n == 0)
+			return self;
+		std::vector<int64_t> tshape{ rows }, sshape{ n };
+		tshape.insert(tshape.end(), rest.begin(), rest.end());
+		sshape.insert(sshape.end(), rest.begin(), rest.end());
+		at::Tensor src = materialize(values, vshape, self.scalar_type()).view(sshape);
+		at::Tensor table = self.view(tshape);
+		index_copy_out(table, 0, flat.reshape({ -1 }), src, table);
+		return self;
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_index_put_impl_>::call(self, indices, values,
+													    accumulate, unsafe);
 }
 
 }  // namespace
@@ -304,6 +348,7 @@ at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
 	m.impl("index.Tensor", index_tensor);
+	m.impl("_index_put_impl_", index_put_impl);
 	m.impl("index_copy.out", index_copy_out);
 	m.impl("gather", gather);
 	m.impl("index_select", neuron_index_select);

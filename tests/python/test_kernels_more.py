@@ -242,7 +242,7 @@ OPINFO = ["sum", "mean", "amax", "amin", "argmax", "softmax", "log_softmax", "nn
           "index_copy", "nn.functional.embedding", "nn.functional.scaled_dot_product_attention",
           "addcmul", "lerp", "baddbmm", "var", "std", "tril", "triu", "isin", "cumsum", "all", "any",
           "bitwise_and", "bitwise_not", "logical_not", "max:reduction_no_dim", "argmin",
-          "min:reduction_with_dim", "max:reduction_with_dim", "nn.functional.rms_norm"]
+          "min:reduction_with_dim", "max:reduction_with_dim", "nn.functional.rms_norm", "index_put"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -357,3 +357,24 @@ def test_opinfo_samples_integer(name, dtype):
         torch.testing.assert_close(got.cpu(), want, rtol=0, atol=0, msg=lambda m: f"{sample}: {m}")
         n += 1
     assert n > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_index_put_writes_rows_in_place(dtype):
+    g = torch.Generator().manual_seed(4)
+    x = (torch.randn(6, 5, generator=g) * 9).to(dtype)
+    i, j = torch.tensor([4, -1, 0]), torch.tensor([1, 2, 2])
+    v = (torch.randn(3, 5, generator=g) * 9).to(dtype)
+    for idx, val in (((i,), v), ((i,), torch.tensor(3).to(dtype)), ((i, j), v[:, 0])):
+        want = x.clone()
+        want[idx] = val
+        got = x.to(NEURON)
+        torch_neuronsim.reset_stats()
+        got[tuple(t.to(NEURON) for t in idx)] = val.to(NEURON)
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+        assert torch.equal(got.cpu(), want)
+    xd = x.to(NEURON)
+    with pytest.raises(RuntimeError, match="outside"):
+        xd[torch.tensor([9]).to(NEURON)] = v[:1].to(NEURON)
+        xd.cpu()
+    assert torch.equal(xd.cpu(), x)
