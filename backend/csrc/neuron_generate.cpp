@@ -6,11 +6,15 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/cat.h>
+#include <limits>
 #include <ATen/ops/cumsum_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/isin_ops.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/min_ops.h>
+#include <ATen/ops/sort_ops.h>
+#include <ATen/ops/topk_ops.h>
+#include <ATen/ops/arange_ops.h>
 #include <ATen/ops/tril_ops.h>
 #include <ATen/ops/triu_ops.h>
 #include <ATen/ops/where.h>
@@ -168,10 +172,59 @@ at::Tensor triu(const at::Tensor &self, int64_t k)
 	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::triu>::call(self, k);
 }
 
+// topk along `dim` for k <= 64: k rounds of argmax (argmin) over a working
+// copy, each taking the picked value out (-inf / +inf) with a one-element
+// scatter; values come out sorted, ties lowest index first.  NaNs are not
+// ordered as PyTorch orders them (largest), so inputs with NaN fall back.
+std::optional<std::tuple<at::Tensor, at::Tensor>> topk_impl(const at::Tensor &self, int64_t k, int64_t dim,
+								bool largest)
+{
+	if (!self.is_privateuseone() || isa_dtype_of(self.scalar_type()) == ISA_DT_INVALID || self.dim() == 0 ||
+	    k < 0 || k > 64)
+		return std::nullopt;
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	int64_t c = self.size(dim);
+	if (k > c || self.numel() == 0 || c >= (1 << 24) || self.ne(self).any().item<bool>())   // NaN != NaN
+		return std::nullopt;
+	at::Tensor x = materialize(self.movedim(dim, -1), self.movedim(dim, -1).sizes(), self.scalar_type());
+	int64_t rows = x.numel() / c;
+	at::Tensor work = x.view({ -1, 1 }).clone();                        // [rows * c, 1]
+	at::Tensor base = at::empty({ rows }, self.options().dtype(at::kLong));
+	at::_ops::arange_start_out::call(0, rows * c, c, base);
+	base = base.view({ rows, 1 });
+	at::Tensor gone = at::empty({ rows, 1 }, self.options());
+	TORCH_CHECK(native_fill(gone, largest ? -std::numeric_limits<double>::infinity()
+					      : std::numeric_limits<double>::infinity()),
+		    "neuron: topk fill");
+	std::vector<at::Tensor> vals, idxs;
+	for (int64_t t = 0; t < k; t++) {
+		at::Tensor w2 = work.view({ rows, c });
+		at::Tensor i = largest ? w2.argmax(-1, true) : w2.argmin(-1, true);  // [rows, 1]
+		at::Tensor flat = base.add(i).view({ -1 });
+		vals.push_back(rows_select(work, flat).view({ rows, 1 }));
+		idxs.push_back(i);
+		rows_write(work, flat, gone);
+	}
+	std::vector<int64_t> osz = x.sizes().vec();
+	osz.back() = k;
+	at::Tensor v = k ? at::cat(vals, -1).view(osz) : at::empty(osz, self.options());
+	at::Tensor ix = k ? at::cat(idxs, -1).view(osz) : at::empty(osz, self.options().dtype(at::kLong));
+	return std::make_tuple(v.movedim(-1, dim).contiguous(), ix.movedim(-1, dim).contiguous());
+}
+
+std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64_t dim, bool largest, bool sorted)
+{
+	auto r = topk_impl(self, k, dim, largest);
+	if (r)
+		return *r;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::topk>::call(self, k, dim, largest, sorted);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("topk", topk);
 	m.impl("tril", tril);
 	m.impl("triu", triu);
 	m.impl("isin.Tensor_Tensor", isin);

@@ -356,4 +356,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("arange.start_out", neuron_arange_out);
 }
 
+at::Tensor rows_select(const at::Tensor &table, const at::Tensor &index)
+{
+	return neuron_index_select(table, 0, index);
+}
+
+void rows_write(at::Tensor &table, const at::Tensor &index, const at::Tensor &src)
+{
+	index_copy_out(table, 0, index, src, table);
+}
+
 }  // namespace neuron

@@ -56,6 +56,10 @@ at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarTyp
 // values rounded once), e.g. fp32 attention scores of bf16 q and k
 at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt);
 
+// rows of `table` (dim 0) by index / written at index, in place (neuron_index.cpp)
+at::Tensor rows_select(const at::Tensor &table, const at::Tensor &index);
+void rows_write(at::Tensor &table, const at::Tensor &index, const at::Tensor &src);
+
 // int64 add/sub (exact) and int64 -> float casts (neuron_int64.cpp)
 bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);   // and to bool

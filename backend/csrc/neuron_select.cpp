@@ -13,6 +13,7 @@
 #include <ATen/ops/bitwise_or_ops.h>
 #include <ATen/ops/bitwise_xor_ops.h>
 #include <ATen/ops/eq_ops.h>
+#include <ATen/ops/isnan_ops.h>
 #include <ATen/ops/ge_ops.h>
 #include <ATen/ops/gt_ops.h>
 #include <ATen/ops/le_ops.h>
@@ -291,6 +292,15 @@ at::Tensor &bitwise_not_out(const at::Tensor &a, at::Tensor &out)
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bitwise_not_out>::call(a, out);
 }
 
+// isnan(x) = x != x on VectorE (integers: all false)
+at::Tensor isnan(const at::Tensor &a)
+{
+	if (float_dev(a))
+		return a.numel() ? compare("aten::isnan", ISA_ALU_not_equal, a, &a, 0)
+				 : at::empty(a.sizes(), a.options().dtype(at::kBool));
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::isnan>::call(a);
+}
+
 }  // namespace
 
 // bool * bool is logical and
@@ -308,6 +318,7 @@ bool native_bool_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
+	m.impl("isnan", isnan);
 	m.impl("bitwise_and.Tensor", bitwise_and);
 	m.impl("bitwise_or.Tensor", bitwise_or);
 	m.impl("bitwise_xor.Tensor", bitwise_xor);
