@@ -172,7 +172,7 @@ at::Tensor triu(const at::Tensor &self, int64_t k)
 	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::triu>::call(self, k);
 }
 
-// topk along `dim` for k <= 64: k rounds of argmax (argmin) over a working
+// topk along `dim` for k <= 64 (also sort of <= 64 elements): k rounds of argmax (argmin) over a working
 // copy, each taking the picked value out (-inf / +inf) with a one-element
 // scatter; values come out sorted, ties lowest index first.  NaNs are not
 // ordered as PyTorch orders them (largest), so inputs with NaN fall back.
@@ -220,11 +220,27 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::topk>::call(self, k, dim, largest, sorted);
 }
 
+// sort of up to 64 elements along dim: topk of all of them (ties keep index
+// order, so the result is also the stable sort)
+std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, std::optional<bool> stable, int64_t dim,
+					       bool descending)
+{
+	if (self.dim() > 0) {
+		int64_t d = at::maybe_wrap_dim(dim, self.dim());
+		auto r = topk_impl(self, self.size(d), d, descending);
+		if (r)
+			return *r;
+	}
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sort_stable>::call(self, stable, dim,
+												  descending);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 {
 	m.impl("topk", topk);
+	m.impl("sort.stable", sort_stable);
 	m.impl("tril", tril);
 	m.impl("triu", triu);
 	m.impl("isin.Tensor_Tensor", isin);

@@ -242,7 +242,7 @@ OPINFO = ["sum", "mean", "amax", "amin", "argmax", "softmax", "log_softmax", "nn
           "index_copy", "nn.functional.embedding", "nn.functional.scaled_dot_product_attention",
           "addcmul", "lerp", "baddbmm", "var", "std", "tril", "triu", "isin", "cumsum", "all", "any",
           "bitwise_and", "bitwise_not", "logical_not", "max:reduction_no_dim", "argmin",
-          "min:reduction_with_dim", "max:reduction_with_dim", "nn.functional.rms_norm", "index_put", "topk", "isnan"]
+          "min:reduction_with_dim", "max:reduction_with_dim", "nn.functional.rms_norm", "index_put", "topk", "isnan", "sort"]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -262,11 +262,12 @@ def test_opinfo_samples(name, dtype):
         want = info.op(sample.input, *sample.args, **sample.kwargs)
         got = info.op(dev(sample.input), *dev(sample.args), **dev(sample.kwargs))
         tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=3e-2, atol=3e-2)
-        if name == "topk":
+        if name in ("topk", "sort"):
             # tied values may come in either index order (PyTorch does not
             # specify it): the values must match and the indices point at them
             torch.testing.assert_close(got[0].cpu(), want[0], equal_nan=True, **tol)
-            dim = sample.args[1] if len(sample.args) > 1 else sample.kwargs.get("dim", -1)
+            dim = (sample.args[1] if len(sample.args) > 1 else sample.kwargs.get("dim", -1)) if name == "topk" \
+                else (sample.args[0] if sample.args and isinstance(sample.args[0], int) else sample.kwargs.get("dim", -1))
             if sample.input.dim():
                 torch.testing.assert_close(sample.input.gather(dim, got[1].cpu()), got[0].cpu(), equal_nan=True)
         elif isinstance(want, tuple):
@@ -394,6 +395,8 @@ def test_topk_and_isnan(dtype):
     for k, largest, dim in ((5, True, -1), (1, True, -1), (7, False, -1), (0, True, -1), (3, True, 0)):
         native(lambda t: torch.topk(t, k, dim=dim, largest=largest), x, exact=True)
     native(torch.isnan, torch.tensor([0.0, float("nan"), float("inf")]).to(dtype), exact=True)
+    native(lambda t: torch.sort(t[:, :40], dim=-1), x, exact=True)
+    native(lambda t: torch.sort(t[:, :40], dim=-1, descending=True, stable=True), x, exact=True)
     # NaN inputs (PyTorch orders NaN above everything) and k > 64 take the counted fallback
     y = x.clone()
     y[0, 3] = float("nan")
