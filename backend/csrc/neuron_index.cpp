@@ -56,6 +56,26 @@ bool native_fill(const at::Tensor &self, const at::Scalar &v)
 
 namespace {
 
+// The gather (index_select) or scatter (index_copy) program moving whole
+// slabs of `table` along `dim` by the flat index tensor `idx`.
+nsim_model *rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Tensor &idx, bool scatter)
+{
+	nk_gather g{};
+	g.dtype = u.dtype;
+	g.outer = (uint64_t)c10::multiply_integers(table.sizes().slice(0, dim));
+	g.rows = (uint64_t)table.size(dim);
+	g.inner = (uint64_t)c10::multiply_integers(table.sizes().slice(dim + 1)) * u.per;
+	g.nidx = (uint64_t)idx.numel();
+	g.index_int64 = idx.scalar_type() == at::kLong;
+	g.scatter = scatter;
+	std::vector<int64_t> key{ 'g', g.dtype, (int64_t)g.outer, (int64_t)g.rows, (int64_t)g.inner,
+				  (int64_t)g.nidx, g.index_int64, g.scatter };
+	return cached_program(std::move(key), table.device().index(), scatter ? "scatter" : "gather",
+			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_gather_program(target, &g, bin, len, d);
+	});
+}
+
 at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
 {
 	Units u = units_of(self.scalar_type(), false);
@@ -72,21 +92,9 @@ at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Te
 		TORCH_CHECK_INDEX(self.size(dim) > 0, "index_select(): index out of range: the source has no rows");
 		at::Tensor src = materialize(self, self.sizes(), self.scalar_type());
 		at::Tensor idx = materialize(index.reshape({ -1 }), { index.numel() }, index.scalar_type());
-		nk_gather g{};
-		g.dtype = u.dtype;
-		g.outer = (uint64_t)c10::multiply_integers(self.sizes().slice(0, dim));
-		g.rows = (uint64_t)self.size(dim);
-		g.inner = (uint64_t)c10::multiply_integers(self.sizes().slice(dim + 1)) * u.per;
-		g.nidx = (uint64_t)idx.numel();
-		g.index_int64 = index.scalar_type() == at::kLong;
-		std::vector<int64_t> key{ 'g', g.dtype, (int64_t)g.outer, (int64_t)g.rows, (int64_t)g.inner,
-					  (int64_t)g.nidx, g.index_int64 };
 		int dev = self.device().index();
-		nsim_model *m = cached_program(std::move(key), dev, "gather",
-					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-			return nk_gather_program(target, &g, bin, len, d);
-		});
-		run_program(m, dev, "aten::index_select", { { "table", &src }, { "index", &idx } }, { { "out", &out } });
+		run_program(rows_program(self, dim, u, idx, false), dev, "aten::index_select",
+			    { { "table", &src }, { "index", &idx } }, { { "out", &out } });
 		return out;
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_select>::call(self, dim, index);
@@ -227,22 +235,9 @@ at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor
 			return out;
 		at::Tensor src = materialize(source, source.sizes(), source.scalar_type());
 		at::Tensor idx = materialize(index.reshape({ -1 }), { index.numel() }, index.scalar_type());
-		nk_gather g{};
-		g.dtype = u.dtype;
-		g.outer = (uint64_t)c10::multiply_integers(self.sizes().slice(0, dim));
-		g.rows = (uint64_t)self.size(dim);
-		g.inner = (uint64_t)c10::multiply_integers(self.sizes().slice(dim + 1)) * u.per;
-		g.nidx = (uint64_t)idx.numel();
-		g.index_int64 = index.scalar_type() == at::kLong;
-		g.scatter = true;
-		std::vector<int64_t> key{ 's', g.dtype, (int64_t)g.outer, (int64_t)g.rows, (int64_t)g.inner,
-					  (int64_t)g.nidx, g.index_int64 };
 		int dev = self.device().index();
-		nsim_model *m = cached_program(std::move(key), dev, "scatter",
-					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-			return nk_gather_program(target, &g, bin, len, d);
-		});
-		run_program(m, dev, "aten::index_copy", { { "src", &src }, { "index", &idx } }, { { "table", &out } });
+		run_program(rows_program(self, dim, u, idx, true), dev, "aten::index_copy",
+			    { { "src", &src }, { "index", &idx } }, { { "table", &out } });
 		return out;
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_copy_out>::call(self, dim, index,

@@ -310,14 +310,17 @@ at::Tensor &into(at::Tensor &dst, const at::Tensor &r, bool resize)
 // the functional result when natively covered and storable in `dst`
 at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
 {
+	// decide from the result type before running anything, so an uncovered
+	// call does not run the kernel and then the fallback too
+	at::ScalarType rt = at::result_type(a, b);
+	bool storable = dst.is_privateuseone() && c10::canCast(rt, dst.scalar_type()) &&
+			(rt == dst.scalar_type() ||
+			 (isa_dtype_of(rt) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID));
 	at::Tensor out;
-	if ((native_binary(name, alu, a, b, out) ||
-	     ((alu == ISA_ALU_add || alu == ISA_ALU_subtract) &&
-	      native_i64_addsub(name, alu == ISA_ALU_subtract, a, b, out))) &&
-	    dst.is_privateuseone() && dst.device() == out.device() &&
-	    (out.scalar_type() == dst.scalar_type() ||
-	     (isa_dtype_of(out.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID)) &&
-	    c10::canCast(out.scalar_type(), dst.scalar_type()))
+	if (storable && (native_binary(name, alu, a, b, out) ||
+			 ((alu == ISA_ALU_add || alu == ISA_ALU_subtract) &&
+			  native_i64_addsub(name, alu == ISA_ALU_subtract, a, b, out))) &&
+	    dst.device() == out.device())
 		return out;
 	return {};
 }
