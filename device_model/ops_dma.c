@@ -10,12 +10,104 @@
 
 #include <string.h>
 
-static void copy_elem(const dm_view *d, uint8_t *da, const dm_view *s, const uint8_t *sa)
+/* A position in a view walked in flattened (row, free index) order; the
+ * walk advances by runs along the innermost dim, so no element pays a
+ * division (the per-element div/mod address was most of a transposing
+ * copy's host time). */
+typedef struct walker {
+	const dm_view *v;
+	uint8_t *a;
+	uint32_t p;
+	uint32_t i[ISA_MAX_DIMS];
+} walker;
+
+static void walk_start(walker *w, const dm_view *v, uint32_t p)
 {
-	if (d->dtype == s->dtype)
-		memcpy(da, sa, d->esz);
-	else
-		dm_store(d->dtype, da, dm_load(s->dtype, sa));
+	memset(w, 0, sizeof(*w));
+	w->v = v;
+	w->p = p;
+	w->a = v->base + (int64_t)p * v->pstep;
+}
+
+/* elements left in the current innermost run */
+static uint64_t walk_run(const walker *w)
+{
+	return w->v->size[ISA_MAX_DIMS - 1] - w->i[ISA_MAX_DIMS - 1];
+}
+
+/* advances n (<= walk_run) elements; carrying past dim 0 moves to the next row */
+static void walk_advance(walker *w, uint64_t n)
+{
+	const dm_view *v = w->v;
+	int d = ISA_MAX_DIMS - 1;
+	w->i[d] += (uint32_t)n;
+	w->a += (int64_t)n * v->step[d];
+	while (w->i[d] == v->size[d]) {
+		w->a -= (int64_t)v->size[d] * v->step[d];
+		w->i[d] = 0;
+		if (d == 0) {
+			w->p++;
+			w->a = v->base + (int64_t)w->p * v->pstep;
+			return;
+		}
+		d--;
+		w->i[d]++;
+		w->a += v->step[d];
+	}
+}
+
+/* n elements from s's run to d's run (element steps ds, ss bytes) */
+static void copy_run(const dm_view *dv, uint8_t *da, int64_t ds, const dm_view *sv,
+		     const uint8_t *sa, int64_t ss, uint64_t n)
+{
+	if (dv->dtype != sv->dtype) {
+		for (uint64_t k = 0; k < n; k++, da += ds, sa += ss)
+			dm_store(dv->dtype, da, dm_load(sv->dtype, sa));
+		return;
+	}
+	if (ds == (int64_t)dv->esz && ss == (int64_t)dv->esz) {
+		memcpy(da, sa, n * dv->esz);
+		return;
+	}
+	switch (dv->esz) {
+	case 1:
+		for (uint64_t k = 0; k < n; k++, da += ds, sa += ss)
+			*da = *sa;
+		break;
+	case 2:
+		for (uint64_t k = 0; k < n; k++, da += ds, sa += ss)
+			memcpy(da, sa, 2);
+		break;
+	case 4:
+		for (uint64_t k = 0; k < n; k++, da += ds, sa += ss)
+			memcpy(da, sa, 4);
+		break;
+	default:
+		for (uint64_t k = 0; k < n; k++, da += ds, sa += ss)
+			memcpy(da, sa, dv->esz);
+		break;
+	}
+}
+
+/* `total` elements from s (starting at row sp) to d (row dp), in flattened order */
+static void copy_flat(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t sp, uint64_t total)
+{
+	walker dw, sw;
+	walk_start(&dw, d, dp);
+	walk_start(&sw, s, sp);
+	int64_t ds = d->step[ISA_MAX_DIMS - 1], ss = s->step[ISA_MAX_DIMS - 1];
+	while (total) {
+		uint64_t n = walk_run(&dw);
+		uint64_t m = walk_run(&sw);
+		if (m < n)
+			n = m;
+		if (total < n)
+			n = total;
+		copy_run(d, dw.a, ds, s, sw.a, ss, n);
+		walk_advance(&dw, n);
+		walk_advance(&sw, n);
+		total -= n;
+	}
 }
 
 /* rows of `d` from rows of `s`, both with `nfree` elements per row */
@@ -38,8 +130,7 @@ static void copy_row(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t s
 			memcpy(dst + k * d->esz, src, d->esz);
 		return;
 	}
-	for (uint64_t k = 0; k < d->nfree; k++)
-		copy_elem(d, dm_view_elem(d, dp, k), s, dm_view_elem(s, sp, k));
+	copy_flat(d, dp, s, sp, d->nfree);
 }
 
 static dm_fault_kind read_index(dm_core *c, const dm_binding *b, const isa_dma_desc *desc,
@@ -79,10 +170,7 @@ dm_fault_kind dm_exec_dma(dm_core *c, const dm_binding *b, int engine, int64_t i
 				copy_row(&dv, p, &sv, p);
 		} else {
 			/* reshaping transfer: walk both in flattened order */
-			uint64_t total = (uint64_t)dv.nparts * dv.nfree;
-			for (uint64_t t = 0; t < total; t++)
-				copy_elem(&dv, dm_view_elem(&dv, (uint32_t)(t / dv.nfree), t % dv.nfree),
-					  &sv, dm_view_elem(&sv, (uint32_t)(t / sv.nfree), t % sv.nfree));
+			copy_flat(&dv, 0, &sv, 0, (uint64_t)dv.nparts * dv.nfree);
 		}
 		dm_psum_mark(c, &dv);
 		return DM_OK;

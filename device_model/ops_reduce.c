@@ -32,6 +32,41 @@ dm_fault_kind dm_op_tensor_reduce(dm_core *c, const dm_binding *b, int engine, i
 	for (unsigned d = 0; d < ap->ndims; d++)
 		reduced[d + shift] = (in->u[0] >> d) & 1u;
 	int op = in->e[0];
+	/* reduced dims (ignoring size-1 ones) all inside kept ones: out[j]
+	 * reduces the j-th run of `inner` adjacent elements, in index order
+	 * like the general walk below, so the result is the same */
+	bool suffix = true, seen_kept = false;
+	uint64_t inner = 1;
+	for (int d = ISA_MAX_DIMS - 1; d >= 0; d--) {
+		if (sv.size[d] == 1)
+			continue;
+		if (reduced[d]) {
+			suffix &= !seen_kept;
+			inner *= sv.size[d];
+		} else {
+			seen_kept = true;
+		}
+	}
+	if (suffix && inner * m == n && inner > 0) {
+		for (uint64_t p = 0; p < P; p++) {
+			for (uint64_t j = 0; j < m; j++) {
+				const float *r = x + p * n + j * inner;
+				float acc = combine(op, 0.0f, r[0], true);
+				switch (op) {
+				case ISA_ALU_add:
+					for (uint64_t e = 1; e < inner; e++)
+						acc += r[e];
+					break;
+				default:
+					for (uint64_t e = 1; e < inner; e++)
+						acc = combine(op, acc, r[e], false);
+					break;
+				}
+				y[p * m + j] = (in->flags & ISA_FLAG_NEGATE) ? -acc : acc;
+			}
+		}
+		goto write;
+	}
 	for (uint64_t p = 0; p < P; p++) {
 		float *out = y + p * m;
 		for (uint64_t j = 0; j < m; j++)
@@ -59,6 +94,7 @@ dm_fault_kind dm_op_tensor_reduce(dm_core *c, const dm_binding *b, int engine, i
 			for (uint64_t j = 0; j < m; j++)
 				out[j] = -out[j];
 	}
+write:
 	if ((k = dm_check_finite(b, y, P * m, engine, index, "tensor_reduce dst", f)))
 		return k;
 	dm_view_write(&dv, y);

@@ -419,3 +419,46 @@ def test_dma_cast_reshape_gather_scatter(neuronsim, tmp_path):
     want[ids] = table[:5]           # later rows win (id 3 appears twice: row 4)
     np.testing.assert_array_equal(res["s"], want)
     np.testing.assert_array_equal(res["flat"], table[:5].reshape(1, 80))
+
+
+@pytest.mark.parametrize("dt", ["fp32", "bf16", "int32", "int8"])
+def test_dma_strided_transposing_and_reshaping(neuronsim, tmp_path, dt):
+    """Element-strided DMA on both sides, runs of different lengths on each
+    side (a 2-d source walked against a 1-d destination), a cast, and a
+    transfer whose partition counts differ (flattened order)."""
+    table = rand((50, 16), dt)
+    ct = "fp32" if dt.startswith(("fp", "bf")) else dt    # DMA casts only between floats
+    text = f""".target trn2
+.semaphores 1
+.tensor table input {dt} [50,16]
+.tensor tt output {dt} [16,50]
+.tensor tc output {ct} [16,50]
+.tensor flat output {dt} [8,100]
+.dma tr direct dst=hbm(tt):{dt}[50x16]{{1x50}} src=hbm(table):{dt}[1x16]{{80x10,16x5}}
+.dma tcast direct dst=hbm(tc):{ct}[50x16]{{5x10,1x5}} src=hbm(table):{dt}[1x16]{{16x50}}
+.dma fl direct dst=hbm(flat):{dt}[100x8]{{1x100}} src=hbm(table):{dt}[1x16]{{16x50}}
+.engine sync
+    dma_copy desc=tr queue=0 sem=0 value=1
+    dma_copy desc=tcast queue=1 sem=0 value=1
+    dma_copy desc=fl queue=2 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=3
+    end
+"""
+    res = execute(neuronsim, tmp_path, text, {"table": table})
+    np.testing.assert_array_equal(res["tt"], table.T)
+    np.testing.assert_array_equal(res["tc"], table.T)
+    np.testing.assert_array_equal(res["flat"], table.T.reshape(8, 100))
+
+
+@pytest.mark.parametrize("dt", ["fp32", "bf16"])
+def test_tensor_reduce_outer_axis(neuronsim, tmp_path, dt):
+    """Reducing a dim that is not innermost (the kept dim varies fastest)."""
+    p, f1, f2 = 64, 7, 13
+    a = rand((p, f1 * f2), dt)
+    for op, ref in (("add", np.sum), ("max", np.max)):
+        text = program("trn2", [("a", dt, (p, f1 * f2), 0)], "fp32", (p, f2), "vector",
+                       [f"tensor_reduce dst={sb('fp32', p, f2, OFF_O)} "
+                        f"src=sbuf:{dt}[0:{p}]{{{f2}x{f1},1x{f2}}} op={op} axes=1"])
+        got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
+        np.testing.assert_allclose(got, ref(a.reshape(p, f1, f2), axis=1), rtol=1e-5,
+                                   atol=4e-7 * f1 * 3.0 if op == "add" else 0.0)
