@@ -63,6 +63,10 @@ typedef struct dm_core {
 	float                  *stationary;
 	uint32_t                stat_k, stat_m;
 	int                     stat_dtype;
+	/* per-lane XORWOW PRNG states (ops_rng.c): [0] VectorE (4 generators
+	 * of 6 words), [1] GpSimd (1 generator); power-on seeds at each
+	 * program start (dm_core_reset) */
+	uint32_t                rng[2][ISA_NUM_PARTITIONS][24];
 	/* scratch for operand staging (grown on demand) */
 	float                  *tmp[4];
 	uint64_t                tmp_cap[4];
@@ -71,6 +75,7 @@ typedef struct dm_core {
 int  dm_core_init(dm_core *c, const dm_chip *chip);   /* 0 or -1 (no memory) */
 void dm_core_free(dm_core *c);
 void dm_core_reset(dm_core *c);                       /* clears per-run state */
+void dm_rng_default_state(dm_core *c);                /* the power-on PRNG seeds */
 
 /* Executes instruction `in` (engine `engine`, index `index`) functionally. */
 dm_fault_kind dm_exec(dm_core *c, const dm_binding *b, int engine, int64_t index,

@@ -38,9 +38,14 @@ void dm_core_free(dm_core *c)
 }
 
 /* A program starts with no PSUM accumulation groups and no stationary; SBUF
- * and PSUM keep their bytes (as on hardware, nothing clears them). */
+ * and PSUM keep their bytes (as on hardware, nothing clears them).  The
+ * PRNGs restart from their power-on seeds: a program's random numbers must
+ * not depend on what ran before it (determinism: same program and inputs,
+ * same bits), so a stream that spans programs is carried explicitly with
+ * rand_get_state / rand_set_state. */
 void dm_core_reset(dm_core *c)
 {
+	dm_rng_default_state(c);
 	memset(c->psum_written, 0, sizeof(c->psum_written));
 	c->stat_k = c->stat_m = 0;
 }

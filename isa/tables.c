@@ -212,9 +212,9 @@ const char *isa_space_name(int s)
 }
 
 static const isa_target_info targets[ISA_NUM_TARGETS] = {
-	[ISA_TARGET_INVALID] = { "invalid", 0, "", 0, 0, 0, 0, 0, false },
-#define ISA_TARGET(name, code, core, sbuf, psum, banks, mmn32, mmn16, dr) \
-	[ISA_TARGET_##name] = { #name, code, core, sbuf, psum, banks, mmn32, mmn16, dr },
+	[ISA_TARGET_INVALID] = { "invalid", 0, "", 0, 0, 0, 0, 0, 0, false },
+#define ISA_TARGET(name, code, core, ver, sbuf, psum, banks, mmn32, mmn16, dr) \
+	[ISA_TARGET_##name] = { #name, code, core, ver, sbuf, psum, banks, mmn32, mmn16, dr },
 #include "isa_targets.def"
 #undef ISA_TARGET
 };

@@ -317,6 +317,64 @@ static isa_status rule_affine_select(vctx *v, const isa_instr *in)
 	return check_affine(v, in, &in->ap[ISA_AP_SRC]);
 }
 
+/* ------------------------------------------------- random numbers (PRNG) */
+
+/* NKI ISA rules: rng on VectorE from NeuronCore-v2, GpSimd from v3;
+ * the state instructions on GpSimd from v3, VectorE from v4 */
+static isa_status check_rng_engine(vctx *v, const char *field, unsigned gpsimd_from,
+				   unsigned vector_from)
+{
+	unsigned from = v->engine == ISA_ENGINE_GPSIMD ? gpsimd_from : vector_from;
+	if (v->ti->core_version < from)
+		return v_fail(v, ISA_E_BAD_ENGINE, field, "needs NeuronCore-v%u or newer on %s (%s is %s)",
+			      from, isa_engine_name(v->engine), v->ti->name, v->ti->core);
+	return ISA_OK;
+}
+
+static isa_status rule_rng(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST];
+	isa_status st;
+	if ((st = check_rng_engine(v, "dst", 3, 2)) != ISA_OK)
+		return st;
+	switch (d->dtype) {
+	case ISA_DT_int8: case ISA_DT_int16: case ISA_DT_int32:
+	case ISA_DT_uint8: case ISA_DT_uint16: case ISA_DT_uint32:
+		return ISA_OK;
+	default:
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "rng writes integers, not %s",
+			      isa_dtype_name(d->dtype));
+	}
+}
+
+/* one XORWOW state is 6 words; VectorE keeps 4 per lane */
+static isa_status check_rand_state(vctx *v, const isa_ap *a, const char *field)
+{
+	isa_status st;
+	if ((st = check_rng_engine(v, field, 3, 4)) != ISA_OK)
+		return st;
+	if (a->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, field, "PRNG state is uint32, not %s",
+			      isa_dtype_name(a->dtype));
+	uint64_t want = v->engine == ISA_ENGINE_GPSIMD ? 6 : 24;
+	if (isa_ap_free_elems(a) != want)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, field,
+			      "%llu elements per partition; a %s lane's XORWOW state is %llu",
+			      (unsigned long long)isa_ap_free_elems(a), isa_engine_name(v->engine),
+			      (unsigned long long)want);
+	return ISA_OK;
+}
+
+static isa_status rule_rand_set_state(vctx *v, const isa_instr *in)
+{
+	return check_rand_state(v, &in->ap[ISA_AP_SRC], "src");
+}
+
+static isa_status rule_rand_get_state(vctx *v, const isa_instr *in)
+{
+	return check_rand_state(v, &in->ap[ISA_AP_DST], "dst");
+}
+
 /* ------------------------------------------------------------- control */
 
 static isa_status rule_sem_wait(vctx *v, const isa_instr *in)
@@ -358,6 +416,9 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_memset]                  = rule_no_operands,
 	[ISA_OP_iota]                    = rule_iota,
 	[ISA_OP_affine_select]           = rule_affine_select,
+	[ISA_OP_rng]                     = rule_rng,
+	[ISA_OP_rand_set_state]          = rule_rand_set_state,
+	[ISA_OP_rand_get_state]          = rule_rand_get_state,
 	[ISA_OP_dma_copy]                = rule_no_operands,
 	[ISA_OP_sem_wait]                = rule_sem_wait,
 	[ISA_OP_sem_signal]              = rule_sem_signal,

@@ -115,7 +115,7 @@ typedef enum isa_alu {
 
 typedef enum isa_target {
 	ISA_TARGET_INVALID = 0,
-#define ISA_TARGET(name, code, core, sbuf, psum, banks, mmn32, mmn16, dr) ISA_TARGET_##name,
+#define ISA_TARGET(name, code, core, ver, sbuf, psum, banks, mmn32, mmn16, dr) ISA_TARGET_##name,
 #include "isa_targets.def"
 #undef ISA_TARGET
 	ISA_NUM_TARGETS
@@ -284,6 +284,7 @@ typedef struct isa_target_info {
 	const char *name;
 	uint8_t     code;
 	const char *core;             /* "NeuronCore-v3" */
+	unsigned    core_version;     /* 3 for NeuronCore-v3 */
 	uint32_t    sbuf_partition_bytes;
 	uint32_t    psum_partition_bytes;
 	uint32_t    psum_banks;
