@@ -83,6 +83,9 @@ at::Generator new_generator(int dev);
 const at::Generator &default_generator(int dev);
 bool is_neuron_generator(const at::Generator &g);
 void generator_present_as_cpu(const at::Generator &g, bool cpu);
+// 64 random bits from `gen` (or dev's default generator), advancing it: the
+// seed of one device random-number program
+uint64_t draw_seed(const std::optional<at::Generator> &gen, int dev);
 
 int current_device();
 int device_count();

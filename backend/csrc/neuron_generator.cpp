@@ -66,6 +66,15 @@ bool is_neuron_generator(const at::Generator &g)
 	return g.defined() && dynamic_cast<NeuronGeneratorImpl *>(g.unsafeGetGeneratorImpl()) != nullptr;
 }
 
+uint64_t draw_seed(const std::optional<at::Generator> &gen, int dev)
+{
+	at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(dev);
+	TORCH_CHECK(is_neuron_generator(g), "neuron: a random op on a neuron tensor needs a neuron generator, got one for ",
+		    g.device());
+	std::lock_guard<std::mutex> lock(g.mutex());
+	return static_cast<NeuronGeneratorImpl *>(g.unsafeGetGeneratorImpl())->random64();
+}
+
 void generator_present_as_cpu(const at::Generator &g, bool cpu)
 {
 	static_cast<NeuronGeneratorImpl *>(g.unsafeGetGeneratorImpl())->present_as_cpu(cpu);

@@ -130,7 +130,7 @@ isa_status nk_fill_program(int target, const nk_fill *fl, uint8_t **bin, size_t 
 	uint32_t stores = 0;
 	for (uint64_t s = 0; s < fl->n; s += per_tile) {
 		uint64_t left = fl->n - s, rows = left / f, tail = left % f;
-		if (rows > P) {
+		if (rows >= P) {   /* a full tile: the remainder starts the next one */
 			rows = P;
 			tail = 0;
 		}

@@ -137,6 +137,18 @@ typedef struct nk_fill {
 isa_status nk_fill_program(int target, const nk_fill *f, uint8_t **bin, size_t *len,
 			   isa_diag *diag);
 
+/* "out"[n] random (fp32/bf16/fp16) from the GpSimd PRNG seeded by "seeds"
+ * (uint32 [128 x 6]: one XORWOW state per lane); NeuronCore-v3+ */
+enum { NK_RAND_UNIFORM, NK_RAND_NORMAL };
+typedef struct nk_random {
+	int kind;
+	int dtype;
+	uint64_t n;
+	float a, b;                /* uniform [a, b); normal mean a, std b */
+} nk_random;
+isa_status nk_random_program(int target, const nk_random *r, uint8_t **bin, size_t *len,
+			     isa_diag *diag);
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -151,7 +151,8 @@ def test_cat_arange_and_fills():
     native(lambda x, y: torch.cat([x, y], 1), a, b, exact=True)
     native(lambda x, y: torch.cat([x, y.bfloat16()], -1), a, a, exact=True)
     native(lambda x: torch.cat([x, x, x]), torch.arange(5), exact=True)
-    for args in [(5, 1000, 3), (300001,), (7.,), (2, 9)]:
+    # 2 * 128 * 2048 + 5: a last tile of exactly 128 full rows plus a tail
+    for args in [(5, 1000, 3), (300001,), (7.,), (2, 9), (2 * 128 * 2048 + 5,)]:
         want = torch.arange(*args)
         torch_neuronsim.reset_stats()
         got = torch.arange(*args, device=NEURON)
@@ -159,7 +160,8 @@ def test_cat_arange_and_fills():
         assert torch.equal(got.cpu(), want) and got.dtype == want.dtype
     for shape, v, dt in [((3, 1000), 0, torch.float32), ((5, 7), 2.5, torch.bfloat16),
                          ((300001,), -7, torch.int64), ((9,), True, torch.bool),
-                         ((3,), 2**40 + 3, torch.int64), ((4,), -5, torch.int8)]:
+                         ((3,), 2**40 + 3, torch.int64), ((4,), -5, torch.int8),
+                         ((2 * 128 * 2048 + 5,), 1.25, torch.float32)]:
         torch_neuronsim.reset_stats()
         got = torch.full(shape, v, dtype=dt, device=NEURON)
         assert torch_neuronsim.stats()["cpu_fallbacks"] == 0

@@ -85,6 +85,35 @@ def test_greedy_generate_with_static_cache_is_native(name, dtype, monkeypatch):
     assert (logits.max(dim=1).values - chosen).max() <= (1e-4 if dtype == torch.float32 else 0.25)
 
 
+@pytest.mark.parametrize("name", ["llama", "gpt2"])
+def test_sampling_generate_is_native_and_repeatable(name, monkeypatch):
+    """generate(do_sample=True) with temperature and top-k under
+    NEURON_STRICT=1: the softmax, top-k filter and multinomial draw run on
+    the device, and the same torch seed gives the same tokens."""
+    torch.manual_seed(0)
+    model = build(name).eval().to(NEURON)
+    ids = torch.randint(1, 1000, (2, 8)).to(NEURON)
+    gen = dict(max_new_tokens=5, do_sample=True, temperature=0.7, top_k=20,
+               cache_implementation="static", pad_token_id=0, attention_mask=torch.ones_like(ids))
+    monkeypatch.setenv("NEURON_STRICT", "1")
+    runs = []
+    with torch.no_grad():
+        for _ in range(2):
+            torch.manual_seed(123)
+            torch_neuronsim.reset_stats()
+            runs.append(model.generate(ids, **gen).cpu())
+            s = torch_neuronsim.stats()
+            assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
+            assert s["native_ops"]["aten::multinomial"]["count"] >= 5  # the draws
+    assert torch.equal(runs[0], runs[1])
+    assert runs[0].shape == (2, 13)
+    # each sampled token is among the top 20 logits of its prefix
+    with torch.no_grad():
+        logits = model(runs[0].to(NEURON)).logits.cpu()[:, 7:-1].float()
+    top = logits.topk(20, dim=-1).indices
+    assert (top == runs[0][:, 8:, None]).any(-1).all()
+
+
 def test_compile_backend_matches_eager():
     torch.manual_seed(0)
     model = build("llama").eval().to(NEURON)

@@ -1,0 +1,192 @@
+// neuron_random.cpp -- random numbers on the device: uniform_, normal_ and
+// multinomial.  The numbers come from GpSimd's per-lane XORWOW generators
+// (kernels/random.c), seeded for each call from 64 bits of the tensor's
+// neuron generator, so torch.manual_seed / generator state make runs
+// repeatable and the program stays cached.  multinomial is composed from
+// native kernels: uniform draws, a row cumsum, and a count of the cumsum
+// entries at or below u * total (inverse CDF); without replacement, an
+// exponential race (keys -ln(1-u) / p, the num_samples smallest by topk).
+// NeuronCore-v2 (trn1) cannot seed its PRNG: there these ops run through the
+// CPU fallback on the same generator.
+#include "neuron_kernels.h"
+
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/multinomial_ops.h>
+#include <ATen/ops/normal_ops.h>
+#include <ATen/ops/uniform_ops.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace neuron {
+
+namespace {
+
+bool device_rng()
+{
+	const isa_target_info *ti = isa_target_get(isa_target_from_name(nsim_target_name()));
+	return ti && ti->core_version >= 3;
+}
+
+int float_isa(at::ScalarType t)
+{
+	switch (t) {
+	case at::kFloat: return ISA_DT_fp32;
+	case at::kBFloat16: return ISA_DT_bf16;
+	case at::kHalf: return ISA_DT_fp16;
+	default: return ISA_DT_INVALID;
+	}
+}
+
+uint64_t splitmix64(uint64_t &x)
+{
+	uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+// one XORWOW state per lane from 64 bits of the generator, on the device
+at::Tensor seed_tensor(const std::optional<at::Generator> &gen, int dev)
+{
+	uint64_t x = draw_seed(gen, dev);
+	at::Tensor host = at::empty({ 128 * 6 }, at::TensorOptions().dtype(at::kInt));
+	auto *w = host.data_ptr<int32_t>();
+	for (int i = 0; i < 128 * 6; i++) {
+		uint32_t v = (uint32_t)splitmix64(x);
+		w[i] = (int32_t)(v ? v : 1u);   // xorshift words must not all be 0
+	}
+	at::Tensor d = at::empty({ 128 * 6 }, at::TensorOptions().dtype(at::kInt).device(
+					       c10::Device(c10::DeviceType::PrivateUse1, (c10::DeviceIndex)dev)));
+	d.copy_(host);
+	return d;
+}
+
+// fills self (float, on the device) with draws; false when not covered
+bool fill_random(at::Tensor &self, int kind, double a, double b, const std::optional<at::Generator> &gen,
+		 const char *opname)
+{
+	int dt = float_isa(self.scalar_type());
+	if (!self.is_privateuseone() || dt == ISA_DT_INVALID || !device_rng() ||
+	    !std::isfinite(a) || !std::isfinite(b))
+		return false;
+	if (self.numel() == 0)
+		return true;
+	if (!self.is_contiguous()) {
+		at::Tensor tmp = at::empty(self.sizes(), self.options());
+		if (!fill_random(tmp, kind, a, b, gen, opname))
+			return false;
+		return native_copy(self, tmp);
+	}
+	nk_random r{};
+	r.kind = kind;
+	r.dtype = dt;
+	r.n = (uint64_t)self.numel();
+	r.a = (float)a;
+	r.b = (float)b;
+	uint32_t fa, fb;
+	std::memcpy(&fa, &r.a, 4);
+	std::memcpy(&fb, &r.b, 4);
+	int dev = self.device().index();
+	std::vector<int64_t> key{ 'R', kind, dt, (int64_t)r.n, fa, fb };
+	nsim_model *m = cached_program(std::move(key), dev, "random", [&](int target, uint8_t **bin, size_t *len,
+									isa_diag *d) {
+		return nk_random_program(target, &r, bin, len, d);
+	});
+	at::Tensor seeds = seed_tensor(gen, dev);
+	run_program(m, dev, opname, { { "seeds", &seeds } }, { { "out", &self } });
+	return true;
+}
+
+at::Tensor &uniform_(at::Tensor &self, double from, double to, std::optional<at::Generator> gen)
+{
+	TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+		    " > to=", to);
+	if (fill_random(self, NK_RAND_UNIFORM, from, to, gen, "aten::uniform_"))
+		return self;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::uniform_>::call(self, from, to, gen);
+}
+
+at::Tensor &normal_(at::Tensor &self, double mean, double std, std::optional<at::Generator> gen)
+{
+	TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+	if (fill_random(self, NK_RAND_NORMAL, mean, std, gen, "aten::normal_"))
+		return self;
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::normal_>::call(self, mean, std, gen);
+}
+
+bool multinomial_covered(const at::Tensor &self, int64_t n, bool replacement)
+{
+	return self.is_privateuseone() && float_isa(self.scalar_type()) != ISA_DT_INVALID && device_rng() &&
+	       (self.dim() == 1 || self.dim() == 2) && self.size(-1) > 0 && n > 0 &&
+	       (replacement || n == 1 || n <= 64);
+}
+
+at::Tensor multinomial_impl(const at::Tensor &self, int64_t n, bool replacement,
+			    const std::optional<at::Generator> &gen)
+{
+	at::Tensor w = self.dim() == 1 ? self.unsqueeze(0) : self;
+	w = w.to(at::kFloat);
+	int64_t rows = w.size(0), cats = w.size(1);
+	// PyTorch's checks, on the device (one flag read back)
+	at::Tensor bad = w.lt(0).bitwise_or(w.isnan()).bitwise_or(w.eq(INFINITY)).any();
+	at::Tensor total = w.sum(-1, true);
+	at::Tensor empty_row = total.le(0).any();
+	if (bad.bitwise_or(empty_row).item<bool>()) {
+		TORCH_CHECK(!bad.item<bool>(), "probability tensor contains either `inf`, `nan` or element < 0");
+		TORCH_CHECK(false, "invalid multinomial distribution (sum of probabilities <= 0)");
+	}
+	at::Tensor out;
+	if (replacement || n == 1) {
+		at::Tensor u = at::empty({ rows, n }, w.options());
+		TORCH_CHECK(fill_random(u, NK_RAND_UNIFORM, 0.0, 1.0, gen, "aten::multinomial"), "neuron: multinomial draws");
+		at::Tensor c = w.cumsum(-1);
+		at::Tensor last = c.narrow(1, cats - 1, 1);
+		// u * total, kept strictly below the last cumsum entry (fp32 rounding)
+		at::Tensor t = u.mul(last).minimum(last.mul(1.0 - std::ldexp(1.0, -23)));
+		out = c.unsqueeze(1).le(t.unsqueeze(2)).sum(-1);
+	} else {
+		at::Tensor u = at::empty({ rows, cats }, w.options());
+		TORCH_CHECK(fill_random(u, NK_RAND_UNIFORM, 0.0, 1.0, gen, "aten::multinomial"), "neuron: multinomial draws");
+		// zero weights never win the race (after every positive one, in
+		// index order, as CPU PyTorch draws them once the rest are used up)
+		at::Tensor keys = u.neg().add(1.0).log().neg().div(w).masked_fill(w.le(0), INFINITY);
+		out = std::get<1>(keys.topk(n, -1, false, true));
+	}
+	return self.dim() == 1 ? out.squeeze(0) : out;
+}
+
+at::Tensor multinomial(const at::Tensor &self, int64_t n, bool replacement, std::optional<at::Generator> gen)
+{
+	TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+	TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+		    self.scalar_type());
+	TORCH_CHECK(n > 0, "cannot sample n_sample <= 0 samples");
+	TORCH_CHECK(replacement || n <= self.size(-1), "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+	if (multinomial_covered(self, n, replacement))
+		return multinomial_impl(self, n, replacement, gen);
+	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::multinomial>::call(self, n, replacement, gen);
+}
+
+at::Tensor &multinomial_out(const at::Tensor &self, int64_t n, bool replacement, std::optional<at::Generator> gen,
+			    at::Tensor &out)
+{
+	at::Tensor r = multinomial(self, n, replacement, gen);
+	out.resize_(r.sizes());
+	out.copy_(r);
+	return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
+{
+	m.impl("uniform_", uniform_);
+	m.impl("normal_", normal_);
+	m.impl("multinomial", multinomial);
+	m.impl("multinomial.out", multinomial_out);
+}
+
+}  // namespace neuron
