@@ -110,6 +110,34 @@ static void copy_flat(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t 
 	}
 }
 
+/* row dp of `d` += row sp of `s` (same dtype): fp32 arithmetic rounded to
+ * the dtype for floats, exact wrapping adds for integers */
+static void add_row(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t sp)
+{
+	walker dw, sw;
+	walk_start(&dw, d, dp);
+	walk_start(&sw, s, sp);
+	bool is_float = isa_dtype_is_float(d->dtype);
+	for (uint64_t k = 0; k < d->nfree; k++) {
+		if (is_float) {
+			dm_store(d->dtype, dw.a, dm_load(d->dtype, dw.a) + dm_load(s->dtype, sw.a));
+		} else {
+			int64_t a = 0, b = 0;
+			switch (d->esz) {
+			case 1: a = d->dtype == ISA_DT_int8 ? *(int8_t *)dw.a : *dw.a;
+				b = d->dtype == ISA_DT_int8 ? *(const int8_t *)sw.a : *sw.a; break;
+			case 2: { int16_t x, y; memcpy(&x, dw.a, 2); memcpy(&y, sw.a, 2); a = x; b = y; break; }
+			case 4: { int32_t x, y; memcpy(&x, dw.a, 4); memcpy(&y, sw.a, 4); a = x; b = y; break; }
+			default: { int64_t x, y; memcpy(&x, dw.a, 8); memcpy(&y, sw.a, 8); a = x; b = y; break; }
+			}
+			uint64_t r = (uint64_t)a + (uint64_t)b;   /* wraps to the width below */
+			memcpy(dw.a, &r, d->esz);                  /* little-endian low bytes */
+		}
+		walk_advance(&dw, 1);
+		walk_advance(&sw, 1);
+	}
+}
+
 /* rows of `d` from rows of `s`, both with `nfree` elements per row */
 static void copy_row(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t sp)
 {
@@ -193,6 +221,8 @@ dm_fault_kind dm_exec_dma(dm_core *c, const dm_binding *b, int engine, int64_t i
 	for (uint32_t p = 0; p < rows; p++) {
 		if (gather)
 			copy_row(&dv, p, &sv, (uint32_t)idx[p]);
+		else if (desc->mode == ISA_DMA_SCATTER_ADD)
+			add_row(&dv, (uint32_t)idx[p], &sv, p);
 		else
 			copy_row(&dv, (uint32_t)idx[p], &sv, p);
 	}

@@ -253,7 +253,8 @@ int isa_target_from_code(unsigned code)
 static const char *const tensor_kind_names[ISA_NUM_TENSOR_KINDS] = {
 	"input", "output", "internal", "const"
 };
-static const char *const dma_mode_names[ISA_NUM_DMA_MODES] = { "direct", "gather", "scatter" };
+static const char *const dma_mode_names[ISA_NUM_DMA_MODES] = { "direct", "gather", "scatter",
+									   "scatter_add" };
 
 const char *isa_tensor_kind_name(int k)
 {

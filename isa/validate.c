@@ -460,6 +460,11 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 	if (other->nparts != d->index.nparts)
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, of, "descriptor '%s': %u rows, index has %u",
 			      d->name, other->nparts, d->index.nparts);
+	if (d->mode == ISA_DMA_SCATTER_ADD &&
+	    (d->dst.dtype != d->src.dtype || d->dst.dtype == ISA_DT_bool))
+		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
+			      "descriptor '%s': scatter_add adds %s to %s (same numeric type only)", d->name,
+			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
 	if (isa_ap_free_elems(table) != isa_ap_free_elems(other))
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, of,
 			      "descriptor '%s': %llu elements per row, indexed rows have %llu", d->name,

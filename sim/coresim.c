@@ -198,9 +198,16 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		src_row = dst_row * isa_dtype_size(d->src.dtype) / isa_dtype_size(d->dst.dtype);
 	}
 	uint64_t row_bytes = umax(src_row, dst_row);
+	/* scatter_add reads each destination row back before writing it: the
+	 * engine moves those bytes too, and they are HBM reads */
+	bool rmw = d->mode == ISA_DMA_SCATTER_ADD;
+	uint64_t rmw_row = rmw ? dst_row : 0;
+	row_bytes += rmw_row;
 	uint64_t dpr = descs_per_row(s, d, row_bytes);
-	bool hbm_read = d->src.space == ISA_SPACE_HBM, hbm_write = d->dst.space == ISA_SPACE_HBM;
-	uint64_t read_addr = hbm_read ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset : 0;
+	bool hbm_read = d->src.space == ISA_SPACE_HBM || rmw, hbm_write = d->dst.space == ISA_SPACE_HBM;
+	uint64_t read_addr = d->src.space == ISA_SPACE_HBM
+				     ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset
+			     : rmw ? s->r->bind.tensor_addr[d->dst.tensor] + d->dst.offset : 0;
 	uint64_t write_addr = hbm_write ? s->r->bind.tensor_addr[d->dst.tensor] + d->dst.offset : 0;
 
 	uint32_t neng = s->chip->dma_engines < 32 ? s->chip->dma_engines : 32;
@@ -220,15 +227,16 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		if (s->r->obs && s->r->obs->dma) {
 			trc_dma_event ev = { s->r->core_id, (int)q, (int)k, in->u[0], d->name, start, fin,
 					     my_rows * row_bytes,
-					     hbm_read ? my_rows * src_row : 0,
+					     hbm_read ? my_rows * ((d->src.space == ISA_SPACE_HBM ? src_row : 0) + rmw_row) : 0,
 					     hbm_write ? my_rows * dst_row : 0 };
 			s->r->obs->dma(s->r->obs->ctx, &ev);
 		}
 	}
 	st->dma_transfers++;
 	st->dma_bytes += rows * row_bytes;
-	if (hbm_read)
+	if (d->src.space == ISA_SPACE_HBM)
 		st->hbm_read_bytes += rows * src_row;
+	st->hbm_read_bytes += rows * rmw_row;
 	if (hbm_write)
 		st->hbm_write_bytes += rows * dst_row;
 	if (in->u[2] != ISA_SEM_NONE)

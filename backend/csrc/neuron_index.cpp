@@ -58,7 +58,8 @@ namespace {
 
 // The gather (index_select) or scatter (index_copy) program moving whole
 // slabs of `table` along `dim` by the flat index tensor `idx`.
-nsim_model *rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Tensor &idx, bool scatter)
+nsim_model *rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Tensor &idx, bool scatter,
+			 bool accumulate = false)
 {
 	nk_gather g{};
 	g.dtype = u.dtype;
@@ -68,9 +69,10 @@ nsim_model *rows_program(const at::Tensor &table, int64_t dim, Units u, const at
 	g.nidx = (uint64_t)idx.numel();
 	g.index_int64 = idx.scalar_type() == at::kLong;
 	g.scatter = scatter;
+	g.accumulate = accumulate;
 	std::vector<int64_t> key{ 'g', g.dtype, (int64_t)g.outer, (int64_t)g.rows, (int64_t)g.inner,
-				  (int64_t)g.nidx, g.index_int64, g.scatter };
-	return cached_program(std::move(key), table.device().index(), scatter ? "scatter" : "gather",
+				  (int64_t)g.nidx, g.index_int64, g.scatter, g.accumulate };
+	return cached_program(std::move(key), table.device().index(), accumulate ? "scatter_add" : scatter ? "scatter" : "gather",
 			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_gather_program(target, &g, bin, len, d);
 	});
@@ -213,12 +215,14 @@ at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, 
 }
 
 // index_copy: out = self with out.select(dim, index[j]) = source.select(dim, j),
-// one scatter DMA per 128 indices (in place when out is self)
-at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
-			   at::Tensor &out)
+// one scatter DMA per 128 indices (in place when out is self); with
+// `accumulate` (index_add) the slabs are added (DMA scatter_add), so
+// repeated indices add up.  False when not covered (nothing written).
+bool rows_into(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+	       at::Tensor &out, bool accumulate, const char *opname)
 {
 	Units u = units_of(self.scalar_type(), false);
-	bool ok = self.is_privateuseone() && index.is_privateuseone() && source.is_privateuseone() &&
+	bool ok = (!accumulate || (u.per == 1 && self.scalar_type() != at::kBool)) && self.is_privateuseone() && index.is_privateuseone() && source.is_privateuseone() &&
 		  u.dtype != ISA_DT_INVALID && source.scalar_type() == self.scalar_type() && index.dim() <= 1 &&
 		  (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && self.dim() >= 1 &&
 		  source.dim() == self.dim() && out.sizes().equals(self.sizes()) && out.is_contiguous() &&
@@ -232,14 +236,22 @@ at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor
 		if (!out.is_same(self))
 			TORCH_CHECK(native_copy(out, self), "neuron: index_copy copy");
 		if (index.numel() == 0)
-			return out;
+			return true;
 		at::Tensor src = materialize(source, source.sizes(), source.scalar_type());
 		at::Tensor idx = materialize(index.reshape({ -1 }), { index.numel() }, index.scalar_type());
 		int dev = self.device().index();
-		run_program(rows_program(self, dim, u, idx, true), dev, "aten::index_copy",
+		run_program(rows_program(self, dim, u, idx, true, accumulate), dev, opname,
 			    { { "src", &src }, { "index", &idx } }, { { "table", &out } });
-		return out;
+		return true;
 	}
+	return false;
+}
+
+at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+			   at::Tensor &out)
+{
+	if (rows_into(self, dim, index, source, out, false, "aten::index_copy"))
+		return out;
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_copy_out>::call(self, dim, index,
 												    source, out);
 }
@@ -307,8 +319,9 @@ at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_Tensor>::call(self, indices);
 }
 
-// self[i0, ..., ik-1] = values (no accumulation): the indexed rows are
-// written by a scatter DMA into self in place (index_copy's kernel)
+// self[i0, ..., ik-1] = values (or += with accumulate, float and 32-bit-or-
+// narrower integer types): the indexed rows are written by a scatter DMA
+// into self in place (index_copy's kernel; scatter_add for accumulate)
 at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
 			   const at::Tensor &values, bool accumulate, bool unsafe)
 {
@@ -316,7 +329,9 @@ at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::T
 	std::vector<int64_t> bshape;
 	size_t k;
 	int64_t rows;
-	if (!accumulate && self.is_contiguous() && values.is_privateuseone() && values.device() == self.device() &&
+	Units u = units_of(self.scalar_type(), false);
+	bool can_add = u.per == 1 && self.scalar_type() != at::kBool;
+	if ((!accumulate || can_add) && self.is_contiguous() && values.is_privateuseone() && values.device() == self.device() &&
 	    (values.scalar_type() == self.scalar_type() ||
 	     (isa_dtype_of(values.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID)) &&
 	    flat_rows(self, indices, flat, bshape, k, rows)) {
@@ -331,7 +346,8 @@ at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::T
 		sshape.insert(sshape.end(), rest.begin(), rest.end());
 		at::Tensor src = materialize(values, vshape, self.scalar_type()).view(sshape);
 		at::Tensor table = self.view(tshape);
-		index_copy_out(table, 0, flat.reshape({ -1 }), src, table);
+		TORCH_CHECK(rows_into(table, 0, flat.reshape({ -1 }), src, table, accumulate, "aten::index_put_"),
+			    "neuron: index_put rows");
 		return self;
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_index_put_impl_>::call(self, indices, values,
@@ -359,6 +375,12 @@ at::Tensor rows_select(const at::Tensor &table, const at::Tensor &index)
 void rows_write(at::Tensor &table, const at::Tensor &index, const at::Tensor &src)
 {
 	index_copy_out(table, 0, index, src, table);
+}
+
+bool rows_write_dim(at::Tensor &out, int64_t dim, const at::Tensor &index, const at::Tensor &src, bool accumulate,
+		    const char *opname)
+{
+	return rows_into(out, dim, index, src, out, accumulate, opname);
 }
 
 }  // namespace neuron

@@ -59,6 +59,10 @@ at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType ou
 // rows of `table` (dim 0) by index / written at index, in place (neuron_index.cpp)
 at::Tensor rows_select(const at::Tensor &table, const at::Tensor &index);
 void rows_write(at::Tensor &table, const at::Tensor &index, const at::Tensor &src);
+// out.select(dim, index[j]) = (or += with accumulate) src.select(dim, j), in
+// place on a contiguous out; false when not covered (nothing written)
+bool rows_write_dim(at::Tensor &out, int64_t dim, const at::Tensor &index, const at::Tensor &src, bool accumulate,
+		    const char *opname);
 
 // int64 add/sub (exact) and int64 -> float casts (neuron_int64.cpp)
 bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);

@@ -79,7 +79,8 @@ isa_status nk_gather_program(int target, const nk_gather *gth, uint8_t **bin, si
 						  (uint32_t)gth->rows, (int64_t)gth->inner, (uint32_t)gth->inner);
 			isa_ap rows = isa_ap_hbm(gth->dtype, (uint32_t)to, (o * gth->nidx + j0) * gth->inner * esz,
 						 r, (int64_t)gth->inner, (uint32_t)gth->inner);
-			int d = gth->scatter ? isa_builder_dma(p, "", ISA_DMA_SCATTER, &table, &rows, &col, diag)
+			int mode = gth->accumulate ? ISA_DMA_SCATTER_ADD : ISA_DMA_SCATTER;
+			int d = gth->scatter ? isa_builder_dma(p, "", mode, &table, &rows, &col, diag)
 					     : isa_builder_dma(p, "", ISA_DMA_GATHER, &rows, &table, &col, diag);
 			if (d < 0) {
 				st = diag->code;

@@ -120,6 +120,7 @@ typedef struct nk_gather {
 	uint64_t outer, rows, inner, nidx;
 	bool index_int64;
 	bool scatter;              /* table[o, index[j], :] = src[o, j, :] instead */
+	bool accumulate;           /* with scatter: += (DMA scatter_add; repeats add up) */
 } nk_gather;
 isa_status nk_gather_program(int target, const nk_gather *g, uint8_t **bin, size_t *len,
 			     isa_diag *diag);

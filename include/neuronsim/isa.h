@@ -232,6 +232,8 @@ typedef enum isa_dma_mode {
 	ISA_DMA_DIRECT = 0,
 	ISA_DMA_GATHER,               /* src row = index[p]     */
 	ISA_DMA_SCATTER,              /* dst row = index[p]     */
+	ISA_DMA_SCATTER_ADD,          /* dst row index[p] += src row p (read-modify-write,
+	                                 NKI atomic_rmw; rows in order, so repeats add up) */
 	ISA_NUM_DMA_MODES
 } isa_dma_mode;
 

@@ -462,3 +462,53 @@ def test_tensor_reduce_outer_axis(neuronsim, tmp_path, dt):
         got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
         np.testing.assert_allclose(got, ref(a.reshape(p, f1, f2), axis=1), rtol=1e-5,
                                    atol=4e-7 * f1 * 3.0 if op == "add" else 0.0)
+
+
+@pytest.mark.parametrize("dt", ["fp32", "bf16", "int32"])
+def test_dma_scatter_add_accumulates_repeated_rows(neuronsim, tmp_path, dt):
+    """scatter_add: table[ids[p]] += src[p], rows in order, so a repeated
+    index adds every row sent to it; other rows keep their values."""
+    table = rand((50, 16), dt)
+    src = rand((6, 16), dt)
+    ids = np.array([3, 49, 3, 0, 3, 7], dtype=np.int32)
+    text = f""".target trn2
+.semaphores 1
+.tensor t output {dt} [50,16]
+.tensor init input {dt} [50,16]
+.tensor src input {dt} [6,16]
+.tensor ids input int32 [6]
+.dma cp direct dst=hbm(t):{dt}[16x50]{{1x16}} src=hbm(init):{dt}[16x50]{{1x16}}
+.dma lid direct dst=sbuf:int32[0:6]{{1x1}} src=hbm(ids):int32[1x6]{{1x1}}
+.dma add scatter_add dst=hbm(t):{dt}[16x50]{{1x16}} src=hbm(src):{dt}[16x6]{{1x16}} index=sbuf:int32[0:6]{{1x1}}
+.engine sync
+    dma_copy desc=cp queue=0 sem=0 value=1
+    dma_copy desc=lid queue=1 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=2
+    dma_copy desc=add queue=0 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=3
+    end
+"""
+    res = execute(neuronsim, tmp_path, text, {"init": table, "src": src, "ids": ids})
+    want = table.astype(np.float64 if dt != "int32" else np.int64).copy()
+    for p, i in enumerate(ids):
+        want[i] = q(want[i] + src[p], dt) if dt != "int32" else want[i] + src[p]
+    if dt == "int32":
+        np.testing.assert_array_equal(res["t"], want.astype(np.int32))
+    else:
+        np.testing.assert_allclose(res["t"], want, rtol=1e-6 if dt == "fp32" else 8e-3)
+
+
+def test_dma_scatter_add_needs_one_numeric_type(neuronsim, tmp_path):
+    text = """.target trn2
+.semaphores 1
+.tensor t output fp32 [4,2]
+.tensor src input bf16 [2,2]
+.dma add scatter_add dst=hbm(t):fp32[2x4]{1x2} src=hbm(src):bf16[2x2]{1x2} index=sbuf:int32[0:2]{1x1}
+.engine sync
+    dma_copy desc=add queue=0 sem=0 value=1
+    end
+"""
+    path = tmp_path / "p.nsasm"
+    path.write_text(text)
+    _, r = run(neuronsim, path, {"src": np.zeros((2, 2), np.float32)}, tmp_path, check=False)
+    assert r.returncode != 0 and "scatter_add adds bf16 to fp32" in r.stderr.decode()
