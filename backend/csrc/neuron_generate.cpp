@@ -212,22 +212,66 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> topk_impl(const at::Tensor &se
 	return std::make_tuple(v.movedim(-1, dim).contiguous(), ix.movedim(-1, dim).contiguous());
 }
 
+// sort along dim with the bitonic kernel (sort.c): float types, 2 <= size
+// <= 2^19 along dim; stable, NaN last (first when descending)
+std::optional<std::tuple<at::Tensor, at::Tensor>> bitonic_sort(const at::Tensor &self, int64_t dim, bool descending)
+{
+	int dt = isa_dtype_of(self.scalar_type());
+	if (!self.is_privateuseone() || self.dim() == 0 ||
+	    (dt != ISA_DT_fp32 && dt != ISA_DT_bf16 && dt != ISA_DT_fp16))
+		return std::nullopt;
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	int64_t c = self.size(dim);
+	if (c < 2 || c > (1 << 19) || self.numel() == 0)
+		return std::nullopt;
+	at::Tensor moved = self.movedim(dim, -1);
+	at::Tensor x = materialize(moved, moved.sizes(), self.scalar_type());
+	nk_sort o{};
+	o.dtype = dt;
+	o.rows = (uint64_t)(x.numel() / c);
+	o.cols = (uint64_t)c;
+	o.descending = descending;
+	int dev = self.device().index();
+	std::vector<int64_t> key{ 'S', dt, (int64_t)o.rows, (int64_t)o.cols, descending };
+	nsim_model *m = cached_program(std::move(key), dev, "sort", [&](int target, uint8_t **bin, size_t *len,
+								       isa_diag *d) {
+		return nk_sort_program(target, &o, bin, len, d);
+	});
+	at::Tensor vals = at::empty(x.sizes(), x.options());
+	at::Tensor idx32 = at::empty(x.sizes(), x.options().dtype(at::kInt));
+	at::Tensor sk = at::empty({ (int64_t)nk_sort_scratch(&o) }, x.options().dtype(at::kFloat));
+	at::Tensor si = at::empty(sk.sizes(), sk.options());
+	run_program(m, dev, "aten::sort", { { "x", &x } },
+		    { { "values", &vals }, { "indices", &idx32 }, { "scratch_k", &sk }, { "scratch_i", &si } });
+	at::Tensor idx = idx32.to(at::kLong);
+	return std::make_tuple(vals.movedim(-1, dim).contiguous(), idx.movedim(-1, dim).contiguous());
+}
+
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64_t dim, bool largest, bool sorted)
 {
 	auto r = topk_impl(self, k, dim, largest);
 	if (r)
 		return *r;
+	// larger k, or NaN in the input: the k first of a full sort
+	if (self.dim() > 0 && k >= 0 && k <= self.size(at::maybe_wrap_dim(dim, self.dim()))) {
+		int64_t d = at::maybe_wrap_dim(dim, self.dim());
+		if ((r = bitonic_sort(self, d, largest)))
+			return std::make_tuple(std::get<0>(*r).narrow(d, 0, k).contiguous(),
+					       std::get<1>(*r).narrow(d, 0, k).contiguous());
+	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::topk>::call(self, k, dim, largest, sorted);
 }
 
-// sort of up to 64 elements along dim: topk of all of them (ties keep index
-// order, so the result is also the stable sort)
+// sort: the bitonic kernel for float types; otherwise (up to 64 elements)
+// topk of all of them (ties keep index order: also the stable sort)
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, std::optional<bool> stable, int64_t dim,
 					       bool descending)
 {
 	if (self.dim() > 0) {
 		int64_t d = at::maybe_wrap_dim(dim, self.dim());
-		auto r = topk_impl(self, self.size(d), d, descending);
+		auto r = bitonic_sort(self, d, descending);
+		if (!r)
+			r = topk_impl(self, self.size(d), d, descending);
 		if (r)
 			return *r;
 	}

@@ -59,14 +59,18 @@ at::Tensor compare(const char *name, int alu, const at::Tensor &a, const at::Ten
 	return out;
 }
 
-// a scalar that is exact as fp32 (so comparing at fp32 is comparing at the
-// tensor's precision for fp32/bf16/fp16 tensors)
-bool fp32_exact(const at::Scalar &s)
+// PyTorch compares a float tensor with a Python scalar at the tensor's dtype:
+// the scalar rounded to it (0.1 on a bf16 tensor is bf16's 0.10009765625).
+// Values of that dtype compare the same at fp32, where the kernel works.
+// (an unchecked cast as in PyTorch's kernels: out of range becomes inf)
+float scalar_at(const at::Tensor &a, const at::Scalar &s)
 {
-	if (s.isComplex())
-		return false;
-	double v = s.toDouble();
-	return (double)(float)v == v || std::isnan(v);
+	float f = static_cast<float>(s.toDouble());
+	switch (a.scalar_type()) {
+	case at::kBFloat16: return static_cast<float>(c10::BFloat16(f));
+	case at::kHalf: return static_cast<float>(c10::Half(f));
+	default: return f;
+	}
 }
 
 #define CMP(fname, alu)                                                                          \
@@ -74,8 +78,9 @@ bool fp32_exact(const at::Scalar &s)
 	{                                                                                        \
 		if (float_dev(a) && float_dev(b) && a.device() == b.device())                    \
 			return compare("aten::" #fname, alu, a, &b, 0);                             \
-		if (float_dev(a) && b.dim() == 0 && b.is_cpu() && fp32_exact(b.item()))          \
-			return compare("aten::" #fname, alu, a, nullptr, b.item<float>());          \
+		if (float_dev(a) && b.dim() == 0 && b.is_cpu() && !b.is_complex() &&              \
+		    at::result_type(a, b) == a.scalar_type())                                    \
+			return compare("aten::" #fname, alu, a, nullptr, scalar_at(a, b.item()));   \
 		at::Tensor out;                                                                  \
 		if (native_i64_compare("aten::" #fname, alu, a, b, out))                         \
 			return out;                                                              \
@@ -83,8 +88,8 @@ bool fp32_exact(const at::Scalar &s)
 	}                                                                                        \
 	at::Tensor fname##_scalar(const at::Tensor &a, const at::Scalar &s)                          \
 	{                                                                                        \
-		if (float_dev(a) && fp32_exact(s))                                               \
-			return compare("aten::" #fname, alu, a, nullptr, (float)s.toDouble());     \
+		if (float_dev(a) && !s.isComplex())                                              \
+			return compare("aten::" #fname, alu, a, nullptr, scalar_at(a, s));         \
 		at::Tensor out;                                                                  \
 		if (!s.isFloatingPoint() && !s.isComplex() && !s.isBoolean() &&                   \
 		    native_i64_compare("aten::" #fname, alu, a, at::scalar_to_tensor(s), out))     \

@@ -150,6 +150,17 @@ typedef struct nk_random {
 isa_status nk_random_program(int target, const nk_random *r, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
 
+/* "values"/"indices" (int32) [rows, cols] = x sorted along rows (stable;
+ * NaN last, first when descending); "scratch_k"/"scratch_i" are fp32
+ * scratch of nk_sort_scratch elements each */
+typedef struct nk_sort {
+	int dtype;                 /* fp32, bf16, fp16 */
+	uint64_t rows, cols;       /* cols <= 2^19 */
+	bool descending;
+} nk_sort;
+isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *len, isa_diag *diag);
+uint64_t nk_sort_scratch(const nk_sort *o);
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

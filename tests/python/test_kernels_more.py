@@ -333,6 +333,54 @@ def test_scatter_out_of_range_is_an_error_and_leaves_self_alone():
     assert torch.equal(x.cpu(), torch.zeros(3, 4))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("shape,dim", [((3, 5), -1), ((4, 100), -1), ((2, 4096), -1), ((2, 5000), 1),
+                                       ((3, 33000), -1), ((70, 7), 0), ((130, 300), -1), ((2, 3, 65), 1)])
+def test_sort_bitonic_matches_cpu_stable_with_nan_inf_ties(dtype, shape, dim):
+    """Rows of any length up to 2^19 (one partition per row up to 4096, then
+    rows spread over partitions with a relayout through HBM): values and
+    stable indices equal CPU's, NaN last (first descending), +-inf and ties."""
+    g = torch.Generator().manual_seed(sum(shape))
+    x = torch.randn(*shape, generator=g).to(dtype)
+    flat = x.view(-1)
+    flat[5:9] = 1.0                                            # ties
+    flat[10], flat[11], flat[2] = float("inf"), -float("inf"), float("nan")
+    flat[-1] = float("nan")
+    for desc in (False, True):
+        torch_neuronsim.reset_stats()
+        gv, gi = torch.sort(x.to(NEURON), dim=dim, descending=desc, stable=True)
+        s = torch_neuronsim.stats()
+        assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
+        wv, wi = torch.sort(x, dim=dim, descending=desc, stable=True)
+        assert torch.equal(gv.cpu().nan_to_num(7.0), wv.nan_to_num(7.0))
+        assert torch.equal(gi.cpu(), wi)
+
+
+def test_topk_beyond_64_and_with_nan_through_sort():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(3, 1000, generator=g)
+    x[1, 17] = float("nan")
+    for k, largest in ((100, True), (300, False), (5, True)):
+        torch_neuronsim.reset_stats()
+        gv, gi = torch.topk(x.to(NEURON), k, largest=largest)
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+        wv, wi = torch.topk(x, k, largest=largest)
+        assert torch.equal(gv.cpu().nan_to_num(7.0), wv.nan_to_num(7.0))
+        assert torch.equal(x.gather(1, gi.cpu()).nan_to_num(7.0), wv.nan_to_num(7.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_scalar_comparisons_round_the_scalar_to_the_tensor_dtype(dtype):
+    """PyTorch compares x <op> s at x's dtype: s rounded to it (0.1 on bf16
+    is 0.10009765625), out-of-range scalars becoming inf."""
+    x = torch.tensor([0.1, 0.2, 0.10009765625, float("nan"), 1e30, 65504, -1e38]).to(dtype)
+    torch_neuronsim.reset_stats()
+    for s in (0.1, 0.1000000014901161, 0.2, float("nan"), float("inf"), 1e40, 3, 1e5, -1e39):
+        for op in ("le", "eq", "gt", "ne", "lt", "ge"):
+            assert torch.equal(getattr(x.to(NEURON), op)(s).cpu(), getattr(x, op)(s)), (s, op)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+
+
 def test_tensors_larger_than_sbuf():
     """Operands bigger than the whole SBUF (trn2: 128 x 224 KiB = 28 MiB)
     stream through it in tiles: values still CPU's."""

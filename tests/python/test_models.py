@@ -87,13 +87,14 @@ def test_greedy_generate_with_static_cache_is_native(name, dtype, monkeypatch):
 
 @pytest.mark.parametrize("name", ["llama", "gpt2"])
 def test_sampling_generate_is_native_and_repeatable(name, monkeypatch):
-    """generate(do_sample=True) with temperature and top-k under
-    NEURON_STRICT=1: the softmax, top-k filter and multinomial draw run on
-    the device, and the same torch seed gives the same tokens."""
+    """generate(do_sample=True) with temperature, top-k and top-p under
+    NEURON_STRICT=1: the softmax, top-k filter, top-p's full-vocabulary sort
+    and scatter, and the multinomial draw run on the device, and the same
+    torch seed gives the same tokens."""
     torch.manual_seed(0)
     model = build(name).eval().to(NEURON)
     ids = torch.randint(1, 1000, (2, 8)).to(NEURON)
-    gen = dict(max_new_tokens=5, do_sample=True, temperature=0.7, top_k=20,
+    gen = dict(max_new_tokens=5, do_sample=True, temperature=0.7, top_k=20, top_p=0.9,
                cache_implementation="static", pad_token_id=0, attention_mask=torch.ones_like(ids))
     monkeypatch.setenv("NEURON_STRICT", "1")
     runs = []
@@ -105,6 +106,7 @@ def test_sampling_generate_is_native_and_repeatable(name, monkeypatch):
             s = torch_neuronsim.stats()
             assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
             assert s["native_ops"]["aten::multinomial"]["count"] >= 5  # the draws
+            assert s["native_ops"]["aten::sort"]["count"] >= 5         # top-p
     assert torch.equal(runs[0], runs[1])
     assert runs[0].shape == (2, 13)
     # each sampled token is among the top 20 logits of its prefix
