@@ -52,6 +52,8 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 	if (cast && isa_dtype_of(src.scalar_type()) == ISA_DT_INVALID &&
 	    (src.scalar_type() != at::kLong || dst.scalar_type() == at::kInt))
 		return native_cast(dst, src);
+	if (cast && isa_dtype_of(src.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) == ISA_DT_INVALID)
+		return native_float_to_int(dst, src);
 	Units us = units_of(src.scalar_type(), cast), ud = units_of(dst.scalar_type(), cast);
 	if (us.dtype == ISA_DT_INVALID || ud.dtype == ISA_DT_INVALID || dst.numel() == 0)
 		return dst.numel() == 0 && us.dtype != ISA_DT_INVALID && ud.dtype != ISA_DT_INVALID;

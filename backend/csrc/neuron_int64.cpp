@@ -5,6 +5,8 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/result_type.h>
 
 namespace neuron {
@@ -75,6 +77,41 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 
 // small-integer / bool sources to other dtypes on VectorE; int64 -> int32
 // keeps the low words (PyTorch's conversion wraps the same way)
+// float -> integer / bool with CPU PyTorch's (x86) results: truncation
+// toward zero; NaN and values outside int32 give INT32_MIN (cvttss2si),
+// narrower types keep the low bits of that int32, bool is x != 0.  The
+// device's own conversion saturates (NaN -> 0), so those lanes are fixed up.
+// int64 is exact through int32 when every |x| < 2^31 (checked on the
+// device, one flag read back); larger values take the fallback.
+bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
+{
+	at::ScalarType dt = dst.scalar_type();
+	if (!src.is_privateuseone() || isa_dtype_of(src.scalar_type()) == ISA_DT_INVALID)
+		return false;
+	if (dt == at::kBool)
+		return native_copy(dst, src.ne(0));
+	Units ud = units_of(dt, false);
+	if (ud.dtype == ISA_DT_INVALID || (ud.per != 1 && dt != at::kLong))
+		return false;
+	at::Tensor x = materialize(src, dst.sizes(), at::kFloat);
+	if (x.numel() == 0)
+		return true;
+	at::Tensor bad = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
+	if (dt == at::kLong && bad.any().item<bool>())
+		return false;
+	at::Tensor t = at::empty(dst.sizes(), dst.options().dtype(at::kInt));
+	int dev = src.device().index();
+	uint64_t n = (uint64_t)t.numel();
+	nsim_model *m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
+				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+		return nk_cast_program(target, ISA_DT_fp32, ISA_DT_int32, n, bin, len, d);
+	});
+	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &t } });
+	if (dt != at::kLong)
+		t = at::where(bad, at::full({}, INT32_MIN, t.options()), t);
+	return dt == at::kInt ? native_copy(dst, t) : native_cast(dst, t);
+}
+
 bool native_cast(const at::Tensor &dst, const at::Tensor &src)
 {
 	at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();

@@ -381,6 +381,26 @@ def test_scalar_comparisons_round_the_scalar_to_the_tensor_dtype(dtype):
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
 
 
+@pytest.mark.parametrize("src", [torch.float32, torch.bfloat16, torch.float16])
+def test_float_to_int_casts_match_cpu(src):
+    """Truncation toward zero; NaN / out-of-int32 values as CPU PyTorch gives
+    them (INT32_MIN, narrower types its low bits); bool is x != 0.  int64
+    is native while every |x| < 2^31, otherwise the fallback (exact)."""
+    vals = [1.7, -1.7, 0.0, 3e9, -2.5, float("nan"), 2147483520.0, -2147483648.0, 255.9, -129.3,
+            65535.5, 1e20, -0.3, float("inf"), -float("inf")]
+    x = torch.tensor(vals).to(src)
+    for dt in (torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool, torch.int64):
+        torch_neuronsim.reset_stats()
+        got = x.to(NEURON).to(dt)
+        fb = torch_neuronsim.stats()["cpu_fallbacks"]
+        assert torch.equal(got.cpu(), x.to(dt)), dt
+        assert fb == (1 if dt == torch.int64 else 0), dt
+    small = torch.tensor([1.5, -2.7, 100.0, -0.0, 60000.0]).to(src)
+    torch_neuronsim.reset_stats()
+    assert torch.equal(small.to(NEURON).long().cpu(), small.long())
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+
+
 def test_tensors_larger_than_sbuf():
     """Operands bigger than the whole SBUF (trn2: 128 x 224 KiB = 28 MiB)
     stream through it in tiles: values still CPU's."""
