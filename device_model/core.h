@@ -67,6 +67,7 @@ typedef struct dm_core {
 	 * of 6 words), [1] GpSimd (1 generator); power-on seeds at each
 	 * program start (dm_core_reset) */
 	uint32_t                rng[2][ISA_NUM_PARTITIONS][24];
+	bool                    rng_used;    /* moved from power-on since the last reset */
 	/* scratch for operand staging (grown on demand) */
 	float                  *tmp[4];
 	uint64_t                tmp_cap[4];

@@ -58,6 +58,7 @@ void dm_rng_default_state(dm_core *c)
 				uint32_t v = (uint32_t)splitmix64(&x);
 				c->rng[e][p][w] = v ? v : 1u;
 			}
+	c->rng_used = false;
 }
 
 dm_fault_kind dm_op_rng(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -72,6 +73,7 @@ dm_fault_kind dm_op_rng(dm_core *c, const dm_binding *b, int engine, int64_t ind
 	if (!bits)
 		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "rng staging");
 	unsigned gens = rng_gens(engine);
+	c->rng_used = true;
 	for (uint64_t p = 0; p < P; p++) {
 		uint32_t *st = c->rng[rng_slot(engine)][dv.start + p];
 		for (uint64_t e = 0; e < n; e++)
@@ -95,6 +97,7 @@ dm_fault_kind dm_op_rand_set_state(dm_core *c, const dm_binding *b, int engine, 
 	if (!w)
 		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "rand_set_state staging");
 	dm_view_read_i64(&sv, w);
+	c->rng_used = true;
 	for (uint64_t p = 0; p < P; p++)
 		for (uint64_t e = 0; e < n && e < 24; e++)
 			c->rng[rng_slot(engine)][sv.start + p][e] = (uint32_t)w[p * n + e];
