@@ -105,22 +105,28 @@ static isa_status exchange(sort_ctx *s, int k, int i, uint64_t d)
 	return ISA_OK;
 }
 
+/* dst[p, f] = p * pmul + f * fmul (int32), p counted from dst's first partition */
+static isa_status iota(sort_ctx *s, isa_ap dst, int32_t pmul, int32_t fmul)
+{
+	isa_instr in = isa_instr_init(ISA_OP_iota);
+	in.ap[ISA_AP_DST] = dst;
+	in.ap_mask = 1u << ISA_AP_DST;
+	in.imm[0] = isa_imm_i32(0);
+	in.imm[1] = isa_imm_i32(pmul);
+	in.nivec = 1;
+	in.ivec[0] = fmul;
+	return isa_builder_emit(s->p, ISA_ENGINE_GPSIMD, &in, s->diag);
+}
+
 /* sign = 1 - 2 * bit `bit` of the element's position, multiplied into keys
  * and indices.  pos = partition * pmul + free * fmul (pmul = C in layout A:
  * the row's offset only adds bits above log2 N). */
 static isa_status apply_sign(sort_ctx *s, int k, int i, unsigned bit, int32_t pmul, int32_t fmul)
 {
 	isa_ap sg = row_ap(s, SIGN, ISA_DT_int32);
-	isa_instr in = isa_instr_init(ISA_OP_iota);
-	in.ap[ISA_AP_DST] = sg;
-	in.ap_mask = 1u << ISA_AP_DST;
-	in.imm[0] = isa_imm_i32(0);
-	in.imm[1] = isa_imm_i32(pmul);
-	in.nivec = 1;
-	in.ivec[0] = fmul;
 	isa_status st;
 	isa_ap sf = row_ap(s, SIGN, ISA_DT_fp32);
-	if ((st = isa_builder_emit(s->p, ISA_ENGINE_GPSIMD, &in, s->diag)) ||
+	if ((st = iota(s, sg, pmul, fmul)) ||
 	    (st = ts(s, sg, sg, ISA_ALU_shift_right, isa_imm_i32((int32_t)bit), ISA_ALU_bitwise_and, isa_imm_i32(1))) ||
 	    (st = isa_builder_tensor_copy(s->p, ISA_ENGINE_GPSIMD, sf, sg)) ||
 	    (st = ts(s, sf, sf, ISA_ALU_multiply, isa_imm_f32(-2.0f), ISA_ALU_add, isa_imm_f32(1.0f))) ||
@@ -174,6 +180,30 @@ static isa_status relayout(sort_ctx *s, int k, int i, int tk, int ti, uint32_t G
 			}
 		}
 		if ((st = dma_wait(s)))
+			return st;
+	}
+	return ISA_OK;
+}
+
+/* a sorted row (values from key buffer k, indices from int32 buffer ix)
+ * from partitions [part0, ...) of layout A to row `row` of the outputs */
+static isa_status store_row(sort_ctx *s, const nk_sort *o, int tv, int tn, int k, int ix, uint64_t row,
+			    uint32_t part0)
+{
+	uint64_t C = s->C, full = o->cols / C, tail = o->cols % C;
+	unsigned esz = isa_dtype_size(o->dtype);
+	isa_status st;
+	/* `full` whole partitions, then `tail` elements of the next */
+	for (int piece = 0; piece < 2; piece++) {
+		uint64_t parts = piece ? (tail ? 1 : 0) : full, n = piece ? tail : C;
+		uint64_t first = row * o->cols + (piece ? full * C : 0);
+		uint32_t p0 = part0 + (piece ? (uint32_t)full : 0);
+		if (!parts)
+			continue;
+		if ((st = dma(s, isa_ap_hbm(o->dtype, (uint32_t)tv, first * esz, (uint32_t)parts, (int64_t)n, (uint32_t)n),
+			      isa_ap_sbuf(ISA_DT_fp32, p0, (uint32_t)parts, buf_off(k, C), (uint32_t)n))) ||
+		    (st = dma(s, isa_ap_hbm(ISA_DT_int32, (uint32_t)tn, first * 4, (uint32_t)parts, (int64_t)n, (uint32_t)n),
+			      isa_ap_sbuf(ISA_DT_int32, p0, (uint32_t)parts, buf_off(ix, C), (uint32_t)n))))
 			return st;
 	}
 	return ISA_OK;
@@ -244,29 +274,15 @@ isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *
 		 * bits above log2 N, the same for the whole row); padding gets
 		 * + 2 TOT so it sorts after NaN (+ TOT) */
 		isa_ap ia = row_ap(&s, i, ISA_DT_int32), fi = row_ap(&s, i, ISA_DT_fp32);
-		isa_instr in = isa_instr_init(ISA_OP_iota);
-		in.ap[ISA_AP_DST] = ia;
-		in.ap_mask = 1u << ISA_AP_DST;
-		in.imm[0] = isa_imm_i32(0);
-		in.imm[1] = isa_imm_i32((int32_t)C);
-		in.nivec = 1;
-		in.ivec[0] = 1;
 		isa_ap kk = row_ap(&s, k, ISA_DT_fp32), m = row_ap(&s, M1, ISA_DT_fp32), m2 = row_ap(&s, M2, ISA_DT_fp32);
-		if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &in, diag)) ||
+		if ((st = iota(&s, ia, (int32_t)C, 1)) ||
 		    (st = isa_builder_tensor_copy(p, ISA_ENGINE_GPSIMD, fi, ia)) || (st = dma_wait(&s)))
 			goto free_program;
 		/* padding (local position >= cols, from a per-row iota) */
 		if (o->cols < N) {
 			for (uint32_t r = 0; r < g; r++) {
 				isa_ap lp = isa_ap_sbuf(ISA_DT_int32, r * R, R, buf_off(M2, C), (uint32_t)C);
-				isa_instr io = isa_instr_init(ISA_OP_iota);
-				io.ap[ISA_AP_DST] = lp;
-				io.ap_mask = 1u << ISA_AP_DST;
-				io.imm[0] = isa_imm_i32(0);
-				io.imm[1] = isa_imm_i32((int32_t)C);
-				io.nivec = 1;
-				io.ivec[0] = 1;
-				if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &io, diag)))
+				if ((st = iota(&s, lp, (int32_t)C, 1)))
 					goto free_program;
 			}
 			isa_ap lpi = row_ap(&s, M2, ISA_DT_int32);
@@ -328,22 +344,9 @@ isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *
 		    (st = isa_builder_tensor_copy(p, ISA_ENGINE_GPSIMD, row_ap(&s, I0 == i ? I1 : I0, ISA_DT_int32), fi)))
 			goto free_program;
 		int iout = i == I0 ? I1 : I0;
-		for (uint32_t r = 0; r < g; r++) {
-			uint64_t full = o->cols / C, tail = o->cols % C;
-			uint64_t dst = (r0 + r) * o->cols;
-			if (full &&
-			    ((st = dma(&s, isa_ap_hbm(o->dtype, (uint32_t)tv, dst * esz, (uint32_t)full, (int64_t)C, (uint32_t)C),
-				       isa_ap_sbuf(ISA_DT_fp32, r * R, (uint32_t)full, buf_off(k, C), (uint32_t)C))) ||
-			     (st = dma(&s, isa_ap_hbm(ISA_DT_int32, (uint32_t)tn, dst * 4, (uint32_t)full, (int64_t)C, (uint32_t)C),
-				       isa_ap_sbuf(ISA_DT_int32, r * R, (uint32_t)full, buf_off(iout, C), (uint32_t)C)))))
+		for (uint32_t r = 0; r < g; r++)
+			if ((st = store_row(&s, o, tv, tn, k, iout, r0 + r, r * R)))
 				goto free_program;
-			if (tail &&
-			    ((st = dma(&s, isa_ap_hbm(o->dtype, (uint32_t)tv, (dst + full * C) * esz, 1, (int64_t)tail, (uint32_t)tail),
-				       isa_ap_sbuf(ISA_DT_fp32, r * R + (uint32_t)full, 1, buf_off(k, C), (uint32_t)tail))) ||
-			     (st = dma(&s, isa_ap_hbm(ISA_DT_int32, (uint32_t)tn, (dst + full * C) * 4, 1, (int64_t)tail, (uint32_t)tail),
-				       isa_ap_sbuf(ISA_DT_int32, r * R + (uint32_t)full, 1, buf_off(iout, C), (uint32_t)tail)))))
-				goto free_program;
-		}
 	}
 	if ((st = dma_wait(&s)) || (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
 		goto free_program;
