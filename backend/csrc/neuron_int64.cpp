@@ -59,6 +59,28 @@ bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a0, const a
 	return true;
 }
 
+namespace {
+
+// Whether every element of a contiguous device tensor lies in [lo, hi):
+// the simulator choosing between its own exact paths by the values (a look
+// at device memory from the host, not a device action: no simulated time,
+// no transfer counted).
+template <typename T> bool all_within(const at::Tensor &x, double lo, double hi)
+{
+	uint64_t off;
+	nsim_tensor *t = lookup_allocation(x.storage().data(), &off);
+	std::vector<T> v((size_t)x.numel());
+	check_status(nsim_tensor_read(t, v.data(), off + (uint64_t)x.storage_offset() * sizeof(T),
+				      v.size() * sizeof(T)),
+		     "reading values");
+	for (T e : v)
+		if (!((double)e >= lo && (double)e < hi))   // NaN is outside
+			return false;
+	return true;
+}
+
+}  // namespace
+
 bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 {
 	bool to_bool = dst.scalar_type() == at::kBool;
@@ -66,6 +88,11 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 	if (src.scalar_type() != at::kLong || odt == ISA_DT_INVALID || !src.is_privateuseone())
 		return false;
 	at::Tensor x = materialize(src, dst.sizes(), at::kLong);
+	// the kernel's h * 2^32 + lo at fp32 rounds twice once |v| >= 2^31 (a
+	// half-way case can land one ulp off round-to-nearest-even): such
+	// values take the fallback
+	if (!to_bool && x.numel() && !all_within<int64_t>(x, -2147483648.0, 2147483648.0))
+		return false;
 	at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
 	if (out.numel()) {
 		int dev = src.device().index();
@@ -75,14 +102,12 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 	return out.is_same(dst) || native_copy(dst, out);
 }
 
-// small-integer / bool sources to other dtypes on VectorE; int64 -> int32
-// keeps the low words (PyTorch's conversion wraps the same way)
 // float -> integer / bool with CPU PyTorch's (x86) results: truncation
 // toward zero; NaN and values outside int32 give INT32_MIN (cvttss2si),
 // narrower types keep the low bits of that int32, bool is x != 0.  The
 // device's own conversion saturates (NaN -> 0), so those lanes are fixed up.
-// int64 is exact through int32 when every |x| < 2^31 (checked on the
-// device, one flag read back); larger values take the fallback.
+// int64 is exact through int32 when every |x| < 2^31; larger values take
+// the fallback.
 bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 {
 	at::ScalarType dt = dst.scalar_type();
@@ -96,9 +121,9 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor x = materialize(src, dst.sizes(), at::kFloat);
 	if (x.numel() == 0)
 		return true;
-	at::Tensor bad = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
-	if (dt == at::kLong && bad.any().item<bool>())
+	if (dt == at::kLong && !all_within<float>(x, -2147483648.0, 2147483648.0))
 		return false;
+	at::Tensor bad = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
 	at::Tensor t = at::empty(dst.sizes(), dst.options().dtype(at::kInt));
 	int dev = src.device().index();
 	uint64_t n = (uint64_t)t.numel();
@@ -112,6 +137,8 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	return dt == at::kInt ? native_copy(dst, t) : native_cast(dst, t);
 }
 
+// small-integer / bool sources to other dtypes on VectorE; int64 -> int32
+// keeps the low words (PyTorch's conversion wraps the same way)
 bool native_cast(const at::Tensor &dst, const at::Tensor &src)
 {
 	at::ScalarType st = src.scalar_type(), dt = dst.scalar_type();

@@ -135,14 +135,27 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 // each operand is first made the result's shape and dtype (a DMA program:
 // exact, since the casts only widen or equal CPU's rounding), then the
 // same-shape kernel runs.
-bool native_binary_general(const char *name, int alu, const at::Tensor &a, const at::Tensor &b,
+// an operand the general path can bring to a float result type: a float,
+// or an integer / bool (cast on the device; int64 exactly rounded)
+bool promotable(const at::Tensor &t)
+{
+	return isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID ||
+	       (!at::isFloatingType(t.scalar_type()) && !t.is_complex() &&
+		units_of(t.scalar_type(), false).dtype != ISA_DT_INVALID);
+}
+
+bool native_binary_general(const char *name, int alu, const at::Tensor &a, const at::Tensor &b0,
 			   at::Tensor &out)
 {
+	at::ScalarType dt = at::result_type(a, b0);
+	if (alu == ISA_ALU_divide && !at::isFloatingType(dt))
+		dt = c10::typeMetaToScalarType(at::get_default_dtype());   // true division of integers
+	at::Tensor b = b0;
+	if (a.is_privateuseone() && b.dim() == 0 && b.is_cpu() && !b.is_complex() && isa_dtype_of(dt) != ISA_DT_INVALID)
+		b = b.to(dt).to(a.device());   // a wrapped Python number (int tensor * 2.5)
 	if (!a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device())
 		return false;
-	at::ScalarType dt = at::result_type(a, b);
-	if (isa_dtype_of(dt) == ISA_DT_INVALID || isa_dtype_of(a.scalar_type()) == ISA_DT_INVALID ||
-	    isa_dtype_of(b.scalar_type()) == ISA_DT_INVALID)
+	if (isa_dtype_of(dt) == ISA_DT_INVALID || !promotable(a) || !promotable(b))
 		return false;
 	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
 	if (c10::multiply_integers(shape) == 0) {
@@ -182,6 +195,8 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 	}
 	if (alu == ISA_ALU_multiply && (native_i64_mul(a, b, out) ||   // exact 64-bit products (int64.c)
 					native_bool_mul(a, b, out)))
+		return true;
+	if (alu != ISA_ALU_divide && (out = int_binary(name, alu, a, b)).defined())   // int32 and narrower
 		return true;
 	return native_binary_general(name, alu, a, b, out);
 }

@@ -68,6 +68,9 @@ bool rows_write_dim(at::Tensor &out, int64_t dim, const at::Tensor &index, const
 bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);   // and to bool
 bool native_cast(const at::Tensor &dst, const at::Tensor &src);          // ints/bool -> others
+// a <alu> b for integer / bool operands (exact, wrapping; neuron_select.cpp);
+// undefined when not covered
+at::Tensor int_binary(const char *name, int alu, const at::Tensor &a, const at::Tensor &b);
 bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src);  // floats -> ints/bool
 at::Tensor integral_float_to_int64(const at::Tensor &f);                 // |v| < 2^31
 at::Tensor i64_mul_scalar(const at::Tensor &a, int32_t c);   // exact, int64 a

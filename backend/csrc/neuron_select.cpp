@@ -195,11 +195,31 @@ at::Tensor bitwise(const char *name, int alu, const at::Tensor &a0, const at::Te
 {
 	if (!a0.is_privateuseone() || !b0.is_privateuseone() || a0.device() != b0.device())
 		return {};
+	return int_binary(name, alu, a0, b0);
+}
+
+}  // namespace
+
+// a <alu> b for integer / bool operands in their promoted type (VectorE's
+// exact integer ALU: adds and products wrap as PyTorch's do); a 0-dim CPU
+// operand (a wrapped Python int) is copied over first.  Undefined when not
+// covered: floats, or an 8-byte result for arithmetic (int64 has its own
+// kernels).
+at::Tensor int_binary(const char *name, int alu, const at::Tensor &a0, const at::Tensor &b0in)
+{
+	at::Tensor b0 = b0in;
+	if (a0.is_privateuseone() && b0.dim() == 0 && b0.is_cpu() && !at::isFloatingType(b0.scalar_type()) &&
+	    !b0.is_complex())
+		b0 = b0.to(at::result_type(a0, b0)).to(a0.device());   // the wrapped int in the result type
+	if (!a0.is_privateuseone() || !b0.is_privateuseone() || a0.device() != b0.device())
+		return {};
 	// mixed integer/bool operands: both in the promoted type first (DMA/VectorE casts)
-	at::ScalarType rt = at::result_type(a0, b0);
+	at::ScalarType rt = at::result_type(a0, b0in);
 	int64_t per;
 	int dt = bitwise_units(rt, &per);
-	if (dt == ISA_DT_INVALID || at::isFloatingType(a0.scalar_type()) || at::isFloatingType(b0.scalar_type()))
+	bool bitwise_op = alu == ISA_ALU_bitwise_and || alu == ISA_ALU_bitwise_or || alu == ISA_ALU_bitwise_xor;
+	if (dt == ISA_DT_INVALID || at::isFloatingType(a0.scalar_type()) || at::isFloatingType(b0.scalar_type()) ||
+	    (!bitwise_op && (per != 1 || dt == ISA_DT_bool)))
 		return {};
 	at::Tensor a = a0, b = b0;
 	if (a.scalar_type() != rt) {
@@ -212,7 +232,7 @@ at::Tensor bitwise(const char *name, int alu, const at::Tensor &a0, const at::Te
 		if (!native_copy(b, b0))
 			return {};
 	}
-	if (dt == ISA_DT_bool)
+	if (dt == ISA_DT_bool && bitwise_op)
 		alu = alu == ISA_ALU_bitwise_and ? ISA_ALU_logical_and
 		    : alu == ISA_ALU_bitwise_or ? ISA_ALU_logical_or : ISA_ALU_logical_xor;
 	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
@@ -222,13 +242,15 @@ at::Tensor bitwise(const char *name, int alu, const at::Tensor &a0, const at::Te
 	at::Tensor x = materialize(a, shape, a.scalar_type()), y = materialize(b, shape, a.scalar_type());
 	uint64_t n = (uint64_t)out.numel() * per;
 	int dev = a.device().index();
-	nsim_model *m = cached_program({ 'b', alu, dt, (int64_t)n }, dev, "bitwise",
+	nsim_model *m = cached_program({ 'b', alu, dt, (int64_t)n }, dev, "integer binary",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_binary_program(target, alu, dt, n, bin, len, d);
 	});
 	run_program(m, dev, name, { { "a", &x }, { "b", &y } }, { { "out", &out } });
 	return out;
 }
+
+namespace {
 
 #define BITWISE(fname, alu)                                                                              \
 	at::Tensor fname(const at::Tensor &a, const at::Tensor &b)                                          \

@@ -212,8 +212,9 @@ def test_int64_arithmetic_is_exact():
     native(lambda x: x + 7, a, exact=True)
     native(lambda x: x - 2**35, a, exact=True)
     native(lambda x, y: x[:, None] + y[None, :], a, b, exact=True)
-    native(lambda x: x.float(), a, exact=True)
-    native(lambda x: x.bfloat16(), a, exact=True)
+    in32 = a[(a >= -2**31) & (a < 2**31)]        # wider values: see test_int64_to_float_rounds_like_cpu
+    native(lambda x: x.float(), in32, exact=True)
+    native(lambda x: x.bfloat16(), in32, exact=True)
     g = torch.Generator().manual_seed(1)
     r = torch.randint(-2**62, 2**62, (5000,), generator=g)
     s = torch.randint(-2**62, 2**62, (5000,), generator=g)
@@ -399,6 +400,39 @@ def test_float_to_int_casts_match_cpu(src):
     torch_neuronsim.reset_stats()
     assert torch.equal(small.to(NEURON).long().cpu(), small.long())
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_small_integer_arithmetic_is_native_and_wraps(dtype):
+    """add/sub/mul/maximum/minimum on int32 and narrower types (VectorE's
+    exact integer ALU, wrapping like PyTorch), with broadcasting, Python-int
+    operands, mixed bool, and true division / float scalars into float."""
+    g = torch.Generator().manual_seed(9)
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (6, 9), generator=g).to(dtype)
+    b = torch.randint(max(info.min, -7), min(info.max, 7), (9,), generator=g).to(dtype)
+    b[b == 0] = 1
+    fs = [lambda x, y: x + y, lambda x, y: x - y, lambda x, y: x * y, torch.maximum, torch.minimum,
+          lambda x, y: x * 3, lambda x, y: x + 1, lambda x, y: x / y, lambda x, y: x / 2,
+          lambda x, y: x * 2.5, lambda x, y: x + torch.ones_like(y, dtype=torch.bool)]
+    for k, f in enumerate(fs):
+        torch_neuronsim.reset_stats()
+        got = f(a.to(NEURON), b.to(NEURON))
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == 0, (k, torch_neuronsim.stats()["fallback_ops"])
+        assert torch.equal(got.cpu(), f(a, b)), k
+
+
+def test_int64_to_float_rounds_like_cpu():
+    """int64 -> float: |v| < 2^31 natively; larger values (where the two-word
+    kernel could round twice) through the fallback, so always CPU's value."""
+    g = torch.Generator().manual_seed(4)
+    small = torch.randint(-2**31, 2**31, (2000,), generator=g)
+    big = torch.randint(-2**62, 2**62, (2000,), generator=g)
+    for x, fallbacks in ((small, 0), (big, 1)):
+        torch_neuronsim.reset_stats()
+        got = x.to(NEURON).float()
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == fallbacks
+        assert torch.equal(got.cpu(), x.float())
 
 
 def test_tensors_larger_than_sbuf():
