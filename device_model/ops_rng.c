@@ -61,46 +61,58 @@ void dm_rng_default_state(dm_core *c)
 	c->rng_used = false;
 }
 
+/* the integer operand `slot` of `in` as a view and a staging row of int64
+ * (P x n), shared by the three instructions */
+static dm_fault_kind lanes(dm_core *c, const dm_binding *b, int engine, int64_t index, const isa_instr *in,
+			   int slot, dm_view *v, int64_t **w, dm_fault *f)
+{
+	bool dst = slot == ISA_AP_DST;
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[slot], dst, v, engine, index, dst ? "dst" : "src", f);
+	if (k)
+		return k;
+	*w = (int64_t *)dm_tmp(c, 0, 2 * (uint64_t)v->nparts * v->nfree);
+	if (!*w)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "%s staging", isa_op_name(in->opcode));
+	c->rng_used = true;
+	return DM_OK;
+}
+
+static dm_fault_kind store_lanes(dm_core *c, const dm_view *v, const int64_t *w)
+{
+	dm_view_write_i64(v, w);   /* integer stores keep the low bits */
+	dm_psum_mark(c, v);
+	return DM_OK;
+}
+
 dm_fault_kind dm_op_rng(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			const isa_instr *in, dm_fault *f)
 {
 	dm_view dv;
-	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f);
+	int64_t *w;
+	dm_fault_kind k = lanes(c, b, engine, index, in, ISA_AP_DST, &dv, &w, f);
 	if (k)
 		return k;
-	uint64_t n = dv.nfree, P = dv.nparts;
-	int64_t *bits = (int64_t *)dm_tmp(c, 0, 2 * P * n);
-	if (!bits)
-		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "rng staging");
 	unsigned gens = rng_gens(engine);
-	c->rng_used = true;
-	for (uint64_t p = 0; p < P; p++) {
+	for (uint64_t p = 0; p < dv.nparts; p++) {
 		uint32_t *st = c->rng[rng_slot(engine)][dv.start + p];
-		for (uint64_t e = 0; e < n; e++)
-			bits[p * n + e] = xorwow(st + (e % gens) * RNG_WORDS);
+		for (uint64_t e = 0; e < dv.nfree; e++)
+			w[p * dv.nfree + e] = xorwow(st + (e % gens) * RNG_WORDS);
 	}
-	/* integer stores keep the low bits of each draw */
-	dm_view_write_i64(&dv, bits);
-	dm_psum_mark(c, &dv);
-	return DM_OK;
+	return store_lanes(c, &dv, w);
 }
 
 dm_fault_kind dm_op_rand_set_state(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				   const isa_instr *in, dm_fault *f)
 {
 	dm_view sv;
-	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &sv, engine, index, "src", f);
+	int64_t *w;
+	dm_fault_kind k = lanes(c, b, engine, index, in, ISA_AP_SRC, &sv, &w, f);
 	if (k)
 		return k;
-	uint64_t n = sv.nfree, P = sv.nparts;
-	int64_t *w = (int64_t *)dm_tmp(c, 0, 2 * P * n);
-	if (!w)
-		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "rand_set_state staging");
 	dm_view_read_i64(&sv, w);
-	c->rng_used = true;
-	for (uint64_t p = 0; p < P; p++)
-		for (uint64_t e = 0; e < n && e < 24; e++)
-			c->rng[rng_slot(engine)][sv.start + p][e] = (uint32_t)w[p * n + e];
+	for (uint64_t p = 0; p < sv.nparts; p++)
+		for (uint64_t e = 0; e < sv.nfree && e < 24; e++)
+			c->rng[rng_slot(engine)][sv.start + p][e] = (uint32_t)w[p * sv.nfree + e];
 	return DM_OK;
 }
 
@@ -108,17 +120,12 @@ dm_fault_kind dm_op_rand_get_state(dm_core *c, const dm_binding *b, int engine, 
 				   const isa_instr *in, dm_fault *f)
 {
 	dm_view dv;
-	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f);
+	int64_t *w;
+	dm_fault_kind k = lanes(c, b, engine, index, in, ISA_AP_DST, &dv, &w, f);
 	if (k)
 		return k;
-	uint64_t n = dv.nfree, P = dv.nparts;
-	int64_t *w = (int64_t *)dm_tmp(c, 0, 2 * P * n);
-	if (!w)
-		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "rand_get_state staging");
-	for (uint64_t p = 0; p < P; p++)
-		for (uint64_t e = 0; e < n; e++)
-			w[p * n + e] = e < 24 ? c->rng[rng_slot(engine)][dv.start + p][e] : 0;
-	dm_view_write_i64(&dv, w);
-	dm_psum_mark(c, &dv);
-	return DM_OK;
+	for (uint64_t p = 0; p < dv.nparts; p++)
+		for (uint64_t e = 0; e < dv.nfree; e++)
+			w[p * dv.nfree + e] = e < 24 ? c->rng[rng_slot(engine)][dv.start + p][e] : 0;
+	return store_lanes(c, &dv, w);
 }
