@@ -14,6 +14,7 @@
 #include <ATen/ops/div_ops.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/erf_ops.h>
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/gelu_ops.h>
@@ -235,12 +236,30 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 
 // ScalarE activations: func(scale * x) evaluated in fp32 and rounded to the
 // tensor's dtype, as the activation engine does
+// neg / abs of int32-and-narrower integers on the exact integer ALU:
+// -x = x * -1, |x| = max(x, -x) (both wrap at the type's minimum, as PyTorch)
+at::Tensor int_unary(const char *name, int func, const at::Tensor &a)
+{
+	if (!a.is_privateuseone() || at::isFloatingType(a.scalar_type()) || a.scalar_type() == at::kBool ||
+	    (func != ISA_ACT_identity && func != ISA_ACT_abs))
+		return {};
+	if (func == ISA_ACT_abs && a.scalar_type() == at::kByte)   // unsigned: |x| = x
+		return int_binary(name, ISA_ALU_max, a, a);
+	at::Tensor m1 = at::scalar_tensor(-1, at::TensorOptions().dtype(at::kLong));
+	at::Tensor n = int_binary(name, ISA_ALU_multiply, a, m1);
+	if (!n.defined() || func == ISA_ACT_identity)
+		return n;
+	return int_binary(name, ISA_ALU_max, a, n);
+}
+
 #define UNARY(name, func)                                                                     \
 	at::Tensor name(const at::Tensor &a)                                                   \
 	{                                                                                   \
 		at::Tensor x = unary_operand(a);                                            \
 		if (x.defined())                                                            \
 			return run_elementwise("aten::" #name, { UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, x, nullptr); \
+		if ((x = int_unary("aten::" #name, func, a)).defined())                      \
+			return x;                                                            \
 		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::name>::call(a); \
 	}
 
@@ -306,6 +325,18 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 			op.imm2 = (float)hi->toDouble();
 		}
 		return run_elementwise("aten::clamp", op, x, nullptr);
+	}
+	// integers: max with lo, then min with hi (exact; integral bounds only)
+	bool int_ok = a.is_privateuseone() && !at::isFloatingType(a.scalar_type()) && a.scalar_type() != at::kBool &&
+		      (lo || hi) && (!lo || lo->isIntegral(false)) && (!hi || hi->isIntegral(false));
+	if (int_ok) {
+		at::Tensor r = a;
+		if (lo)
+			r = int_binary("aten::clamp", ISA_ALU_max, r, at::scalar_tensor(*lo, at::TensorOptions().dtype(at::kLong)));
+		if (r.defined() && hi)
+			r = int_binary("aten::clamp", ISA_ALU_min, r, at::scalar_tensor(*hi, at::TensorOptions().dtype(at::kLong)));
+		if (r.defined())
+			return r.is_same(a) ? r.clone() : r;
 	}
 	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::clamp>::call(a, lo, hi);
 }

@@ -43,7 +43,7 @@ at::Tensor compare(const char *name, int alu, const at::Tensor &a, const at::Ten
 	if (out.numel() == 0)
 		return out;
 	at::Tensor x = materialize(a, shape, dt), y = b ? materialize(*b, shape, dt) : at::Tensor();
-	int idt = isa_dtype_of(dt);
+	int idt = isa_dtype_of(dt) != ISA_DT_INVALID ? isa_dtype_of(dt) : units_of(dt, false).dtype;
 	uint32_t sb;
 	std::memcpy(&sb, &s, 4);
 	uint64_t n = (uint64_t)out.numel();
@@ -73,11 +73,39 @@ float scalar_at(const at::Tensor &a, const at::Scalar &s)
 	}
 }
 
+// int32-and-narrower / bool operands (a Python int or 0-dim CPU integer
+// copied over in the promoted type): compared exactly on the integer ALU
+bool small_int(const at::Tensor &t)
+{
+	return !at::isFloatingType(t.scalar_type()) && !t.is_complex() && units_of(t.scalar_type(), false).per == 1 &&
+	       units_of(t.scalar_type(), false).dtype != ISA_DT_INVALID;
+}
+
+at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b0)
+{
+	bool cpu_scalar = b0.is_cpu() && b0.dim() == 0;
+	if (!a.is_privateuseone() || !small_int(a) || at::isFloatingType(b0.scalar_type()) || b0.is_complex() ||
+	    (!cpu_scalar && !small_int(b0)))
+		return {};
+	at::ScalarType rt = at::result_type(a, b0);
+	if (!small_int(at::empty({ 0 }, at::TensorOptions().dtype(rt))))
+		return {};
+	at::Tensor b = b0;
+	if (cpu_scalar)
+		b = b.to(rt).to(a.device());   // in the promoted type (wrapping, as CPU PyTorch)
+	if (!b.is_privateuseone() || b.device() != a.device())
+		return {};
+	return compare(name, alu, a, &b, 0);
+}
+
 #define CMP(fname, alu)                                                                          \
 	at::Tensor fname##_tensor(const at::Tensor &a, const at::Tensor &b)                          \
 	{                                                                                        \
 		if (float_dev(a) && float_dev(b) && a.device() == b.device())                    \
 			return compare("aten::" #fname, alu, a, &b, 0);                             \
+		at::Tensor r = int_compare("aten::" #fname, alu, a, b);                          \
+		if (r.defined())                                                                 \
+			return r;                                                                \
 		if (float_dev(a) && b.dim() == 0 && b.is_cpu() && !b.is_complex() &&              \
 		    at::result_type(a, b) == a.scalar_type())                                    \
 			return compare("aten::" #fname, alu, a, nullptr, scalar_at(a, b.item()));   \
@@ -91,6 +119,9 @@ float scalar_at(const at::Tensor &a, const at::Scalar &s)
 		if (float_dev(a) && !s.isComplex())                                              \
 			return compare("aten::" #fname, alu, a, nullptr, scalar_at(a, s));         \
 		at::Tensor out;                                                                  \
+		if (!s.isFloatingPoint() && !s.isComplex() &&                                    \
+		    (out = int_compare("aten::" #fname, alu, a, at::scalar_to_tensor(s))).defined()) \
+			return out;                                                              \
 		if (!s.isFloatingPoint() && !s.isComplex() && !s.isBoolean() &&                   \
 		    native_i64_compare("aten::" #fname, alu, a, at::scalar_to_tensor(s), out))     \
 			return out;                                                              \

@@ -422,6 +422,27 @@ def test_small_integer_arithmetic_is_native_and_wraps(dtype):
         assert torch.equal(got.cpu(), f(a, b)), k
 
 
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.int8, torch.uint8])
+def test_small_integer_compare_neg_abs_clamp(dtype):
+    """Comparisons (tensor and Python-int operands, wrapped into the dtype as
+    CPU PyTorch does), neg, abs (wrapping at the minimum) and clamp on the
+    exact integer ALU."""
+    info = torch.iinfo(dtype)
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(info.min, info.max, (5, 8), generator=g).to(dtype)
+    x[0, :2] = torch.tensor([info.min, info.max], dtype=dtype)
+    y = torch.randint(info.min, info.max, (8,), generator=g).to(dtype)
+    lo, hi = (1, 3) if dtype == torch.uint8 else (-3, 3)
+    fs = [lambda t: t == 3, lambda t: t < y.to(t.device), lambda t: t >= 2**40, lambda t: t != 2**32 + 5,
+          lambda t: t > 0, lambda t: -t, torch.abs, lambda t: t.clamp(lo, hi), lambda t: t.clamp(min=lo),
+          lambda t: torch.where(t > 0, t, torch.zeros_like(t))]
+    for k, f in enumerate(fs):
+        torch_neuronsim.reset_stats()
+        got = f(x.to(NEURON))
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == 0, (k, torch_neuronsim.stats()["fallback_ops"])
+        assert torch.equal(got.cpu(), f(x)), k
+
+
 def test_int64_to_float_rounds_like_cpu():
     """int64 -> float: |v| < 2^31 natively; larger values (where the two-word
     kernel could round twice) through the fallback, so always CPU's value."""
