@@ -165,8 +165,7 @@ isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *
 		if ((st = transfer(&e, &t, 0, at, at, diag)))
 			goto free_program;
 	}
-	if ((st = isa_builder_sem_wait(e.p, ISA_ENGINE_SYNC, 0, ISA_ALU_is_ge, e.n)) ||
-	    (st = isa_builder_finish(e.p, diag)) || (st = isa_program_encode(e.p, bin, len, diag)))
+	if ((st = nk_finish(e.p, ISA_ENGINE_SYNC, 0, e.n, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

@@ -23,6 +23,19 @@
 #define TILE_F 2048u   /* 8 KiB fp32 per partition: DMA saturates from 4 KiB */
 #define TILE_F_MIN 512u
 
+isa_status nk_encode(isa_program *p, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	isa_status st = isa_builder_finish(p, diag);
+	return st ? st : isa_program_encode(p, bin, len, diag);
+}
+
+isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, uint8_t **bin, size_t *len,
+		     isa_diag *diag)
+{
+	isa_status st = isa_builder_sem_wait(p, engine, sem, ISA_ALU_is_ge, count);
+	return st ? st : nk_encode(p, bin, len, diag);
+}
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 {
 	if (!diag)
@@ -171,7 +184,7 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 	}
 	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt)))
 		goto free_program;
-	if ((st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = nk_encode(p, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

@@ -91,8 +91,7 @@ isa_status nk_gather_program(int target, const nk_gather *gth, uint8_t **bin, si
 			moved++;
 		}
 	}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, moved)) ||
-	    (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 1, moved, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:
@@ -183,8 +182,7 @@ isa_status nk_fill_program(int target, const nk_fill *fl, uint8_t **bin, size_t 
 			break;
 		}
 	}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, stores)) ||
-	    (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 0, stores, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

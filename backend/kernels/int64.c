@@ -201,8 +201,7 @@ isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32
 		}
 		s += (uint64_t)r * w;
 	}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, S_STORE, ISA_ALU_is_ge, tiles)) ||
-	    (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, S_STORE, tiles, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

@@ -161,6 +161,13 @@ typedef struct nk_sort {
 isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *len, isa_diag *diag);
 uint64_t nk_sort_scratch(const nk_sort *o);
 
+/* A generated program's end: validate (isa_builder_finish) and encode into
+ * bin/len; nk_finish first makes `engine` wait until semaphore `sem`
+ * reaches `count` (every store landed). */
+isa_status nk_encode(isa_program *p, uint8_t **bin, size_t *len, isa_diag *diag);
+isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, uint8_t **bin, size_t *len,
+		     isa_diag *diag);
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

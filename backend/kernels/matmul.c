@@ -442,7 +442,7 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	}
 	if ((st = emit(&g, diag)))
 		goto free_program;
-	if ((st = isa_builder_finish(g.p, diag)) || (st = isa_program_encode(g.p, bin, len, diag)))
+	if ((st = nk_encode(g.p, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

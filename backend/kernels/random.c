@@ -145,8 +145,7 @@ isa_status nk_random_program(int target, const nk_random *r, uint8_t **bin, size
 			done++;
 		}
 	}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, done)) ||
-	    (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 0, done, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

@@ -363,8 +363,7 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 		goto free_program;
 	}
 	emit_tiles(&g);
-	if ((st = g.st) || (st = isa_builder_finish(g.p, diag)) ||
-	    (st = isa_program_encode(g.p, bin, len, diag)))
+	if ((st = g.st) || (st = nk_encode(g.p, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

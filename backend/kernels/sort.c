@@ -348,7 +348,7 @@ isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *
 			if ((st = store_row(&s, o, tv, tn, k, iout, r0 + r, r * R)))
 				goto free_program;
 	}
-	if ((st = dma_wait(&s)) || (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = dma_wait(&s)) || (st = nk_encode(p, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:

@@ -71,8 +71,7 @@ isa_status nk_tri_program(int target, int dtype, uint64_t batch, uint64_t rows, 
 			    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)ds, 1, 1, 1)))
 				goto free_program;
 		}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, t)) ||
-	    (st = isa_builder_finish(p, diag)) || (st = isa_program_encode(p, bin, len, diag)))
+	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 1, t, bin, len, diag)))
 		goto free_program;
 	st = ISA_OK;
 free_program:
