@@ -205,8 +205,16 @@ static int write_summary_json(const char *path, const isa_program *p, const nsim
 		secs > 0 ? 100.0 * (double)(s->hbm_read_bytes + s->hbm_write_bytes) / secs / hbm_peak : 0.0);
 	fprintf(f, "  \"hbm_read_bytes\": %llu,\n  \"hbm_write_bytes\": %llu,\n",
 		(unsigned long long)s->hbm_read_bytes, (unsigned long long)s->hbm_write_bytes);
+	fprintf(f, "  \"sbuf_read_bytes\": %llu,\n  \"sbuf_write_bytes\": %llu,\n",
+		(unsigned long long)s->sbuf_read_bytes, (unsigned long long)s->sbuf_write_bytes);
+	fprintf(f, "  \"psum_read_bytes\": %llu,\n  \"psum_write_bytes\": %llu,\n",
+		(unsigned long long)s->psum_read_bytes, (unsigned long long)s->psum_write_bytes);
 	fprintf(f, "  \"dma_transfer_count\": %llu,\n  \"dma_transfer_total_bytes\": %llu,\n",
 		(unsigned long long)s->dma_transfers, (unsigned long long)s->dma_bytes);
+	/* busy time summed over the DMA engines, over the run's time on all of them */
+	fprintf(f, "  \"dma_active_time_percent\": %.6g,\n",
+		s->total_ps && chip->dma_engines
+			? 100.0 * (double)s->dma_busy_ps / ((double)s->total_ps * chip->dma_engines) : 0.0);
 	fprintf(f, "  \"matmul_instruction_count\": %llu,\n", (unsigned long long)s->matmul_instructions);
 	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
 		fprintf(f, "  \"%s_engine_active_time_percent\": %.6g,\n", names[k],
@@ -214,7 +222,21 @@ static int write_summary_json(const char *path, const isa_program *p, const nsim
 		fprintf(f, "  \"%s_engine_instruction_count\": %llu,\n", names[k],
 			(unsigned long long)s->engine_instructions[k]);
 	}
-	fprintf(f, "  \"instruction_count\": %llu\n}\n", (unsigned long long)s->instructions);
+	fprintf(f, "  \"instruction_count\": %llu,\n", (unsigned long long)s->instructions);
+	/* the profiler's per-opcode table: engine, opcode, count, busy time */
+	fprintf(f, "  \"opcodes\": [");
+	bool first = true;
+	for (int k = 0; k < ISA_NUM_ENGINES; k++)
+		for (int op = 0; op < ISA_NUM_OPS; op++) {
+			if (!s->op_instructions[k][op])
+				continue;
+			fprintf(f, "%s\n    {\"engine\": \"%s\", \"opcode\": \"%s\", \"instruction_count\": %llu, "
+				"\"instruction_time_ns\": %.3f}",
+				first ? "" : ",", names[k], isa_op_name(op),
+				(unsigned long long)s->op_instructions[k][op], (double)s->op_busy_ps[k][op] / 1000.0);
+			first = false;
+		}
+	fprintf(f, "\n  ]\n}\n");
 	(void)p;
 	return fclose(f) == 0 ? NSIM_EXIT_OK : NSIM_EXIT_BAD;
 }

@@ -89,6 +89,17 @@ static uint64_t ap_bytes(const isa_ap *ap)
 	return (uint64_t)ap->nparts * isa_ap_free_elems(ap) * isa_dtype_size(ap->dtype);
 }
 
+_Static_assert(ISA_NUM_OPS <= NSIM_MAX_OPCODES, "nsim_exec_stats per-opcode arrays too small");
+
+/* bytes of an on-chip operand into the SBUF / PSUM read or write totals */
+static void count_onchip(nsim_exec_stats *st, const isa_ap *ap, uint64_t bytes, bool write)
+{
+	if (ap->space == ISA_SPACE_SBUF)
+		*(write ? &st->sbuf_write_bytes : &st->sbuf_read_bytes) += bytes;
+	else if (ap->space == ISA_SPACE_PSUM)
+		*(write ? &st->psum_write_bytes : &st->psum_read_bytes) += bytes;
+}
+
 static void wake_waiters(sim *s, uint32_t semid, uint64_t t)
 {
 	for (int k = 0; k < ISA_NUM_ENGINES; k++)
@@ -234,6 +245,10 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	}
 	st->dma_transfers++;
 	st->dma_bytes += rows * row_bytes;
+	count_onchip(st, &d->src, rows * src_row, false);
+	count_onchip(st, &d->dst, rows * dst_row, true);
+	if (d->mode != ISA_DMA_DIRECT)   /* the row indices, one word per row */
+		count_onchip(st, &d->index, rows * isa_dtype_size(d->index.dtype), false);
 	if (d->src.space == ISA_SPACE_HBM)
 		st->hbm_read_bytes += rows * src_row;
 	st->hbm_read_bytes += rows * rmw_row;
@@ -308,8 +323,10 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 	/* busy time is the union of the engine's busy intervals: TensorE's
 	 * LoadStationary overlapping a MultiplyMoving adds only what sticks out */
 	uint64_t from = umax(start, e->busy_until);
-	if (start + busy > from)
+	if (start + busy > from) {
 		st->engine_busy_ps[k] += start + busy - from;
+		st->op_busy_ps[k][in->opcode] += start + busy - from;
+	}
 	e->busy_until = umax(e->busy_until, start + busy);
 
 	if (s->compute) {
@@ -318,9 +335,18 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 			return fk;
 	}
 	uint64_t bytes = 0;
-	for (int slot = 0; slot < ISA_MAX_AP; slot++)
-		if ((in->ap_mask >> slot) & 1u)
-			bytes += ap_bytes(&in->ap[slot]);
+	for (int slot = 0; slot < ISA_MAX_AP; slot++) {
+		if (!((in->ap_mask >> slot) & 1u))
+			continue;
+		uint64_t b = ap_bytes(&in->ap[slot]);
+		bool write = slot == ISA_AP_DST || slot == ISA_AP_AUX;
+		bytes += b;
+		count_onchip(st, &in->ap[slot], b, write);
+		/* an accumulating matmul reads the PSUM it adds to */
+		if (slot == ISA_AP_DST && in->opcode == ISA_OP_multiply_moving && (in->flags & ISA_FLAG_ACCUMULATE))
+			count_onchip(st, &in->ap[slot], b, false);
+	}
+	/* the stationary's reads are its load_stationary's (SRC above) */
 	report_instr(s, k, in, start, start + busy, bytes, flops);
 	return DM_OK;
 }
@@ -368,6 +394,7 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 		case ISA_OP_barrier:
 			e->pc++;
 			st->engine_instructions[k]++;
+			st->op_instructions[k][in->opcode]++;
 			e->state = ENG_WAIT_BARRIER;
 			s->barrier_time = umax(s->barrier_time, umax(t, e->done_at));
 			if (++s->barrier_waiting == s->barrier_needed)
@@ -376,6 +403,7 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 		case ISA_OP_end:
 			e->pc++;
 			st->engine_instructions[k]++;
+			st->op_instructions[k][in->opcode]++;
 			e->state = ENG_DONE;
 			e->done_at = umax(e->done_at, t);
 			return DM_OK;
@@ -390,6 +418,7 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 				return fk;
 			e->issue_at = t + cyc(s, k, c.busy);
 			st->engine_busy_ps[k] += cyc(s, k, c.busy);
+			st->op_busy_ps[k][in->opcode] += cyc(s, k, c.busy);
 			report_instr(s, k, in, t, e->issue_at, 0, 0);
 			break;
 		}
@@ -402,6 +431,7 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 		}
 		e->pc++;
 		st->engine_instructions[k]++;
+		st->op_instructions[k][in->opcode]++;
 	}
 	return DM_OK;
 }

@@ -51,6 +51,8 @@ typedef struct nsim_tensor_set nsim_tensor_set;
 typedef struct nsim_model nsim_model;
 
 /* Statistics of a model's last execution. */
+#define NSIM_MAX_OPCODES 64           /* bound on isa_opcode values */
+
 typedef struct nsim_exec_stats {
 	uint64_t total_ps;                 /* simulated time */
 	uint64_t engine_busy_ps[5];        /* tensor, vector, scalar, gpsimd, sync */
@@ -62,6 +64,14 @@ typedef struct nsim_exec_stats {
 	uint64_t matmul_flops;             /* 2*K*M*N per multiply_moving */
 	uint64_t matmul_instructions;
 	uint64_t instructions;
+	/* on-chip memory traffic: compute operands (sources read, destinations
+	 * written; an accumulating matmul reads its PSUM too) and the SBUF/PSUM
+	 * side of DMA transfers */
+	uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
+	/* per engine and opcode (isa_opcode): instructions and busy time (the
+	 * engine_busy_ps share; control instructions count, take no time) */
+	uint64_t op_instructions[5][NSIM_MAX_OPCODES];
+	uint64_t op_busy_ps[5][NSIM_MAX_OPCODES];
 } nsim_exec_stats;
 
 typedef struct nsim_config {

@@ -41,6 +41,25 @@ def test_run_matmul_gelu_values_summary_and_trace(neuronsim, tmp_path):
     assert s["hbm_write_bytes"] == 128 * 512 * 2
     assert 0 < s["total_time"] < 1e-3
     assert 0 < s["mfu_estimated_percent"] <= 100
+    # on-chip traffic, by hand: DMA writes x, w into SBUF and reads y out;
+    # the matmul reads w (load_stationary) and x, writes PSUM; the
+    # activation reads PSUM (fp32) and writes y (bf16) to SBUF
+    x_b, w_b, y_b, ps_b = 128 * 512 * 2, 128 * 128 * 2, 128 * 512 * 2, 128 * 512 * 4
+    assert s["sbuf_write_bytes"] == x_b + w_b + y_b
+    assert s["sbuf_read_bytes"] == y_b + w_b + x_b
+    assert s["psum_write_bytes"] == ps_b and s["psum_read_bytes"] == ps_b
+    assert 0 < s["dma_active_time_percent"] <= 100
+    # the per-opcode table adds up to the engine figures
+    ops = s["opcodes"]
+    assert sum(o["instruction_count"] for o in ops) == s["instruction_count"]
+    for eng in ("tensor", "vector", "scalar", "gpsimd", "sync"):
+        busy_ns = sum(o["instruction_time_ns"] for o in ops if o["engine"] == eng)
+        want_ns = s[f"{eng}_engine_active_time_percent"] / 100 * s["total_time"] * 1e9
+        assert abs(busy_ns - want_ns) <= 1e-3 * max(want_ns, 1.0), eng
+        assert sum(o["instruction_count"] for o in ops if o["engine"] == eng) == \
+            s[f"{eng}_engine_instruction_count"]
+    mm = [o for o in ops if o["opcode"] == "multiply_moving"]
+    assert len(mm) == 1 and mm[0]["engine"] == "tensor" and mm[0]["instruction_count"] == 1
 
     t = json.loads(trace.read_text())
     names = {e["args"]["name"] for e in t["traceEvents"] if e.get("name") == "thread_name"}
