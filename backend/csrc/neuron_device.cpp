@@ -452,8 +452,10 @@ void span_of(const at::Tensor &t, int64_t *first, int64_t *last)
 }
 
 // A CPU tensor with the device tensor's values (same sizes/strides): the
-// bytes it touches are read from the device.
-at::Tensor read_to_cpu(const at::Tensor &t)
+// bytes it touches are read from the device.  `transfer`: a modeled
+// device-to-host copy (counted, charged to the host link); without, the
+// simulator looking at its own memory (peek_cpu).
+at::Tensor read_to_cpu(const at::Tensor &t, bool transfer)
 {
 	if (t.numel() == 0)
 		return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
@@ -463,11 +465,13 @@ at::Tensor read_to_cpu(const at::Tensor &t)
 	uint64_t off;
 	nsim_tensor *dt = lookup_allocation(t.storage().data(), &off);
 	check_status(nsim_tensor_read(dt, buf.data_ptr(), off + first, last - first), "device to host copy");
-	{
-		std::lock_guard<std::mutex> g(g_lock);
-		g_stats.device_to_host_bytes += last - first;
+	if (transfer) {
+		{
+			std::lock_guard<std::mutex> g(g_lock);
+			g_stats.device_to_host_bytes += last - first;
+		}
+		charge_link(t.device().index(), (uint64_t)(last - first));
 	}
-	charge_link(t.device().index(), (uint64_t)(last - first));
 	// the byte buffer holds exactly the span: view it with t's geometry
 	return at::empty({ 0 }, t.options().device(at::kCPU))
 		.set_(buf.storage(), t.storage_offset() - first / t.element_size(), t.sizes(),
@@ -490,7 +494,7 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 		mirror = src.contiguous();
 		check_status(nsim_tensor_write(dt, mirror.data_ptr(), off + first, last - first), "host to device copy");
 	} else {
-		mirror = read_to_cpu(dst);                       // keep the bytes between elements
+		mirror = read_to_cpu(dst, true);                       // keep the bytes between elements
 		mirror.copy_(src);
 		const uint8_t *base = static_cast<const uint8_t *>(mirror.storage().data());
 		check_status(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
@@ -504,9 +508,14 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 
 }  // namespace
 
+at::Tensor peek_cpu(const at::Tensor &t)
+{
+	return read_to_cpu(t, false);
+}
+
 at::Tensor to_cpu(const at::Tensor &t)
 {
-	return read_to_cpu(t);
+	return read_to_cpu(t, true);
 }
 
 int device_of_ptr(const void *p)
@@ -611,14 +620,14 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 	if (self.is_cpu() && dst.is_privateuseone()) {
 		write_from_cpu(dst, self.to(dst.scalar_type()));
 	} else if (self.is_privateuseone() && dst.is_cpu()) {
-		const_cast<at::Tensor &>(dst).copy_(read_to_cpu(self));
+		const_cast<at::Tensor &>(dst).copy_(read_to_cpu(self, true));
 	} else {
 		TORCH_CHECK(self.is_privateuseone() && dst.is_privateuseone(),
 			    "neuron: copy between ", self.device(), " and ", dst.device());
 		if (self.device() != dst.device() || !native_copy(dst, self)) {
 			// across cores or a cast the DMA cannot do: through the host, counted
 			count_fallback("aten::copy_");
-			write_from_cpu(dst, read_to_cpu(self).to(dst.scalar_type()));
+			write_from_cpu(dst, read_to_cpu(self, true).to(dst.scalar_type()));
 		}
 	}
 	return dst;
@@ -632,7 +641,7 @@ at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
 
 at::Scalar local_scalar_dense(const at::Tensor &self)
 {
-	return at::native::_local_scalar_dense_cpu(read_to_cpu(self));
+	return at::native::_local_scalar_dense_cpu(read_to_cpu(self, true));
 }
 
 at::Tensor &set_tensor(at::Tensor &self, const at::Tensor &src)

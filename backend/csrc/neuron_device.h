@@ -91,6 +91,10 @@ int current_device();
 int device_count();
 void set_device(int d);
 at::Tensor to_cpu(const at::Tensor &t);
+// The device tensor's values on the CPU as the simulator sees its own memory:
+// no transfer modeled (no link time, not counted).  For the simulator's own
+// decisions (which exact path, PyTorch's input checks), never for results.
+at::Tensor peek_cpu(const at::Tensor &t);
 int device_of_ptr(const void *p);                       /* the core holding it */
 void resize_storage(const c10::Storage &storage, size_t newsize);
 

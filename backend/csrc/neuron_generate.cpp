@@ -216,9 +216,8 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> topk_impl(const at::Tensor &se
 // <= 2^19 along dim; stable, NaN last (first when descending)
 std::optional<std::tuple<at::Tensor, at::Tensor>> bitonic_sort(const at::Tensor &self, int64_t dim, bool descending)
 {
-	int dt = isa_dtype_of(self.scalar_type());
-	if (!self.is_privateuseone() || self.dim() == 0 ||
-	    (dt != ISA_DT_fp32 && dt != ISA_DT_bf16 && dt != ISA_DT_fp16))
+	int dt = isa_dtype_of(self.scalar_type());   // fp32, bf16, fp16
+	if (!self.is_privateuseone() || self.dim() == 0 || dt == ISA_DT_INVALID)
 		return std::nullopt;
 	dim = at::maybe_wrap_dim(dim, self.dim());
 	int64_t c = self.size(dim);

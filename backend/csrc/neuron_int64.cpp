@@ -61,22 +61,14 @@ bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a0, const a
 
 namespace {
 
-// Whether every element of a contiguous device tensor lies in [lo, hi):
-// the simulator choosing between its own exact paths by the values (a look
-// at device memory from the host, not a device action: no simulated time,
-// no transfer counted).
-template <typename T> bool all_within(const at::Tensor &x, double lo, double hi)
+// Whether every element lies in [lo, hi) (NaN does not): the simulator
+// choosing between its own exact paths by the values, not a device action
+bool all_within(const at::Tensor &x, int64_t lo, int64_t hi)
 {
-	uint64_t off;
-	nsim_tensor *t = lookup_allocation(x.storage().data(), &off);
-	std::vector<T> v((size_t)x.numel());
-	check_status(nsim_tensor_read(t, v.data(), off + (uint64_t)x.storage_offset() * sizeof(T),
-				      v.size() * sizeof(T)),
-		     "reading values");
-	for (T e : v)
-		if (!((double)e >= lo && (double)e < hi))   // NaN is outside
-			return false;
-	return true;
+	at::Tensor v = peek_cpu(x);
+	if (at::isFloatingType(v.scalar_type()))   // exact bounds for the float compare
+		return v.ge((double)lo).logical_and(v.lt((double)hi)).all().item<bool>();
+	return v.ge(lo).logical_and(v.lt(hi)).all().item<bool>();
 }
 
 }  // namespace
@@ -91,7 +83,7 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 	// the kernel's h * 2^32 + lo at fp32 rounds twice once |v| >= 2^31 (a
 	// half-way case can land one ulp off round-to-nearest-even): such
 	// values take the fallback
-	if (!to_bool && x.numel() && !all_within<int64_t>(x, -2147483648.0, 2147483648.0))
+	if (!to_bool && x.numel() && !all_within(x, INT32_MIN, (int64_t)INT32_MAX + 1))
 		return false;
 	at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
 	if (out.numel()) {
@@ -121,7 +113,7 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor x = materialize(src, dst.sizes(), at::kFloat);
 	if (x.numel() == 0)
 		return true;
-	if (dt == at::kLong && !all_within<float>(x, -2147483648.0, 2147483648.0))
+	if (dt == at::kLong && !all_within(x, INT32_MIN, (int64_t)INT32_MAX + 1))
 		return false;
 	at::Tensor bad = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
 	at::Tensor t = at::empty(dst.sizes(), dst.options().dtype(at::kInt));

@@ -30,16 +30,6 @@ bool device_rng()
 	return ti && ti->core_version >= 3;
 }
 
-int float_isa(at::ScalarType t)
-{
-	switch (t) {
-	case at::kFloat: return ISA_DT_fp32;
-	case at::kBFloat16: return ISA_DT_bf16;
-	case at::kHalf: return ISA_DT_fp16;
-	default: return ISA_DT_INVALID;
-	}
-}
-
 uint64_t splitmix64(uint64_t &x)
 {
 	uint64_t z = (x += 0x9e3779b97f4a7c15ull);
@@ -68,7 +58,7 @@ at::Tensor seed_tensor(const std::optional<at::Generator> &gen, int dev)
 bool fill_random(at::Tensor &self, int kind, double a, double b, const std::optional<at::Generator> &gen,
 		 const char *opname)
 {
-	int dt = float_isa(self.scalar_type());
+	int dt = isa_dtype_of(self.scalar_type());
 	if (!self.is_privateuseone() || dt == ISA_DT_INVALID || !device_rng() ||
 	    !std::isfinite(a) || !std::isfinite(b))
 		return false;
@@ -119,7 +109,7 @@ at::Tensor &normal_(at::Tensor &self, double mean, double std, std::optional<at:
 
 bool multinomial_covered(const at::Tensor &self, int64_t n, bool replacement)
 {
-	return self.is_privateuseone() && float_isa(self.scalar_type()) != ISA_DT_INVALID && device_rng() &&
+	return self.is_privateuseone() && isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID && device_rng() &&
 	       (self.dim() == 1 || self.dim() == 2) && self.size(-1) > 0 && n > 0 &&
 	       (replacement || n == 1 || n <= 64);
 }
@@ -130,14 +120,12 @@ at::Tensor multinomial_impl(const at::Tensor &self, int64_t n, bool replacement,
 	at::Tensor w = self.dim() == 1 ? self.unsqueeze(0) : self;
 	w = w.to(at::kFloat);
 	int64_t rows = w.size(0), cats = w.size(1);
-	// PyTorch's checks, on the device (one flag read back)
-	at::Tensor bad = w.lt(0).bitwise_or(w.isnan()).bitwise_or(w.eq(INFINITY)).any();
-	at::Tensor total = w.sum(-1, true);
-	at::Tensor empty_row = total.le(0).any();
-	if (bad.bitwise_or(empty_row).item<bool>()) {
-		TORCH_CHECK(!bad.item<bool>(), "probability tensor contains either `inf`, `nan` or element < 0");
-		TORCH_CHECK(false, "invalid multinomial distribution (sum of probabilities <= 0)");
-	}
+	// PyTorch's input checks, made by the simulator on the values (no device
+	// programs: a real kernel would not spend time on them)
+	at::Tensor v = peek_cpu(w);
+	TORCH_CHECK(!v.lt(0).logical_or(v.isnan()).logical_or(v.isinf()).any().item<bool>(),
+		    "probability tensor contains either `inf`, `nan` or element < 0");
+	TORCH_CHECK(!v.sum(-1).le(0).any().item<bool>(), "invalid multinomial distribution (sum of probabilities <= 0)");
 	at::Tensor out;
 	if (replacement || n == 1) {
 		at::Tensor u = at::empty({ rows, n }, w.options());

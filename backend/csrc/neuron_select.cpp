@@ -75,20 +75,20 @@ float scalar_at(const at::Tensor &a, const at::Scalar &s)
 
 // int32-and-narrower / bool operands (a Python int or 0-dim CPU integer
 // copied over in the promoted type): compared exactly on the integer ALU
-bool small_int(const at::Tensor &t)
+bool small_int(at::ScalarType t)
 {
-	return !at::isFloatingType(t.scalar_type()) && !t.is_complex() && units_of(t.scalar_type(), false).per == 1 &&
-	       units_of(t.scalar_type(), false).dtype != ISA_DT_INVALID;
+	Units u = units_of(t, false);
+	return !at::isFloatingType(t) && !at::isComplexType(t) && u.per == 1 && u.dtype != ISA_DT_INVALID;
 }
 
 at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b0)
 {
 	bool cpu_scalar = b0.is_cpu() && b0.dim() == 0;
-	if (!a.is_privateuseone() || !small_int(a) || at::isFloatingType(b0.scalar_type()) || b0.is_complex() ||
-	    (!cpu_scalar && !small_int(b0)))
+	if (!a.is_privateuseone() || !small_int(a.scalar_type()) || at::isFloatingType(b0.scalar_type()) ||
+	    b0.is_complex() || (!cpu_scalar && !small_int(b0.scalar_type())))
 		return {};
 	at::ScalarType rt = at::result_type(a, b0);
-	if (!small_int(at::empty({ 0 }, at::TensorOptions().dtype(rt))))
+	if (!small_int(rt))
 		return {};
 	at::Tensor b = b0;
 	if (cpu_scalar)

@@ -22,8 +22,7 @@
 static isa_status store(isa_program *p, int to, int out_dtype, uint64_t first, uint32_t rows,
 			uint64_t f, uint32_t row0, uint64_t count, unsigned queue, isa_diag *diag)
 {
-	isa_ap src = isa_ap_sbuf(ISA_DT_fp32, row0, rows, 0, (uint32_t)count);
-	src.offset = 3 * RAND_F * 4;           /* the result slot */
+	isa_ap src = isa_ap_sbuf(ISA_DT_fp32, row0, rows, 3 * RAND_F * 4 /* the result slot */, (uint32_t)count);
 	isa_ap dst = isa_ap_hbm(out_dtype, (uint32_t)to, first * isa_dtype_size(out_dtype), rows,
 				(int64_t)f, (uint32_t)count);
 	int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &dst, &src, NULL, diag);
