@@ -19,15 +19,18 @@ BUILD_TYPE="${NSIM_BUILD_TYPE:-RelWithDebInfo}"
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
-# Debian packages the project uses.  clang + libclang-rt for libFuzzer and sanitizers,
-# protobuf-c for the trace writer (later issues) is added by the issue that needs it.
+# Debian packages the project uses.  clang + libclang-rt for libFuzzer and sanitizers;
+# protobuf-c (writer) and protoc (schema for the Python tools, --decode_raw in tests) for
+# Perfetto traces; chromium renders the HTML trace report in its test.
 DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenblas-dev
-              clang libclang-rt-14-dev)
+              clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev protobuf-compiler
+              chromium)
 
 # Python packages, pinned where an unpinned name would pull something huge.
 # torch: the CPU wheel on this machine's disk; never let pip resolve an unpinned torch.
 # expecttest: torch.testing._internal (OpInfo sample inputs in the kernel tests) imports it.
-PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0")
+# protobuf: the trace tools decode Perfetto traces; pillow: the report test reads its screenshot.
+PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0" "protobuf" "pillow")
 
 deb_missing() {
     local pkg missing=()
@@ -108,10 +111,12 @@ install_package() {
     # installed, and editable from this checkout (a CI clone elsewhere must not
     # import another checkout's copy)?
     if python3 - "$ROOT" <<'PYEOF' 2>/dev/null
-import json, sys
+import importlib.util, json, sys
 from importlib import metadata
 url = json.loads(metadata.distribution("torch-neuronsim").read_text("direct_url.json"))["url"]
-sys.exit(0 if url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") else 1)
+# an older install of this checkout may lack a package added since
+ok = url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") and importlib.util.find_spec("neuronsim_trace")
+sys.exit(0 if ok else 1)
 PYEOF
     then
         log "torch-neuronsim: installed from this checkout"

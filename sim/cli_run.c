@@ -1,7 +1,8 @@
 /*
  * cli_run.c -- `neuronsim run`: load a program, bind .npy inputs, execute on
  * the simulated core through the runtime API, write outputs, print a summary
- * and optionally write a summary JSON and a Chrome trace.
+ * and optionally write a summary JSON and a trace (Perfetto .pftrace, or
+ * Chrome JSON for a .json name).
  *
  * Input files: the tensor's own dtype, or float32 for any float tensor
  * (converted with round-to-nearest-even; this is how bf16, fp8 and tf32 data
@@ -9,6 +10,7 @@
  * NumPy has it, else float32 (exact widening).
  */
 #include "cli.h"
+#include "summary.h"
 
 #include "chip.h"
 #include "neuronsim/isa.h"
@@ -30,7 +32,8 @@ typedef struct bind {
 static const char *usage =
 	"neuronsim run PROG [--target trn1|trn2|trn3] [--mode full|timing|functional]\n"
 	"              [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...]\n"
-	"              [--summary FILE.json] [--trace FILE.json] [--check-numerics]";
+	"              [--summary FILE.json] [--trace FILE.pftrace|FILE.json]\n"
+	"              [--trace-detail instruction|program] [--trace-max-mb N] [--check-numerics]";
 
 static int read_program(const char *path, uint8_t **bin, size_t *len, isa_program **prog)
 {
@@ -180,65 +183,22 @@ static void print_summary(const isa_program *p, const nsim_exec_stats *s, const 
 		secs > 0 ? (double)(s->hbm_read_bytes + s->hbm_write_bytes) / secs * 1e-9 : 0.0);
 }
 
-static int write_summary_json(const char *path, const isa_program *p, const nsim_exec_stats *s,
+static int write_summary_json(const char *path, const char *label, const nsim_exec_stats *s,
 			      const dm_chip *chip)
 {
-	static const char *names[] = { "tensor", "vector", "scalar", "gpsimd", "sync" };
 	FILE *f = fopen(path, "w");
 	if (!f) {
 		perror(path);
 		return NSIM_EXIT_BAD;
 	}
-	double secs = (double)s->total_ps * 1e-12;
-	double peak = 2.0 * 128 * 128 * chip->clock_mhz[ISA_ENGINE_TENSOR] * 1e6;
-	double hbm_peak = (double)chip->hbm_rate * 1e6;
-	fprintf(f, "{\n  \"target\": \"%s\",\n", chip->name);
-	fprintf(f, "  \"total_time\": %.12g,\n", secs);
-	fprintf(f, "  \"total_time_ps\": %llu,\n", (unsigned long long)s->total_ps);
-	fprintf(f, "  \"neuroncore_cycle_count\": %llu,\n",
-		(unsigned long long)(s->total_ps * chip->clock_mhz[ISA_ENGINE_TENSOR] / 1000000u));
-	fprintf(f, "  \"model_flops\": %llu,\n  \"hardware_flops\": %llu,\n",
-		(unsigned long long)s->matmul_flops, (unsigned long long)s->matmul_flops);
-	fprintf(f, "  \"mfu_estimated_percent\": %.6g,\n",
-		secs > 0 ? 100.0 * (double)s->matmul_flops / secs / peak : 0.0);
-	fprintf(f, "  \"mbu_estimated_percent\": %.6g,\n",
-		secs > 0 ? 100.0 * (double)(s->hbm_read_bytes + s->hbm_write_bytes) / secs / hbm_peak : 0.0);
-	fprintf(f, "  \"hbm_read_bytes\": %llu,\n  \"hbm_write_bytes\": %llu,\n",
-		(unsigned long long)s->hbm_read_bytes, (unsigned long long)s->hbm_write_bytes);
-	fprintf(f, "  \"sbuf_read_bytes\": %llu,\n  \"sbuf_write_bytes\": %llu,\n",
-		(unsigned long long)s->sbuf_read_bytes, (unsigned long long)s->sbuf_write_bytes);
-	fprintf(f, "  \"psum_read_bytes\": %llu,\n  \"psum_write_bytes\": %llu,\n",
-		(unsigned long long)s->psum_read_bytes, (unsigned long long)s->psum_write_bytes);
-	fprintf(f, "  \"dma_transfer_count\": %llu,\n  \"dma_transfer_total_bytes\": %llu,\n",
-		(unsigned long long)s->dma_transfers, (unsigned long long)s->dma_bytes);
-	/* busy time summed over the DMA engines, over the run's time on all of them */
-	fprintf(f, "  \"dma_active_time_percent\": %.6g,\n",
-		s->total_ps && chip->dma_engines
-			? 100.0 * (double)s->dma_busy_ps / ((double)s->total_ps * chip->dma_engines) : 0.0);
-	fprintf(f, "  \"matmul_instruction_count\": %llu,\n", (unsigned long long)s->matmul_instructions);
-	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
-		fprintf(f, "  \"%s_engine_active_time_percent\": %.6g,\n", names[k],
-			pct(s->engine_busy_ps[k], s->total_ps));
-		fprintf(f, "  \"%s_engine_instruction_count\": %llu,\n", names[k],
-			(unsigned long long)s->engine_instructions[k]);
-	}
-	fprintf(f, "  \"instruction_count\": %llu,\n", (unsigned long long)s->instructions);
-	/* the profiler's per-opcode table: engine, opcode, count, busy time */
-	fprintf(f, "  \"opcodes\": [");
-	bool first = true;
-	for (int k = 0; k < ISA_NUM_ENGINES; k++)
-		for (int op = 0; op < ISA_NUM_OPS; op++) {
-			if (!s->op_instructions[k][op])
-				continue;
-			fprintf(f, "%s\n    {\"engine\": \"%s\", \"opcode\": \"%s\", \"instruction_count\": %llu, "
-				"\"instruction_time_ns\": %.3f}",
-				first ? "" : ",", names[k], isa_op_name(op),
-				(unsigned long long)s->op_instructions[k][op], (double)s->op_busy_ps[k][op] / 1000.0);
-			first = false;
-		}
-	fprintf(f, "\n  ]\n}\n");
-	(void)p;
-	return fclose(f) == 0 ? NSIM_EXIT_OK : NSIM_EXIT_BAD;
+	nsim_summary_row row = { .count = 1, .time_ps = s->total_ps, .flops = s->matmul_flops,
+				 .hbm_bytes = s->hbm_read_bytes + s->hbm_write_bytes };
+	const char *base = strrchr(label, '/');
+	snprintf(row.label, sizeof(row.label), "%s", base ? base + 1 : label);
+	int rc = nsim_summary_write(f, chip, s, s->total_ps, 1, &row, 1);
+	if (fclose(f) != 0)
+		rc = -1;
+	return rc ? NSIM_EXIT_BAD : NSIM_EXIT_OK;
 }
 
 static const char *bound_path(const bind *b, int n, const char *name)
@@ -265,6 +225,8 @@ static int add_bind(bind *b, int *n, char *arg, const char *opt)
 int nsim_cli_run(int argc, char **argv)
 {
 	const char *prog_path = NULL, *target = NULL, *summary = NULL, *trace = NULL, *mode = NULL;
+	int detail = 0;
+	uint64_t max_bytes = 0;
 	bind ins[MAX_BINDS], outs[MAX_BINDS];
 	int nin = 0, nout = 0, check = 0;
 
@@ -288,6 +250,21 @@ int nsim_cli_run(int argc, char **argv)
 			summary = argv[++i];
 		} else if (!strcmp(a, "--trace") && has_val) {
 			trace = argv[++i];
+		} else if (!strcmp(a, "--trace-detail") && has_val) {
+			const char *d = argv[++i];
+			if (strcmp(d, "instruction") && strcmp(d, "program")) {
+				fprintf(stderr, "neuronsim: --trace-detail '%s' (instruction or program)\n", d);
+				return NSIM_EXIT_USAGE;
+			}
+			detail = !strcmp(d, "program");
+		} else if (!strcmp(a, "--trace-max-mb") && has_val) {
+			char *end = NULL;
+			unsigned long long mb = strtoull(argv[++i], &end, 10);
+			if (!end || *end || mb == 0 || mb >= (1ull << 40)) {
+				fprintf(stderr, "neuronsim: --trace-max-mb '%s' is not a size in MB\n", argv[i]);
+				return NSIM_EXIT_USAGE;
+			}
+			max_bytes = (uint64_t)mb << 20;
 		} else if (!strcmp(a, "--check-numerics")) {
 			check = 1;
 		} else if (a[0] != '-' && !prog_path) {
@@ -378,11 +355,14 @@ int nsim_cli_run(int argc, char **argv)
 			nsim_tensor_set_add(out_set, t->name, dev[i]);
 		}
 	}
-	if (trace && nsim_profile_start(trace)) {
+	nsim_profile_options po = { trace, NULL, detail, max_bytes };
+	if (trace && nsim_profile_start_opts(&po)) {
 		fprintf(stderr, "neuronsim: %s\n", nsim_last_error());
 		goto free_tensors;
 	}
-	st = nsim_execute(m, in_set, out_set);
+	const char *base = strrchr(prog_path, '/');
+	nsim_exec_options eo = { base ? base + 1 : prog_path, 0 };
+	st = nsim_execute_ex(m, in_set, out_set, &eo);
 	if (trace && nsim_profile_stop())
 		fprintf(stderr, "neuronsim: %s\n", nsim_last_error());
 	if (st) {
@@ -399,7 +379,7 @@ int nsim_cli_run(int argc, char **argv)
 		if (path && save_output(&p->tensors[i], path, dev[i]))
 			rc = NSIM_EXIT_BAD;
 	}
-	if (summary && write_summary_json(summary, p, &stats, chip))
+	if (summary && write_summary_json(summary, prog_path, &stats, chip))
 		rc = NSIM_EXIT_BAD;
 
 free_tensors:

@@ -39,6 +39,8 @@ typedef struct eng {
 	uint32_t         n, pc;
 	int              state;
 	uint32_t         wait_sem;
+	uint64_t         wait_from;    /* when it started waiting on wait_sem */
+	uint64_t         waited_ps;    /* semaphore wait not yet reported with an instruction */
 	uint64_t         issue_at;   /* the engine can start its next instruction */
 	uint64_t         done_at;    /* every issued instruction has completed */
 	uint64_t         busy_until; /* end of the latest busy interval counted */
@@ -105,6 +107,7 @@ static void wake_waiters(sim *s, uint32_t semid, uint64_t t)
 	for (int k = 0; k < ISA_NUM_ENGINES; k++)
 		if (s->e[k].state == ENG_WAIT_SEM && s->e[k].wait_sem == semid) {
 			s->e[k].state = ENG_READY;
+			s->e[k].waited_ps += t - s->e[k].wait_from;
 			push(s, t, EV_ENGINE, (uint32_t)k, 0);
 		}
 }
@@ -139,7 +142,8 @@ static void report_instr(sim *s, int engine, const isa_instr *in, uint64_t start
 	char text[512];
 	isa_format_instr(s->r->prog, in, text, sizeof(text));
 	trc_instr_event ev = { s->r->core_id, engine, (int64_t)s->e[engine].pc, in->opcode,
-			       start, end, bytes, flops, text };
+			       start, end, bytes, flops, s->e[engine].waited_ps, text };
+	s->e[engine].waited_ps = 0;
 	o->instr(o->ctx, &ev);
 }
 
@@ -224,7 +228,8 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	uint32_t neng = s->chip->dma_engines < 32 ? s->chip->dma_engines : 32;
 	uint32_t q = in->u[1];
 	uint64_t ready = t + (s->timed ? s->chip->dma_issue_latency_ps : 0);
-	uint64_t end = ready;
+	uint64_t end = ready, first = UINT64_MAX;
+	uint32_t used = 0;
 	for (uint32_t k = 0; k < neng && k < rows; k++) {
 		uint64_t my_rows = rows / neng + (k < rows % neng ? 1 : 0);
 		uint64_t start = umax(ready, umax(s->dma_free[k], s->queue_last[q][k]));
@@ -235,13 +240,15 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		s->queue_last[q][k] = fin;
 		st->dma_busy_ps += fin - start;
 		end = umax(end, fin);
-		if (s->r->obs && s->r->obs->dma) {
-			trc_dma_event ev = { s->r->core_id, (int)q, (int)k, in->u[0], d->name, start, fin,
-					     my_rows * row_bytes,
-					     hbm_read ? my_rows * ((d->src.space == ISA_SPACE_HBM ? src_row : 0) + rmw_row) : 0,
-					     hbm_write ? my_rows * dst_row : 0 };
-			s->r->obs->dma(s->r->obs->ctx, &ev);
-		}
+		first = start < first ? start : first;
+		used++;
+	}
+	if (s->r->obs && s->r->obs->dma && used) {
+		trc_dma_event ev = { s->r->core_id, (int)q, (int)used, in->u[0], d->name, first, end,
+				     rows * row_bytes,
+				     hbm_read ? rows * ((d->src.space == ISA_SPACE_HBM ? src_row : 0) + rmw_row) : 0,
+				     hbm_write ? rows * dst_row : 0 };
+		s->r->obs->dma(s->r->obs->ctx, &ev);
 	}
 	st->dma_transfers++;
 	st->dma_bytes += rows * row_bytes;
@@ -260,6 +267,20 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 }
 
 /* -------------------------------------------------------------- engines */
+
+/* Busy time is the union of an engine's busy intervals: TensorE's
+ * LoadStationary overlapping a MultiplyMoving adds only what sticks out.
+ * The trace writer draws the same union, so its slices add up to this. */
+static void count_busy(sim *s, int k, int opcode, uint64_t start, uint64_t end)
+{
+	eng *e = &s->e[k];
+	uint64_t from = umax(start, e->busy_until);
+	if (end > from) {
+		s->r->stats.engine_busy_ps[k] += end - from;
+		s->r->stats.op_busy_ps[k][opcode] += end - from;
+	}
+	e->busy_until = umax(e->busy_until, end);
+}
 
 static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t t)
 {
@@ -320,14 +341,7 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 		e->issue_at = start + busy;
 		e->done_at = umax(e->done_at, start + lat);
 	}
-	/* busy time is the union of the engine's busy intervals: TensorE's
-	 * LoadStationary overlapping a MultiplyMoving adds only what sticks out */
-	uint64_t from = umax(start, e->busy_until);
-	if (start + busy > from) {
-		st->engine_busy_ps[k] += start + busy - from;
-		st->op_busy_ps[k][in->opcode] += start + busy - from;
-	}
-	e->busy_until = umax(e->busy_until, start + busy);
+	count_busy(s, k, in->opcode, start, start + busy);
 
 	if (s->compute) {
 		dm_fault_kind fk = dm_exec(s->r->core, &s->r->bind, k, e->pc, in, &s->r->fault);
@@ -381,6 +395,7 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			if (!sem_holds(s, in)) {
 				e->state = ENG_WAIT_SEM;
 				e->wait_sem = in->u[0];
+				e->wait_from = t;
 				return DM_OK;
 			}
 			e->issue_at = t + cyc(s, k, 1);
@@ -408,7 +423,10 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			e->done_at = umax(e->done_at, t);
 			return DM_OK;
 		case ISA_OP_nop:
+			/* a deliberate delay keeps the engine occupied: counted busy,
+			 * so a track's slices add up to the engine's busy time */
 			e->issue_at = t + cyc(s, k, in->u[0]);
+			count_busy(s, k, in->opcode, t, e->issue_at);
 			report_instr(s, k, in, t, e->issue_at, 0, 0);
 			break;
 		case ISA_OP_dma_copy: {
@@ -417,8 +435,7 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			if (fk)
 				return fk;
 			e->issue_at = t + cyc(s, k, c.busy);
-			st->engine_busy_ps[k] += cyc(s, k, c.busy);
-			st->op_busy_ps[k][in->opcode] += cyc(s, k, c.busy);
+			count_busy(s, k, in->opcode, t, e->issue_at);
 			report_instr(s, k, in, t, e->issue_at, 0, 0);
 			break;
 		}
@@ -478,6 +495,7 @@ static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 		e->stream = r->prog->stream[k];
 		e->n = r->prog->n_instr[k];
 		e->issue_at = e->done_at = e->busy_until = r->start_ps;
+		e->wait_from = e->waited_ps = 0;
 		if (!e->n)
 			continue;
 		e->state = ENG_READY;

@@ -1,7 +1,7 @@
 /*
  * runtime.c -- the runtime C API (include/neuronsim/runtime.h) over the
  * simulated chip: configuration, device memory, program load and tensor
- * sets.  Execution, statistics and profiling: runtime_exec.c.
+ * sets.  Execution and statistics: runtime_exec.c; profiling: profile.c.
  *
  * Simulated HBM is one address space per chip, reserved with MAP_NORESERVE
  * so a 96 GiB trn2 costs host memory only for the pages written.  Device
@@ -200,6 +200,8 @@ nsim_status nsim_init_config(const nsim_config *cfg)
 		rt.cores[i].ready = false;
 		rt.cores[i].now_ps = 0;
 	}
+	if ((st = rt_profile_from_env()))
+		goto free_list;
 	/* the simulator's GEMMs are small; one thread keeps sums in a fixed order */
 	openblas_set_num_threads(1);
 	rt.init = true;
@@ -208,6 +210,9 @@ nsim_status nsim_init_config(const nsim_config *cfg)
 			rt.chip->core_name, rt.ncores, rt.mode);
 	goto unlock;
 
+free_list:
+	free(rt.free);
+	rt.free = NULL;
 unmap:
 	munmap(rt.hbm, rt.hbm_size);
 	rt.hbm = NULL;
@@ -478,6 +483,45 @@ nsim_tensor *rt_set_find(const nsim_tensor_set *s, const char *name)
 
 /* ------------------------------------------------------------------ load */
 
+static uint32_t loads;   /* programs loaded: their names */
+
+static void footprint_ap(const isa_ap *ap, uint64_t hw[2][ISA_NUM_PARTITIONS])
+{
+	int64_t lo, hi;
+	int which = ap->space == ISA_SPACE_SBUF ? 0 : ap->space == ISA_SPACE_PSUM ? 1 : -1;
+	if (which < 0 || !isa_ap_byte_range(ap, &lo, &hi) || hi < 0)
+		return;
+	for (uint32_t q = ap->start; q < (uint32_t)ap->start + ap->nparts && q < ISA_NUM_PARTITIONS; q++)
+		if ((uint64_t)hi > hw[which][q])
+			hw[which][q] = (uint64_t)hi;
+}
+
+/* SBUF / PSUM the program uses: per partition, the highest byte any operand
+ * reaches (a stack-style allocation), summed over partitions.  Traces show
+ * it as the program's allocation while it runs. */
+static void footprint(const isa_program *p, uint64_t *sbuf, uint64_t *psum)
+{
+	uint64_t hw[2][ISA_NUM_PARTITIONS] = { { 0 } };
+	for (int k = 0; k < ISA_NUM_ENGINES; k++)
+		for (uint32_t i = 0; i < p->n_instr[k]; i++) {
+			const isa_instr *in = &p->stream[k][i];
+			for (int slot = 0; slot < ISA_MAX_AP; slot++)
+				if ((in->ap_mask >> slot) & 1u)
+					footprint_ap(&in->ap[slot], hw);
+		}
+	for (uint32_t d = 0; d < p->n_dma; d++) {
+		footprint_ap(&p->dma[d].dst, hw);
+		footprint_ap(&p->dma[d].src, hw);
+		if (p->dma[d].mode != ISA_DMA_DIRECT)
+			footprint_ap(&p->dma[d].index, hw);
+	}
+	*sbuf = *psum = 0;
+	for (uint32_t q = 0; q < ISA_NUM_PARTITIONS; q++) {
+		*sbuf += hw[0][q];
+		*psum += hw[1][q];
+	}
+}
+
 nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out)
 {
 	*out = NULL;
@@ -501,6 +545,8 @@ nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out
 		goto free_program;
 	m->prog = p;
 	m->core = core;
+	snprintf(m->name, sizeof(m->name), "program %u", ++loads);
+	footprint(p, &m->sbuf_bytes, &m->psum_bytes);
 	m->addr = calloc(p->n_tensors + 1, sizeof(uint64_t));
 	m->bytes = calloc(p->n_tensors + 1, sizeof(uint64_t));
 	if (!m->addr || !m->bytes)

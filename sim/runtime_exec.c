@@ -133,18 +133,33 @@ static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_run *
 	}
 }
 
-static void report_program(nsim_run *r, const nsim_model *m)
+static void report_program(nsim_run *r, const nsim_model *m, const char *label)
 {
 	if (r->obs && r->obs->program) {
-		trc_program_event pe = { m->core, m->name[0] ? m->name : "program", r->start_ps,
-					 r->start_ps + r->stats.total_ps };
+		trc_program_event pe = { m->core, label, m->name, r->start_ps, r->start_ps + r->stats.total_ps,
+					 m->sbuf_bytes, m->psum_bytes };
 		r->obs->program(r->obs->ctx, &pe);
 	}
 }
 
+static nsim_status execute(nsim_model *const *models, const nsim_tensor_set *const *ins,
+			   nsim_tensor_set *const *outs, int n, const nsim_exec_options *opt);
+
 nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_set *out)
 {
-	return nsim_execute_multi(&m, &in, &out, 1);
+	return execute(&m, &in, &out, 1, NULL);
+}
+
+nsim_status nsim_execute_ex(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_set *out,
+			    const nsim_exec_options *opt)
+{
+	return execute(&m, &in, &out, 1, opt);
+}
+
+nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set *const *ins,
+			       nsim_tensor_set *const *outs, int n)
+{
+	return execute(models, ins, outs, n, NULL);
 }
 
 /*
@@ -153,8 +168,8 @@ nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *in, nsim_tensor_s
  * timing (so HBM bandwidth is divided between them).  Core locks are taken
  * in core order so concurrent callers cannot deadlock.
  */
-nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set *const *ins,
-			       nsim_tensor_set *const *outs, int n)
+static nsim_status execute(nsim_model *const *models, const nsim_tensor_set *const *ins,
+			   nsim_tensor_set *const *outs, int n, const nsim_exec_options *opt)
 {
 	if (!rt.init)
 		return rt_fail(NSIM_UNINITIALIZED, "nsim_init has not been called");
@@ -186,7 +201,7 @@ nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set 
 		st = rt_fail(NSIM_RESOURCE, "host memory");
 		goto unlock;
 	}
-	uint64_t start = 0;
+	uint64_t start = opt ? opt->not_before_ps : 0;
 	for (int i = 0; i < n; i++) {
 		nsim_model *m = models[i];
 		core_state *cs = &rt.cores[m->core];
@@ -207,13 +222,18 @@ nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set 
 	}
 
 	pthread_mutex_lock(&rt.profile_lock);
+	const trc_observer *obs = rt_profile_observer();
+	const char *label = opt && opt->label ? opt->label : NULL;
 	for (int i = 0; i < n; i++)
-		runs[i].obs = rt.profiling ? &rt.profile.obs : NULL;
+		runs[i].obs = obs;
 	dm_fault_kind fk = nsim_cores_run(rp, n);
-	for (int i = 0; i < n; i++)
-		report_program(&runs[i], models[i]);
-	if (rt.profiling)
-		nsim_hbm_run_report(&hbm, &rt.profile.obs);
+	for (int i = 0; i < n; i++) {
+		report_program(&runs[i], models[i], label);
+		if (rt.profiling)
+			rt_profile_record(&runs[i].stats, runs[i].start_ps, label ? label : models[i]->name);
+	}
+	if (obs)
+		nsim_hbm_run_report(&hbm, obs);
 	pthread_mutex_unlock(&rt.profile_lock);
 	nsim_hbm_run_end(&hbm);
 	pthread_mutex_unlock(&rt.hbm_lock);
@@ -243,33 +263,4 @@ nsim_status nsim_model_stats(const nsim_model *m, nsim_exec_stats *out)
 		return rt_fail(NSIM_INVALID_HANDLE, "nsim_model_stats: no model");
 	*out = m->last;
 	return NSIM_SUCCESS;
-}
-
-/* -------------------------------------------------------------- profiling */
-
-nsim_status nsim_profile_start(const char *filename)
-{
-	pthread_mutex_lock(&rt.profile_lock);
-	nsim_status st = NSIM_SUCCESS;
-	if (rt.profiling)
-		st = rt_fail(NSIM_INVALID, "a profile is already being written");
-	else if (trc_chrome_open(&rt.profile, filename))
-		st = rt_fail(NSIM_INVALID, "cannot create trace '%s': %s", filename, strerror(errno));
-	else
-		rt.profiling = true;
-	pthread_mutex_unlock(&rt.profile_lock);
-	return st;
-}
-
-nsim_status nsim_profile_stop(void)
-{
-	pthread_mutex_lock(&rt.profile_lock);
-	nsim_status st = NSIM_SUCCESS;
-	if (rt.profiling) {
-		if (trc_chrome_close(&rt.profile))
-			st = rt_fail(NSIM_FAILURE, "error writing the trace file");
-		rt.profiling = false;
-	}
-	pthread_mutex_unlock(&rt.profile_lock);
-	return st;
 }

@@ -1,6 +1,6 @@
 /*
  * runtime_internal.h -- state and helpers shared by runtime.c (memory,
- * programs, tensor sets) and runtime_exec.c (execute, stats, profiling).
+ * programs, tensor sets) and runtime_exec.c (execute, stats) and profile.c.
  * Not a public header.
  */
 #ifndef NSIM_RUNTIME_INTERNAL_H
@@ -8,7 +8,8 @@
 
 #include "neuronsim/runtime.h"
 
-#include "chrome.h"
+#include "summary.h"
+#include "writer.h"
 #include "coresim.h"
 #include "hbm_timing.h"
 
@@ -44,6 +45,7 @@ struct nsim_model {
 	uint64_t       *bytes;
 	nsim_exec_stats last;
 	char            name[64];
+	uint64_t        sbuf_bytes, psum_bytes;   /* allocation (traces) */
 };
 
 typedef struct free_blk {
@@ -74,7 +76,7 @@ typedef struct rt_state {
 	uint64_t        allocated;
 	core_state      cores[MAX_CORES];
 	pthread_mutex_t profile_lock;
-	trc_chrome      profile;
+	struct rt_profile *profile;     /* profile.c; under profile_lock */
 	pthread_mutex_t hbm_lock;       /* one execution at a time uses the HBM model */
 	nsim_hbm_chip   hbm_model;
 	bool            profiling;
@@ -87,6 +89,12 @@ extern rt_state rt;
 nsim_status rt_fail(nsim_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* the tensor named `name` in s, or NULL */
 nsim_tensor *rt_set_find(const nsim_tensor_set *s, const char *name);
+/* profile.c, called with rt.profile_lock held: the trace observer (NULL
+ * when no trace is written), and one execution's statistics for the summary */
+const trc_observer *rt_profile_observer(void);
+void rt_profile_record(const nsim_exec_stats *st, uint64_t start_ps, const char *label);
+/* NEURON_RT_INSPECT_ENABLE: profile the whole process (nsim_init) */
+nsim_status rt_profile_from_env(void);
 /* maps device bytes [addr, addr + len) to host memory, or NULL */
 uint8_t *rt_hbm_map(void *ctx, uint64_t addr, uint64_t len, bool write);
 

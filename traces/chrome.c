@@ -1,164 +1,158 @@
 /*
- * chrome.c -- Chrome trace-event JSON writer (see chrome.h).
+ * chrome.c -- the Chrome trace-event JSON sink (chrome://tracing, Perfetto
+ * UI).  Same tracks and content as the Perfetto sink (writer.h): a process
+ * per NeuronCore, a thread per engine / DMA queue / program track, complete
+ * ("X") events with their arguments, counters ("C").  Timestamps are
+ * microseconds with six decimals, so picoseconds are exact.
  */
-#include "chrome.h"
+#include "writer.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
-static const char *const engine_tracks[] = { "TensorE", "VectorE", "ScalarE", "GpSimdE", "SyncE" };
-static const char *const opnames[] = {
-#define ISA_OP(name, code, engines, format, cost, synopsis) #name,
-#include "isa.def"
-#undef ISA_OP
-};
+typedef struct chrome_sink {
+	int     events;
+	uint8_t process_named[TRC_MAX_CORES + 1];
+} chrome_sink;
+
+static int pid_of(int core)
+{
+	return core == TRC_CHIP ? 10000 : core;
+}
 
 /* JSON string body: escapes quotes, backslashes and control bytes */
-static void put_str(FILE *f, const char *s)
+static void put_str(trc_writer *w, const char *s)
 {
 	for (; s && *s; s++) {
 		unsigned char ch = (unsigned char)*s;
 		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
+			trc_printf(w, "\\%c", ch);
 		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
+			trc_printf(w, "\\u%04x", ch);
 		else
-			fputc(ch, f);
+			trc_out(w, &ch, 1);
 	}
 }
 
-static void sep(trc_chrome *w)
+static void sep(trc_writer *w)
 {
-	fputs(w->events++ ? ",\n" : "\n", w->f);
+	chrome_sink *s = w->sink;
+	if (s->events++)
+		trc_out(w, ",\n", 2);
+	else
+		trc_out(w, "\n", 1);
 }
 
-/* ps -> us with 6 decimals (exact: trace timestamps are microseconds) */
-static void put_us(FILE *f, uint64_t ps)
+/* ps -> us with 6 decimals */
+static void put_us(trc_writer *w, uint64_t ps)
 {
-	fprintf(f, "%" PRIu64 ".%06" PRIu64, ps / 1000000u, ps % 1000000u);
+	trc_printf(w, "%" PRIu64 ".%06" PRIu64, ps / 1000000u, ps % 1000000u);
 }
 
-static void name_track(trc_chrome *w, int core, int track, const char *name)
+static void put_args(trc_writer *w, const trc_arg *args, int nargs)
 {
-	if (core < 0 || core >= 64 || track < 0 || track >= 64 || w->named[core][track])
-		return;
-	if (!w->named[core][63]) {
-		w->named[core][63] = 1;
-		sep(w);
-		fprintf(w->f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"NeuronCore %d\"}}",
-			core, core);
+	trc_printf(w, ",\"args\":{");
+	for (int i = 0; i < nargs; i++) {
+		trc_printf(w, "%s\"%s\":", i ? "," : "", trc_arg_names[args[i].name]);
+		if (args[i].str) {
+			trc_out(w, "\"", 1);
+			put_str(w, args[i].str);
+			trc_out(w, "\"", 1);
+		} else {
+			trc_printf(w, "%" PRIu64, args[i].u);
+		}
 	}
-	w->named[core][track] = 1;
-	sep(w);
-	fprintf(w->f, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"", core, track);
-	put_str(w->f, name);
-	fputs("\"}}", w->f);
-	sep(w);
-	fprintf(w->f, "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-		core, track, track);
+	trc_printf(w, "}");
 }
 
-static void on_instr(void *ctx, const trc_instr_event *e)
+static int ch_open(trc_writer *w)
 {
-	trc_chrome *w = ctx;
-	if (e->engine < 0 || e->engine >= 5)
-		return;
-	name_track(w, e->core, e->engine, engine_tracks[e->engine]);
-	sep(w);
-	fprintf(w->f, "{\"name\":\"%s\",\"cat\":\"instruction\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":",
-		e->opcode >= 0 && e->opcode < (int)(sizeof(opnames) / sizeof(opnames[0])) ? opnames[e->opcode] : "?",
-		e->core, e->engine);
-	put_us(w->f, e->start_ps);
-	fputs(",\"dur\":", w->f);
-	put_us(w->f, e->end_ps - e->start_ps);
-	fprintf(w->f, ",\"args\":{\"index\":%" PRId64 ",\"bytes\":%" PRIu64 ",\"flops\":%" PRIu64,
-		e->index, e->bytes, e->flops);
-	if (e->text) {
-		fputs(",\"instruction\":\"", w->f);
-		put_str(w->f, e->text);
-		fputc('"', w->f);
-	}
-	fputs("}}", w->f);
-}
-
-static void on_dma(void *ctx, const trc_dma_event *e)
-{
-	trc_chrome *w = ctx;
-	char track[32];
-	snprintf(track, sizeof(track), "DMA queue %d", e->queue);
-	name_track(w, e->core, TRC_TRACK_DMA_BASE + e->queue, track);
-	sep(w);
-	fputs("{\"name\":\"", w->f);
-	put_str(w->f, e->desc_name);
-	fprintf(w->f, "\",\"cat\":\"dma\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", e->core,
-		TRC_TRACK_DMA_BASE + e->queue);
-	put_us(w->f, e->start_ps);
-	fputs(",\"dur\":", w->f);
-	put_us(w->f, e->end_ps - e->start_ps);
-	fprintf(w->f, ",\"args\":{\"dma_engine\":%d,\"bytes\":%" PRIu64 ",\"hbm_read_bytes\":%" PRIu64
-		",\"hbm_write_bytes\":%" PRIu64 "}}",
-		e->dma_engine, e->bytes, e->hbm_read_bytes, e->hbm_write_bytes);
-}
-
-static void on_sem(void *ctx, const trc_sem_event *e)
-{
-	trc_chrome *w = ctx;
-	sep(w);
-	fprintf(w->f, "{\"name\":\"sem%u\",\"cat\":\"semaphore\",\"ph\":\"C\",\"pid\":%d,\"ts\":", e->sem,
-		e->core);
-	put_us(w->f, e->time_ps);
-	fprintf(w->f, ",\"args\":{\"value\":%" PRId64 "}}", e->value);
-}
-
-static void on_program(void *ctx, const trc_program_event *e)
-{
-	trc_chrome *w = ctx;
-	name_track(w, e->core, 63 - 1, "Programs");
-	sep(w);
-	fputs("{\"name\":\"", w->f);
-	put_str(w->f, e->name);
-	fprintf(w->f, "\",\"cat\":\"program\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", e->core, 62);
-	put_us(w->f, e->start_ps);
-	fputs(",\"dur\":", w->f);
-	put_us(w->f, e->end_ps - e->start_ps);
-	fputs("}", w->f);
-}
-
-static void on_counter(void *ctx, const trc_counter_event *e)
-{
-	trc_chrome *w = ctx;
-	sep(w);
-	fputs("{\"name\":\"", w->f);
-	put_str(w->f, e->name);
-	fprintf(w->f, "\",\"cat\":\"counter\",\"ph\":\"C\",\"pid\":%d,\"ts\":", e->core < 0 ? 1000 : e->core);
-	put_us(w->f, e->time_ps);
-	fprintf(w->f, ",\"args\":{\"value\":%.6g}}", e->value);
-}
-
-int trc_chrome_open(trc_chrome *w, const char *path)
-{
-	memset(w, 0, sizeof(*w));
-	w->f = fopen(path, "w");
-	if (!w->f)
+	static chrome_sink zero;
+	chrome_sink *s = malloc(sizeof(*s));
+	if (!s)
 		return -1;
-	fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", w->f);
-	w->obs.ctx = w;
-	w->obs.instr = on_instr;
-	w->obs.dma = on_dma;
-	w->obs.sem = on_sem;
-	w->obs.program = on_program;
-	w->obs.counter = on_counter;
-	return 0;
+	*s = zero;
+	w->sink = s;
+	trc_printf(w, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	return w->io_error ? -1 : 0;
 }
 
-int trc_chrome_close(trc_chrome *w)
+static int ch_track(trc_writer *w, uint32_t id, int core, int slot, const char *name, bool counter)
 {
-	if (!w->f)
-		return 0;
-	fputs("\n]}\n", w->f);
-	int rc = ferror(w->f) ? -1 : 0;
-	if (fclose(w->f) != 0)
-		rc = -1;
-	w->f = NULL;
-	return rc;
+	chrome_sink *s = w->sink;
+	(void)id;
+	if (!s->process_named[core]) {
+		s->process_named[core] = 1;
+		sep(w);
+		if (core == TRC_CHIP)
+			trc_printf(w, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"Chip\"}}",
+				   pid_of(core));
+		else
+			trc_printf(w, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"NeuronCore %d\"}}",
+				   pid_of(core), core);
+	}
+	if (counter)             /* counters are named by their events */
+		return w->io_error ? -1 : 0;
+	sep(w);
+	trc_printf(w, "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"",
+		   pid_of(core), slot);
+	put_str(w, name);
+	trc_printf(w, "\"}}");
+	sep(w);
+	trc_printf(w, "{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+		   pid_of(core), slot, slot);
+	return w->io_error ? -1 : 0;
 }
+
+static int ch_slice(trc_writer *w, uint32_t track, int name_id, const char *name, const char *cat,
+		    uint64_t start_ps, uint64_t end_ps, const trc_arg *args, int nargs)
+{
+	int core = (int)(track / TRC_SLOTS_PER_CORE), slot = (int)(track % TRC_SLOTS_PER_CORE);
+	sep(w);
+	trc_printf(w, "{\"name\":\"");
+	put_str(w, name_id >= 0 ? trc_opcode_name(name_id) : name);
+	trc_printf(w, "\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":", cat, pid_of(core), slot);
+	put_us(w, start_ps);
+	trc_printf(w, ",\"dur\":");
+	put_us(w, end_ps - start_ps);
+	put_args(w, args, nargs);
+	trc_printf(w, "}");
+	return w->io_error ? -1 : 0;
+}
+
+static int ch_counter(trc_writer *w, uint32_t track, uint64_t t_ps, double value)
+{
+	int core = (int)(track / TRC_SLOTS_PER_CORE), slot = (int)(track % TRC_SLOTS_PER_CORE);
+	sep(w);
+	trc_printf(w, "{\"name\":\"");
+	put_str(w, w->counter_name[core][slot - TRC_SLOT_COUNTER0]);
+	trc_printf(w, "\",\"cat\":\"counter\",\"ph\":\"C\",\"pid\":%d,\"ts\":", pid_of(core));
+	put_us(w, t_ps);
+	trc_printf(w, ",\"args\":{\"value\":%.17g}}", value);
+	return w->io_error ? -1 : 0;
+}
+
+static int ch_instant(trc_writer *w, uint32_t track, const char *name, uint64_t t_ps, const trc_arg *args,
+		      int nargs)
+{
+	int core = (int)(track / TRC_SLOTS_PER_CORE), slot = (int)(track % TRC_SLOTS_PER_CORE);
+	sep(w);
+	trc_printf(w, "{\"name\":\"");
+	put_str(w, name);
+	trc_printf(w, "\",\"cat\":\"note\",\"ph\":\"i\",\"s\":\"g\",\"pid\":%d,\"tid\":%d,\"ts\":", pid_of(core), slot);
+	put_us(w, t_ps);
+	put_args(w, args, nargs);
+	trc_printf(w, "}");
+	return w->io_error ? -1 : 0;
+}
+
+static int ch_close(trc_writer *w)
+{
+	trc_printf(w, "\n]}\n");
+	free(w->sink);
+	w->sink = NULL;
+	return w->io_error ? -1 : 0;
+}
+
+const trc_sink_ops trc_chrome_ops = { ch_open, ch_track, ch_slice, ch_counter, ch_instant, ch_close };

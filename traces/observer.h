@@ -1,8 +1,10 @@
 /*
  * observer.h -- what the simulator tells a trace writer.  The simulator calls
- * these hooks; traces/ implements writers (Chrome JSON now, Perfetto and the
- * profiler summary later).  traces/ never includes sim/: this small interface
- * is the whole contract.  Times are simulated picoseconds.
+ * these hooks; traces/ implements writers (writer.h: Perfetto protobuf and
+ * Chrome JSON).  traces/ never includes sim/: this small interface is the
+ * whole contract.  Times are simulated picoseconds.  Each engine's and DMA
+ * queue's events arrive in issue order; a program's event comes after all of
+ * its instructions' and transfers'.
  */
 #ifndef NSIM_TRC_OBSERVER_H
 #define NSIM_TRC_OBSERVER_H
@@ -17,13 +19,15 @@ typedef struct trc_instr_event {
 	uint64_t    start_ps, end_ps;
 	uint64_t    bytes;         /* operand bytes read + written */
 	uint64_t    flops;
+	uint64_t    sem_wait_ps;   /* time the engine waited on a semaphore before it */
 	const char *text;          /* disassembly of the instruction (may be NULL) */
 } trc_instr_event;
 
+/* one DMA transfer (a dma_copy), over all the DMA engines that moved it */
 typedef struct trc_dma_event {
 	int         core;
 	int         queue;         /* DMA queue id */
-	int         dma_engine;    /* which of the core's DMA engines */
+	int         dma_engines;   /* how many of the core's DMA engines moved it */
 	uint32_t    desc;          /* descriptor block index */
 	const char *desc_name;
 	uint64_t    start_ps, end_ps;
@@ -41,9 +45,21 @@ typedef struct trc_sem_event {
 
 typedef struct trc_program_event {
 	int         core;
-	const char *name;          /* program / op name */
+	const char *label;         /* what launched it (PyTorch op, graph) or NULL */
+	const char *program;       /* the program's name */
 	uint64_t    start_ps, end_ps;
+	uint64_t    sbuf_bytes;    /* SBUF / PSUM the program uses (all partitions) */
+	uint64_t    psum_bytes;
 } trc_program_event;
+
+/* a span the host names (a compiled graph, a profiled region): drawn over
+ * the programs it enclosed; depth separates nested ranges */
+typedef struct trc_range_event {
+	int         core;
+	const char *name;
+	uint64_t    start_ps, end_ps;
+	int         depth;         /* 0 outermost */
+} trc_range_event;
 
 /* a sampled quantity (e.g. HBM bandwidth of one stack over an interval) */
 typedef struct trc_counter_event {
@@ -60,6 +76,7 @@ typedef struct trc_observer {
 	void (*sem)(void *ctx, const trc_sem_event *e);
 	void (*program)(void *ctx, const trc_program_event *e);
 	void (*counter)(void *ctx, const trc_counter_event *e);
+	void (*range)(void *ctx, const trc_range_event *e);
 } trc_observer;
 
 #endif

@@ -14,6 +14,12 @@
  *   NEURON_RT_NUM_CORES              number of cores to use   (default all)
  *   NEURON_RT_LOG_LEVEL              ERROR | WARN | INFO | DEBUG (default ERROR)
  *   NEURON_SIM_MODE                  full | timing | functional (default full)
+ *   NEURON_RT_INSPECT_ENABLE         1: profile every execution of the process
+ *                                    (trace + summary, see nsim_profile_start_opts)
+ *   NEURON_RT_INSPECT_OUTPUT_DIR     where (default ./output): neuronsim_<pid>.pftrace
+ *                                    and neuronsim_<pid>_summary.json
+ *   NEURON_SIM_TRACE_DETAIL          instruction | program (default instruction)
+ *   NEURON_SIM_TRACE_MAX_MB          trace size budget (default 400)
  */
 #ifndef NEURONSIM_RUNTIME_H
 #define NEURONSIM_RUNTIME_H
@@ -50,7 +56,8 @@ typedef struct nsim_tensor nsim_tensor;
 typedef struct nsim_tensor_set nsim_tensor_set;
 typedef struct nsim_model nsim_model;
 
-/* Statistics of a model's last execution. */
+/* Statistics of a model's last execution.  Every field is a uint64_t
+ * counter (the runtime adds them up as an array). */
 #define NSIM_MAX_OPCODES 64           /* bound on isa_opcode values */
 
 typedef struct nsim_exec_stats {
@@ -119,15 +126,40 @@ nsim_status nsim_tensor_set_add(nsim_tensor_set *set, const char *name, nsim_ten
 void        nsim_tensor_set_free(nsim_tensor_set *set);
 
 nsim_status nsim_execute(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs);
+
+/* What an execution is for, beyond its tensors. */
+typedef struct nsim_exec_options {
+	const char *label;          /* what launched it (a PyTorch op, a graph): names
+	                               the program's slice in traces and its summary row */
+	uint64_t    not_before_ps;  /* device time before which it cannot start (host
+	                               launch overhead, transfers): the core idles until then */
+} nsim_exec_options;
+nsim_status nsim_execute_ex(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs,
+			    const nsim_exec_options *opt);
 /* n models on n distinct cores, simulated together from a common start (the
  * latest of their cores' clocks): they share the chip's HBM bandwidth. */
 nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set *const *inputs,
 			       nsim_tensor_set *const *outputs, int n);
 nsim_status nsim_model_stats(const nsim_model *m, nsim_exec_stats *out);
 
-/* Chrome trace-event JSON of every execution between start and stop. */
-nsim_status nsim_profile_start(const char *filename);
+/* Profiling: every execution between start and stop goes to a trace
+ * (Perfetto .pftrace, or Chrome JSON for a .json name; streamed, bounded by
+ * max_bytes) and, at stop, a summary JSON with the Neuron profiler's metric
+ * names plus a table of programs by label. */
+typedef struct nsim_profile_options {
+	const char *trace_path;     /* NULL: no trace */
+	const char *summary_path;   /* NULL: no summary */
+	int         detail;         /* 0: a slice per instruction, 1: per program */
+	uint64_t    max_bytes;      /* trace budget; 0: 400 MB (NEURON_SIM_TRACE_MAX_MB) */
+} nsim_profile_options;
+nsim_status nsim_profile_start(const char *trace_path);   /* defaults, no summary */
+nsim_status nsim_profile_start_opts(const nsim_profile_options *opt);
 nsim_status nsim_profile_stop(void);
+int         nsim_profile_active(void);
+/* a named span of device time on `core` (a compiled graph, a profiled
+ * region), drawn over the programs it enclosed; depth 0..3 for nesting.
+ * Nothing happens when no profile is active. */
+nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, uint64_t end_ps, int depth);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,144 @@
+// The trace writer (traces/writer.c) driven through its observer hooks, and
+// the runtime's profiling API: overlapping instructions drawn without
+// overlap, the per-program aggregate, the byte budget, and the API's errors.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "neuronsim/isa.h"
+#include "neuronsim/runtime.h"
+#include "writer.h"
+}
+
+namespace {
+
+std::string slurp(const std::string &path)
+{
+	std::ifstream f(path, std::ios::binary);
+	std::stringstream s;
+	s << f.rdbuf();
+	return s.str();
+}
+
+std::string tmp_file(const char *name)
+{
+	return (testing::TempDir() + "/") + name;
+}
+
+trc_instr_event instr(int engine, int opcode, uint64_t start, uint64_t end)
+{
+	trc_instr_event e{};
+	e.engine = engine;
+	e.opcode = opcode;
+	e.start_ps = start;
+	e.end_ps = end;
+	return e;
+}
+
+}  // namespace
+
+TEST(TraceWriter, OverlappingInstructionsAreDrawnFromWhereThePreviousEnds)
+{
+	std::string path = tmp_file("overlap.json");
+	trc_writer *w = nullptr;
+	trc_options o{};
+	ASSERT_EQ(trc_writer_open(&w, path.c_str(), &o), 0);
+	trc_instr_event a = instr(0, ISA_OP_multiply_moving, 0, 1000000);
+	trc_instr_event b = instr(0, ISA_OP_load_stationary, 500000, 2000000);
+	trc_instr_event c = instr(0, ISA_OP_load_stationary, 600000, 900000);   // hidden under a
+	w->obs.instr(w->obs.ctx, &a);
+	w->obs.instr(w->obs.ctx, &b);
+	w->obs.instr(w->obs.ctx, &c);
+	ASSERT_EQ(trc_writer_close(w), 0);
+	std::string t = slurp(path);
+	EXPECT_NE(t.find("\"ts\":0.000000,\"dur\":1.000000"), std::string::npos) << t;
+	EXPECT_NE(t.find("\"ts\":1.000000,\"dur\":1.000000"), std::string::npos) << t;
+	// the hidden one is a zero-length slice at the end of the busy time so far
+	EXPECT_NE(t.find("\"ts\":2.000000,\"dur\":0.000000"), std::string::npos) << t;
+}
+
+TEST(TraceWriter, ProgramDetailDrawsOneSlicePerEngine)
+{
+	std::string path = tmp_file("agg.json");
+	trc_writer *w = nullptr;
+	trc_options o{};
+	o.detail = TRC_DETAIL_OP;
+	ASSERT_EQ(trc_writer_open(&w, path.c_str(), &o), 0);
+	for (int i = 0; i < 10; i++) {
+		trc_instr_event e = instr(1, ISA_OP_tensor_tensor, i * 2000000ull, i * 2000000ull + 1000000);
+		w->obs.instr(w->obs.ctx, &e);
+	}
+	trc_program_event p{ 0, "aten::add", "program 1", 0, 20000000, 0, 0 };
+	w->obs.program(w->obs.ctx, &p);
+	ASSERT_EQ(trc_writer_close(w), 0);
+	std::string t = slurp(path);
+	EXPECT_EQ(t.find("tensor_tensor"), std::string::npos);
+	EXPECT_NE(t.find("\"instructions\":10,\"busy_ps\":10000000"), std::string::npos) << t;
+	EXPECT_NE(t.find("\"name\":\"aten::add\",\"cat\":\"program\""), std::string::npos) << t;
+}
+
+TEST(TraceWriter, BudgetBoundsTheFileAndSaysWhatWasLeftOut)
+{
+	for (const char *name : { "budget.pftrace", "budget.json" }) {
+		std::string path = tmp_file(name);
+		trc_writer *w = nullptr;
+		trc_options o{};
+		o.max_bytes = 100u << 10;
+		ASSERT_EQ(trc_writer_open(&w, path.c_str(), &o), 0);
+		for (int i = 0; i < 20000; i++) {
+			trc_instr_event e = instr(i % 5, ISA_OP_activation, i * 1000ull, i * 1000ull + 900);
+			e.text = "activation dst=sbuf:fp32[0:128]{1x512} src=psum:fp32[0:128]{1x512} func=gelu";
+			w->obs.instr(w->obs.ctx, &e);
+			if (i % 100 == 99) {
+				trc_program_event p{ 0, "aten::gelu", "program 7", (i - 99) * 1000ull, i * 1000ull + 900,
+						     0, 0 };
+				w->obs.program(w->obs.ctx, &p);
+			}
+		}
+		ASSERT_EQ(trc_writer_close(w), 0);
+		std::string t = slurp(path);
+		EXPECT_LE(t.size(), o.max_bytes) << name;
+		EXPECT_GT(t.size(), o.max_bytes / 2) << name;
+		EXPECT_NE(t.find("per-program slices from here on"), std::string::npos) << name;
+		EXPECT_NE(t.find("later events left out"), std::string::npos) << name;
+	}
+}
+
+TEST(TraceWriter, RejectsUnknownDetailAndUnwritablePaths)
+{
+	trc_writer *w = nullptr;
+	trc_options o{};
+	o.detail = 7;
+	EXPECT_EQ(trc_writer_open(&w, tmp_file("x.pftrace").c_str(), &o), -1);
+	o.detail = 0;
+	EXPECT_EQ(trc_writer_open(&w, "/nonexistent-dir/x.pftrace", &o), -1);
+	EXPECT_EQ(trc_format_of("a.json"), TRC_FORMAT_CHROME);
+	EXPECT_EQ(trc_format_of("a.pftrace"), TRC_FORMAT_PERFETTO);
+}
+
+TEST(Profile, ApiErrors)
+{
+	ASSERT_EQ(nsim_init(), NSIM_SUCCESS);
+	nsim_profile_options none{};
+	EXPECT_EQ(nsim_profile_start_opts(&none), NSIM_INVALID);
+	EXPECT_NE(std::string(nsim_last_error()).find("neither a trace nor a summary"), std::string::npos);
+	std::string trace = tmp_file("api.pftrace");
+	nsim_profile_options bad{ trace.c_str(), nullptr, 5, 0 };
+	EXPECT_EQ(nsim_profile_start_opts(&bad), NSIM_INVALID);
+	nsim_profile_options ok{ trace.c_str(), nullptr, 0, 0 };
+	ASSERT_EQ(nsim_profile_start_opts(&ok), NSIM_SUCCESS);
+	EXPECT_TRUE(nsim_profile_active());
+	EXPECT_EQ(nsim_profile_start_opts(&ok), NSIM_INVALID);
+	EXPECT_EQ(nsim_profile_range(0, "r", 10, 5, 0), NSIM_INVALID);
+	EXPECT_EQ(nsim_profile_range(0, "r", 0, 5, 4), NSIM_INVALID);
+	EXPECT_EQ(nsim_profile_range(0, "r", 0, 5, 0), NSIM_SUCCESS);
+	EXPECT_EQ(nsim_profile_stop(), NSIM_SUCCESS);
+	EXPECT_FALSE(nsim_profile_active());
+	EXPECT_EQ(nsim_profile_stop(), NSIM_SUCCESS);   // stopping twice is harmless
+	EXPECT_NE(slurp(trace).find("Ranges (depth 0)"), std::string::npos);
+	nsim_close();
+}
