@@ -77,6 +77,10 @@ void count_program(bool cache_hit);
 /* an executed program (for ATen op `op`): its simulated time plus the launch
  * overhead on the current stream of `dev`; its stats into the totals */
 void charge_program(int dev, const nsim_exec_stats &st, const char *op);
+/* when the next program on the current stream of `dev` starts: after the
+ * stream's work so far and the launch overhead (the runtime's core clock
+ * follows it, so traces show the same timeline) */
+uint64_t next_program_start_ps(int dev);
 
 /* random numbers (neuron_generator.cpp) */
 at::Generator new_generator(int dev);

@@ -107,7 +107,8 @@ void run_program(nsim_model *m, int dev, const char *op, std::initializer_list<B
 	nsim_exec_stats stats;   // filled whole by nsim_model_stats (5 KiB: no zeroing first)
 	{
 		std::lock_guard<std::mutex> g(g_exec_lock);
-		check_status(nsim_execute(m, sets[0].get(), sets[1].get()), "program execution");
+		nsim_exec_options opt = { op, next_program_start_ps(dev) };
+		check_status(nsim_execute_ex(m, sets[0].get(), sets[1].get(), &opt), "program execution");
 		nsim_model_stats(m, &stats);
 	}
 	charge_program(dev, stats, op);

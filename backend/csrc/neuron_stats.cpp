@@ -58,11 +58,10 @@ void count_program(bool hit)
 		g_stats.program_cache_misses++;
 }
 
-void charge_program(int dev, const nsim_exec_stats &st, const char *op)
+// No published figure for the runtime's per-program launch cost: 15 us
+// assumed, NEURON_SIM_LAUNCH_OVERHEAD_US overrides.
+static uint64_t launch_overhead_ps()
 {
-	uint64_t sim_ps = st.total_ps;
-	// No published figure for the runtime's per-program launch cost: 15 us
-	// assumed, NEURON_SIM_LAUNCH_OVERHEAD_US overrides.
 	static const uint64_t overhead_ps = [] {
 		const char *e = std::getenv("NEURON_SIM_LAUNCH_OVERHEAD_US");
 		if (!e || !*e)
@@ -74,6 +73,24 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 			    "' is not a number of microseconds in [0, 1e6]");
 		return (uint64_t)(us * 1e6);
 	}();
+	return overhead_ps;
+}
+
+uint64_t next_program_start_ps(int dev)
+{
+	uint64_t overhead_ps = launch_overhead_ps();
+	std::lock_guard<std::mutex> g(g_lock);
+	if (dev < 0 || dev >= 64)
+		return 0;
+	auto &v = g_stream_ps[dev];
+	int sid = g_current_stream[dev];
+	return sid >= 0 && (size_t)sid < v.size() ? v[sid] + overhead_ps : 0;
+}
+
+void charge_program(int dev, const nsim_exec_stats &st, const char *op)
+{
+	uint64_t sim_ps = st.total_ps;
+	uint64_t overhead_ps = launch_overhead_ps();
 	std::lock_guard<std::mutex> g(g_lock);
 	g_stats.programs_executed++;
 	g_stats.simulated_time_ns += sim_ps / 1000;

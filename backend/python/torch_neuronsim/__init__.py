@@ -22,7 +22,7 @@ def _autoload():
 
 import torch  # noqa: E402
 
-__all__ = ["stats", "reset_stats"]
+__all__ = ["stats", "reset_stats", "profile", "profile_range"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _lib_path = os.path.join(_here, "lib", "libtorch_neuronsim.so")
@@ -114,5 +114,7 @@ def _register():
     from . import compile as _compile
     _compile.register()
 
+
+from .profiler import profile, range as profile_range  # noqa: E402
 
 _register()

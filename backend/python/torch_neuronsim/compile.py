@@ -6,7 +6,11 @@ give the same values and simulated timings.  Graph-level kernel fusion is not
 done yet: compiling saves Python overhead, not simulated device time.
 Transformers' `generate()` compiles decoding steps with this backend when the
 model is on `neuron` and uses a static cache."""
+import itertools
+
 import torch
+
+_graph_ids = itertools.count()
 
 
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
@@ -14,7 +18,17 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
         if isinstance(t, torch.Tensor) and t.device.type not in ("neuron", "cpu", "meta"):
             raise RuntimeError(f"torch.compile(backend='neuron'): graph input on {t.device}; "
                                "move the model and inputs to the neuron device")
-    return gm.forward
+    from .profiler import is_active, range as profile_range
+    name = f"compiled graph {next(_graph_ids)} ({len(gm.graph.nodes)} nodes)"
+    forward = gm.forward
+
+    def run(*args):
+        # while profiling, the graph is a range over the programs its ops ran
+        if not is_active():
+            return forward(*args)
+        with profile_range(name):
+            return forward(*args)
+    return run
 
 
 def register():
