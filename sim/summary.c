@@ -8,26 +8,14 @@
  */
 #include "summary.h"
 
+#include "writer.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 
 static double pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
-}
-
-/* JSON string body */
-static void put_str(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
 }
 
 uint64_t nsim_summary_peak_flops(const dm_chip *chip)
@@ -92,8 +80,9 @@ int nsim_summary_write(FILE *f, const dm_chip *chip, const nsim_exec_stats *s, u
 		}
 	fprintf(f, "\n  ],\n  \"programs\": [");
 	for (int i = 0; i < nrows; i++) {
-		fprintf(f, "%s\n    {\"label\": \"", i ? "," : "");
-		put_str(f, rows[i].label);
+		char label[sizeof(rows[i].label) * 6];
+		trc_json_escape(label, sizeof(label), rows[i].label);
+		fprintf(f, "%s\n    {\"label\": \"%s", i ? "," : "", label);
 		fprintf(f, "\", \"count\": %" PRIu64 ", \"time_ns\": %.3f, \"flops\": %" PRIu64
 			", \"hbm_bytes\": %" PRIu64 "}",
 			rows[i].count, (double)rows[i].time_ps / 1000.0, rows[i].flops, rows[i].hbm_bytes);

@@ -21,18 +21,11 @@ static int pid_of(int core)
 	return core == TRC_CHIP ? 10000 : core;
 }
 
-/* JSON string body: escapes quotes, backslashes and control bytes */
+/* JSON string body (names and instruction texts are short: 4 KiB bounds them) */
 static void put_str(trc_writer *w, const char *s)
 {
-	for (; s && *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			trc_printf(w, "\\%c", ch);
-		else if (ch < 0x20)
-			trc_printf(w, "\\u%04x", ch);
-		else
-			trc_out(w, &ch, 1);
-	}
+	char buf[4096];
+	trc_out(w, buf, trc_json_escape(buf, sizeof(buf), s));
 }
 
 static void sep(trc_writer *w)

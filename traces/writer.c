@@ -46,6 +46,30 @@ void trc_printf(trc_writer *w, const char *fmt, ...)
 		w->bytes += (uint64_t)n;
 }
 
+size_t trc_json_escape(char *out, size_t cap, const char *s)
+{
+	size_t n = 0;
+	if (!cap)
+		return 0;
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		char esc[8];
+		int k;
+		if (ch == '"' || ch == '\\')
+			k = snprintf(esc, sizeof(esc), "\\%c", ch);
+		else if (ch < 0x20)
+			k = snprintf(esc, sizeof(esc), "\\u%04x", ch);
+		else
+			k = snprintf(esc, sizeof(esc), "%c", ch);
+		if (n + (size_t)k >= cap)
+			break;
+		memcpy(out + n, esc, (size_t)k);
+		n += (size_t)k;
+	}
+	out[n] = '\0';
+	return n;
+}
+
 int trc_format_of(const char *path)
 {
 	size_t n = strlen(path);

@@ -130,6 +130,10 @@ static inline uint32_t trc_track_id(int core, int slot)
 	return (uint32_t)core * TRC_SLOTS_PER_CORE + (uint32_t)slot;
 }
 
+/* `s` as a JSON string body (quotes, backslashes, control bytes escaped)
+ * into out[cap], NUL-terminated, cut short rather than overflow; the length */
+size_t trc_json_escape(char *out, size_t cap, const char *s);
+
 /* sinks write through this (counts bytes; remembers an I/O error) */
 void trc_out(trc_writer *w, const void *buf, size_t n);
 void trc_printf(trc_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -142,3 +142,15 @@ TEST(Profile, ApiErrors)
 	EXPECT_NE(slurp(trace).find("Ranges (depth 0)"), std::string::npos);
 	nsim_close();
 }
+
+TEST(TraceWriter, JsonEscapeQuotesControlBytesAndNeverOverflows)
+{
+	char buf[16];
+	EXPECT_EQ(trc_json_escape(buf, sizeof(buf), "a\"b\\c\n"), 13u);
+	EXPECT_STREQ(buf, "a\\\"b\\\\c\\u000a");
+	// cut at a whole escape, always terminated
+	EXPECT_EQ(trc_json_escape(buf, 4, "\"\"\""), 2u);
+	EXPECT_STREQ(buf, "\\\"");
+	EXPECT_EQ(trc_json_escape(buf, 1, "abc"), 0u);
+	EXPECT_STREQ(buf, "");
+}
