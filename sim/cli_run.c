@@ -33,7 +33,8 @@ static const char *usage =
 	"neuronsim run PROG [--target trn1|trn2|trn3] [--mode full|timing|functional]\n"
 	"              [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...]\n"
 	"              [--summary FILE.json] [--trace FILE.pftrace|FILE.json]\n"
-	"              [--trace-detail instruction|program] [--trace-max-mb N] [--check-numerics]";
+	"              [--trace-detail instruction|program|utilization] [--trace-max-mb N]\n"
+	"              [--check-numerics]";
 
 static int read_program(const char *path, uint8_t **bin, size_t *len, isa_program **prog)
 {
@@ -252,11 +253,12 @@ int nsim_cli_run(int argc, char **argv)
 			trace = argv[++i];
 		} else if (!strcmp(a, "--trace-detail") && has_val) {
 			const char *d = argv[++i];
-			if (strcmp(d, "instruction") && strcmp(d, "program")) {
-				fprintf(stderr, "neuronsim: --trace-detail '%s' (instruction or program)\n", d);
+			if (strcmp(d, "instruction") && strcmp(d, "program") && strcmp(d, "utilization")) {
+				fprintf(stderr, "neuronsim: --trace-detail '%s' (instruction, program or utilization)\n",
+					d);
 				return NSIM_EXIT_USAGE;
 			}
-			detail = !strcmp(d, "program");
+			detail = !strcmp(d, "program") ? 1 : !strcmp(d, "utilization") ? 2 : 0;
 		} else if (!strcmp(a, "--trace-max-mb") && has_val) {
 			char *end = NULL;
 			unsigned long long mb = strtoull(argv[++i], &end, 10);

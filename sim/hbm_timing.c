@@ -81,17 +81,17 @@ void nsim_hbm_run_report(const nsim_hbm_run *r, const trc_observer *obs)
 	if (!obs || !obs->counter)
 		return;
 	uint32_t stacks = r->chip->preset->stacks;
-	char name[64];
+	/* chip-wide: the DMA traffic is interleaved evenly over the stacks, so
+	 * per-stack series would repeat one another */
 	for (uint64_t b = 0; b <= r->nbins; b++) {
-		for (uint32_t k = 0; k < stacks; k++) {
-			for (int w = 0; w < 2; w++) {
-				/* a final zero sample closes each counter */
-				double bytes = b < r->nbins ? r->bins[(b * stacks + k) * 2 + w] : 0.0;
-				snprintf(name, sizeof(name), "HBM stack %u %s GB/s", k, w ? "write" : "read");
-				trc_counter_event e = { -1, name, r->start_ps + b * NSIM_HBM_BIN_PS,
-							bytes / (double)NSIM_HBM_BIN_PS * 1000.0 };
-				obs->counter(obs->ctx, &e);
-			}
+		for (int w = 0; w < 2; w++) {
+			double bytes = 0.0;      /* a final zero sample closes each counter */
+			for (uint32_t k = 0; b < r->nbins && k < stacks; k++)
+				bytes += r->bins[(b * stacks + k) * 2 + w];
+			trc_counter_event e = { -1, w ? "HBM write GB/s" : "HBM read GB/s",
+						r->start_ps + b * NSIM_HBM_BIN_PS,
+						bytes / (double)NSIM_HBM_BIN_PS * 1000.0 };
+			obs->counter(obs->ctx, &e);
 		}
 	}
 }

@@ -32,7 +32,7 @@ typedef struct nsim_hbm_run {
 	uint64_t       nbins;
 } nsim_hbm_run;
 
-/* emits "HBM stack S read|write GB/s" counters, one sample per bin */
+/* emits chip-wide "HBM read|write GB/s" counters, one sample per bin */
 struct trc_observer;
 void nsim_hbm_run_report(const nsim_hbm_run *r, const struct trc_observer *obs);
 

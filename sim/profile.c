@@ -97,8 +97,9 @@ nsim_status nsim_profile_start_opts(const nsim_profile_options *o)
 {
 	if (!o || (!o->trace_path && !o->summary_path))
 		return rt_fail(NSIM_INVALID, "nsim_profile_start_opts: neither a trace nor a summary path");
-	if (o->detail != 0 && o->detail != 1)
-		return rt_fail(NSIM_INVALID, "nsim_profile_start_opts: detail %d (0 instruction, 1 program)",
+	if (o->detail < 0 || o->detail > 2)
+		return rt_fail(NSIM_INVALID,
+			       "nsim_profile_start_opts: detail %d (0 instruction, 1 program, 2 utilization)",
 			       o->detail);
 	pthread_mutex_lock(&rt.profile_lock);
 	nsim_status st = NSIM_SUCCESS;
@@ -114,7 +115,7 @@ nsim_status nsim_profile_start_opts(const nsim_profile_options *o)
 		goto free_p;
 	}
 	if (o->trace_path) {
-		trc_options to = { TRC_FORMAT_AUTO, o->detail ? TRC_DETAIL_OP : TRC_DETAIL_INSTR,
+		trc_options to = { TRC_FORMAT_AUTO, o->detail,
 				   o->max_bytes ? o->max_bytes : env_max_bytes(), NULL, 0, 0 };
 		if (rt.chip) {
 			to.target = rt.chip->name;
@@ -228,8 +229,11 @@ nsim_status rt_profile_from_env(void)
 	if (det && *det) {
 		if (!strcmp(det, "program"))
 			detail = 1;
+		else if (!strcmp(det, "utilization"))
+			detail = 2;
 		else if (strcmp(det, "instruction"))
-			return rt_fail(NSIM_INVALID, "NEURON_SIM_TRACE_DETAIL='%s' (instruction or program)", det);
+			return rt_fail(NSIM_INVALID,
+				       "NEURON_SIM_TRACE_DETAIL='%s' (instruction, program or utilization)", det);
 	}
 	char trace[4096], summary[4096];
 	snprintf(trace, sizeof(trace), "%s/neuronsim_%ld.pftrace", dir, (long)getpid());

@@ -64,7 +64,7 @@ typedef struct trc_range_event {
 /* a sampled quantity (e.g. HBM bandwidth of one stack over an interval) */
 typedef struct trc_counter_event {
 	int         core;          /* -1: chip-wide */
-	const char *name;          /* "HBM stack 0 read GB/s" */
+	const char *name;          /* "HBM read GB/s" */
 	uint64_t    time_ps;
 	double      value;
 } trc_counter_event;

@@ -78,6 +78,20 @@ int trc_format_of(const char *path)
 
 /* ------------------------------------------------------------- budget */
 
+/* an instant on the chip's "Trace notes" track */
+static void note(trc_writer *w, const char *msg)
+{
+	if (!w->declared[TRC_CHIP][0]) {
+		w->declared[TRC_CHIP][0] = 1;
+		if (w->ops->track(w, trc_track_id(TRC_CHIP, 0), TRC_CHIP, 0, "Trace notes", false))
+			w->io_error = true;
+	}
+	if (w->ops->instant(w, trc_track_id(TRC_CHIP, 0), msg, w->last_ps, NULL, 0))
+		w->io_error = true;
+}
+
+static void counter(trc_writer *w, int core, const char *name, uint64_t t, double v);
+
 /* Room for one more event?  Drops to per-program slices at half the budget
  * and stops a reserve short of it (1/16 of it, at most 64 KiB: more than any
  * one event and the closing marker). */
@@ -95,12 +109,11 @@ static bool admit(trc_writer *w)
 	}
 	if (w->detail == TRC_DETAIL_INSTR && w->bytes >= w->max_bytes / 2) {
 		w->detail = TRC_DETAIL_OP;
-		if (w->declared[TRC_CHIP][0] || !w->ops->track(w, trc_track_id(TRC_CHIP, 0), TRC_CHIP, 0,
-								  "Trace notes", false)) {
-			w->declared[TRC_CHIP][0] = 1;
-			w->ops->instant(w, trc_track_id(TRC_CHIP, 0),
-					"trace budget: per-program slices from here on", w->last_ps, NULL, 0);
-		}
+		note(w, "trace budget: per-program slices from here on");
+	}
+	if (w->detail == TRC_DETAIL_OP && w->bytes >= w->max_bytes / 4 * 3) {
+		w->detail = TRC_DETAIL_UTIL;
+		note(w, "trace budget: engine utilization per 1 ms from here on");
 	}
 	return true;
 }
@@ -144,6 +157,79 @@ static void aggregate(trc_agg *a, uint64_t s, uint64_t e, uint64_t bytes, uint64
 	a->flops += flops;
 }
 
+/* ------------------------------------------------- utilization windows */
+
+/* (core, slot)'s window index + 1 in util_win (0: none yet) */
+static void util_counter(trc_writer *w, int core, int slot, uint64_t win, double busy_ps)
+{
+	char name[32];
+	if (slot < 8)
+		snprintf(name, sizeof(name), "%s busy %%", trc_engine_track_names[slot]);
+	else
+		snprintf(name, sizeof(name), "DMA queue %d busy %%", slot - 8);
+	counter(w, core, name, win * TRC_UTIL_WINDOW_PS, 100.0 * busy_ps / (double)TRC_UTIL_WINDOW_PS);
+}
+
+/* busy time [s, e) of (core, slot), split over 1 ms windows; a window's
+ * percentage is written when a later one starts, idle windows read 0 */
+static void util_add(trc_writer *w, int core, int slot, uint64_t s, uint64_t e)
+{
+	uint64_t *cur = &w->util_win[core][slot], *busy = &w->util_busy[core][slot];
+	for (;;) {
+		uint64_t win = s / TRC_UTIL_WINDOW_PS, hi = (win + 1) * TRC_UTIL_WINDOW_PS;
+		if (*cur && *cur - 1 < win) {
+			util_counter(w, core, slot, *cur - 1, (double)*busy);
+			if (win > *cur)              /* idle windows in between */
+				util_counter(w, core, slot, *cur, 0.0);
+			*busy = 0;
+		}
+		if (!*cur || *cur - 1 < win)
+			*cur = win + 1;
+		uint64_t end = e < hi ? e : hi;
+		*busy += end > s ? end - s : 0;
+		if (e <= hi)
+			return;
+		s = hi;
+	}
+}
+
+/* HBM bytes of a transfer, in the window where it starts */
+static void util_hbm(trc_writer *w, uint64_t t, uint64_t rd, uint64_t wr)
+{
+	uint64_t win = t / TRC_UTIL_WINDOW_PS;
+	if (w->hbm_win && w->hbm_win - 1 < win) {
+		for (int k = 0; k < 2; k++) {
+			const char *name = k ? "HBM write GB/s" : "HBM read GB/s";
+			counter(w, TRC_CHIP, name, (w->hbm_win - 1) * TRC_UTIL_WINDOW_PS,
+				(double)w->hbm_bytes[k] / (double)TRC_UTIL_WINDOW_PS * 1000.0);
+			if (win > w->hbm_win)
+				counter(w, TRC_CHIP, name, w->hbm_win * TRC_UTIL_WINDOW_PS, 0.0);
+			w->hbm_bytes[k] = 0;
+		}
+	}
+	if (!w->hbm_win || w->hbm_win - 1 < win)
+		w->hbm_win = win + 1;
+	w->hbm_bytes[0] += rd;
+	w->hbm_bytes[1] += wr;
+}
+
+/* the last windows, then a closing 0 */
+static void util_close(trc_writer *w)
+{
+	for (int c = 0; c < TRC_MAX_CORES; c++)
+		for (int k = 0; k < TRC_SLOT_PROGRAMS; k++) {
+			uint64_t cur = w->util_win[c][k];
+			if (!cur)
+				continue;
+			util_counter(w, c, k, cur - 1, (double)w->util_busy[c][k]);
+			util_counter(w, c, k, cur, 0.0);
+		}
+	if (w->hbm_win) {
+		util_hbm(w, w->hbm_win * TRC_UTIL_WINDOW_PS, 0, 0);
+		util_hbm(w, (w->hbm_win) * TRC_UTIL_WINDOW_PS + TRC_UTIL_WINDOW_PS, 0, 0);
+	}
+}
+
 /* --------------------------------------------------------- observer hooks */
 
 static void on_instr(void *ctx, const trc_instr_event *e)
@@ -153,12 +239,11 @@ static void on_instr(void *ctx, const trc_instr_event *e)
 		return;
 	uint64_t s = e->start_ps, end = e->end_ps;
 	clip(w, e->core, TRC_SLOT_ENGINE(e->engine), &s, &end);
-	if (w->detail == TRC_DETAIL_OP) {
-		aggregate(&w->agg[e->core][TRC_SLOT_ENGINE(e->engine)], s, end, e->bytes, e->flops);
-		return;
-	}
-	if (!admit(w)) {
-		aggregate(&w->agg[e->core][TRC_SLOT_ENGINE(e->engine)], s, end, e->bytes, e->flops);
+	if (w->detail != TRC_DETAIL_INSTR || !admit(w)) {
+		if (w->detail == TRC_DETAIL_UTIL)
+			util_add(w, e->core, TRC_SLOT_ENGINE(e->engine), s, end);
+		else
+			aggregate(&w->agg[e->core][TRC_SLOT_ENGINE(e->engine)], s, end, e->bytes, e->flops);
 		return;
 	}
 	declare(w, e->core, TRC_SLOT_ENGINE(e->engine), trc_engine_track_names[e->engine], false);
@@ -187,8 +272,13 @@ static void on_dma(void *ctx, const trc_dma_event *e)
 	int slot = TRC_SLOT_DMA(e->queue);
 	uint64_t s = e->start_ps, end = e->end_ps;
 	clip(w, e->core, slot, &s, &end);
-	if (w->detail == TRC_DETAIL_OP || !admit(w)) {
-		aggregate(&w->agg[e->core][slot], s, end, e->bytes, 0);
+	if (w->detail != TRC_DETAIL_INSTR || !admit(w)) {
+		if (w->detail == TRC_DETAIL_UTIL) {
+			util_add(w, e->core, slot, s, end);
+			util_hbm(w, s, e->hbm_read_bytes, e->hbm_write_bytes);
+		} else {
+			aggregate(&w->agg[e->core][slot], s, end, e->bytes, 0);
+		}
 		return;
 	}
 	char name[24];
@@ -252,7 +342,7 @@ static void on_counter(void *ctx, const trc_counter_event *e)
 {
 	trc_writer *w = ctx;
 	int core = e->core < 0 ? TRC_CHIP : e->core;
-	if (core != TRC_CHIP && !in_range(core))
+	if ((core != TRC_CHIP && !in_range(core)) || w->detail == TRC_DETAIL_UTIL)
 		return;
 	counter(w, core, e->name, e->time_ps, e->value);
 }
@@ -265,6 +355,10 @@ static void on_program(void *ctx, const trc_program_event *e)
 	if (!in_range(e->core))
 		return;
 	const char *name = e->label && e->label[0] ? e->label : e->program;
+	if (w->detail == TRC_DETAIL_UTIL) {       /* windows only */
+		memset(w->agg[e->core], 0, sizeof(w->agg[e->core]));
+		return;
+	}
 	for (int slot = 0; slot < TRC_SLOT_PROGRAMS; slot++) {
 		trc_agg *a = &w->agg[e->core][slot];
 		if (!a->count)
@@ -314,7 +408,7 @@ static void on_range(void *ctx, const trc_range_event *e)
 {
 	trc_writer *w = ctx;
 	if (!in_range(e->core) || e->depth < 0 || e->depth >= TRC_MAX_RANGE_DEPTH || e->end_ps < e->start_ps ||
-	    !admit(w))
+	    w->detail == TRC_DETAIL_UTIL || !admit(w))
 		return;
 	char tname[32];
 	snprintf(tname, sizeof(tname), "Ranges (depth %d)", e->depth);
@@ -333,7 +427,7 @@ int trc_writer_open(trc_writer **out, const char *path, const trc_options *opt)
 	trc_options o = opt ? *opt : (trc_options){ 0 };
 	int format = o.format == TRC_FORMAT_AUTO ? trc_format_of(path) : o.format;
 	if ((format != TRC_FORMAT_PERFETTO && format != TRC_FORMAT_CHROME) ||
-	    (o.detail != TRC_DETAIL_INSTR && o.detail != TRC_DETAIL_OP)) {
+	    (o.detail != TRC_DETAIL_INSTR && o.detail != TRC_DETAIL_OP && o.detail != TRC_DETAIL_UTIL)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -374,13 +468,13 @@ int trc_writer_close(trc_writer *w)
 {
 	if (!w)
 		return 0;
+	if (w->detail == TRC_DETAIL_UTIL)
+		util_close(w);
 	if (w->dropped) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "trace budget reached: %llu later events left out",
 			 (unsigned long long)w->dropped);
-		if (!w->declared[TRC_CHIP][0])
-			w->ops->track(w, trc_track_id(TRC_CHIP, 0), TRC_CHIP, 0, "Trace notes", false);
-		w->ops->instant(w, trc_track_id(TRC_CHIP, 0), msg, w->last_ps, NULL, 0);
+		note(w, msg);
 	}
 	int rc = w->ops->close(w) || w->io_error ? -1 : 0;
 	if (fclose(w->f) != 0)

@@ -16,10 +16,13 @@
  *    track add up to exactly the engine's busy time in the summary; the
  *    exact duration in picoseconds is an argument (Perfetto's clock is ns);
  *  - detail TRC_DETAIL_OP draws one slice per program per engine / DMA queue
- *    instead of one per instruction / transfer;
+ *    instead of one per instruction / transfer; TRC_DETAIL_UTIL draws no
+ *    slices, only each engine's and DMA queue's busy percentage and the HBM
+ *    bandwidth per 1 ms window (under 20 MB per simulated minute);
  *  - a byte budget (default 400 MB, under the 500 MB a one-minute run must
- *    stay below): at half of it the writer drops to per-program slices, near
- *    the end it stops and records how many events it left out.
+ *    stay below): at half of it the writer drops to per-program slices, at
+ *    three quarters to utilization counters, and just short of it stops,
+ *    recording how many events it left out.
  * Events must arrive in per-track time order (the simulator reports each
  * engine's and queue's work in issue order).
  */
@@ -33,7 +36,9 @@
 #include "observer.h"
 
 enum trc_format { TRC_FORMAT_AUTO, TRC_FORMAT_PERFETTO, TRC_FORMAT_CHROME };
-enum trc_detail { TRC_DETAIL_INSTR, TRC_DETAIL_OP };
+enum trc_detail { TRC_DETAIL_INSTR, TRC_DETAIL_OP, TRC_DETAIL_UTIL };
+
+#define TRC_UTIL_WINDOW_PS 1000000000ull     /* 1 ms */
 
 #define TRC_DEFAULT_MAX_BYTES (400ull << 20)
 
@@ -68,14 +73,14 @@ typedef struct trc_arg {
 } trc_arg;
 
 #define TRC_MAX_CORES        64
-#define TRC_SLOTS_PER_CORE   64
+#define TRC_SLOTS_PER_CORE   128
 /* track slots within a core */
 #define TRC_SLOT_ENGINE(k)   (k)                /* 0..4 */
 #define TRC_SLOT_DMA(q)      (8 + (q))          /* 8..23 */
 #define TRC_SLOT_PROGRAMS    24
 #define TRC_SLOT_RANGES      25                 /* 25..28: host ranges by depth */
 #define TRC_MAX_RANGE_DEPTH  4
-#define TRC_SLOT_COUNTER0    32                 /* 32..63: counters by name */
+#define TRC_SLOT_COUNTER0    32                 /* 32..127: counters by name */
 #define TRC_CHIP             TRC_MAX_CORES      /* "core" of chip-wide tracks */
 
 typedef struct trc_writer trc_writer;
@@ -113,6 +118,11 @@ struct trc_writer {
 	uint8_t             declared[TRC_MAX_CORES + 1][TRC_SLOTS_PER_CORE];
 	uint64_t            track_end[TRC_MAX_CORES][TRC_SLOTS_PER_CORE];
 	trc_agg             agg[TRC_MAX_CORES][TRC_SLOT_PROGRAMS];
+	/* TRC_DETAIL_UTIL: busy ps of the current window per engine / DMA queue,
+	 * and the chip's HBM bytes (read, write) in its current window */
+	uint64_t            util_win[TRC_MAX_CORES][TRC_SLOT_PROGRAMS];
+	uint64_t            util_busy[TRC_MAX_CORES][TRC_SLOT_PROGRAMS];
+	uint64_t            hbm_win, hbm_bytes[2];
 	char                counter_name[TRC_MAX_CORES + 1][TRC_SLOTS_PER_CORE - TRC_SLOT_COUNTER0][48];
 	double              counter_last[TRC_MAX_CORES + 1][TRC_SLOTS_PER_CORE - TRC_SLOT_COUNTER0];
 	trc_observer        obs;            /* hooks bound to this writer */

@@ -18,7 +18,7 @@
  *                                    (trace + summary, see nsim_profile_start_opts)
  *   NEURON_RT_INSPECT_OUTPUT_DIR     where (default ./output): neuronsim_<pid>.pftrace
  *                                    and neuronsim_<pid>_summary.json
- *   NEURON_SIM_TRACE_DETAIL          instruction | program (default instruction)
+ *   NEURON_SIM_TRACE_DETAIL          instruction | program | utilization
  *   NEURON_SIM_TRACE_MAX_MB          trace size budget (default 400)
  */
 #ifndef NEURONSIM_RUNTIME_H
@@ -149,7 +149,8 @@ nsim_status nsim_model_stats(const nsim_model *m, nsim_exec_stats *out);
 typedef struct nsim_profile_options {
 	const char *trace_path;     /* NULL: no trace */
 	const char *summary_path;   /* NULL: no summary */
-	int         detail;         /* 0: a slice per instruction, 1: per program */
+	int         detail;         /* 0: a slice per instruction, 1: per program,
+	                               2: engine/DMA/HBM utilization per 1 ms only */
 	uint64_t    max_bytes;      /* trace budget; 0: 400 MB (NEURON_SIM_TRACE_MAX_MB) */
 } nsim_profile_options;
 nsim_status nsim_profile_start(const char *trace_path);   /* defaults, no summary */

@@ -68,10 +68,12 @@ def test_run_matmul_gelu_values_summary_and_trace(neuronsim, tmp_path):
     assert any(e["name"] == "multiply_moving" for e in slices)
     assert any(e.get("cat") == "dma" for e in slices)
     assert all(e["dur"] >= 0 for e in slices)
-    hbm = [e for e in t["traceEvents"] if e.get("cat") == "counter" and e["name"].startswith("HBM stack")]
-    assert {e["name"] for e in hbm} >= {"HBM stack 0 read GB/s", "HBM stack 3 write GB/s"}
-    # 4 stacks x read/write binned over the run: bytes add up to the summary's
-    total_read = sum(e["args"]["value"] for e in hbm if "read" in e["name"]) * 1e-6 * 1e9
+    hbm = [e for e in t["traceEvents"] if e.get("cat") == "counter" and e["name"].startswith("HBM")]
+    assert {e["name"] for e in hbm} == {"HBM read GB/s", "HBM write GB/s"}
+    # read/write binned over the run, a step function (repeats left out):
+    # integrated, the bytes add up to the summary's
+    rd = sorted((e["ts"], e["args"]["value"]) for e in hbm if "read" in e["name"])
+    total_read = sum(v * (t1 - t0) * 1e3 for (t0, v), (t1, _) in zip(rd, rd[1:]))
     assert abs(total_read - s["hbm_read_bytes"]) <= 0.01 * s["hbm_read_bytes"]
 
 

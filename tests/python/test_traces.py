@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import numpy as np
+import pytest
 from nsim_util import run
 from trace_util import ENGINE_TRACKS, ROOT, decode_raw, read_pftrace
 
@@ -60,8 +61,13 @@ def test_cli_pftrace_decodes_and_matches_the_summary(neuronsim, tmp_path, tmp_pa
     prog = d.on("Programs (PyTorch ops)")
     assert [p["name"] for p in prog] == ["matmul_gelu.nsasm"]
     assert prog[0]["args"]["duration_ps"] == s["total_time_ps"]
-    # counters: HBM bandwidth per stack, SBUF/PSUM allocation back to 0 at the end
-    assert any(k.startswith("HBM stack 0 read") for k in d.counters)
+    # counters: chip HBM bandwidth (GB/s x ns = bytes), SBUF/PSUM allocation
+    # back to 0 at the end
+    # a step function (repeated values left out): integrated, the bytes
+    hbm = d.counters["HBM read GB/s"]
+    assert hbm[-1][1] == 0
+    assert sum(v * (t1 - t0) for (t0, v), (t1, _) in zip(hbm, hbm[1:])) == \
+        pytest.approx(s["hbm_read_bytes"], rel=0.01)
     assert d.counters["SBUF allocated bytes"][0][1] > 0 and d.counters["SBUF allocated bytes"][-1][1] == 0
     assert d.counters["PSUM allocated bytes"][0][1] == 128 * 512 * 4
     device = dict(d.instants)["device"]
@@ -144,3 +150,18 @@ def test_trace_tools_summary_and_diff(neuronsim, tmp_path):
     out = r.stdout.decode()
     assert r.returncode == 1 and "changed by" in out, out
     assert "tensor:nop" in out and "only in B" in out
+
+
+def test_utilization_detail_keeps_busy_time_and_hbm_bytes(neuronsim, tmp_path, tmp_path_factory):
+    trace, summary = tmp_path / "u.pftrace", tmp_path / "s.json"
+    run(neuronsim, EX / "matmul_gelu.nsasm", matmul_inputs(5), tmp_path,
+        extra=["--trace", str(trace), "--trace-detail", "utilization", "--summary", str(summary)])
+    d = read_pftrace(trace, tmp_path_factory)
+    assert not d.slices
+    s = json.loads(summary.read_text())
+    for eng, track in ENGINE_TRACKS.items():
+        c = d.counters.get(f"{track} busy %", [])
+        busy_ps = sum(v / 100 * (t1 - t0) * 1000 for (t0, v), (t1, _) in zip(c, c[1:]))
+        assert busy_ps == pytest.approx(s[f"{eng}_engine_active_time_ps"], abs=1), eng
+    r = subprocess.run([str(neuronsim), "trace", "summary", str(trace)], capture_output=True, timeout=120)
+    assert r.returncode == 0 and b"hbm_read_bytes" in r.stdout and b"163,840" in r.stdout

@@ -89,23 +89,55 @@ TEST(TraceWriter, BudgetBoundsTheFileAndSaysWhatWasLeftOut)
 		trc_options o{};
 		o.max_bytes = 100u << 10;
 		ASSERT_EQ(trc_writer_open(&w, path.c_str(), &o), 0);
-		for (int i = 0; i < 20000; i++) {
-			trc_instr_event e = instr(i % 5, ISA_OP_activation, i * 1000ull, i * 1000ull + 900);
+		// 0.25 ms apart, varying lengths: per-instruction, then per-program
+		// slices, then 1 ms utilization windows, until the budget is spent
+		for (int i = 0; i < 40000; i++) {
+			uint64_t t = i * 250000000ull;
+			trc_instr_event e = instr(i % 5, ISA_OP_activation, t, t + 900 + (i % 97) * 1000);
 			e.text = "activation dst=sbuf:fp32[0:128]{1x512} src=psum:fp32[0:128]{1x512} func=gelu";
 			w->obs.instr(w->obs.ctx, &e);
-			if (i % 100 == 99) {
-				trc_program_event p{ 0, "aten::gelu", "program 7", (i - 99) * 1000ull, i * 1000ull + 900,
-						     0, 0 };
+			if (i % 10 == 9) {
+				trc_program_event p{ 0, "aten::gelu", "program 7", t - 9 * 250000000ull, t + 200000, 0, 0 };
 				w->obs.program(w->obs.ctx, &p);
 			}
 		}
 		ASSERT_EQ(trc_writer_close(w), 0);
 		std::string t = slurp(path);
 		EXPECT_LE(t.size(), o.max_bytes) << name;
-		EXPECT_GT(t.size(), o.max_bytes / 2) << name;
+		EXPECT_GT(t.size(), o.max_bytes / 4 * 3) << name;
 		EXPECT_NE(t.find("per-program slices from here on"), std::string::npos) << name;
+		EXPECT_NE(t.find("engine utilization per 1 ms from here on"), std::string::npos) << name;
+		EXPECT_NE(t.find("VectorE busy %"), std::string::npos) << name;
 		EXPECT_NE(t.find("later events left out"), std::string::npos) << name;
 	}
+}
+
+TEST(TraceWriter, UtilizationWindowsReadBusyPercentAndZeroWhenIdle)
+{
+	std::string path = tmp_file("util.json");
+	trc_writer *w = nullptr;
+	trc_options o{};
+	o.detail = TRC_DETAIL_UTIL;
+	ASSERT_EQ(trc_writer_open(&w, path.c_str(), &o), 0);
+	const uint64_t ms = 1000000000ull;
+	trc_instr_event a = instr(2, ISA_OP_activation, 100, 100 + ms / 4);           // window 0: 25%
+	trc_instr_event b = instr(2, ISA_OP_activation, ms / 2, ms / 2 + ms / 4);      // window 0: 50% in all
+	trc_instr_event c = instr(2, ISA_OP_activation, 3 * ms + ms / 2, 4 * ms + ms / 10);  // 50% + 10%
+	for (auto *e : { &a, &b, &c })
+		w->obs.instr(w->obs.ctx, e);
+	ASSERT_EQ(trc_writer_close(w), 0);
+	std::string t = slurp(path);
+	auto sample = [&](const char *ts, const char *value) {
+		std::string want = std::string("\"ts\":") + ts + ",\"args\":{\"value\":" + value + "}";
+		return t.find(want) != std::string::npos;
+	};
+	EXPECT_EQ(t.find("activation"), std::string::npos) << "no slices at this detail";
+	EXPECT_TRUE(sample("0.000000", "50")) << t;
+	EXPECT_TRUE(sample("1000.000000", "0")) << t;      // idle windows 1-2
+	EXPECT_TRUE(sample("3000.000000", "50")) << t;
+	EXPECT_TRUE(sample("4000.000000", "10")) << t;
+	EXPECT_TRUE(sample("5000.000000", "0")) << t;      // closed at the end
+	EXPECT_EQ(t.find("\"ts\":2000.000000"), std::string::npos) << "a repeated 0 is left out";
 }
 
 TEST(TraceWriter, RejectsUnknownDetailAndUnwritablePaths)

@@ -18,7 +18,7 @@ simulated clock)."""
 import contextlib
 import ctypes
 
-_DETAILS = {"instruction": 0, "program": 1}
+_DETAILS = {"instruction": 0, "program": 1, "utilization": 2}
 
 
 def _lib():
@@ -35,13 +35,16 @@ def is_active():
 def profile(path=None, summary=None, detail="instruction", max_mb=None):
     """Trace (`path`: .pftrace or .json) and/or summary JSON of the block's
     device activity.  detail: "instruction" (a slice per instruction and DMA
-    transfer) or "program" (a slice per program per engine / queue).
+    transfer), "program" (a slice per program per engine / queue) or
+    "utilization" (busy % per engine and DMA queue and HBM GB/s per 1 ms).
     max_mb bounds the trace (default 400 MB: at half of it the trace drops to
-    per-program slices, at the limit it stops and says so)."""
+    per-program slices, at three quarters to utilization, at the limit it
+    stops and says so)."""
     if path is None and summary is None:
         raise ValueError("torch_neuronsim.profile: give a trace path, a summary path, or both")
     if detail not in _DETAILS:
-        raise ValueError(f"torch_neuronsim.profile: detail={detail!r}; use 'instruction' or 'program'")
+        raise ValueError(f"torch_neuronsim.profile: detail={detail!r}; use 'instruction', 'program' "
+                         "or 'utilization'")
     if max_mb is not None and not (isinstance(max_mb, int) and max_mb > 0):
         raise ValueError(f"torch_neuronsim.profile: max_mb={max_mb!r}; a positive integer")
     lib = _lib()

@@ -270,31 +270,62 @@ def _trace_metrics(prof):
             row = prof.programs.setdefault(s.name, [0, 0.0, 0, 0])
             row[0] += 1
             row[1] += s.duration_ps / 1000
+    # utilization windows (a trace past its budget's 3/4, or detail
+    # "utilization"): busy % as a step function, integrated
+    for uuid, samples in prof.counters.items():
+        tr = prof.tracks.get(uuid)
+        name = tr.name[:-len(" busy %")] if tr and tr.name.endswith(" busy %") else None
+        if name not in ENGINE_TRACKS or len(samples) < 2:
+            continue
+        for (t0, v), (t1, _) in zip(samples, samples[1:]):
+            busy[ENGINE_TRACKS[name]] += round(v / 100 * (t1 - t0) * 1000)
+        lo, hi = round(samples[0][0] * 1000), round(samples[-1][0] * 1000)
+        t_lo = lo if t_lo is None else min(t_lo, lo)
+        t_hi = hi if t_hi is None else max(t_hi, hi)
     _attribute(prof)
     span_ps = (t_hi or 0) - (t_lo or 0)
     m["total_time"] = span_ps * 1e-12
     m["total_time_ps"] = span_ps
-    m["model_flops"] = m["hardware_flops"] = flops
+    # what a trace with only per-program slices or utilization windows
+    # cannot say exactly is left out rather than reported as 0
+    complete = not any(s.cat == "aggregate" for s in prof.slices) and \
+        not any(t.name.endswith(" busy %") for t in prof.tracks.values())
     peak = float(prof.device.get("peak_flops_per_second", 0))
     hbm_peak = float(prof.device.get("hbm_bytes_per_second", 0))
     secs = m["total_time"]
-    if peak and secs:
-        m["mfu_estimated_percent"] = 100.0 * flops / secs / peak
-    if hbm_peak and secs and not any(s.cat == "aggregate" for s in prof.slices):
+    if complete:
+        m["model_flops"] = m["hardware_flops"] = flops
+        if peak and secs:
+            m["mfu_estimated_percent"] = 100.0 * flops / secs / peak
+        m["dma_transfer_count"], m["dma_transfer_total_bytes"] = dma_n, dma_bytes
+        m["matmul_instruction_count"] = mm
+    else:
+        # HBM traffic from the bandwidth counters (GB/s x ns = bytes)
+        hbm_r, hbm_w = (round(sum(v * (t1 - t0) for (t0, v), (t1, _) in zip(c, c[1:])))
+                        for c in (_counter(prof, "HBM read GB/s"), _counter(prof, "HBM write GB/s")))
+    m["hbm_read_bytes"], m["hbm_write_bytes"] = hbm_r, hbm_w
+    if hbm_peak and secs:
         m["mbu_estimated_percent"] = 100.0 * (hbm_r + hbm_w) / secs / hbm_peak
-    if not any(s.cat == "aggregate" for s in prof.slices):
-        m["hbm_read_bytes"], m["hbm_write_bytes"] = hbm_r, hbm_w
-    m["dma_transfer_count"], m["dma_transfer_total_bytes"] = dma_n, dma_bytes
-    m["matmul_instruction_count"] = mm
     for e in ENGINES:
         m[f"{e}_engine_active_time_ps"] = busy[e]
         m[f"{e}_engine_active_time_percent"] = 100.0 * busy[e] / span_ps if span_ps else 0.0
         # control instructions (semaphores, barriers, end) take no time and
         # are not drawn: a trace counts the timed ones only
-        m[f"{e}_engine_timed_instruction_count"] = count[e]
+        if complete:
+            m[f"{e}_engine_timed_instruction_count"] = count[e]
     if prof.device.get("target"):
         m["target"] = prof.device["target"]
     return m
+
+
+def _counter(prof, name):
+    """Samples of the counter track called `name` (all processes), in time order."""
+    out = []
+    for uuid, samples in prof.counters.items():
+        tr = prof.tracks.get(uuid)
+        if tr and tr.name == name:
+            out += samples
+    return sorted(out)
 
 
 def _attribute(prof):

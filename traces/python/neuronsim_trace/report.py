@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 import math
 
-from . import ENGINES
+from . import ENGINES, Track
 
 COLORS = {"engine": "#2f6fb3", "dma": "#c9781c", "programs": "#3b8f4a"}
 BINS = 400
@@ -25,25 +25,46 @@ def _num(v):
     return f"{v:,}" if isinstance(v, int) else _esc(v)
 
 
+def _spread(row, a, b, weight=1.0):
+    """Adds [a, b) (in bins) to row, weighted."""
+    i = int(a)
+    while i < BINS and i <= b:
+        lo, hi = max(a, i), min(b, i + 1)
+        if hi > lo:
+            row[i] += (hi - lo) * weight
+        i += 1
+
+
 def _timeline(p):
-    """One row per track with slices; each bin shaded by its busy fraction."""
+    """One row per track with slices or utilization windows; each bin shaded
+    by its busy fraction."""
     tracks = [t for t in p.tracks.values() if t.kind in ("engine", "dma", "programs")]
     spans = [s for s in p.slices if s.track in {t.uuid for t in tracks}]
-    if not spans:
+    # utilization counters ("TensorE busy %") draw on the engine's row
+    util = {}
+    for uuid, samples in p.counters.items():
+        tr = p.tracks.get(uuid)
+        if tr and tr.name.endswith(" busy %") and len(samples) > 1:
+            util[(tr.process, tr.name[:-len(" busy %")])] = samples
+    rows = {(t.process, t.name): t for t in tracks}
+    for (proc, name) in util:
+        if (proc, name) not in rows:
+            t = Track(-len(rows) - 1, name, proc, "dma" if name.startswith("DMA") else "engine")
+            rows[(proc, name)] = t
+            tracks.append(t)
+    times = [s.start_ns for s in spans] + [v[0][0] for v in util.values()]
+    ends = [s.end_ns for s in spans] + [v[-1][0] for v in util.values()]
+    if not times:
         return "<p>No slices in this file (a summary has no timeline).</p>"
-    t0 = min(s.start_ns for s in spans)
-    t1 = max(s.end_ns for s in spans)
+    t0, t1 = min(times), max(ends)
     width = max(t1 - t0, 1e-9)
     busy = {t.uuid: [0.0] * BINS for t in tracks}
     for s in spans:
-        a, b = (s.start_ns - t0) / width * BINS, (s.end_ns - t0) / width * BINS
-        row = busy[s.track]
-        i = int(a)
-        while i < BINS and i <= b:
-            lo, hi = max(a, i), min(b, i + 1)
-            if hi > lo:
-                row[i] += hi - lo
-            i += 1
+        _spread(busy[s.track], (s.start_ns - t0) / width * BINS, (s.end_ns - t0) / width * BINS)
+    for key, samples in util.items():
+        row = busy[rows[key].uuid]
+        for (a, v), (b, _) in zip(samples, samples[1:]):
+            _spread(row, (a - t0) / width * BINS, (b - t0) / width * BINS, v / 100)
     order = {"programs": 0, "engine": 1, "dma": 2}
     tracks.sort(key=lambda t: (t.process, order[t.kind], t.uuid))
     row_h, label_w, plot_w = 18, 250, 800
