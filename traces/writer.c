@@ -123,9 +123,19 @@ static bool in_range(int core)
 	return core >= 0 && core < TRC_MAX_CORES;
 }
 
+/* A core's first slice track brings all five engine tracks with it: an
+ * idle engine shows as an empty track, as on the hardware profiler. */
 static void declare(trc_writer *w, int core, int slot, const char *name, bool counter)
 {
 	int c = core == TRC_CHIP ? TRC_CHIP : core;
+	if (w->declared[c][slot])
+		return;
+	if (c != TRC_CHIP && !counter && !w->declared[c][TRC_SLOT_ENGINE(0)])
+		for (int k = 0; k < 5; k++) {
+			w->declared[c][TRC_SLOT_ENGINE(k)] = 1;
+			if (w->ops->track(w, trc_track_id(c, k), c, k, trc_engine_track_names[k], false))
+				w->io_error = true;
+		}
 	if (w->declared[c][slot])
 		return;
 	w->declared[c][slot] = 1;

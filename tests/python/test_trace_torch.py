@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import torch_neuronsim
-from trace_util import ENGINE_TRACKS, ROOT, read_pftrace
+from trace_util import ENGINE_TRACKS, ROOT, decode_raw, read_pftrace
 
 
 class TinyMLP(torch.nn.Module):
@@ -36,9 +36,14 @@ def test_small_model_forward_trace(tmp_path, tmp_path_factory):
     ref = TinyMLP()
     ref.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
     torch.testing.assert_close(y.cpu(), ref(x.cpu()), rtol=1e-4, atol=1e-5)
+    assert '"TensorE"' in decode_raw(trace)
     d = read_pftrace(trace, tmp_path_factory)
     s = json.loads(summary.read_text())
     assert s["program_count"] >= 4
+    # one track per engine (idle ones too) and per DMA queue used, each once
+    names = list(d.tracks.values())
+    assert len(names) == len(set(names))
+    assert set(ENGINE_TRACKS.values()) <= set(names) and "DMA queue 0" in names
     for eng, track in ENGINE_TRACKS.items():
         assert d.busy_ps(track) == s[f"{eng}_engine_active_time_ps"], eng
     # ATen op slices enclose the engine slices below them
