@@ -5,7 +5,8 @@
  * of 5 engine instructions and 3 DMA transfers, HBM counter samples) for
  * the given simulated seconds, at each starting detail, and prints the file
  * size, where the writer changed detail and the host time.
- * Usage: bench/trace_budget [SECONDS (default 60)] [DIR (default /tmp)]
+ * Usage: bench/trace_budget [SECONDS (default 60)] [DIR (default /tmp)] [--keep]
+ * (--keep leaves the files, e.g. to time `neuronsim trace summary` on them)
  */
 #include "neuronsim/isa.h"
 #include "writer.h"
@@ -27,6 +28,7 @@ int main(int argc, char **argv)
 {
 	double seconds = argc > 1 ? atof(argv[1]) : 60.0;
 	const char *dir = argc > 2 ? argv[2] : "/tmp";
+	int keep = argc > 3 && !strcmp(argv[3], "--keep");
 	if (seconds <= 0 || seconds > 3600) {
 		fprintf(stderr, "usage: trace_budget [SECONDS in (0, 3600]] [DIR]\n");
 		return 2;
@@ -82,7 +84,8 @@ int main(int argc, char **argv)
 		stat(path, &st);
 		printf("%-12s %10.1f %12llu %14llu %10.2f\n", details[d], (double)st.st_size / 1048576.0,
 		       (unsigned long long)programs, (unsigned long long)events, now_s() - t0);
-		remove(path);
+		if (!keep)
+			remove(path);
 	}
 	return 0;
 }
