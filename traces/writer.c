@@ -203,17 +203,21 @@ static void util_add(trc_writer *w, int core, int slot, uint64_t s, uint64_t e)
 	}
 }
 
+static void hbm_counter(trc_writer *w, int write, uint64_t win, double bytes)
+{
+	counter(w, TRC_CHIP, write ? "HBM write GB/s" : "HBM read GB/s", win * TRC_UTIL_WINDOW_PS,
+		bytes / (double)TRC_UTIL_WINDOW_PS * 1000.0);
+}
+
 /* HBM bytes of a transfer, in the window where it starts */
 static void util_hbm(trc_writer *w, uint64_t t, uint64_t rd, uint64_t wr)
 {
 	uint64_t win = t / TRC_UTIL_WINDOW_PS;
 	if (w->hbm_win && w->hbm_win - 1 < win) {
 		for (int k = 0; k < 2; k++) {
-			const char *name = k ? "HBM write GB/s" : "HBM read GB/s";
-			counter(w, TRC_CHIP, name, (w->hbm_win - 1) * TRC_UTIL_WINDOW_PS,
-				(double)w->hbm_bytes[k] / (double)TRC_UTIL_WINDOW_PS * 1000.0);
-			if (win > w->hbm_win)
-				counter(w, TRC_CHIP, name, w->hbm_win * TRC_UTIL_WINDOW_PS, 0.0);
+			hbm_counter(w, k, w->hbm_win - 1, (double)w->hbm_bytes[k]);
+			if (win > w->hbm_win)        /* idle windows in between */
+				hbm_counter(w, k, w->hbm_win, 0.0);
 			w->hbm_bytes[k] = 0;
 		}
 	}
@@ -234,9 +238,9 @@ static void util_close(trc_writer *w)
 			util_counter(w, c, k, cur - 1, (double)w->util_busy[c][k]);
 			util_counter(w, c, k, cur, 0.0);
 		}
-	if (w->hbm_win) {
-		util_hbm(w, w->hbm_win * TRC_UTIL_WINDOW_PS, 0, 0);
-		util_hbm(w, (w->hbm_win) * TRC_UTIL_WINDOW_PS + TRC_UTIL_WINDOW_PS, 0, 0);
+	for (int k = 0; w->hbm_win && k < 2; k++) {
+		hbm_counter(w, k, w->hbm_win - 1, (double)w->hbm_bytes[k]);
+		hbm_counter(w, k, w->hbm_win, 0.0);
 	}
 }
 
@@ -307,7 +311,7 @@ static void on_dma(void *ctx, const trc_dma_event *e)
 		w->io_error = true;
 }
 
-/* counter track of `name` on `core` (TRC_CHIP: chip-wide); -1 when all 32 are taken */
+/* counter track of `name` on `core` (TRC_CHIP: chip-wide); -1 when all 96 are taken */
 static int counter_slot(trc_writer *w, int core, const char *name)
 {
 	for (int i = 0; i < TRC_SLOTS_PER_CORE - TRC_SLOT_COUNTER0; i++) {
