@@ -2,8 +2,9 @@
 // summary (torch_neuronsim.profile, NEURON_RT_INSPECT_ENABLE), host-named
 // ranges over the device timeline, and PyTorch's profiler hooks for
 // PrivateUse1 (torch::profiler::impl::ProfilerStubs): events read the
-// simulated stream clock, so the profiler's device times are simulated time,
-// and record_function ranges become ranges in the trace.
+// simulated stream clock, so the profiler's device times are simulated time;
+// the stubs' range push/pop, when PyTorch calls them, become ranges in the
+// trace (record_function does not call them).
 #include "neuron_device.h"
 
 #include <c10/util/ApproximateClock.h>

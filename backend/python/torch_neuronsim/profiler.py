@@ -11,10 +11,11 @@ metric names.  `neuronsim trace summary|diff|report` reads both.
 `NEURON_RT_INSPECT_ENABLE=1` does the same for a whole process without code
 changes (files in NEURON_RT_INSPECT_OUTPUT_DIR, default ./output).
 
-`range(name)` marks a span of device time (it nests, 4 deep); PyTorch's
-`torch.autograd.profiler.record_function` regions become ranges too when the
-profiler runs with the `neuron` device (its PrivateUse1 hooks read the
-simulated clock)."""
+`range(name)` (exported as torch_neuronsim.profile_range) marks a span of
+device time (it nests, 4 deep); compiled graphs are ranges on their own.
+`torch.autograd.profiler.profile(use_device="neuron")` reports each op's
+simulated device time through the PrivateUse1 profiler hooks, which read the
+simulated clock."""
 import contextlib
 import ctypes
 
