@@ -162,6 +162,12 @@ int         nsim_profile_active(void);
  * Nothing happens when no profile is active. */
 nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, uint64_t end_ps, int depth);
 
+/* For callers of libneuronsim.so from other languages: free a buffer the
+ * library allocated (isa_program_encode's bytes), and sizeof(isa_diag) so
+ * bindings can check their copy of its layout. */
+void   nsim_buffer_free(void *p);
+size_t nsim_isa_diag_size(void);
+
 #ifdef __cplusplus
 }
 #endif

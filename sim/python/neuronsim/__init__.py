@@ -1,0 +1,276 @@
+"""neuronsim: Python bindings to the simulator's C API (no torch needed).
+
+    import neuronsim
+    res = neuronsim.run(program_text, {"x": x}, {"y": ((128, 512), "fp32")}, target="trn2")
+    res.outputs["y"], res.stats["total_ps"]
+
+`assemble(text)` turns .nsasm text into the binary program (errors name the
+line and field); `run()` loads a program on simulated core 0, binds NumPy
+arrays as its input tensors, executes it and returns the outputs and the
+execution's statistics, optionally writing a trace and a summary.  The
+library is build/…/sim/python/neuronsim/lib/libneuronsim.so (the same C code
+the `neuronsim` CLI and the torch plugin use); one runtime per process.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import pathlib
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "to_device", "from_device"]
+
+_HERE = pathlib.Path(__file__).resolve().parent
+
+
+class NeuronSimError(RuntimeError):
+    """A failing simulator call; the message is the runtime's or assembler's."""
+
+
+class _Diag(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("engine", ctypes.c_int), ("index", ctypes.c_int64),
+                ("line", ctypes.c_int), ("field", ctypes.c_char * 32), ("msg", ctypes.c_char * 320)]
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [("target", ctypes.c_char_p), ("mode", ctypes.c_int), ("check_numerics", ctypes.c_int),
+                ("progress", ctypes.c_int)]
+
+
+class _ExecOptions(ctypes.Structure):
+    _fields_ = [("label", ctypes.c_char_p), ("not_before_ps", ctypes.c_uint64)]
+
+
+class _ProfileOptions(ctypes.Structure):
+    _fields_ = [("trace_path", ctypes.c_char_p), ("summary_path", ctypes.c_char_p), ("detail", ctypes.c_int),
+                ("max_bytes", ctypes.c_uint64)]
+
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
+MAX_OPCODES = 64
+# nsim_exec_stats: every field a uint64_t, in this order (runtime.h)
+_STAT_FIELDS = ([("total_ps", 1), ("engine_busy_ps", 5), ("engine_instructions", 5), ("dma_transfers", 1),
+                 ("dma_bytes", 1), ("dma_busy_ps", 1), ("hbm_read_bytes", 1), ("hbm_write_bytes", 1),
+                 ("matmul_flops", 1), ("matmul_instructions", 1), ("instructions", 1),
+                 ("sbuf_read_bytes", 1), ("sbuf_write_bytes", 1), ("psum_read_bytes", 1),
+                 ("psum_write_bytes", 1), ("op_instructions", 5 * MAX_OPCODES), ("op_busy_ps", 5 * MAX_OPCODES)])
+_STAT_WORDS = sum(n for _, n in _STAT_FIELDS)
+
+_lib = None
+_lock = threading.Lock()
+_target = None
+
+
+def library_path() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("NEURONSIM_LIBRARY", _HERE / "lib" / "libneuronsim.so"))
+
+
+def _load():
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = library_path()
+    if not path.exists():
+        raise NeuronSimError(f"{path} is missing: build the project first (scripts/setup.sh)")
+    lib = ctypes.CDLL(str(path))
+    vp, u64, i32 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int
+    sigs = {
+        "isa_asm": (i32, [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(vp), ctypes.POINTER(_Diag)]),
+        "isa_program_encode": (i32, [vp, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(_Diag)]),
+        "isa_program_free": (None, [vp]),
+        "nsim_buffer_free": (None, [vp]),
+        "nsim_isa_diag_size": (ctypes.c_size_t, []),
+        "nsim_init_config": (i32, [ctypes.POINTER(_Config)]),
+        "nsim_close": (None, []),
+        "nsim_last_error": (ctypes.c_char_p, []),
+        "nsim_status_name": (ctypes.c_char_p, [i32]),
+        "nsim_target_name": (ctypes.c_char_p, []),
+        "nsim_load": (i32, [ctypes.c_char_p, ctypes.c_size_t, i32, ctypes.POINTER(vp)]),
+        "nsim_unload": (i32, [vp]),
+        "nsim_tensor_allocate": (i32, [i32, u64, ctypes.c_char_p, ctypes.POINTER(vp)]),
+        "nsim_tensor_free": (None, [vp]),
+        "nsim_tensor_write": (i32, [vp, ctypes.c_char_p, u64, u64]),
+        "nsim_tensor_read": (i32, [vp, vp, u64, u64]),
+        "nsim_tensor_set_create": (i32, [ctypes.POINTER(vp)]),
+        "nsim_tensor_set_add": (i32, [vp, ctypes.c_char_p, vp]),
+        "nsim_tensor_set_free": (None, [vp]),
+        "nsim_execute_ex": (i32, [vp, vp, vp, ctypes.POINTER(_ExecOptions)]),
+        "nsim_model_stats": (i32, [vp, ctypes.POINTER(u64 * _STAT_WORDS)]),
+        "nsim_profile_start_opts": (i32, [ctypes.POINTER(_ProfileOptions)]),
+        "nsim_profile_stop": (i32, []),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    if lib.nsim_isa_diag_size() != ctypes.sizeof(_Diag):
+        raise NeuronSimError("libneuronsim's isa_diag layout differs from these bindings'")
+    _lib = lib
+    return lib
+
+
+def _check(st, what):
+    if st:
+        lib = _load()
+        raise NeuronSimError(f"{what}: {lib.nsim_status_name(st).decode()}: {lib.nsim_last_error().decode()}")
+
+
+def assemble(text: str) -> bytes:
+    """.nsasm text -> program bytes (.nsp); NeuronSimError names line and field."""
+    lib = _load()
+    prog, diag = ctypes.c_void_p(), _Diag()
+    raw = text.encode()
+    if lib.isa_asm(raw, len(raw), ctypes.byref(prog), ctypes.byref(diag)):
+        raise NeuronSimError(f"assembling: {diag.msg.decode()}")
+    buf, n = ctypes.c_void_p(), ctypes.c_size_t()
+    try:
+        if lib.isa_program_encode(prog, ctypes.byref(buf), ctypes.byref(n), ctypes.byref(diag)):
+            raise NeuronSimError(f"encoding: {diag.msg.decode()}")
+        return ctypes.string_at(buf, n.value)
+    finally:
+        lib.isa_program_free(prog)
+        if buf:
+            lib.nsim_buffer_free(buf)
+
+
+def init(target="trn2"):
+    """Starts the runtime for `target` (once per process; a different target
+    restarts it)."""
+    global _target
+    lib = _load()
+    with _lock:
+        if _target == target:
+            return
+        if _target is not None:
+            lib.nsim_close()
+        cfg = _Config(target.encode(), -1, 0, 0)
+        _check(lib.nsim_init_config(ctypes.byref(cfg)), f"starting the {target} runtime")
+        _target = target
+
+
+# ---------------------------------------------------------------- dtypes
+
+DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": None, "int32": np.int32, "int16": np.int16,
+          "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}
+_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2,
+          "uint32": 4}
+
+
+def to_device(arr, dtype: str) -> bytes:
+    """Array -> the tensor's bytes in `dtype` (bf16 rounded to nearest even)."""
+    if dtype not in _SIZES:
+        raise NeuronSimError(f"dtype {dtype!r} is not supported by these bindings ({', '.join(_SIZES)})")
+    a = np.ascontiguousarray(arr)
+    if dtype == "bf16":
+        u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+        nan = np.isnan(a.astype(np.float32))
+        r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+        r[nan] = 0x7FC0
+        return r.tobytes()
+    return np.ascontiguousarray(a, dtype=DTYPES[dtype]).tobytes()
+
+
+def from_device(buf: bytes, dtype: str, shape) -> np.ndarray:
+    """The tensor's bytes -> array (bf16 widened exactly to float32)."""
+    if dtype == "bf16":
+        u = np.frombuffer(buf, dtype=np.uint16).astype(np.uint32) << 16
+        return u.view(np.float32).reshape(shape)
+    return np.frombuffer(buf, dtype=DTYPES[dtype]).reshape(shape).copy()
+
+
+# -------------------------------------------------------------------- run
+
+@dataclass
+class Result:
+    outputs: dict
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def latency_us(self):
+        return self.stats["total_ps"] / 1e6
+
+
+def _stats(words):
+    out, i = {}, 0
+    for name, n in _STAT_FIELDS:
+        out[name] = words[i] if n == 1 else list(words[i:i + n])
+        i += n
+    out["engine_busy_ps"] = dict(zip(ENGINES, out["engine_busy_ps"]))
+    out["engine_instructions"] = dict(zip(ENGINES, out["engine_instructions"]))
+    del out["op_instructions"], out["op_busy_ps"]
+    return out
+
+
+def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trace=None, summary=None,
+        trace_detail=0) -> Result:
+    """Executes `program` (bytes or .nsasm text) on core 0.
+
+    inputs: {tensor name: (array, dtype)} or {name: array} (dtype from the
+    array: float32 -> fp32, ...); outputs: {name: (shape, dtype)}.  trace /
+    summary: paths written for this execution (a .json trace is Chrome JSON)."""
+    lib = _load()
+    init(target)
+    if isinstance(program, str):
+        program = assemble(program)
+    model = ctypes.c_void_p()
+    _check(lib.nsim_load(program, len(program), 0, ctypes.byref(model)), "loading the program")
+    tensors, sets = [], [ctypes.c_void_p(), ctypes.c_void_p()]
+    profiling = False
+    try:
+        for s in sets:
+            _check(lib.nsim_tensor_set_create(ctypes.byref(s)), "tensor set")
+        for name, spec in inputs.items():
+            arr, dtype = spec if isinstance(spec, tuple) else (spec, _dtype_of(spec))
+            data = to_device(arr, dtype)
+            t = ctypes.c_void_p()
+            _check(lib.nsim_tensor_allocate(0, max(len(data), 1), name.encode(), ctypes.byref(t)),
+                   f"allocating input '{name}'")
+            tensors.append(t)
+            _check(lib.nsim_tensor_write(t, data, 0, len(data)), f"writing input '{name}'")
+            _check(lib.nsim_tensor_set_add(sets[0], name.encode(), t), f"binding input '{name}'")
+        outs = {}
+        for name, (shape, dtype) in outputs.items():
+            nbytes = int(np.prod(shape)) * _SIZES[dtype]
+            t = ctypes.c_void_p()
+            _check(lib.nsim_tensor_allocate(0, max(nbytes, 1), name.encode(), ctypes.byref(t)),
+                   f"allocating output '{name}'")
+            tensors.append(t)
+            _check(lib.nsim_tensor_set_add(sets[1], name.encode(), t), f"binding output '{name}'")
+            outs[name] = (t, shape, dtype, nbytes)
+        if trace or summary:
+            po = _ProfileOptions(str(trace).encode() if trace else None,
+                                 str(summary).encode() if summary else None, trace_detail, 0)
+            _check(lib.nsim_profile_start_opts(ctypes.byref(po)), "starting the trace")
+            profiling = True
+        eo = _ExecOptions(label.encode() if label else None, 0)
+        st = lib.nsim_execute_ex(model, sets[0], sets[1], ctypes.byref(eo))
+        if profiling:
+            profiling = False
+            _check(lib.nsim_profile_stop(), "writing the trace")
+        _check(st, "executing the program")
+        words = (ctypes.c_uint64 * _STAT_WORDS)()
+        _check(lib.nsim_model_stats(model, ctypes.byref(words)), "statistics")
+        result = {}
+        for name, (t, shape, dtype, nbytes) in outs.items():
+            buf = ctypes.create_string_buffer(max(nbytes, 1))
+            _check(lib.nsim_tensor_read(t, buf, 0, nbytes), f"reading output '{name}'")
+            result[name] = from_device(buf.raw[:nbytes], dtype, shape)
+        return Result(result, _stats(list(words)))
+    finally:
+        if profiling:
+            lib.nsim_profile_stop()
+        for s in sets:
+            if s:
+                lib.nsim_tensor_set_free(s)
+        for t in tensors:
+            lib.nsim_tensor_free(t)
+        lib.nsim_unload(model)
+
+
+def _dtype_of(arr):
+    for name, np_t in DTYPES.items():
+        if np_t is not None and np.asarray(arr).dtype == np_t:
+            return name
+    raise NeuronSimError(f"no device dtype for NumPy {np.asarray(arr).dtype}; pass (array, dtype)")

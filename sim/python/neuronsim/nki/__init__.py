@@ -1,0 +1,178 @@
+"""neuronsim.nki: NKI kernels on the simulator (timing, traces).
+
+    from neuronsim import nki
+    import neuronsim.nki.language as nl
+
+    @nki.jit
+    def add_kernel(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    c = add_kernel(a_np, b_np)               # NumPy in, NumPy out
+    c, res = nki.simulate(add_kernel, a_np, b_np)   # plus the simulated result
+
+The kernel's body runs once, tracing instructions (tracer.py); the program
+runs on the cycle-approximate simulator.  Errors name the kernel source line.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import neuronsim
+
+from . import isa, language, tracer
+from .tensor import Tensor, hbm_tensor
+from .tracer import NKIError
+
+__all__ = ["jit", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
+           "NKIError", "KernelResult"]
+
+NP_TO_ISA = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16", np.dtype(np.int32): "int32",
+             np.dtype(np.uint32): "uint32", np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16",
+             np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
+ISA_TO_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": np.float32, "int32": np.int32,
+             "uint32": np.uint32, "int16": np.int16, "uint16": np.uint16, "int8": np.int8, "uint8": np.uint8}
+
+
+@dataclass
+class KernelResult:
+    """What a simulated kernel run measured."""
+    latency_us: float
+    engine_active_percent: dict
+    hbm_read_bytes: int
+    hbm_write_bytes: int
+    instructions: int
+    program: str = field(repr=False)
+    stats: dict = field(repr=False, default_factory=dict)
+    trace: str | None = None
+
+
+class Kernel:
+    def __init__(self, func, target=None):
+        self.func = func
+        self.target = target or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+        self.last_result = None
+        functools.update_wrapper(self, func)
+
+    def trace(self, *args, **kwargs):
+        """(program text, input tensors with their arrays, output tensors, structure)."""
+        sig = inspect.signature(self.func)
+        bound = sig.bind(*args, **kwargs)
+        files = {os.path.abspath(inspect.getsourcefile(self.func) or "<kernel>")}
+        t = tracer.Trace(self.target, files)
+        prev, tracer._current = tracer._current, t
+        try:
+            ins, call_args = [], {}
+            for name, value in bound.arguments.items():
+                if isinstance(value, np.ndarray):
+                    if value.dtype not in NP_TO_ISA:
+                        raise NKIError(f"argument {name}: NumPy dtype {value.dtype} has no device type")
+                    ht = hbm_tensor(t.unique(name), value.shape, NP_TO_ISA[value.dtype])
+                    t.tensors[ht.name] = ht
+                    ins.append((ht, value))
+                    call_args[name] = ht
+                else:
+                    call_args[name] = value
+            ret = self.func(**call_args)
+            outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
+            for o in outs:
+                if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \
+                        any(o is i for i, _ in ins):
+                    raise NKIError(f"{self.func.__name__} must return the HBM tensors it created with "
+                                   f"nl.ndarray(..., buffer=nl.shared_hbm); got {o!r}")
+            program = t.program([i for i, _ in ins], outs)
+            return program, ins, outs, isinstance(ret, (tuple, list))
+        finally:
+            tracer._current = prev
+
+    def simulate(self, *args, trace=None, **kwargs):
+        program, ins, outs, multi = self.trace(*args, **kwargs)
+        res = neuronsim.run(program, {t.name: (a, t.dtype) for t, a in ins},
+                            {o.name: (o.shape, o.dtype) for o in outs}, target=self.target,
+                            label=self.func.__name__, trace=trace)
+        st = res.stats
+        total = st["total_ps"] or 1
+        result = KernelResult(st["total_ps"] / 1e6,
+                              {e: 100.0 * v / total for e, v in st["engine_busy_ps"].items()},
+                              st["hbm_read_bytes"], st["hbm_write_bytes"], st["instructions"], program, st,
+                              str(trace) if trace else None)
+        self.last_result = result
+        values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
+        return (tuple(values) if multi else values[0]), result
+
+    def __call__(self, *args, **kwargs):
+        if tracer._current is not None:            # a kernel called from a kernel: inline
+            return self.func(*args, **kwargs)
+        return self.simulate(*args, **kwargs)[0]
+
+
+def jit(func=None, **kw):
+    """@nki.jit / @nki.jit(...): the kernel, callable with NumPy arrays."""
+    if func is None:
+        return lambda f: Kernel(f, kw.get("target"))
+    return Kernel(func, kw.get("target"))
+
+
+baremetal = jit
+
+
+def simulate(kernel, *args, **kwargs):
+    """(outputs, KernelResult) of one simulated run."""
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+    return k.simulate(*args, **kwargs)
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    return simulate(kernel, *args, **kwargs)[0]
+
+
+@dataclass
+class BenchmarkResult:
+    latencies_us: list
+
+    def percentile(self, p):
+        return float(np.percentile(self.latencies_us, p))
+
+    @property
+    def nc_latency(self):
+        return self
+
+
+def benchmark(func=None, warmup=2, iters=10, **kw):
+    """@nki.benchmark: runs the kernel `iters` times; .benchmark_result
+    holds the simulated latencies (identical run to run: the simulator is
+    deterministic)."""
+    def wrap(f):
+        k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
+
+        def run(*args, **kwargs):
+            lat, out = [], None
+            for _ in range(max(1, iters)):
+                out, r = k.simulate(*args, **kwargs)
+                lat.append(r.latency_us)
+            run.benchmark_result = BenchmarkResult(lat)
+            return out
+        run.benchmark_result = None
+        return run
+    return wrap(func) if func is not None else wrap
+
+
+def profile(func=None, working_directory=".", save_trace_name=None, **kw):
+    """@nki.profile: runs the kernel once, writing a Perfetto trace."""
+    def wrap(f):
+        k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
+
+        def run(*args, **kwargs):
+            name = save_trace_name or f"{k.func.__name__}.pftrace"
+            path = os.path.join(working_directory, name)
+            out, r = k.simulate(*args, trace=path, **kwargs)
+            run.result = r
+            return out
+        return run
+    return wrap(func) if func is not None else wrap

@@ -1,0 +1,472 @@
+"""nki.language on the simulator: the tile-level surface kernels use (load,
+store, ndarray/zeros, elementwise math, reductions, matmul, transpose,
+index expressions, loop ranges, dtypes).  Each call traces instructions
+into the current kernel (see tracer.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import tracer
+from .tensor import DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
+from .tracer import fail
+
+# ------------------------------------------------------------ dtypes, buffers
+
+float32, bfloat16, float16, tfloat32 = DType("float32"), DType("bfloat16"), DType("float16"), DType("tfloat32")
+int32, uint32, int16, uint16, int8, uint8 = (DType(n) for n in ("int32", "uint32", "int16", "uint16", "int8",
+                                                                 "uint8"))
+float8_e4m3, float8_e5m2 = DType("float8_e4m3"), DType("float8_e5m2")
+bool_ = uint8
+
+sbuf, psum, hbm, shared_hbm, private_hbm = "sbuf", "psum", "hbm", "shared_hbm", "private_hbm"
+
+
+class tile_size:
+    pmax = 128
+    psum_fmax = 512
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    psum_partition_bytes = 16384
+    total_available_sbuf_size = 229376
+
+
+def par_dim(n):
+    """Marks a shape's partition dimension (the first one here)."""
+    return n
+
+
+def arange(*args):
+    if len(args) == 1:
+        return Index(args[0])
+    start, stop = args[0], args[1]
+    step = args[2] if len(args) > 2 else 1
+    return Index((stop - start + step - 1) // step, start, step)
+
+
+class _MGrid:
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        out = []
+        for ax, k in enumerate(key):
+            lo, hi = k.start or 0, k.stop
+            out.append(Index(hi - lo, lo, k.step or 1, ax, len(key)))
+        return tuple(out) if len(out) > 1 else out[0]
+
+
+mgrid = _MGrid()
+
+
+def affine_range(*args, **kw):
+    """Iterations may overlap on the hardware (no loop-carried dependency)."""
+    return range(*args)
+
+
+def sequential_range(*args, **kw):
+    return range(*args)
+
+
+def static_range(*args, **kw):
+    return range(*args)
+
+
+# ---------------------------------------------------------------- creation
+
+def _space(buffer):
+    b = getattr(buffer, "name", buffer)
+    if b in (sbuf, "sbuf"):
+        return "sbuf"
+    if b in (psum, "psum"):
+        return "psum"
+    if b in (hbm, shared_hbm, private_hbm, "hbm"):
+        return "hbm"
+    fail(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.shared_hbm)")
+
+
+def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
+    dt = isa_dtype(dtype)
+    space = _space(buffer)
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    t = tracer.current()
+    if space == "hbm":
+        out = hbm_tensor(t.unique(name or "out"), shape, dt)
+        t.tensors[out.name] = out
+        return out
+    return new_tile(space, shape, dt, name or f"{space} tile {list(shape)}")
+
+
+def zeros(shape, dtype, buffer=sbuf, name="", **kw):
+    return full(shape, 0.0, dtype, buffer, name)
+
+
+def ones(shape, dtype, buffer=sbuf, name="", **kw):
+    return full(shape, 1.0, dtype, buffer, name)
+
+
+def full(shape, fill_value, dtype, buffer=sbuf, name="", **kw):
+    t = ndarray(shape, dtype, buffer, name)
+    if t.space == "hbm":
+        fail("nl.full / nl.zeros on HBM: fill a tile and nl.store it")
+    _memset(t, fill_value)
+    return t
+
+
+def zeros_like(a, dtype=None, buffer=None, name="", **kw):
+    return zeros(a.shape, dtype or a.dtype, buffer or a.buffer, name)
+
+
+def empty_like(a, dtype=None, buffer=None, name="", **kw):
+    return ndarray(a.shape, dtype or a.dtype, buffer or a.buffer, name)
+
+
+def _memset(t, value):
+    tracer.current().emit("vector", f"memset dst={t.ap()} value={float(value)!r}", writes=[t.region()])
+
+
+# ------------------------------------------------------------------ memory
+
+def _dma(dst, src):
+    t = tracer.current()
+    if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
+            src.elements_per_partition() * src.shape[0]:
+        fail(f"DMA shapes differ: {list(src.shape)} -> {list(dst.shape)}")
+    if dst.dtype != src.dtype:
+        fail(f"DMA does not convert: {src.dtype} -> {dst.dtype} (cast with nl.copy on chip)")
+    if "psum" in (dst.space, src.space):
+        fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
+    idx = len(t.dmas)
+    t.dmas.append((dst.ap(), src.ap()))
+    t.emit("sync", f"dma_copy desc=d{idx}", reads=[src.region()], writes=[dst.region()], dma=idx)
+
+
+def load(src, dtype=None, mask=None, **kw):
+    """HBM -> a new SBUF tile of the same shape (partition dimension first)."""
+    if not isinstance(src, Tensor) or src.space != "hbm":
+        fail("nl.load reads an HBM tensor (a kernel argument or nl.shared_hbm array)")
+    if mask is not None:
+        fail("masks are not supported yet")
+    shape = src.shape if len(src.shape) > 1 else (src.shape[0], 1)
+    tile = new_tile("sbuf", shape, src.dtype, f"nl.load {list(src.shape)}")
+    _dma(tile, src if len(src.shape) > 1 else Tensor("hbm", src.dtype, shape, (src.strides[0], 1), src.offset,
+                                                      src.name))
+    tile.loaded_by = tracer.current().instrs[-1]
+    if dtype is not None and isa_dtype(dtype) != src.dtype:
+        return copy(tile, dtype=dtype)
+    return tile
+
+
+def store(dst, value, mask=None, **kw):
+    if not isinstance(dst, Tensor) or dst.space != "hbm":
+        fail("nl.store writes an HBM tensor")
+    if mask is not None:
+        fail("masks are not supported yet")
+    value.materialize()
+    if value.space == "psum":
+        value = copy(value)
+    if value.dtype != dst.dtype:
+        value = copy(value, dtype=dst.dtype)
+    _dma(dst, value)
+
+
+# -------------------------------------------------------------- elementwise
+
+_TT_OPS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+           "maximum": "max", "minimum": "min", "max": "max", "min": "min", "power": "pow",
+           "equal": "is_equal", "not_equal": "not_equal", "greater": "is_gt", "greater_equal": "is_ge",
+           "less": "is_lt", "less_equal": "is_le", "logical_and": "logical_and", "logical_or": "logical_or",
+           "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or"}
+
+
+def op_name(op):
+    """nl.add / np.add / 'add' -> the ISA ALU operator."""
+    name = getattr(op, "__name__", None) or str(op)
+    name = {"maximum": "maximum", "amax": "max", "amin": "min", "true_divide": "divide"}.get(name, name)
+    if name not in _TT_OPS:
+        fail(f"unsupported operator {op!r}")
+    return _TT_OPS[name]
+
+
+def _result_dtype(*xs, dtype=None):
+    if dtype is not None:
+        return isa_dtype(dtype)
+    dts = [x.dtype for x in xs if isinstance(x, Tensor)]
+    return "fp32" if "fp32" in dts or not dts else dts[0]
+
+
+def _operand(x):
+    if isinstance(x, Tensor):
+        x.materialize()
+        if x.space == "hbm":
+            fail("compute operands must be on chip: nl.load the HBM tensor first")
+    return x
+
+
+def _binary(x, y, op, dtype=None, engine="vector"):
+    x, y = _operand(x), _operand(y)
+    alu = op_name(op) if not isinstance(op, str) or op not in _TT_OPS.values() else op
+    t = tracer.current()
+    if isinstance(x, Tensor) and isinstance(y, Tensor):
+        if x.shape != y.shape:
+            # [P, 1] broadcast along the free dimension: a per-partition scalar
+            if y.shape == (x.shape[0], 1):
+                return _tensor_scalar(x, y, alu, dtype)
+            if x.shape == (y.shape[0], 1) and alu in ("add", "multiply", "max", "min"):
+                return _tensor_scalar(y, x, alu, dtype)
+            fail(f"operand shapes {list(x.shape)} and {list(y.shape)} differ")
+        out = new_tile("sbuf", x.shape, _result_dtype(x, y, dtype=dtype), f"{alu} result")
+        t.emit(engine, f"tensor_tensor dst={out.ap()} src0={x.ap()} src1={y.ap()} op={alu}",
+               reads=[x.region(), y.region()], writes=[out.region()])
+        return out
+    if isinstance(x, Tensor):
+        return _tensor_scalar(x, float(y), alu, dtype)
+    if isinstance(y, Tensor):
+        return _tensor_scalar(y, float(x), alu, dtype, reverse=True)
+    fail("an elementwise operation needs at least one tile")
+
+
+def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
+    out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{alu} result")
+    reads = [x.region()]
+    if isinstance(s, Tensor):
+        if s.shape[0] != x.shape[0] or s.elements_per_partition() != 1:
+            fail(f"a per-partition scalar is a [{x.shape[0]}, 1] tile, got {list(s.shape)}")
+        sv = s.ap()
+        reads.append(s.region())
+    else:
+        sv = repr(float(s))
+    rev = " reverse0" if reverse else ""
+    tracer.current().emit("vector", f"tensor_scalar dst={out.ap()} src={x.ap()} op0={alu} scalar0={sv}{rev}",
+                          reads=reads, writes=[out.region()])
+    return out
+
+
+def add(x, y, dtype=None, **kw):
+    return _binary(x, y, "add", dtype)
+
+
+def subtract(x, y, dtype=None, **kw):
+    return _binary(x, y, "subtract", dtype)
+
+
+def multiply(x, y, dtype=None, **kw):
+    return _binary(x, y, "multiply", dtype)
+
+
+def divide(x, y, dtype=None, **kw):
+    return _binary(x, y, "divide", dtype)
+
+
+def maximum(x, y, dtype=None, **kw):
+    return _binary(x, y, "max", dtype)
+
+
+def minimum(x, y, dtype=None, **kw):
+    return _binary(x, y, "min", dtype)
+
+
+def power(x, y, dtype=None, **kw):
+    return _binary(x, y, "pow", dtype)
+
+
+def _activation(func, x, dtype=None, scale=1.0, bias=None):
+    x = _operand(x)
+    if not isinstance(x, Tensor):
+        fail(f"nl.{func} takes a tile")
+    out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{func} result")
+    reads = [x.region()]
+    b = "0.0"
+    if isinstance(bias, Tensor):
+        b = bias.ap()
+        reads.append(bias.region())
+    elif bias is not None:
+        b = repr(float(bias))
+    tracer.current().emit("scalar", f"activation dst={out.ap()} src={x.ap()} func={func} "
+                          f"scale={float(scale)!r} bias={b}", reads=reads, writes=[out.region()])
+    return out
+
+
+def _unary(func):
+    def f(x, dtype=None, **kw):
+        return _activation(func, x, dtype)
+    f.__name__ = func
+    return f
+
+
+exp, log, tanh, sigmoid, relu, sqrt, rsqrt, reciprocal, square, sin, cos, erf, silu, sign = (
+    _unary(n) for n in ("exp", "log", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "reciprocal", "square", "sin",
+                        "cos", "erf", "silu", "sign"))
+abs = _unary("abs")  # noqa: A001 (NKI's name)
+gelu = _unary("gelu")
+gelu_apprx_tanh = _unary("gelu_tanh")
+softplus = _unary("softplus")
+
+
+def negative(x, dtype=None, **kw):
+    return _binary(x, -1.0, "multiply", dtype)
+
+
+def copy(x, dtype=None, **kw):
+    x = _operand(x)
+    out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else x.dtype, "nl.copy result")
+    tracer.current().emit("vector", f"tensor_copy dst={out.ap()} src={x.ap()}", reads=[x.region()],
+                          writes=[out.region()])
+    return out
+
+
+def _retarget_load(dst, value):
+    """`tile[...] = nl.load(x)`: the load writes `dst` directly when nothing
+    has used its fresh tile yet (it is the last instruction traced)."""
+    t = tracer.current()
+    ins = value.loaded_by
+    if ins is None or not t.instrs or t.instrs[-1] is not ins or dst.space != "sbuf" or \
+            dst.shape != value.shape or dst.dtype != value.dtype:
+        return False
+    d = t.dmas[ins.dma]
+    t.dmas[ins.dma] = (dst.ap(), d[1])
+    t.retract_last()
+    t.emit("sync", ins.text, reads=ins.reads, writes=[dst.region()], dma=ins.dma)
+    value.loaded_by = None
+    return True
+
+
+def _assign(dst, value):
+    if isinstance(value, Tensor) and value.loaded_by is not None and _retarget_load(dst, value):
+        return
+    if isinstance(value, Tensor):
+        if value.pending is not None and dst.space == "psum":
+            _place_matmul(value, dst, accumulate=False)
+            return
+        value.materialize()
+        if value.region() == dst.region() and value.shape == dst.shape:
+            return
+        tracer.current().emit("vector", f"tensor_copy dst={dst.ap()} src={value.ap()}", reads=[value.region()],
+                              writes=[dst.region()])
+    else:
+        _memset(dst, value)
+
+
+def _iadd(acc, value):
+    if isinstance(value, Tensor) and value.pending is not None and acc.space == "psum":
+        _place_matmul(value, acc, accumulate=True)
+        return acc
+    value = _operand(value)
+    t = tracer.current()
+    if isinstance(value, Tensor):
+        t.emit("vector", f"tensor_tensor dst={acc.ap()} src0={acc.ap()} src1={value.ap()} op=add",
+               reads=[acc.region(), value.region()], writes=[acc.region()])
+    else:
+        t.emit("vector", f"tensor_scalar dst={acc.ap()} src={acc.ap()} op0=add scalar0={float(value)!r}",
+               reads=[acc.region()], writes=[acc.region()])
+    return acc
+
+
+# --------------------------------------------------------------- reductions
+
+def _reduce(op, x, axis, dtype=None, keepdims=False, negate=False):
+    x = _operand(x)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    nd = len(x.shape)
+    mask = 0
+    for a in axes:
+        a = a % nd
+        if a == 0:
+            fail("reducing along the partition dimension is not an engine reduction "
+                 "(transpose, or use a matmul with a ones vector)")
+        mask |= 1 << (a - 1)
+    kept = [d if (i == 0 or not (mask >> (i - 1)) & 1) else 1 for i, d in enumerate(x.shape)]
+    out = new_tile("sbuf", kept, _result_dtype(x, dtype=dtype), f"nl.{op} result")
+    neg = " negate" if negate else ""
+    tracer.current().emit("vector", f"tensor_reduce dst={out.ap()} src={x.ap()} op={op} axes={mask}{neg}",
+                          reads=[x.region()], writes=[out.region()])
+    if keepdims:
+        return out
+    shape = [d for i, d in enumerate(x.shape) if i == 0 or not (mask >> (i - 1)) & 1]
+    if len(shape) == 1:
+        shape = [shape[0], 1]
+    return Tensor(out.space, out.dtype, shape, out.strides[:len(shape)], out.offset, None, out.alloc, out.part0)
+
+
+def sum(x, axis, dtype=None, keepdims=False, **kw):  # noqa: A001
+    return _reduce("add", x, axis, dtype, keepdims)
+
+
+def max(x, axis, dtype=None, keepdims=False, **kw):  # noqa: A001
+    return _reduce("max", x, axis, dtype, keepdims)
+
+
+def min(x, axis, dtype=None, keepdims=False, **kw):  # noqa: A001
+    return _reduce("min", x, axis, dtype, keepdims)
+
+
+def prod(x, axis, dtype=None, keepdims=False, **kw):
+    return _reduce("multiply", x, axis, dtype, keepdims)
+
+
+def mean(x, axis, dtype=None, keepdims=False, **kw):
+    s = _reduce("add", x, axis, "fp32", keepdims)
+    n = 1
+    for a in (axis if isinstance(axis, (tuple, list)) else (axis,)):
+        n *= x.shape[a]
+    return _tensor_scalar(s, 1.0 / n, "multiply", dtype)
+
+
+# ------------------------------------------------------------------- matmul
+
+def matmul(x, y, transpose_x=False, **kw):
+    """x^T @ y on TensorE into PSUM (fp32): x [K, M] stationary, y [K, N]
+    moving, K on the partitions; with transpose_x=False, x is [M, K] and is
+    transposed on TensorE first."""
+    x, y = _operand(x), _operand(y)
+    if not transpose_x:
+        x = transpose(x)
+        x = copy(x)
+    K, M = x.shape[0], x.elements_per_partition()
+    if y.shape[0] != K:
+        fail(f"matmul contraction sizes differ: stationary has {K} partitions, moving {y.shape[0]}")
+    N = y.elements_per_partition()
+    if M > tile_size.gemm_stationary_fmax:
+        fail(f"matmul stationary free size {M} exceeds {tile_size.gemm_stationary_fmax}")
+    if N > tile_size.gemm_moving_fmax:
+        fail(f"matmul moving free size {N} exceeds {tile_size.gemm_moving_fmax}")
+    out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
+    out.pending = (x, y)
+    return out
+
+
+def _place_matmul(res, dst=None, accumulate=False):
+    x, y = res.pending
+    res.pending = None
+    dst = dst or res
+    if dst.space != "psum":
+        fail("a matmul result goes to PSUM")
+    t = tracer.current()
+    t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
+    acc = " accumulate" if accumulate else ""
+    t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}",
+           reads=[y.region()] + ([dst.region()] if accumulate else []), writes=[dst.region()])
+
+
+def transpose(x, dtype=None, **kw):
+    """[P, F] -> [F, P] on TensorE (into PSUM), P, F <= 128."""
+    x = _operand(x)
+    P, F = x.shape[0], x.elements_per_partition()
+    if P > 128 or F > 128:
+        fail(f"nl.transpose of [{P}, {F}]: both sizes must be <= 128")
+    out = new_tile("psum", (F, P), "fp32" if x.dtype == "fp32" else x.dtype, "nl.transpose result")
+    tracer.current().emit("tensor", f"nc_transpose dst={out.ap()} src={x.ap()}", reads=[x.region()],
+                          writes=[out.region()])
+    return out
+
+
+def program_id(axis=0):
+    return 0
+
+
+def num_programs(axis=0):
+    return 1
+
+
+def device_print(*a, **k):
+    pass
+
+
+np_ops = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}

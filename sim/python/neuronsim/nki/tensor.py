@@ -1,0 +1,268 @@
+"""Tracing tensors: HBM tensors and SBUF/PSUM tiles as access patterns, NKI
+indexing (integers, slices, nl.arange index expressions) and their .nsasm
+operand text and memory regions."""
+from __future__ import annotations
+
+from . import tracer
+from .tracer import SIZES, fail
+
+# NKI dtype names -> ISA dtype names
+DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int32": "int32", "uint32": "uint32",
+                 "int16": "int16", "uint16": "uint16", "int8": "int8", "uint8": "uint8", "tfloat32": "fp32",
+                 "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k != "tfloat32"}
+
+
+def isa_dtype(dt):
+    """NKI dtype (nl.float32, 'float32', numpy dtype, our 'fp32') -> ISA name."""
+    if dt is None:
+        return None
+    if isinstance(dt, DType):
+        return dt.isa
+    name = getattr(dt, "name", None) or str(dt)
+    name = {"float": "float32", "int": "int32"}.get(name, name)
+    if name in DTYPE_ALIASES:
+        return DTYPE_ALIASES[name]
+    if name in SIZES:
+        return name
+    fail(f"unsupported dtype {dt!r}")
+
+
+class DType(str):
+    """nl.float32 and friends: compare equal to their NKI name and to the
+    ISA name our tensors carry."""
+
+    def __new__(cls, nki_name):
+        obj = super().__new__(cls, nki_name)
+        obj.isa = DTYPE_ALIASES[nki_name]
+        return obj
+
+    def __eq__(self, other):
+        return str.__eq__(self, other) or (isinstance(other, str) and other == self.isa)
+
+    def __hash__(self):
+        return str.__hash__(self)
+
+
+class Index:
+    """An affine index over one tensor axis: start + stride * arange(size),
+    laid along output axis `axis` of an index grid (nl.arange(n)[:, None] is
+    axis 0 of a 2-D grid)."""
+
+    def __init__(self, size, start=0, stride=1, axis=None, ndim=1):
+        self.size, self.start, self.stride, self.axis, self.ndim = size, start, stride, axis, ndim
+
+    def __getitem__(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        axes = [i for i, k in enumerate(key) if k is None]
+        if len(key) - len(axes) != 1:
+            fail("index expressions take [:, None] / [None, :] style subscripts")
+        axis = [i for i, k in enumerate(key) if k is not None][0]
+        return Index(self.size, self.start, self.stride, axis, len(key))
+
+    def _affine(self, scale=1, shift=0):
+        return Index(self.size, self.start * scale + shift, self.stride * scale, self.axis, self.ndim)
+
+    def __add__(self, k):
+        if not isinstance(k, int):
+            fail("only integers can be added to an index expression")
+        return self._affine(1, k)
+
+    __radd__ = __add__
+
+    def __sub__(self, k):
+        return self.__add__(-k)
+
+    def __mul__(self, k):
+        if not isinstance(k, int):
+            fail("index expressions scale by integers only")
+        return self._affine(k, 0)
+
+    __rmul__ = __mul__
+
+
+def normalize(key, shape):
+    """Subscripts -> per axis (start, stride, size, keep): keep False for an
+    integer (the axis is dropped)."""
+    key = key if isinstance(key, tuple) else (key,)
+    if any(k is Ellipsis for k in key):
+        i = [j for j, k in enumerate(key) if k is Ellipsis][0]
+        fill = len(shape) - (len(key) - 1)
+        key = key[:i] + (slice(None),) * max(fill, 0) + key[i + 1:]
+    if len(key) > len(shape):
+        fail(f"{len(key)} subscripts for a tensor of rank {len(shape)}")
+    out = []
+    for ax, k in enumerate(key):
+        n = shape[ax]
+        if isinstance(k, Index):
+            lo, hi = k.start, k.start + k.stride * (k.size - 1)
+            if min(lo, hi) < 0 or max(lo, hi) >= n:
+                fail(f"index on axis {ax} reaches [{min(lo, hi)}, {max(lo, hi)}], outside [0, {n})")
+            out.append((k.start, k.stride, k.size, True))
+        elif isinstance(k, slice):
+            lo, hi, st = k.indices(n)
+            if st <= 0:
+                fail("negative slice steps are not supported")
+            size = max(0, (hi - lo + st - 1) // st)
+            if k.stop is not None and k.stop > n:
+                fail(f"slice {k.start}:{k.stop} on axis {ax} is outside [0, {n})")
+            out.append((lo, st, size, True))
+        elif isinstance(k, int):
+            if not -n <= k < n:
+                fail(f"index {k} on axis {ax} is outside [0, {n})")
+            out.append((k % n, 1, 1, False))
+        else:
+            fail(f"unsupported subscript {k!r} (integers, slices and nl.arange expressions)")
+    for ax in range(len(key), len(shape)):
+        out.append((0, 1, shape[ax], True))
+    return out
+
+
+class Tensor:
+    """A view: HBM (name, element offset, strides) or a tile (allocation,
+    first partition, element offset in the partition, free strides)."""
+
+    def __init__(self, space, dtype, shape, strides, offset=0, name=None, alloc=None, part0=0):
+        self.space, self.dtype, self.shape, self.strides = space, dtype, tuple(shape), tuple(strides)
+        self.offset, self.name, self.alloc, self.part0 = offset, name, alloc, part0
+        self.pending = None            # a matmul not yet placed (see language.matmul)
+        self.loaded_by = None          # the DMA that filled this fresh tile (language.load)
+
+    @property
+    def buffer(self):
+        return {"hbm": "shared_hbm"}.get(self.space, self.space)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"<nki {self.space} tensor {self.name or ''} {self.dtype}{list(self.shape)}>"
+
+    def __getitem__(self, key):
+        self.materialize()
+        axes = normalize(key, self.shape)
+        shape, strides, offset, part0 = [], [], self.offset, self.part0
+        for ax, (start, step, size, keep) in enumerate(axes):
+            if self.space != "hbm" and ax == 0:
+                if step != 1:
+                    fail("a tile's partition dimension takes contiguous ranges only")
+                part0 += start
+            else:
+                offset += start * self.strides[ax]
+            if keep:
+                shape.append(size)
+                strides.append(self.strides[ax] * step)
+        if self.space != "hbm" and axes[0][3] is False:
+            fail("indexing a tile with an integer partition index is not supported")
+        return Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+
+    def __setitem__(self, key, value):
+        from . import language as nl
+        dst = self[key]
+        nl._assign(dst, value)
+
+    # -------------------------------------------------------------- operands
+
+    def materialize(self):
+        if self.pending is not None:
+            from . import language as nl
+            nl._place_matmul(self)
+
+    def free_dims(self):
+        """(stride, size) of the free dims, in elements."""
+        if self.space == "hbm":
+            return [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
+        return [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
+
+    def ap(self):
+        """The operand's .nsasm access pattern."""
+        self.materialize()
+        dims = ",".join(f"{s}x{n}" for s, n in self.free_dims())
+        esz = SIZES[self.dtype]
+        if self.space == "hbm":
+            rows = self.shape[0] if self.shape else 1
+            pstride = self.strides[0] if self.shape else 1
+            off = f"+{self.offset * esz}" if self.offset else ""
+            return f"hbm({self.name}):{self.dtype}[{pstride}x{rows}]{off}{{{dims}}}"
+        byte = self.alloc.offset + self.offset * esz
+        off = f"+{byte}" if byte else ""
+        return f"{self.space}:{self.dtype}[{self.part0}:{self.part0 + self.shape[0]}]{off}{{{dims}}}"
+
+    def region(self):
+        """(space, key, p_lo, p_hi, b_lo, b_hi): what the operand touches."""
+        esz = SIZES[self.dtype]
+        lo = hi = self.offset
+        for s, n in self.free_dims() if self.space != "hbm" else zip(self.strides, self.shape):
+            ext = s * (n - 1)
+            lo, hi = lo + min(0, ext), hi + max(0, ext)
+        if self.space == "hbm":
+            return ("hbm", self.name, 0, 1, lo * esz, (hi + 1) * esz)
+        base = self.alloc.offset
+        return (self.space, 0, self.part0, self.part0 + self.shape[0], base + lo * esz, base + (hi + 1) * esz)
+
+    def elements_per_partition(self):
+        n = 1
+        for d in self.shape[1:]:
+            n *= d
+        return n
+
+    # ------------------------------------------------------------ operators
+
+    def _bin(self, other, op, reverse=False):
+        from . import language as nl
+        return nl._binary(other, self, op) if reverse else nl._binary(self, other, op)
+
+    def __add__(self, o):
+        return self._bin(o, "add")
+
+    def __radd__(self, o):
+        return self._bin(o, "add", True)
+
+    def __sub__(self, o):
+        return self._bin(o, "subtract")
+
+    def __rsub__(self, o):
+        return self._bin(o, "subtract", True)
+
+    def __mul__(self, o):
+        return self._bin(o, "multiply")
+
+    def __rmul__(self, o):
+        return self._bin(o, "multiply", True)
+
+    def __truediv__(self, o):
+        return self._bin(o, "divide")
+
+    def __iadd__(self, o):
+        from . import language as nl
+        return nl._iadd(self, o)
+
+    def __neg__(self):
+        return self._bin(-1.0, "multiply")
+
+
+def new_tile(space, shape, dtype, what="tile"):
+    shape = tuple(int(d) for d in shape)
+    if not shape:
+        shape = (1,)
+    nparts = shape[0]
+    free = 1
+    for d in shape[1:]:
+        free *= d
+    strides = [0] * len(shape)
+    acc = 1
+    for ax in range(len(shape) - 1, 0, -1):
+        strides[ax] = acc
+        acc *= shape[ax]
+    alloc = tracer.current().allocate(space, nparts, free * SIZES[dtype], what)
+    return Tensor(space, dtype, shape, strides, 0, None, alloc, 0)
+
+
+def hbm_tensor(name, shape, dtype):
+    shape = tuple(int(d) for d in shape)
+    strides, acc = [0] * len(shape), 1
+    for ax in range(len(shape) - 1, -1, -1):
+        strides[ax] = acc
+        acc *= shape[ax]
+    return Tensor("hbm", dtype, shape, strides, 0, name)

@@ -1,0 +1,247 @@
+"""The NKI kernel compiler: a kernel's Python body runs once against tracing
+tensors; every operation becomes an instruction with the memory regions it
+reads and writes; dependencies between engines become semaphores; the
+result is an .nsasm program the simulator runs.
+
+Scheduling rules (why, in short):
+- each engine runs its instructions in program order; results on one engine
+  need no semaphore for later instructions on the same engine;
+- a compute instruction that another engine depends on is followed by a
+  sem_signal on its engine's semaphore (ids 0-4): signals land in order, so
+  "engine E's semaphore >= k" means E's k-th signalled instruction is done;
+- DMA transfers complete out of order, so each takes a semaphore from a pool
+  (ids 5..): transfer i signals pool slot i mod P, and the issuing engine
+  first waits until that slot's previous transfer finished;
+- SBUF and PSUM are allocated when a tile is created and freed when the
+  last Python reference to it goes; dependencies are tracked by address, so
+  a reused region waits for the readers of its previous tile.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import weakref
+
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
+ENGINE_ID = {e: i for i, e in enumerate(ENGINES)}
+DMA_POOL = 128
+DMA_QUEUES = 16
+SIZES = {"fp32": 4, "bf16": 2, "fp16": 2, "int32": 4, "uint32": 4, "int16": 2, "uint16": 2, "int8": 1,
+         "uint8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+TARGETS = {"trn1": (196608, 16384, 8), "trn2": (229376, 16384, 8), "trn3": (262144, 16384, 8)}
+
+
+class NKIError(Exception):
+    """An error in a kernel, with the kernel source line that caused it."""
+
+
+_current = None        # the Trace being built
+
+
+def current():
+    if _current is None:
+        raise NKIError("this NKI operation is only valid inside a kernel called through nki.jit")
+    return _current
+
+
+def kernel_line(trace=None):
+    """'file.py:LINE' of the innermost frame in the kernel's source file."""
+    t = trace or _current
+    files = t.source_files if t else set()
+    for fr in inspect.stack()[1:]:
+        if os.path.abspath(fr.filename) in files:
+            return f"{os.path.basename(fr.filename)}:{fr.lineno}"
+    return "<kernel>"
+
+
+def fail(msg):
+    raise NKIError(f"{kernel_line()}: {msg}")
+
+
+class Allocation:
+    """A tile's storage: partitions [0, nparts), bytes [offset, offset+size)."""
+
+    def __init__(self, space, nparts, offset, size, name):
+        self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
+
+
+class Allocator:
+    """First fit over per-partition byte ranges; PSUM by 2 KiB bank."""
+
+    def __init__(self, space, capacity, bank=None):
+        self.space, self.capacity, self.bank = space, capacity, bank
+        self.free = [(0, capacity)]
+        self.high = 0
+
+    def alloc(self, size, what):
+        size = max(size, 1)
+        if self.bank:
+            if size > self.bank:
+                fail(f"{what}: {size} bytes per partition do not fit a PSUM bank ({self.bank} bytes: "
+                     f"at most {self.bank // 4} fp32 elements per partition)")
+            size = self.bank
+        else:
+            size = (size + 63) // 64 * 64
+        for i, (off, n) in enumerate(self.free):
+            if n >= size:
+                self.free[i] = (off + size, n - size)
+                if self.free[i][1] == 0:
+                    del self.free[i]
+                self.high = max(self.high, off + size)
+                return off
+        used = self.capacity - sum(n for _, n in self.free)
+        unit = "banks" if self.bank else "bytes per partition"
+        have = (used // self.bank, self.capacity // self.bank) if self.bank else (used, self.capacity)
+        fail(f"{what}: {self.space.upper()} overflow: {size} more bytes per partition needed, "
+             f"{have[0]} of {have[1]} {unit} in use")
+
+    def release(self, off, size):
+        size = self.bank if self.bank else (max(size, 1) + 63) // 64 * 64
+        self.free.append((off, size))
+        self.free.sort()
+        merged = []
+        for o, n in self.free:
+            if merged and merged[-1][0] + merged[-1][1] == o:
+                merged[-1] = (merged[-1][0], merged[-1][1] + n)
+            else:
+                merged.append((o, n))
+        self.free = merged
+
+
+class Instr:
+    __slots__ = ("engine", "text", "reads", "writes", "line", "dma", "deps", "signal", "index", "pruned")
+
+    def __init__(self, engine, text, reads, writes, line, dma=None):
+        self.engine, self.text, self.reads, self.writes, self.line, self.dma = \
+            engine, text, reads, writes, line, dma
+        self.deps, self.signal, self.index, self.pruned = set(), 0, -1, []
+
+
+def overlaps(a, b):
+    """Regions: (space, key, p_lo, p_hi, b_lo, b_hi)."""
+    return a[0] == b[0] and a[1] == b[1] and a[2] < b[3] and b[2] < a[3] and a[4] < b[5] and b[4] < a[5]
+
+
+class Trace:
+    def __init__(self, target, source_files):
+        if target not in TARGETS:
+            raise NKIError(f"unknown target {target!r} (trn1, trn2, trn3)")
+        self.target = target
+        sbuf, psum, banks = TARGETS[target]
+        self.sbuf = Allocator("sbuf", sbuf)
+        self.psum = Allocator("psum", psum, psum // banks)
+        self.source_files = source_files
+        self.instrs, self.dmas, self.tensors = [], [], {}
+        self.history = []            # (instr, region, is_write)
+        self.names = set()
+
+    def unique(self, base):
+        name, k = base, 1
+        while name in self.names:
+            name, k = f"{base}_{k}", k + 1
+        self.names.add(name)
+        return name
+
+    def allocate(self, space, nparts, bytes_per_partition, what):
+        if nparts > 128:
+            fail(f"{what}: partition dimension {nparts} exceeds the 128 partitions (nl.tile_size.pmax)")
+        alloc = self.sbuf if space == "sbuf" else self.psum
+        off = alloc.alloc(bytes_per_partition, what)
+        a = Allocation(space, nparts, off, bytes_per_partition, what)
+        weakref.finalize(a, alloc.release, off, bytes_per_partition)
+        return a
+
+    def emit(self, engine, text, reads=(), writes=(), dma=None):
+        ins = Instr(engine, text, list(reads), list(writes), kernel_line(self), dma)
+        # a dependency on every earlier access that conflicts (one of the two writes)
+        keep = []
+        for prev, reg, w in self.history:
+            hit = any(overlaps(reg, r) for r in ins.writes) or (w and any(overlaps(reg, r) for r in ins.reads))
+            if hit:
+                ins.deps.add(prev)
+        for r in ins.reads:
+            keep.append((ins, r, False))
+        for r in ins.writes:
+            keep.append((ins, r, True))
+        # prune: an access to exactly the region this instruction writes is
+        # ordered before it, and later accesses will depend on this one
+        hidden = [h for h in self.history if any(w and h[1] == r for (_, r, w) in keep)]
+        ins.pruned = hidden
+        self.history = [h for h in self.history if not any(w and h[1] == r for (_, r, w) in keep)] + keep
+        ins.index = len(self.instrs)
+        self.instrs.append(ins)
+        return ins
+
+    def retract_last(self):
+        """Takes back the last instruction (to re-emit it changed): its
+        accesses leave the history and those it had pruned return."""
+        ins = self.instrs.pop()
+        self.history = [h for h in self.history if h[0] is not ins] + ins.pruned
+        return ins
+
+    # ------------------------------------------------------------ program
+
+    def program(self, inputs, outputs):
+        """The .nsasm text: tensor table, DMA descriptors, engine streams."""
+        n_dma = len(self.dmas)
+        pool = min(DMA_POOL, max(n_dma, 1))
+        needs_signal = set()
+        for ins in self.instrs:
+            for d in ins.deps:
+                if d.dma is None and d.engine != ins.engine:
+                    needs_signal.add(d)
+        count = dict.fromkeys(ENGINES, 0)
+        for ins in self.instrs:
+            if ins in needs_signal:
+                count[ins.engine] += 1
+                ins.signal = count[ins.engine]
+        streams = {e: [] for e in ENGINES}
+        waited = {e: {} for e in ENGINES}          # what each engine has already waited for
+        dma_gen = {}
+        for ins in self.instrs:
+            out = streams[ins.engine]
+            need = {}
+            for d in ins.deps:
+                if d.dma is not None:
+                    slot = d.dma % pool
+                    key, val = 5 + slot, d.dma // pool + 1
+                elif d.engine != ins.engine:
+                    key, val = ENGINE_ID[d.engine], d.signal
+                else:
+                    continue
+                need[key] = max(need.get(key, 0), val)
+            if ins.dma is not None:
+                slot = ins.dma % pool
+                gen = ins.dma // pool
+                if gen:
+                    need[5 + slot] = max(need.get(5 + slot, 0), gen)
+                dma_gen[slot] = gen + 1
+            for key, val in sorted(need.items()):
+                if waited[ins.engine].get(key, 0) < val:
+                    out.append(f"    sem_wait sem={key} cond=is_ge value={val}")
+                    waited[ins.engine][key] = val
+            if ins.dma is not None:
+                out.append(f"    {ins.text} queue={ins.dma % DMA_QUEUES} sem={5 + ins.dma % pool} value=1"
+                           f"   ; {ins.line}")
+            else:
+                out.append(f"    {ins.text}   ; {ins.line}")
+            if ins.signal:
+                out.append(f"    sem_signal sem={ENGINE_ID[ins.engine]} op=add value=1")
+        # the kernel ends when every transfer has landed
+        for slot, gen in sorted(dma_gen.items()):
+            if waited["sync"].get(5 + slot, 0) < gen:
+                streams["sync"].append(f"    sem_wait sem={5 + slot} cond=is_ge value={gen}")
+        lines = [f"; generated by neuronsim.nki from {', '.join(sorted(self.source_files))} (do not edit)",
+                 f".target {self.target}", f".semaphores {5 + pool}", ".scratch 0"]
+        for t in inputs:
+            lines.append(f".tensor {t.name} input {t.dtype} [{','.join(map(str, t.shape))}]")
+        for t in outputs:
+            lines.append(f".tensor {t.name} output {t.dtype} [{','.join(map(str, t.shape))}]")
+        for i, d in enumerate(self.dmas):
+            lines.append(f".dma d{i} direct dst={d[0]} src={d[1]}")
+        for e in ENGINES:
+            if streams[e] or e == "sync":
+                lines.append(f"\n.engine {e}")
+                lines += streams[e]
+                lines.append("    end")
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,62 @@
+"""NKI kernels for the simulator's tests, written against the documented
+nki.language / nki.isa API (tutorial structure; no code copied)."""
+import neuronsim.nki as nki
+import neuronsim.nki.isa as nisa
+import neuronsim.nki.language as nl
+
+
+@nki.jit
+def tensor_add(a_input, b_input):
+    assert a_input.shape == b_input.shape and a_input.shape[0] <= nl.tile_size.pmax
+    c_output = nl.ndarray(a_input.shape, dtype=a_input.dtype, buffer=nl.shared_hbm)
+    nl.store(c_output, value=nl.add(nl.load(a_input), nl.load(b_input)))
+    return c_output
+
+
+@nki.jit
+def tensor_add_isa(a_input, b_input):
+    """The newer style: explicit buffers, nisa.dma_copy and dst= operands."""
+    a_tile = nl.ndarray(a_input.shape, dtype=a_input.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_tile, src=a_input)
+    b_tile = nl.ndarray(b_input.shape, dtype=b_input.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b_tile, src=b_input)
+    c_tile = nl.ndarray(a_input.shape, dtype=a_input.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=c_tile, data1=a_tile, data2=b_tile, op=nl.add)
+    c_output = nl.ndarray(a_input.shape, dtype=a_input.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=c_output, src=c_tile)
+    return c_output
+
+
+@nki.jit
+def matmul_tiled(lhsT, rhs):
+    """result[M, N] = lhsT[K, M]^T @ rhs[K, N], tiled 128 x 128 x 512."""
+    K, M = lhsT.shape
+    K_, N = rhs.shape
+    assert K == K_
+    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    TM, TK, TN = nl.tile_size.gemm_stationary_fmax, nl.tile_size.pmax, nl.tile_size.gemm_moving_fmax
+    for m in nl.affine_range(M // TM):
+        for n in nl.affine_range(N // TN):
+            acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
+            for k in nl.affine_range(K // TK):
+                lhsT_tile = nl.ndarray((TK, TM), dtype=lhsT.dtype, buffer=nl.sbuf)
+                rhs_tile = nl.ndarray((TK, TN), dtype=rhs.dtype, buffer=nl.sbuf)
+                lhsT_tile[...] = nl.load(lhsT[k * TK:(k + 1) * TK, m * TM:(m + 1) * TM])
+                rhs_tile[...] = nl.load(rhs[k * TK:(k + 1) * TK, n * TN:(n + 1) * TN])
+                acc += nl.matmul(lhsT_tile[...], rhs_tile[...], transpose_x=True)
+            out = nl.copy(acc, dtype=result.dtype)
+            nl.store(result[m * TM:(m + 1) * TM, n * TN:(n + 1) * TN], value=out)
+    return result
+
+
+@nki.jit
+def softmax_rows(x):
+    """Row softmax of x[P, F] (P <= 128), numerically stable."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.arange(x.shape[0])[:, None], nl.arange(x.shape[1])[None, :]
+    t = nl.load(x[i_p, i_f])
+    m = nl.max(t, axis=1, keepdims=True)
+    e = nl.exp(nl.subtract(t, m))
+    s = nl.sum(e, axis=1, keepdims=True)
+    nl.store(out[i_p, i_f], value=nl.multiply(e, nl.reciprocal(s)))
+    return out

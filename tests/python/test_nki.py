@@ -1,0 +1,149 @@
+"""NKI kernels on the simulator (issue 8, first part): the Python bindings to
+the C API, the kernel tracer on tutorial-style kernels against NumPy, and
+errors that name the kernel's source line."""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import neuronsim
+import neuronsim.nki as nki
+import neuronsim.nki.language as nl
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "nki"))
+import kernels  # noqa: E402
+
+
+def test_bindings_run_a_program_and_report_assembler_errors(tmp_path):
+    text = (ROOT / "examples" / "programs" / "softmax_rows.nsasm").read_text()
+    x = np.random.default_rng(0).standard_normal((128, 256)).astype(np.float32)
+    r = neuronsim.run(text, {"x": x}, {"y": ((128, 256), "fp32"), "yt": ((32, 32), "fp32")},
+                      trace=tmp_path / "t.pftrace")
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(r.outputs["y"], e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(r.outputs["yt"], r.outputs["y"][:32, :32].T)
+    assert r.stats["total_ps"] > 0 and r.stats["engine_busy_ps"]["scalar"] > 0
+    assert (tmp_path / "t.pftrace").stat().st_size > 0
+    with pytest.raises(neuronsim.NeuronSimError, match="line 3.*unknown instruction 'bogus'"):
+        neuronsim.assemble(".target trn2\n.engine vector\n    bogus\n")
+    with pytest.raises(neuronsim.NeuronSimError, match="input tensor|x"):
+        neuronsim.run(text, {}, {"y": ((128, 256), "fp32"), "yt": ((32, 32), "fp32")})
+
+
+@pytest.mark.parametrize("kernel", ["tensor_add", "tensor_add_isa"])
+def test_tensor_add(kernel):
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((128, 512)).astype(np.float32)
+    b = rng.standard_normal((128, 512)).astype(np.float32)
+    c, res = nki.simulate(getattr(kernels, kernel), a, b)
+    np.testing.assert_array_equal(c, a + b)
+    assert res.hbm_read_bytes == 2 * a.nbytes and res.hbm_write_bytes == a.nbytes
+    assert 0 < res.latency_us < 50 and res.engine_active_percent["vector"] > 0
+    # the documented call: NumPy in, NumPy out; deterministic timing
+    np.testing.assert_array_equal(getattr(kernels, kernel)(a, b), a + b)
+    assert getattr(kernels, kernel).last_result.latency_us == res.latency_us
+
+
+@pytest.mark.parametrize("K,M,N,dtype", [(128, 128, 512, np.float32), (256, 256, 1024, np.float16),
+                                         (1024, 512, 2048, np.float16)])
+def test_matmul_tiled_matches_numpy(K, M, N, dtype):
+    """The largest case needs 272 DMAs (the semaphore pool wraps) and reuses
+    SBUF and PSUM tiles across iterations."""
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((K, M)).astype(dtype)
+    b = rng.standard_normal((K, N)).astype(dtype)
+    c, res = nki.simulate(kernels.matmul_tiled, a, b)
+    ref = a.astype(np.float32).T @ b.astype(np.float32)
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    assert c.dtype == dtype
+    np.testing.assert_allclose(c.astype(np.float32), ref, rtol=tol, atol=tol * np.abs(ref).max())
+    assert res.stats["matmul_flops"] == 2 * K * M * N
+
+
+def test_softmax_kernel():
+    x = np.random.default_rng(3).standard_normal((128, 384)).astype(np.float32)
+    y, _ = nki.simulate(kernels.softmax_rows, x)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=2e-5, atol=1e-7)
+
+
+# ----------------------------------------------------------------- errors
+
+def line_of(fn, text):
+    src, start = __import__("inspect").getsourcelines(fn)
+    return start + next(i for i, l in enumerate(src) if text in l)
+
+
+def test_partition_over_128_names_the_line():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((256, 64), dtype=nl.float32, buffer=nl.sbuf)  # too many partitions
+        return t
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(k.func, 'too many')}: .*partition dimension "
+                                           r"256 exceeds the 128"):
+        nki.simulate(k, np.zeros((4, 4), np.float32))
+
+
+def test_sbuf_overflow_names_the_line():
+    @nki.jit
+    def k(a):
+        tiles = []
+        for i in nl.affine_range(8):
+            tiles.append(nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.sbuf))  # 32 KiB each
+        return tiles
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(k.func, '32 KiB')}: .*SBUF overflow"):
+        nki.simulate(k, np.zeros((4, 4), np.float32))
+
+
+def test_psum_bank_overflow_and_bank_count():
+    @nki.jit
+    def big(a):
+        return nl.zeros((128, 1024), nl.float32, buffer=nl.psum)  # 4 KiB per partition
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(big.func, '4 KiB')}: .*do not fit a PSUM "
+                                           r"bank \(2048 bytes"):
+        nki.simulate(big, np.zeros((4, 4), np.float32))
+
+    @nki.jit
+    def many(a):
+        keep = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(9)]
+        return keep
+    with pytest.raises(nki.NKIError, match=r"PSUM overflow.*8 of 8 banks"):
+        nki.simulate(many, np.zeros((4, 4), np.float32))
+
+
+def test_dtype_and_operand_errors():
+    @nki.jit
+    def dma_psum(a):
+        p = nl.zeros((128, 64), nl.float32, buffer=nl.psum)
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nki.isa.dma_copy(dst=out, src=p)
+        return out
+    with pytest.raises(nki.NKIError, match="DMA to or from PSUM is not allowed"):
+        nki.simulate(dma_psum, np.zeros((4, 4), np.float32))
+
+    @nki.jit
+    def returns_tile(a):
+        return nl.load(a)
+    with pytest.raises(nki.NKIError, match="must return the HBM tensors"):
+        nki.simulate(returns_tile, np.zeros((4, 4), np.float32))
+
+    @nki.jit
+    def oob(a):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a[0:256, 0:64]))
+        return out
+    with pytest.raises(nki.NKIError, match=r"slice 0:256 on axis 0 is outside \[0, 128\)"):
+        nki.simulate(oob, np.zeros((128, 64), np.float32))
+
+
+def test_profile_and_benchmark_decorators(tmp_path):
+    a = np.ones((128, 512), np.float32)
+    prof = nki.profile(working_directory=str(tmp_path), save_trace_name="add.pftrace")(kernels.tensor_add)
+    np.testing.assert_array_equal(prof(a, a), 2 * a)
+    assert (tmp_path / "add.pftrace").stat().st_size > 0 and prof.result.trace.endswith("add.pftrace")
+    bench = nki.benchmark(warmup=1, iters=3)(kernels.tensor_add)
+    bench(a, a)
+    lat = bench.benchmark_result.latencies_us
+    assert len(lat) == 3 and len(set(lat)) == 1 and bench.benchmark_result.percentile(50) == lat[0]
