@@ -147,3 +147,44 @@ def test_profile_and_benchmark_decorators(tmp_path):
     bench(a, a)
     lat = bench.benchmark_result.latencies_us
     assert len(lat) == 3 and len(set(lat)) == 1 and bench.benchmark_result.percentile(50) == lat[0]
+
+
+# ------------------------------------------------------------ race detector
+
+def test_race_detector_is_quiet_on_correct_programs():
+    from neuronsim.nki.race import find_races
+    for prog in sorted((ROOT / "examples" / "programs").glob("*.nsasm")):
+        assert find_races(prog.read_text()) == [], prog.name
+    rng = np.random.default_rng(4)
+    for kernel, args in ((kernels.tensor_add, (np.ones((128, 64), np.float32),) * 2),
+                         (kernels.matmul_tiled, (rng.standard_normal((512, 256)).astype(np.float16),
+                                                 rng.standard_normal((512, 1024)).astype(np.float16))),
+                         (kernels.softmax_rows, (np.ones((64, 128), np.float32),))):
+        _, res = nki.simulate(kernel, *args, check_races=True)
+        assert res.races == [], kernel.__name__
+
+
+def test_race_detector_finds_a_removed_dependency():
+    from neuronsim.nki.race import find_races
+    a = np.ones((256, 128), np.float16)
+    b = np.ones((256, 512), np.float16)
+    _, res = nki.simulate(kernels.matmul_tiled, a, b)
+    lines = res.program.splitlines()
+    start = lines.index(".engine tensor")
+    # TensorE's first wait: for the DMA that loads its first stationary tile
+    i = next(j for j in range(start, len(lines)) if lines[j].strip().startswith("sem_wait"))
+    races = find_races("\n".join(lines[:i] + lines[i + 1:]))
+    assert races, "the removed wait went unnoticed"
+    src, _ = __import__("inspect").getsourcelines(kernels.matmul_tiled.func)
+    first = __import__("inspect").getsourcelines(kernels.matmul_tiled.func)[1]
+    load_line = first + next(k for k, l in enumerate(src) if "lhsT_tile[...] = nl.load" in l)
+    mm_line = first + next(k for k, l in enumerate(src) if "nl.matmul(" in l)
+    text = str(races[0])
+    assert f"kernels.py:{load_line}" in text and f"kernels.py:{mm_line}" in text, text
+    assert "sbuf" in text and "not ordered" in text
+    # the command-line form exits 1 on it
+    import subprocess
+    bad = pathlib.Path(__import__("tempfile").mkdtemp()) / "bad.nsasm"
+    bad.write_text("\n".join(lines[:i] + lines[i + 1:]))
+    r = subprocess.run([sys.executable, "-m", "neuronsim.nki.race", str(bad)], capture_output=True, timeout=120)
+    assert r.returncode == 1 and b"not ordered" in r.stdout

@@ -28,6 +28,7 @@ import neuronsim
 
 from . import isa, language, tracer
 from .tensor import Tensor, hbm_tensor
+from .race import find_races
 from .tracer import NKIError
 
 __all__ = ["jit", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
@@ -51,6 +52,7 @@ class KernelResult:
     program: str = field(repr=False)
     stats: dict = field(repr=False, default_factory=dict)
     trace: str | None = None
+    races: list | None = None          # with simulate(..., check_races=True)
 
 
 class Kernel:
@@ -91,8 +93,9 @@ class Kernel:
         finally:
             tracer._current = prev
 
-    def simulate(self, *args, trace=None, **kwargs):
+    def simulate(self, *args, trace=None, check_races=False, **kwargs):
         program, ins, outs, multi = self.trace(*args, **kwargs)
+        races = find_races(program) if check_races else None
         res = neuronsim.run(program, {t.name: (a, t.dtype) for t, a in ins},
                             {o.name: (o.shape, o.dtype) for o in outs}, target=self.target,
                             label=self.func.__name__, trace=trace)
@@ -101,7 +104,7 @@ class Kernel:
         result = KernelResult(st["total_ps"] / 1e6,
                               {e: 100.0 * v / total for e, v in st["engine_busy_ps"].items()},
                               st["hbm_read_bytes"], st["hbm_write_bytes"], st["instructions"], program, st,
-                              str(trace) if trace else None)
+                              str(trace) if trace else None, races)
         self.last_result = result
         values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
         return (tuple(values) if multi else values[0]), result
