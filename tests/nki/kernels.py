@@ -60,3 +60,51 @@ def softmax_rows(x):
     s = nl.sum(e, axis=1, keepdims=True)
     nl.store(out[i_p, i_f], value=nl.multiply(e, nl.reciprocal(s)))
     return out
+
+
+@nki.jit
+def rmsnorm(x, gamma, eps=1e-6):
+    """y = x / sqrt(mean(x^2) + eps) * gamma, rows tiled by 128."""
+    N, D = x.shape
+    out = nl.ndarray((N, D), dtype=x.dtype, buffer=nl.shared_hbm)
+    g_b = nl.load(gamma.reshape((1, D))).broadcast_to((nl.tile_size.pmax, D))
+    for i in nl.affine_range((N + 127) // 128):
+        rows = min(128, N - i * 128)
+        t = nl.load(x[i * 128:i * 128 + rows, :])
+        ms = nl.mean(nl.square(t), axis=1, keepdims=True)
+        r = nl.rsqrt(nl.add(ms, eps))
+        y = nl.multiply(nl.multiply(t, r), g_b[0:rows, :])
+        nl.store(out[i * 128:i * 128 + rows, :], value=y)
+    return out
+
+
+@nki.jit
+def layernorm(x, gamma, beta, eps=1e-5):
+    """y = (x - mean) / sqrt(var + eps) * gamma + beta over the last axis."""
+    N, D = x.shape
+    out = nl.ndarray((N, D), dtype=x.dtype, buffer=nl.shared_hbm)
+    g_b = nl.load(gamma).broadcast_to((128, D))
+    b_b = nl.load(beta).broadcast_to((128, D))
+    for i in nl.affine_range(N // 128):
+        t = nl.load(x[i * 128:(i + 1) * 128, :])
+        mu = nl.mean(t, axis=1, keepdims=True)
+        xc = nl.subtract(t, mu)
+        var = nl.mean(nl.multiply(xc, xc), axis=1, keepdims=True)
+        r = nl.rsqrt(nl.add(var, eps))
+        y = nl.add(nl.multiply(nl.multiply(xc, r), g_b), b_b)
+        nl.store(out[i * 128:(i + 1) * 128, :], value=y)
+    return out
+
+
+@nki.jit
+def transpose_2d(x):
+    """out = x^T for x[M, N], M and N multiples of 128, by 128x128 TensorE
+    transposes."""
+    M, N = x.shape
+    out = nl.ndarray((N, M), dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(M // 128):
+        for j in nl.affine_range(N // 128):
+            t = nl.load(x[i * 128:(i + 1) * 128, j * 128:(j + 1) * 128])
+            tt = nl.copy(nl.transpose(t), dtype=x.dtype)
+            nl.store(out[j * 128:(j + 1) * 128, i * 128:(i + 1) * 128], value=tt)
+    return out

@@ -457,6 +457,28 @@ def transpose(x, dtype=None, **kw):
     return out
 
 
+def broadcast_to(src, shape, **kw):
+    """A [1, F] tile across partitions: [P, F] (TensorE multiplies a ones
+    column by it, as partition broadcasts are done on the hardware); or a
+    [P, 1] tile along the free dimension (a per-partition scalar times ones)."""
+    src = _operand(src)
+    P, F = int(shape[0]), 1
+    for d in shape[1:]:
+        F *= int(d)
+    if src.shape[0] == P and src.elements_per_partition() == 1:
+        ones_ = full((P, F), 1.0, src.dtype)
+        return _tensor_scalar(ones_, src, "multiply")
+    if src.shape[0] != 1 or src.elements_per_partition() != F:
+        fail(f"broadcast_to {list(shape)} from {list(src.shape)}: only [1, F] -> [P, F] and [P, 1] -> [P, F]")
+    ones_ = full((1, P), 1.0, src.dtype if src.dtype in ("fp32", "bf16", "fp16") else "fp32")
+    out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
+    for f0 in range(0, F, tile_size.gemm_moving_fmax):
+        f1 = f0 + tile_size.gemm_moving_fmax if f0 + tile_size.gemm_moving_fmax < F else F
+        ps = matmul(ones_, src[:, f0:f1], transpose_x=True)
+        _assign(out[:, f0:f1], copy(ps, dtype=src.dtype))
+    return out
+
+
 def program_id(axis=0):
     return 0
 

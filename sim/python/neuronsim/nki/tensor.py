@@ -241,6 +241,30 @@ class Tensor:
     def __neg__(self):
         return self._bin(-1.0, "multiply")
 
+    def reshape(self, shape):
+        """A contiguous HBM tensor seen with another shape (same elements)."""
+        shape = tuple(int(d) for d in shape)
+        n = 1
+        for d in shape:
+            n *= d
+        if self.space != "hbm" or n != self.elements_per_partition() * (self.shape[0] if self.shape else 1):
+            fail(f"reshape {list(self.shape)} -> {list(shape)}: HBM tensors with the same element count only")
+        contiguous, acc = True, 1
+        for ax in range(len(self.shape) - 1, -1, -1):
+            contiguous &= self.shape[ax] == 1 or self.strides[ax] == acc
+            acc *= self.shape[ax]
+        if not contiguous:
+            fail("reshape of a strided view is not supported")
+        strides, acc = [0] * len(shape), 1
+        for ax in range(len(shape) - 1, -1, -1):
+            strides[ax] = acc
+            acc *= shape[ax]
+        return Tensor("hbm", self.dtype, shape, strides, self.offset, self.name)
+
+    def broadcast_to(self, shape):
+        from . import language as nl
+        return nl.broadcast_to(self, shape)
+
 
 def new_tile(space, shape, dtype, what="tile"):
     shape = tuple(int(d) for d in shape)
