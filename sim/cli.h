@@ -14,6 +14,7 @@ int nsim_cli_disasm(int argc, char **argv);
 int nsim_cli_validate(int argc, char **argv);
 int nsim_cli_isa(int argc, char **argv);
 int nsim_cli_trace(int argc, char **argv);
+int nsim_cli_nki(int argc, char **argv);
 int nsim_cli_run(int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@ static const struct {
 	{ "validate", nsim_cli_validate, "check programs (either form) and summarize them" },
 	{ "run",      nsim_cli_run,      "execute a program on the simulated core: run PROG --input N=F.npy ..." },
 	{ "isa",      nsim_cli_isa,      "list the instructions, or one's fields: isa [NAME...]" },
+	{ "nki",      nsim_cli_nki,      "run an NKI kernel file on the simulator: nki run FILE.py [--target T]" },
 	{ "trace",    nsim_cli_trace,    "trace tools: trace summary FILE | diff A B | report FILE -o OUT.html" },
 };
 

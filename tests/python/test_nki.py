@@ -230,3 +230,43 @@ def test_matmul_tutorial_stages_get_faster():
         lat.append(r.latency_us)
         print(f"{kernel.__name__}: {r.latency_us:.1f} us, TensorE {r.engine_active_percent['tensor']:.1f}%")
     assert all(b < a for a, b in zip(lat, lat[1:])), lat
+
+
+def test_nki_run_resolves_neuron_imports_for_that_run_only(neuronsim, tmp_path):
+    import subprocess
+    script = tmp_path / "add_kernel.py"
+    script.write_text('''
+import numpy as np
+from neuronxcc import nki
+import neuronxcc.nki.language as nl
+import nki as nki_new
+import nki.isa as nisa
+
+
+@nki.jit
+def nki_tensor_add_kernel(a_input, b_input):
+    a_tile = nl.load(a_input)
+    b_tile = nl.load(b_input)
+    c_output = nl.ndarray(a_input.shape, dtype=a_input.dtype, buffer=nl.shared_hbm)
+    nl.store(c_output, value=nl.add(a_tile, b_tile))
+    return c_output
+
+
+if __name__ == "__main__":
+    import sys
+    assert nki_new is nki and nisa is nki.isa and sys.argv[1:] == ["extra"]
+    a = np.ones((4, 3), dtype=np.float16)
+    c = nki_tensor_add_kernel(a, a)
+    assert np.allclose(c, 2 * a)
+    print("ok")
+''')
+    r = subprocess.run([str(neuronsim), "nki", "run", str(script), "--target", "trn1", "extra"],
+                       capture_output=True, timeout=300)
+    out = r.stdout.decode()
+    assert r.returncode == 0, r.stderr.decode()
+    assert "ok" in out and "nki_tensor_add_kernel" in out and "trn1" in out
+    # outside `nki run` the names are not importable
+    r = subprocess.run([sys.executable, "-c", "import neuronxcc"], capture_output=True, timeout=60)
+    assert r.returncode != 0
+    r = subprocess.run([str(neuronsim), "nki", "run", str(tmp_path / "missing.py")], capture_output=True, timeout=60)
+    assert r.returncode == 1 and b"no such file" in r.stderr

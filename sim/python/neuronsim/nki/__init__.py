@@ -56,11 +56,18 @@ class KernelResult:
 
 
 class Kernel:
+    history = []            # (name, target, KernelResult) of every simulated run
+
     def __init__(self, func, target=None):
         self.func = func
-        self.target = target or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+        self._target = target
         self.last_result = None
         functools.update_wrapper(self, func)
+
+    @property
+    def target(self):
+        """The kernel's target, else NEURON_PLATFORM_TARGET_OVERRIDE, else trn2."""
+        return self._target or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
 
     def trace(self, *args, **kwargs):
         """(program text, input tensors with their arrays, output tensors, structure)."""
@@ -106,6 +113,7 @@ class Kernel:
                               st["hbm_read_bytes"], st["hbm_write_bytes"], st["instructions"], program, st,
                               str(trace) if trace else None, races)
         self.last_result = result
+        Kernel.history.append((self.func.__name__, self.target, result))
         values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
         return (tuple(values) if multi else values[0]), result
 

@@ -1,0 +1,88 @@
+"""`neuronsim nki run FILE.py [--target trn1|trn2|trn3] [ARGS...]`: runs an NKI
+kernel file unmodified on the simulator.  For this process only, the
+imports `nki`, `nki.language`, `nki.isa`, `neuronxcc.nki`,
+`neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim.nki
+(nothing is installed under those names).  At exit it prints a table of the
+kernels the file simulated."""
+from __future__ import annotations
+
+import atexit
+import os
+import runpy
+import sys
+import types
+
+from . import Kernel
+
+
+def install_aliases():
+    import neuronsim.nki as ours
+    from . import isa, language
+    pkg = types.ModuleType("neuronxcc")
+    pkg.__path__ = []
+    pkg.nki = ours
+    aliases = {"nki": ours, "nki.language": language, "nki.isa": isa, "neuronxcc": pkg,
+               "neuronxcc.nki": ours, "neuronxcc.nki.language": language, "neuronxcc.nki.isa": isa}
+    for name, mod in aliases.items():
+        existing = sys.modules.get(name)
+        if existing is not None and existing is not mod:
+            raise SystemExit(f"neuronsim nki run: a module '{name}' is already imported ({existing!r})")
+        sys.modules[name] = mod
+
+
+def report(out=sys.stdout):
+    rows = Kernel.history
+    if not rows:
+        out.write("neuronsim nki run: no kernel was simulated\n")
+        return
+    out.write(f"\n{'kernel':28s} {'target':6s} {'latency us':>11s}  "
+              + " ".join(f"{e:>7s}" for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
+              + f" {'HBM MB':>8s}\n")
+    for name, target, r in rows:
+        act = " ".join(f"{r.engine_active_percent[e]:6.1f}%" for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
+        out.write(f"{name:28s} {target:6s} {r.latency_us:11.2f}  {act} "
+                  f"{(r.hbm_read_bytes + r.hbm_write_bytes) / 1e6:8.3f}\n")
+
+
+def main(argv=None):
+    """--target may come before or after FILE; everything else after FILE
+    goes to the script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    target, file, rest = None, None, []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--target" and i + 1 < len(argv):
+            target = argv[i + 1]
+            i += 2
+            continue
+        if argv[i].startswith("--target="):
+            target = argv[i].split("=", 1)[1]
+        elif file is None and argv[i] in ("-h", "--help"):
+            print(__doc__)
+            return 0
+        elif file is None:
+            file = argv[i]
+        else:
+            rest.append(argv[i])
+        i += 1
+    if file is None:
+        print("usage: neuronsim nki run FILE.py [--target trn1|trn2|trn3] [ARGS...]", file=sys.stderr)
+        return 2
+    if target is not None:
+        if target not in ("trn1", "trn2", "trn3"):
+            print(f"neuronsim nki run: --target {target!r} (trn1, trn2 or trn3)", file=sys.stderr)
+            return 2
+        os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = target
+    if not os.path.exists(file):
+        print(f"neuronsim nki run: {file}: no such file", file=sys.stderr)
+        return 1
+    install_aliases()
+    atexit.register(report)
+    sys.argv = [file] + rest
+    sys.path.insert(0, os.path.dirname(os.path.abspath(file)))
+    runpy.run_path(file, run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
