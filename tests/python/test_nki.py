@@ -297,3 +297,24 @@ def test_fused_attention_and_selective_scan_match_numpy():
         ref[:, t] = C[0, t] * h
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
     assert r.races == []
+
+
+def test_instruction_dtype_rules():
+    @nki.jit
+    def int_matmul(a, b):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)  # int32 operands
+        nl.store(out, value=nl.copy(acc))
+        return out
+    ones = np.ones((128, 128), np.int32)
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(int_matmul.func, 'int32 operands')}: "
+                                           r"matmul stationary dtype int32 is not allowed on TensorE"):
+        nki.simulate(int_matmul, ones, ones)
+
+    @nki.jit
+    def int_exp(a):
+        out = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.exp(nl.load(a)))
+        return out
+    with pytest.raises(nki.NKIError, match=r"nl.exp \(ScalarE activation\) takes float tiles, not int32"):
+        nki.simulate(int_exp, ones)

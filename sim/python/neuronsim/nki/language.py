@@ -271,6 +271,8 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None):
     x = _operand(x)
     if not isinstance(x, Tensor):
         fail(f"nl.{func} takes a tile")
+    if x.dtype not in ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"):
+        fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAME.get(x.dtype, x.dtype)}")
     out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{func} result")
     reads = [x.region()]
     b = "0.0"
@@ -411,11 +413,23 @@ def mean(x, axis, dtype=None, keepdims=False, **kw):
 
 # ------------------------------------------------------------------- matmul
 
+MATMUL_DTYPES = ("fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32")
+NKI_NAME = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "int32": "int32", "uint8": "uint8",
+            "int8": "int8", "int16": "int16", "uint16": "uint16", "uint32": "uint32"}
+
 def matmul(x, y, transpose_x=False, **kw):
     """x^T @ y on TensorE into PSUM (fp32): x [K, M] stationary, y [K, N]
     moving, K on the partitions; with transpose_x=False, x is [M, K] and is
     transposed on TensorE first."""
     x, y = _operand(x), _operand(y)
+    for name, t in (("stationary", x), ("moving", y)):
+        if not isinstance(t, Tensor):
+            fail(f"matmul {name} operand must be a tile")
+        if t.dtype not in MATMUL_DTYPES:
+            fail(f"matmul {name} dtype {NKI_NAME.get(t.dtype, t.dtype)} is not allowed on TensorE "
+                 f"(float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32)")
+        if t.space != "sbuf":
+            fail(f"matmul {name} operand must be in SBUF, not {t.space.upper()}")
     if not transpose_x:
         x = transpose(x)
         x = copy(x)
