@@ -41,6 +41,8 @@ nsim_model *cached_program(std::vector<int64_t> key, int dev, const char *what, 
 using Binding = std::pair<const char *, const at::Tensor *>;
 void run_program(nsim_model *m, int dev, const char *op, std::initializer_list<Binding> in,
 		 std::initializer_list<Binding> out);
+void run_program(nsim_model *m, int dev, const char *op, const std::vector<Binding> &in,
+		 const std::vector<Binding> &out);
 
 // elements from a tensor's first to its last addressed one (0 if empty;
 // -1 with a negative stride)

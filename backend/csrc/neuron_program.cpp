@@ -90,9 +90,15 @@ nsim_model *cached_program(std::vector<int64_t> key, int dev, const char *what, 
 void run_program(nsim_model *m, int dev, const char *op, std::initializer_list<Binding> in,
 		 std::initializer_list<Binding> out)
 {
+	run_program(m, dev, op, std::vector<Binding>(in), std::vector<Binding>(out));
+}
+
+void run_program(nsim_model *m, int dev, const char *op, const std::vector<Binding> &in,
+		 const std::vector<Binding> &out)
+{
 	std::vector<std::unique_ptr<nsim_tensor, TensorDeleter>> held;
 	std::unique_ptr<nsim_tensor_set, SetDeleter> sets[2];
-	const std::initializer_list<Binding> *lists[2] = { &in, &out };
+	const std::vector<Binding> *lists[2] = { &in, &out };
 	for (int i = 0; i < 2; i++) {
 		nsim_tensor_set *s = nullptr;
 		check_status(nsim_tensor_set_create(&s), "tensor set");

@@ -37,6 +37,9 @@ __all__ = ["jit", "simulate", "benchmark", "profile", "baremetal", "simulate_ker
 NP_TO_ISA = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16", np.dtype(np.int32): "int32",
              np.dtype(np.uint32): "uint32", np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16",
              np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
+TORCH_TO_ISA = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.int32": "int32",
+                "torch.int16": "int16", "torch.int8": "int8", "torch.uint8": "uint8"}
+ISA_TO_TORCH = {v: k.split(".")[1] for k, v in TORCH_TO_ISA.items()}
 ISA_TO_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": np.float32, "int32": np.int32,
              "uint32": np.uint32, "int16": np.int16, "uint16": np.uint16, "int8": np.int8, "uint8": np.uint8}
 
@@ -79,10 +82,11 @@ class Kernel:
         try:
             ins, call_args = [], {}
             for name, value in bound.arguments.items():
-                if isinstance(value, np.ndarray):
-                    if value.dtype not in NP_TO_ISA:
-                        raise NKIError(f"argument {name}: NumPy dtype {value.dtype} has no device type")
-                    ht = hbm_tensor(t.unique(name), value.shape, NP_TO_ISA[value.dtype])
+                if isinstance(value, np.ndarray) or _is_torch(value):
+                    dt = NP_TO_ISA.get(value.dtype) if isinstance(value, np.ndarray) else TORCH_TO_ISA.get(str(value.dtype))
+                    if dt is None:
+                        raise NKIError(f"argument {name}: dtype {value.dtype} has no device type")
+                    ht = hbm_tensor(t.unique(name), tuple(value.shape), dt)
                     t.tensors[ht.name] = ht
                     ins.append((ht, value))
                     call_args[name] = ht
@@ -117,10 +121,29 @@ class Kernel:
         values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
         return (tuple(values) if multi else values[0]), result
 
+    def run_on_device(self, *args, **kwargs):
+        """`neuron` torch tensors in, `neuron` torch tensors out: the traced
+        program runs on their device like a native op (charged to the current
+        stream, named nki::<kernel> in traces and stats)."""
+        import torch
+        program, ins, outs, multi = self.trace(*args, **kwargs)
+        dev = ins[0][1].device if ins else torch.device("neuron")
+        results = [torch.empty(o.shape, dtype=getattr(torch, ISA_TO_TORCH[o.dtype]), device=dev) for o in outs]
+        blob = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
+        torch.ops.neuronsim.run_program(blob, f"nki::{self.func.__name__}", [t.name for t, _ in ins],
+                                        [a.contiguous() for _, a in ins], [o.name for o in outs], results)
+        return tuple(results) if multi else results[0]
+
     def __call__(self, *args, **kwargs):
         if tracer._current is not None:            # a kernel called from a kernel: inline
             return self.func(*args, **kwargs)
+        if any(_is_torch(a) for a in list(args) + list(kwargs.values())):
+            return self.run_on_device(*args, **kwargs)
         return self.simulate(*args, **kwargs)[0]
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "device") and hasattr(x, "dtype")
 
 
 def jit(func=None, **kw):

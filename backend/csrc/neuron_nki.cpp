@@ -1,0 +1,77 @@
+// neuron_nki.cpp -- torch.ops.neuronsim.run_program: runs a program (the
+// bytes of an .nsp, e.g. an NKI kernel traced by neuronsim.nki) on the
+// device of its `neuron` tensor arguments, like any native op: on the
+// current stream's timeline, charged and traced with its label.  Loaded
+// programs are cached by their bytes.
+#include "neuron_kernels.h"
+
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace neuron {
+namespace {
+
+std::mutex g_nki_lock;
+std::map<std::pair<std::string, int>, nsim_model *> g_nki_cache;
+
+nsim_model *load_cached(const at::Tensor &program, int dev)
+{
+	TORCH_CHECK(program.device().is_cpu() && program.scalar_type() == at::kByte && program.dim() == 1 &&
+			    program.is_contiguous(),
+		    "neuronsim.run_program: the program is a contiguous 1-D uint8 CPU tensor of .nsp bytes");
+	std::string bytes(static_cast<const char *>(program.data_ptr()), (size_t)program.numel());
+	std::lock_guard<std::mutex> g(g_nki_lock);
+	auto key = std::make_pair(bytes, dev);
+	auto it = g_nki_cache.find(key);
+	if (it != g_nki_cache.end())
+		return it->second;
+	nsim_model *m = nullptr;
+	check_status(nsim_load(bytes.data(), bytes.size(), dev, &m), "program load");
+	g_nki_cache[key] = m;
+	return m;
+}
+
+void run_program_op(const at::Tensor &program, c10::string_view label, at::ArrayRef<std::string> in_names,
+		    at::TensorList inputs, at::ArrayRef<std::string> out_names, at::TensorList outputs)
+{
+	TORCH_CHECK(in_names.size() == inputs.size() && out_names.size() == outputs.size(),
+		    "neuronsim.run_program: ", in_names.size(), " input names for ", inputs.size(), " inputs, ",
+		    out_names.size(), " output names for ", outputs.size(), " outputs");
+	int dev = -1;
+	for (at::TensorList list : { inputs, outputs })
+		for (const at::Tensor &t : list) {
+			TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1,
+				    "neuronsim.run_program: every tensor must be on the neuron device, got ", t.device());
+			TORCH_CHECK(t.is_contiguous(), "neuronsim.run_program: tensors must be contiguous");
+			TORCH_CHECK(dev < 0 || dev == t.device().index(),
+				    "neuronsim.run_program: tensors on two neuron devices");
+			dev = t.device().index();
+		}
+	TORCH_CHECK(dev >= 0, "neuronsim.run_program: no neuron tensor");
+	nsim_model *m = load_cached(program, dev);
+	std::vector<Binding> in, out;
+	for (size_t i = 0; i < inputs.size(); i++)
+		in.emplace_back(in_names[i].c_str(), &inputs[i]);
+	for (size_t i = 0; i < outputs.size(); i++)
+		out.emplace_back(out_names[i].c_str(), &outputs[i]);
+	std::string op(label);
+	run_program(m, dev, op.c_str(), in, out);
+}
+
+}  // namespace
+}  // namespace neuron
+
+TORCH_LIBRARY(neuronsim, m)
+{
+	m.def("run_program(Tensor program, str label, str[] in_names, Tensor[] inputs, str[] out_names, "
+	      "Tensor(a!)[] outputs) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(neuronsim, PrivateUse1, m)
+{
+	m.impl("run_program", &neuron::run_program_op);
+}
