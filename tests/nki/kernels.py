@@ -154,3 +154,36 @@ def selective_scan(u, delta, A, B, C):
         y[:, t:t + 1] = nl.multiply(h, c_b[:, t:t + 1])
     nl.store(y_out, value=y)
     return y_out
+
+
+@nki.jit
+def add_spmd(a, b):
+    """One [128, 512] tile per instance of a 2-D launch grid:
+    add_spmd[rows // 128, cols // 512](a, b)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i = nl.program_id(0) * 128 + nl.arange(128)[:, None]
+    j = nl.program_id(1) * 512 + nl.arange(512)[None, :]
+    nl.store(out[i, j], value=nl.load(a[i, j]) + nl.load(b[i, j]))
+    return out
+
+
+@nki.jit
+def matmul_isa_groups(lhsT, rhs):
+    """nisa.nc_matmul into an uninitialized PSUM tile: the first matmul of a
+    group overwrites, the next ones accumulate; after the tile is copied out
+    a new group starts (the second output reuses the same PSUM tile)."""
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((2, M, N), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    for rep in nl.sequential_range(2):
+        for k in nl.affine_range(K // 128):
+            a = nl.ndarray((128, M), dtype=lhsT.dtype, buffer=nl.sbuf)
+            b = nl.ndarray((128, N), dtype=rhs.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, :])
+            nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, :])
+            nisa.nc_matmul(dst=acc, stationary=a, moving=b)
+        res = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=res, src=acc)
+        nisa.dma_copy(dst=out[rep], src=res)
+    return out

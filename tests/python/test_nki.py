@@ -318,3 +318,20 @@ def test_instruction_dtype_rules():
         return out
     with pytest.raises(nki.NKIError, match=r"nl.exp \(ScalarE activation\) takes float tiles, not int32"):
         nki.simulate(int_exp, ones)
+
+
+def test_spmd_grid_and_matmul_accumulation_groups():
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((256, 1024)).astype(np.float16)
+    b = rng.standard_normal((256, 1024)).astype(np.float16)
+    c = kernels.add_spmd[2, 2](a, b)
+    np.testing.assert_array_equal(c, a + b)
+    lhsT = rng.standard_normal((384, 128)).astype(np.float32)
+    rhs = rng.standard_normal((384, 256)).astype(np.float32)
+    out, res = nki.simulate(kernels.matmul_isa_groups, lhsT, rhs, check_races=True)
+    ref = lhsT.T @ rhs
+    np.testing.assert_allclose(out[0], ref, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(out[1], ref, rtol=1e-4, atol=1e-3)   # not 2x: the group restarted
+    assert res.races == []
+    mm = [l for l in res.program.splitlines() if "multiply_moving" in l]
+    assert sum("accumulate" in l for l in mm) == 4 and len(mm) == 6

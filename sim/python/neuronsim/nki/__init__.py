@@ -61,11 +61,22 @@ class KernelResult:
 class Kernel:
     history = []            # (name, target, KernelResult) of every simulated run
 
-    def __init__(self, func, target=None):
+    def __init__(self, func, target=None, grid=None):
         self.func = func
         self._target = target
+        self.grid = grid
         self.last_result = None
         functools.update_wrapper(self, func)
+
+    def __getitem__(self, grid):
+        """kernel[gx, gy](...): an SPMD launch; nl.program_id(axis) numbers
+        the instances, which run one after another in one program."""
+        grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
+        if not grid or any(not isinstance(g, int) or g < 1 for g in grid):
+            raise NKIError(f"launch grid {grid!r}: positive integers")
+        k = Kernel(self.func, self._target, grid)
+        k.last_result = None
+        return k
 
     @property
     def target(self):
@@ -92,7 +103,12 @@ class Kernel:
                     call_args[name] = ht
                 else:
                     call_args[name] = value
-            ret = self.func(**call_args)
+            grid = self.grid or (1,)
+            ret = None
+            for flat in range(int(np.prod(grid))):
+                t.grid, t.grid_index = grid, tuple(int(v) for v in np.unravel_index(flat, grid))
+                t.hbm_calls = 0
+                ret = self.func(**call_args)
             outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
             for o in outs:
                 if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \

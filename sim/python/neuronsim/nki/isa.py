@@ -15,8 +15,20 @@ def _ret(dst, out):
     return dst
 
 
-def nc_matmul(stationary=None, moving=None, dst=None, accumulate=False, **kw):
-    """dst[M, N] (+)= stationary[K, M]^T @ moving[K, N] on TensorE."""
+def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **kw):
+    """dst[M, N] (+)= stationary[K, M]^T @ moving[K, N] on TensorE.
+
+    Forms: nc_matmul(dst, stationary, moving) and keywords (dst= given: the
+    result goes there; accumulate None follows NKI's accumulation groups --
+    the first matmul into a PSUM tile overwrites it, the next ones add, until
+    another instruction uses the tile); nc_matmul(stationary, moving) returns
+    a new PSUM tile."""
+    if len(args) == 3:
+        dst, stationary, moving = args
+    elif len(args) == 2:
+        stationary, moving = args
+    elif len(args) == 1:
+        stationary = args[0]
     res = nl.matmul(stationary, moving, transpose_x=True)
     if dst is None:
         return res

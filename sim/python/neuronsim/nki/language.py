@@ -88,8 +88,17 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     t = tracer.current()
     if space == "hbm":
+        # under an SPMD grid every instance's n-th HBM ndarray is the same tensor
+        key = t.hbm_calls
+        t.hbm_calls += 1
+        if key in t.shared:
+            out = t.shared[key]
+            if out.shape != shape or out.dtype != dt:
+                fail(f"SPMD instances create different HBM tensors ({list(out.shape)} vs {list(shape)})")
+            return out
         out = hbm_tensor(t.unique(name or "out"), shape, dt)
         t.tensors[out.name] = out
+        t.shared[key] = out
         return out
     return new_tile(space, shape, dt, name or f"{space} tile {list(shape)}")
 
@@ -129,8 +138,9 @@ def _dma(dst, src):
     if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
             src.elements_per_partition() * src.shape[0]:
         fail(f"DMA shapes differ: {list(src.shape)} -> {list(dst.shape)}")
-    if dst.dtype != src.dtype:
-        fail(f"DMA does not convert: {src.dtype} -> {dst.dtype} (cast with nl.copy on chip)")
+    floats = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+    if dst.dtype != src.dtype and not (dst.dtype in floats and src.dtype in floats):
+        fail(f"DMA converts between float types only: {src.dtype} -> {dst.dtype} (cast with nl.copy on chip)")
     if "psum" in (dst.space, src.space):
         fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
     idx = len(t.dmas)
@@ -447,12 +457,19 @@ def matmul(x, y, transpose_x=False, **kw):
 
 
 def _place_matmul(res, dst=None, accumulate=False):
+    """accumulate None: NKI's accumulation groups -- the first matmul into a
+    PSUM tile overwrites it, later ones add, until something else reads or
+    writes the tile."""
     x, y = res.pending
     res.pending = None
     dst = dst or res
     if dst.space != "psum":
         fail("a matmul result goes to PSUM")
+    if accumulate is None:
+        accumulate = dst.alloc.open_group == dst.region()
+    dst.alloc.open_group = dst.region()
     t = tracer.current()
+    t.open_regions.add(dst.alloc)
     t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
     acc = " accumulate" if accumulate else ""
     t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}",
@@ -494,11 +511,14 @@ def broadcast_to(src, shape, **kw):
 
 
 def program_id(axis=0):
-    return 0
+    """This instance's index along `axis` of the SPMD launch grid."""
+    t = tracer.current()
+    return t.grid_index[axis] if axis < len(t.grid_index) else 0
 
 
 def num_programs(axis=0):
-    return 1
+    t = tracer.current()
+    return t.grid[axis] if axis < len(t.grid) else 1
 
 
 def device_print(*a, **k):

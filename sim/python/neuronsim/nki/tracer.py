@@ -63,6 +63,7 @@ class Allocation:
 
     def __init__(self, space, nparts, offset, size, name):
         self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
+        self.open_group = None     # PSUM region a matmul accumulation group is writing
 
 
 class Allocator:
@@ -134,6 +135,10 @@ class Trace:
         self.instrs, self.dmas, self.tensors = [], [], {}
         self.history = []            # (instr, region, is_write)
         self.names = set()
+        self.grid, self.grid_index = (), ()     # SPMD launch grid and this instance
+        self.shared = {}                       # (n-th nl.ndarray on HBM) -> tensor, across instances
+        self.hbm_calls = 0
+        self.open_regions = weakref.WeakSet()  # allocations with an open accumulation group
 
     def unique(self, base):
         name, k = base, 1
@@ -151,8 +156,12 @@ class Trace:
         weakref.finalize(a, alloc.release, off, bytes_per_partition)
         return a
 
-    def emit(self, engine, text, reads=(), writes=(), dma=None):
+    def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True):
         ins = Instr(engine, text, list(reads), list(writes), kernel_line(self), dma)
+        if closes_groups and not text.startswith(("multiply_moving", "load_stationary")):
+            for r in ins.reads + ins.writes:
+                if r[0] == "psum":
+                    self.close_groups(r)
         # a dependency on every earlier access that conflicts (one of the two writes)
         keep = []
         for prev, reg, w in self.history:
@@ -171,6 +180,14 @@ class Trace:
         ins.index = len(self.instrs)
         self.instrs.append(ins)
         return ins
+
+    def close_groups(self, region):
+        """Anything but a matmul touching a PSUM tile ends its accumulation group."""
+        for a in list(self.open_regions):
+            g = a.open_group
+            if g[2] < region[3] and region[2] < g[3] and g[4] < region[5] and region[4] < g[5]:
+                a.open_group = None
+                self.open_regions.discard(a)
 
     def retract_last(self):
         """Takes back the last instruction (to re-emit it changed): its
