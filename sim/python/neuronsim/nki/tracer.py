@@ -18,8 +18,8 @@ Scheduling rules (why, in short):
 """
 from __future__ import annotations
 
-import inspect
 import os
+import sys
 import weakref
 
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
@@ -44,13 +44,23 @@ def current():
     return _current
 
 
+_abspaths = {}
+
+
 def kernel_line(trace=None):
-    """'file.py:LINE' of the innermost frame in the kernel's source file."""
+    """'file.py:LINE' of the innermost frame in the kernel's source file
+    (frames walked directly: inspect.stack() reads source and is slow)."""
     t = trace or _current
     files = t.source_files if t else set()
-    for fr in inspect.stack()[1:]:
-        if os.path.abspath(fr.filename) in files:
-            return f"{os.path.basename(fr.filename)}:{fr.lineno}"
+    f = sys._getframe(1)
+    while f is not None:
+        name = f.f_code.co_filename
+        path = _abspaths.get(name)
+        if path is None:
+            path = _abspaths[name] = os.path.abspath(name)
+        if path in files:
+            return f"{os.path.basename(name)}:{f.f_lineno}"
+        f = f.f_back
     return "<kernel>"
 
 
