@@ -335,3 +335,13 @@ def test_spmd_grid_and_matmul_accumulation_groups():
     assert res.races == []
     mm = [l for l in res.program.splitlines() if "multiply_moving" in l]
     assert sum("accumulate" in l for l in mm) == 4 and len(mm) == 6
+
+
+def test_block_dimensions_before_par_dim_are_refused_clearly():
+    @nki.jit
+    def blocked(a):
+        t = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)  # block dim first
+        return t
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(blocked.func, 'block dim first')}: .*block "
+                                           r"dimensions before nl.par_dim are not supported yet"):
+        nki.simulate(blocked, np.zeros((4, 4), np.float32))

@@ -30,9 +30,13 @@ class tile_size:
     total_available_sbuf_size = 229376
 
 
+class _ParDim(int):
+    """A shape entry marked as the partition dimension."""
+
+
 def par_dim(n):
-    """Marks a shape's partition dimension (the first one here)."""
-    return n
+    """Marks a shape's partition dimension (it must be the first one here)."""
+    return _ParDim(n)
 
 
 def arange(*args):
@@ -86,6 +90,9 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
     dt = isa_dtype(dtype)
     space = _space(buffer)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if any(isinstance(d, _ParDim) for d in shape[1:]):
+        fail(f"shape {list(map(int, shape))}: block dimensions before nl.par_dim are not supported yet "
+             "(use a list of tiles)")
     t = tracer.current()
     if space == "hbm":
         # under an SPMD grid every instance's n-th HBM ndarray is the same tensor
