@@ -15,6 +15,8 @@ int nsim_cli_validate(int argc, char **argv);
 int nsim_cli_isa(int argc, char **argv);
 int nsim_cli_trace(int argc, char **argv);
 int nsim_cli_nki(int argc, char **argv);
+/* exec python3 -m module argv[0..argc) with pydir first on PYTHONPATH (cli_python.c) */
+int nsim_cli_exec_python(const char *pydir, const char *module, int argc, char **argv);
 int nsim_cli_run(int argc, char **argv);
 
 #endif
