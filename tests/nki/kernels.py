@@ -187,3 +187,16 @@ def matmul_isa_groups(lhsT, rhs):
         nisa.tensor_copy(dst=res, src=acc)
         nisa.dma_copy(dst=out[rep], src=res)
     return out
+
+
+@nki.jit
+def scale_rows_masked(x, factor=2.0):
+    """Rows in tiles of 128 with the last tile partial: masked load/store
+    (mask=(i * 128 + ip < N), NKI's tail idiom)."""
+    N, D = x.shape
+    out = nl.ndarray((N, D), dtype=x.dtype, buffer=nl.shared_hbm)
+    ip, jf = nl.mgrid[0:128, 0:D]
+    for i in nl.affine_range((N + 127) // 128):
+        t = nl.load(x[i * 128 + ip, jf], mask=(i * 128 + ip < N))
+        nl.store(out[i * 128 + ip, jf], value=nl.multiply(t, factor), mask=(i * 128 + ip < N))
+    return out

@@ -345,3 +345,21 @@ def test_block_dimensions_before_par_dim_are_refused_clearly():
     with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(blocked.func, 'block dim first')}: .*block "
                                            r"dimensions before nl.par_dim are not supported yet"):
         nki.simulate(blocked, np.zeros((4, 4), np.float32))
+
+
+def test_masks_on_a_partial_last_tile():
+    x = np.random.default_rng(9).standard_normal((300, 64)).astype(np.float32)
+    y, res = nki.simulate(kernels.scale_rows_masked, x, check_races=True)
+    np.testing.assert_array_equal(y, 2 * x)
+    assert res.hbm_read_bytes == x.nbytes and res.hbm_write_bytes == x.nbytes and res.races == []
+
+    @nki.jit
+    def unmasked(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:128, 0:x.shape[1]]
+        for i in nl.affine_range(3):
+            nl.store(out[i * 128 + ip, jf], value=nl.load(x[i * 128 + ip, jf]))  # no mask
+        return out
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(unmasked.func, 'no mask')}: index on axis 0 "
+                                           r"reaches \[256, 383\], outside \[0, 300\)"):
+        nki.simulate(unmasked, x)

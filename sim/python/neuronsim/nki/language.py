@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import tracer
-from .tensor import DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
+from .tensor import DType, Index, Mask, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
 
 # ------------------------------------------------------------ dtypes, buffers
@@ -155,17 +155,37 @@ def _dma(dst, src):
     t.emit("sync", f"dma_copy desc=d{idx}", reads=[src.region()], writes=[dst.region()], dma=idx)
 
 
+def _masked_rows(view, mask, what):
+    """Rows of an HBM view a masked load/store moves; an index past the end
+    is an error unless the mask cuts it off."""
+    rows = view.shape[0]
+    if mask is None:
+        if view.overrun:
+            fail(view.overrun)
+        return rows
+    if not isinstance(mask, Mask):
+        fail(f"{what}: mask= takes an index comparison such as (i * 128 + ix < n)")
+    keep = mask.leading_rows(view.rows_wanted or rows)
+    if keep > rows:
+        fail(view.overrun)
+    return keep
+
+
 def load(src, dtype=None, mask=None, **kw):
-    """HBM -> a new SBUF tile of the same shape (partition dimension first)."""
+    """HBM -> a new SBUF tile of the same shape (partition dimension first).
+    With a mask on the first axis only the rows it keeps are moved."""
     if not isinstance(src, Tensor) or src.space != "hbm":
         fail("nl.load reads an HBM tensor (a kernel argument or nl.shared_hbm array)")
-    if mask is not None:
-        fail("masks are not supported yet")
+    rows = _masked_rows(src, mask, "nl.load")
     shape = src.shape if len(src.shape) > 1 else (src.shape[0], 1)
+    shape = ((src.rows_wanted or shape[0]),) + tuple(shape[1:])
     tile = new_tile("sbuf", shape, src.dtype, f"nl.load {list(src.shape)}")
-    _dma(tile, src if len(src.shape) > 1 else Tensor("hbm", src.dtype, shape, (src.strides[0], 1), src.offset,
-                                                      src.name))
-    tile.loaded_by = tracer.current().instrs[-1]
+    if rows == 0:
+        return tile
+    src2 = src if len(src.shape) > 1 else Tensor("hbm", src.dtype, (src.shape[0], 1), (src.strides[0], 1),
+                                                 src.offset, src.name)
+    _dma(tile[0:rows] if rows != shape[0] else tile, src2[0:rows] if rows != src2.shape[0] else src2)
+    tile.loaded_by = tracer.current().instrs[-1] if rows == shape[0] else None
     if dtype is not None and isa_dtype(dtype) != src.dtype:
         return copy(tile, dtype=dtype)
     return tile
@@ -174,8 +194,11 @@ def load(src, dtype=None, mask=None, **kw):
 def store(dst, value, mask=None, **kw):
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
-    if mask is not None:
-        fail("masks are not supported yet")
+    rows = _masked_rows(dst, mask, "nl.store")
+    if rows == 0:
+        return
+    if rows != dst.shape[0] or (dst.rows_wanted and value.shape[0] != rows):
+        dst, value = dst[0:rows], value[0:rows]
     value.materialize()
     if value.space == "psum":
         value = copy(value)

@@ -80,8 +80,46 @@ class Index:
 
     __rmul__ = __mul__
 
+    # comparisons make masks: `mask=(i * 128 + ix < n)` for a partial last tile
+    def __lt__(self, k):
+        return Mask(self, "<", k)
 
-def normalize(key, shape):
+    def __le__(self, k):
+        return Mask(self, "<=", k)
+
+    def __gt__(self, k):
+        return Mask(self, ">", k)
+
+    def __ge__(self, k):
+        return Mask(self, ">=", k)
+
+
+class Mask:
+    """A predicate on index expressions, as NKI's mask= arguments take."""
+
+    def __init__(self, index, op, bound):
+        self.terms = [(index, op, bound)]
+
+    def __and__(self, other):
+        m = Mask.__new__(Mask)
+        m.terms = self.terms + other.terms
+        return m
+
+    def leading_rows(self, size):
+        """How many leading rows (first axis) the mask keeps, for masks that
+        bound the first axis from above; other forms are refused."""
+        keep = size
+        for idx, op, bound in self.terms:
+            if not isinstance(bound, int) or idx.stride <= 0 or op not in ("<", "<="):
+                fail("only masks of the form `start + nl.arange(n) < bound` on the partition (first) "
+                     "axis are supported yet")
+            limit = bound + (op == "<=")
+            n = 0 if limit <= idx.start else -(-(limit - idx.start) // idx.stride)
+            keep = min(keep, max(0, min(idx.size, n)))
+        return keep
+
+
+def normalize(key, shape, overrun=None):
     """Subscripts -> per axis (start, stride, size, keep): keep False for an
     integer (the axis is dropped)."""
     key = key if isinstance(key, tuple) else (key,)
@@ -96,8 +134,15 @@ def normalize(key, shape):
         n = shape[ax]
         if isinstance(k, Index):
             lo, hi = k.start, k.start + k.stride * (k.size - 1)
+            msg = f"index on axis {ax} reaches [{min(lo, hi)}, {max(lo, hi)}], outside [0, {n})"
+            if ax == 0 and overrun is not None and k.stride > 0 and 0 <= lo < n <= hi:
+                # the first axis may run past the end under a mask: keep the rows
+                # inside, remember what was asked (load/store check the mask)
+                overrun.append((k.size, msg))
+                out.append((k.start, k.stride, (n - lo + k.stride - 1) // k.stride, True))
+                continue
             if min(lo, hi) < 0 or max(lo, hi) >= n:
-                fail(f"index on axis {ax} reaches [{min(lo, hi)}, {max(lo, hi)}], outside [0, {n})")
+                fail(msg)
             out.append((k.start, k.stride, k.size, True))
         elif isinstance(k, slice):
             lo, hi, st = k.indices(n)
@@ -127,6 +172,8 @@ class Tensor:
         self.offset, self.name, self.alloc, self.part0 = offset, name, alloc, part0
         self.pending = None            # a matmul not yet placed (see language.matmul)
         self.loaded_by = None          # the DMA that filled this fresh tile (language.load)
+        self.rows_wanted = None        # an index ran past the first axis (allowed under a mask)
+        self.overrun = None
 
     @property
     def buffer(self):
@@ -141,7 +188,8 @@ class Tensor:
 
     def __getitem__(self, key):
         self.materialize()
-        axes = normalize(key, self.shape)
+        over = []
+        axes = normalize(key, self.shape, over if self.space == "hbm" else None)
         shape, strides, offset, part0 = [], [], self.offset, self.part0
         for ax, (start, step, size, keep) in enumerate(axes):
             if self.space != "hbm" and ax == 0:
@@ -155,7 +203,10 @@ class Tensor:
                 strides.append(self.strides[ax] * step)
         if self.space != "hbm" and axes[0][3] is False:
             fail("indexing a tile with an integer partition index is not supported")
-        return Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+        view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+        if over:
+            view.rows_wanted, view.overrun = over[0]
+        return view
 
     def __setitem__(self, key, value):
         from . import language as nl
