@@ -91,8 +91,11 @@ def test_sbuf_overflow_names_the_line():
     def k(a):
         tiles = []
         for i in nl.affine_range(8):
-            tiles.append(nl.ndarray((128, 8192), dtype=nl.float32, buffer=nl.sbuf))  # 32 KiB each
-        return tiles
+            tiles.append(nl.zeros((128, 8192), dtype=nl.float32, buffer=nl.sbuf))  # 32 KiB each
+        total = tiles[0]
+        for t in tiles[1:]:          # every tile is live until here: 8 x 32 KiB > 224 KiB
+            total = nl.add(total, t)
+        return total
     with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(k.func, '32 KiB')}: .*SBUF overflow"):
         nki.simulate(k, np.zeros((4, 4), np.float32))
 
@@ -108,7 +111,7 @@ def test_psum_bank_overflow_and_bank_count():
     @nki.jit
     def many(a):
         keep = [nl.zeros((128, 512), nl.float32, buffer=nl.psum) for _ in range(9)]
-        return keep
+        return [nl.copy(p) for p in keep]          # all nine live at once
     with pytest.raises(nki.NKIError, match=r"PSUM overflow.*8 of 8 banks"):
         nki.simulate(many, np.zeros((4, 4), np.float32))
 

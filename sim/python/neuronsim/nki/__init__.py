@@ -17,8 +17,10 @@ runs on the cycle-approximate simulator.  Errors name the kernel source line.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import io
 import os
 from dataclasses import dataclass, field
 
@@ -84,11 +86,18 @@ class Kernel:
         return self._target or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
 
     def trace(self, *args, **kwargs):
-        """(program text, input tensors with their arrays, output tensors, structure)."""
+        """(program text, input tensors with their arrays, output tensors,
+        structure).  Two passes (see tracer.Trace): the first, silent, finds
+        each tile's last use; the second allocates by it."""
+        with contextlib.redirect_stdout(io.StringIO()):
+            first = self._trace_pass(None, args, kwargs)
+        return self._trace_pass(first.uses, args, kwargs)[1:]
+
+    def _trace_pass(self, last_use, args, kwargs):
         sig = inspect.signature(self.func)
         bound = sig.bind(*args, **kwargs)
         files = {os.path.abspath(inspect.getsourcefile(self.func) or "<kernel>")}
-        t = tracer.Trace(self.target, files)
+        t = tracer.Trace(self.target, files, last_use)
         prev, tracer._current = tracer._current, t
         try:
             ins, call_args = [], {}
@@ -109,6 +118,8 @@ class Kernel:
                 t.grid, t.grid_index = grid, tuple(int(v) for v in np.unravel_index(flat, grid))
                 t.hbm_calls = 0
                 ret = self.func(**call_args)
+            if last_use is None:             # the first pass only measures liveness
+                return t
             outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
             for o in outs:
                 if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \
@@ -116,7 +127,7 @@ class Kernel:
                     raise NKIError(f"{self.func.__name__} must return the HBM tensors it created with "
                                    f"nl.ndarray(..., buffer=nl.shared_hbm); got {o!r}")
             program = t.program([i for i, _ in ins], outs)
-            return program, ins, outs, isinstance(ret, (tuple, list))
+            return t, program, ins, outs, isinstance(ret, (tuple, list))
         finally:
             tracer._current = prev
 

@@ -4,6 +4,7 @@ older form that returns a new tile."""
 from __future__ import annotations
 
 from . import language as nl
+from . import tracer
 from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
 
@@ -86,6 +87,48 @@ def dma_copy(dst=None, src=None, **kw):
         fail("nisa.dma_copy takes dst= and src= tensors")
     nl._dma(dst, src)
     return dst
+
+
+def bn_stats(data=None, dtype=None, dst=None, **kw):
+    """Per-partition statistics of up to bn_stats_fmax elements, six values:
+    [count, mean, variance, 0, 0, 0] here (the layout is only meant for
+    bn_aggr).  The simulator has no single instruction for it: this is
+    three VectorE/ScalarE instructions (sum, sum of squares, combine), so
+    its timing is that of those, not of the hardware's one."""
+    x = nl._operand(data)
+    n = x.elements_per_partition()
+    if n > nl.tile_size.bn_stats_fmax:
+        tracer.fail(f"bn_stats over {n} elements per partition: at most {nl.tile_size.bn_stats_fmax}")
+    out = new_tile("sbuf", (x.shape[0], 6), "fp32", "bn_stats result")
+    nl._memset(out, 0.0)
+    s1 = nl.sum(x, axis=1, dtype="fp32", keepdims=True)
+    s2 = nl.sum(nl.square(x, dtype="fp32"), axis=1, keepdims=True)
+    mean = nl._tensor_scalar(s1, 1.0 / n, "multiply", "fp32")
+    ex2 = nl._tensor_scalar(s2, 1.0 / n, "multiply", "fp32")
+    nl._assign(out[:, 0:1], float(n))
+    nl._assign(out[:, 1:2], mean)
+    nl._assign(out[:, 2:3], nl._binary(ex2, nl._binary(mean, mean, "multiply"), "subtract"))
+    return _ret(dst, out)
+
+
+def bn_aggr(data=None, dtype=None, dst=None, **kw):
+    """[P, 6k] bn_stats results -> [P, 2]: mean and variance of everything
+    they summarize (count-weighted means of means and of variance + mean^2)."""
+    st = nl._operand(data)
+    k = st.elements_per_partition() // 6
+    if k * 6 != st.elements_per_partition() or k < 1:
+        tracer.fail("bn_aggr takes bn_stats results, six values per group")
+    P = st.shape[0]
+    cnt, mean, var = (nl.Tensor(st.space, st.dtype, (P, k), (st.strides[0], 6 * st.strides[-1]),
+                                st.offset + c * st.strides[-1], None, st.alloc, st.part0) for c in range(3))
+    total = nl.sum(cnt, axis=1, keepdims=True)
+    inv = nl.reciprocal(total)
+    m = nl.multiply(nl.sum(nl.multiply(cnt, mean), axis=1, keepdims=True), inv)
+    ex2 = nl.multiply(nl.sum(nl.multiply(cnt, nl.add(var, nl.multiply(mean, mean))), axis=1, keepdims=True), inv)
+    out = new_tile("sbuf", (P, 2), "fp32", "bn_aggr result")
+    nl._assign(out[:, 0:1], m)
+    nl._assign(out[:, 1:2], nl.subtract(ex2, nl.multiply(m, m)))
+    return _ret(dst, out)
 
 
 def iota(expr=None, dtype=None, dst=None, **kw):

@@ -19,7 +19,14 @@ def isa_dtype(dt):
         return None
     if isinstance(dt, DType):
         return dt.isa
-    name = getattr(dt, "name", None) or str(dt)
+    name = getattr(dt, "name", None)
+    if name is None and isinstance(dt, type):          # np.float32 and friends
+        try:
+            import numpy as np
+            name = np.dtype(dt).name
+        except TypeError:
+            name = None
+    name = name or str(dt)
     name = {"float": "float32", "int": "int32"}.get(name, name)
     if name in DTYPE_ALIASES:
         return DTYPE_ALIASES[name]
@@ -249,6 +256,7 @@ class Tensor:
             lo, hi = lo + min(0, ext), hi + max(0, ext)
         if self.space == "hbm":
             return ("hbm", self.name, 0, 1, lo * esz, (hi + 1) * esz)
+        tracer.current().touch(self.alloc)
         base = self.alloc.offset
         return (self.space, 0, self.part0, self.part0 + self.shape[0], base + lo * esz, base + (hi + 1) * esz)
 

@@ -83,6 +83,9 @@ class Allocator:
         self.space, self.capacity, self.bank = space, capacity, bank
         self.free = [(0, capacity)]
         self.high = 0
+        self.cursor = 0     # next fit: a freed region is reused last, which
+                            # buffers loads ahead the way a compiler's
+                            # multi-buffering does
 
     def alloc(self, size, what):
         size = max(size, 1)
@@ -93,13 +96,24 @@ class Allocator:
             size = self.bank
         else:
             size = (size + 63) // 64 * 64
-        for i, (off, n) in enumerate(self.free):
-            if n >= size:
-                self.free[i] = (off + size, n - size)
-                if self.free[i][1] == 0:
-                    del self.free[i]
-                self.high = max(self.high, off + size)
-                return off
+        order = sorted(range(len(self.free)), key=lambda i: (self.free[i][0] + self.free[i][1] <= self.cursor,
+                                                             self.free[i][0]))
+        for i in order:
+            off, n = self.free[i]
+            start = off if off >= self.cursor or off + n <= self.cursor else self.cursor
+            if off + n - start < size:
+                start = off
+            if off + n - start >= size:
+                # carve [start, start + size) out of the block
+                del self.free[i]
+                if start > off:
+                    self.free.append((off, start - off))
+                if start + size < off + n:
+                    self.free.append((start + size, off + n - start - size))
+                self.free.sort()
+                self.cursor = start + size
+                self.high = max(self.high, start + size)
+                return start
         used = self.capacity - sum(n for _, n in self.free)
         unit = "banks" if self.bank else "bytes per partition"
         have = (used // self.bank, self.capacity // self.bank) if self.bank else (used, self.capacity)
@@ -125,7 +139,15 @@ class Instr:
     def __init__(self, engine, text, reads, writes, line, dma=None):
         self.engine, self.text, self.reads, self.writes, self.line, self.dma = \
             engine, text, reads, writes, line, dma
-        self.deps, self.signal, self.index, self.pruned = set(), 0, -1, []
+        self.deps, self.signal, self.index, self.pruned = set(), 0, -1, ([], [])
+
+
+BUCKET = 4096
+
+
+def buckets(r):
+    """Address buckets of a region (space, key, 4 KiB of bytes)."""
+    return [(r[0], r[1], k) for k in range(r[4] // BUCKET, (max(r[5], r[4] + 1) - 1) // BUCKET + 1)]
 
 
 def overlaps(a, b):
@@ -134,16 +156,28 @@ def overlaps(a, b):
 
 
 class Trace:
-    def __init__(self, target, source_files):
+    """One tracing pass.  Tiles get their storage by liveness, as a compiler
+    would: a first pass (last_use None, capacity unbounded) records the last
+    instruction that touches each tile; the second frees a tile's region as
+    soon as that instruction is traced (and, failing that, when Python drops
+    the tile), so capacity errors mean the live tiles do not fit."""
+
+    def __init__(self, target, source_files, last_use=None):
         if target not in TARGETS:
             raise NKIError(f"unknown target {target!r} (trn1, trn2, trn3)")
         self.target = target
         sbuf, psum, banks = TARGETS[target]
-        self.sbuf = Allocator("sbuf", sbuf)
-        self.psum = Allocator("psum", psum, psum // banks)
+        self.recording = last_use is None
+        scale = 1 << 20 if self.recording else 1
+        self.sbuf = Allocator("sbuf", sbuf * scale)
+        self.psum = Allocator("psum", psum * scale, psum // banks)
+        self.last_use = last_use or {}
+        self.uses = {}
+        self.n_allocs = 0
+        self.live = []
         self.source_files = source_files
         self.instrs, self.dmas, self.tensors = [], [], {}
-        self.history = []            # (instr, region, is_write)
+        self.history = {}            # address bucket -> [(instr, region, is_write)]
         self.names = set()
         self.grid, self.grid_index = (), ()     # SPMD launch grid and this instance
         self.shared = {}                       # (n-th nl.ndarray on HBM) -> tensor, across instances
@@ -161,10 +195,33 @@ class Trace:
         if nparts > 128:
             fail(f"{what}: partition dimension {nparts} exceeds the 128 partitions (nl.tile_size.pmax)")
         alloc = self.sbuf if space == "sbuf" else self.psum
+        if not self.recording:
+            self.release_dead()
         off = alloc.alloc(bytes_per_partition, what)
         a = Allocation(space, nparts, off, bytes_per_partition, what)
-        weakref.finalize(a, alloc.release, off, bytes_per_partition)
+        a.id = self.n_allocs
+        self.n_allocs += 1
+        a.free = weakref.finalize(a, alloc.release, off, bytes_per_partition)
+        self.live.append((a.id, a.free))
         return a
+
+    def touch(self, a):
+        """An instruction being traced uses allocation a."""
+        if self.recording:
+            self.uses[a.id] = len(self.instrs)
+
+    def release_dead(self):
+        """Frees the regions of tiles whose last instruction has been traced."""
+        now = len(self.instrs)
+        keep = []
+        for aid, fin in self.live:
+            if not fin.alive:
+                continue
+            if self.last_use.get(aid, -1) < now:
+                fin()
+            else:
+                keep.append((aid, fin))
+        self.live = keep
 
     def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True):
         ins = Instr(engine, text, list(reads), list(writes), kernel_line(self), dma)
@@ -172,21 +229,37 @@ class Trace:
             for r in ins.reads + ins.writes:
                 if r[0] == "psum":
                     self.close_groups(r)
-        # a dependency on every earlier access that conflicts (one of the two writes)
-        keep = []
-        for prev, reg, w in self.history:
-            hit = any(overlaps(reg, r) for r in ins.writes) or (w and any(overlaps(reg, r) for r in ins.reads))
-            if hit:
-                ins.deps.add(prev)
-        for r in ins.reads:
-            keep.append((ins, r, False))
-        for r in ins.writes:
-            keep.append((ins, r, True))
+        # a dependency on every earlier access that conflicts (one of the
+        # two writes), found through the address buckets the regions span
+        seen = set()
+        for r, is_w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
+            for b in buckets(r):
+                for h in self.history.get(b, ()):
+                    if id(h) in seen:
+                        continue
+                    prev, reg, w = h
+                    if (is_w or w) and overlaps(reg, r):
+                        ins.deps.add(prev)
+                        seen.add(id(h))
         # prune: an access to exactly the region this instruction writes is
         # ordered before it, and later accesses will depend on this one
-        hidden = [h for h in self.history if any(w and h[1] == r for (_, r, w) in keep)]
-        ins.pruned = hidden
-        self.history = [h for h in self.history if not any(w and h[1] == r for (_, r, w) in keep)] + keep
+        written = set(ins.writes)
+        pruned = []
+        for r in written:
+            for b in buckets(r):
+                lst = self.history.get(b)
+                if lst:
+                    drop = [h for h in lst if h[1] == r]
+                    if drop:
+                        self.history[b] = [h for h in lst if h[1] != r]
+                        pruned += [(b, h) for h in drop]
+        added = []
+        for r, w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
+            entry = (ins, r, w)
+            for b in buckets(r):
+                self.history.setdefault(b, []).append(entry)
+                added.append((b, entry))
+        ins.pruned = (pruned, added)
         ins.index = len(self.instrs)
         self.instrs.append(ins)
         return ins
@@ -203,7 +276,11 @@ class Trace:
         """Takes back the last instruction (to re-emit it changed): its
         accesses leave the history and those it had pruned return."""
         ins = self.instrs.pop()
-        self.history = [h for h in self.history if h[0] is not ins] + ins.pruned
+        pruned, added = ins.pruned
+        for b, entry in added:
+            self.history[b] = [h for h in self.history[b] if h is not entry]
+        for b, entry in pruned:
+            self.history.setdefault(b, []).append(entry)
         return ins
 
     # ------------------------------------------------------------ program
