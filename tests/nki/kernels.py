@@ -200,3 +200,17 @@ def scale_rows_masked(x, factor=2.0):
         t = nl.load(x[i * 128 + ip, jf], mask=(i * 128 + ip < N))
         nl.store(out[i * 128 + ip, jf], value=nl.multiply(t, factor), mask=(i * 128 + ip < N))
     return out
+
+
+@nki.jit
+def swap_free_axes(x, f1, f2):
+    """Per row of x[P, f1 * f2], transpose the f1 x f2 matrix the row holds,
+    with index-grid access patterns (i_f2 * f1 + i_f1) on an SBUF copy."""
+    P = x.shape[0]
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    ip, i1, i2 = nl.mgrid[0:P, 0:f1, 0:f2]
+    r = nl.ndarray((P, f1 * f2), dtype=x.dtype, buffer=nl.sbuf)
+    r[ip, i2 * f1 + i1] = nl.copy(t[ip, i1 * f2 + i2])
+    nl.store(out, value=r)
+    return out

@@ -366,3 +366,28 @@ def test_masks_on_a_partial_last_tile():
     with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(unmasked.func, 'no mask')}: index on axis 0 "
                                            r"reaches \[256, 383\], outside \[0, 300\)"):
         nki.simulate(unmasked, x)
+
+
+def test_index_grid_access_patterns():
+    x = np.arange(6 * 3 * 4, dtype=np.float32).reshape(6, 12)
+    y, res = nki.simulate(kernels.swap_free_axes, x, 3, 4, check_races=True)
+    np.testing.assert_array_equal(y, x.reshape(6, 3, 4).transpose(0, 2, 1).reshape(6, 12))
+    assert res.races == []
+
+
+def test_unsupported_names_say_so_and_activation_takes_a_scale_tile():
+    import neuronsim.nki.isa as nisa
+    with pytest.raises(nki.NKIError, match="nki.isa.tensor_tensor_scan is not supported by the simulator yet"):
+        nisa.tensor_tensor_scan
+    with pytest.raises(nki.NKIError, match="nki.language.affine_select is not supported"):
+        nl.affine_select
+
+    @nki.jit
+    def exp_scaled(x, s):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.activation(op=nl.exp, data=nl.load(x), scale=nl.load(s)))
+        return out
+    x = np.random.default_rng(10).standard_normal((128, 64)).astype(np.float32)
+    s = np.linspace(-1, 1, 128, dtype=np.float32).reshape(128, 1)
+    y, _ = nki.simulate(exp_scaled, x, s)
+    np.testing.assert_allclose(y, np.exp(x * s), rtol=1e-5)

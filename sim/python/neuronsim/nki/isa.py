@@ -133,3 +133,10 @@ def bn_aggr(data=None, dtype=None, dst=None, **kw):
 
 def iota(expr=None, dtype=None, dst=None, **kw):
     fail("nisa.iota is not supported yet")
+
+
+def __getattr__(name):
+    """A documented nki.isa instruction the simulator does not provide yet."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise tracer.NKIError(f"nki.isa.{name} is not supported by the simulator yet (docs/nki.md lists what is)")

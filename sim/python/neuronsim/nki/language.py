@@ -316,6 +316,12 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None):
         fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAME.get(x.dtype, x.dtype)}")
     out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{func} result")
     reads = [x.region()]
+    sc = repr(float(scale)) if not isinstance(scale, Tensor) else None
+    if isinstance(scale, Tensor):          # a per-partition scale [P, 1]
+        if scale.shape[0] != x.shape[0] or scale.elements_per_partition() != 1:
+            fail(f"an activation scale tile is [{x.shape[0]}, 1], got {list(scale.shape)}")
+        sc = scale.ap()
+        reads.append(scale.region())
     b = "0.0"
     if isinstance(bias, Tensor):
         b = bias.ap()
@@ -323,7 +329,7 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None):
     elif bias is not None:
         b = repr(float(bias))
     tracer.current().emit("scalar", f"activation dst={out.ap()} src={x.ap()} func={func} "
-                          f"scale={float(scale)!r} bias={b}", reads=reads, writes=[out.region()])
+                          f"scale={sc} bias={b}", reads=reads, writes=[out.region()])
     return out
 
 
@@ -559,3 +565,11 @@ def device_print(*a, **k):
 Tensor = Tensor     # for nki.isa's views
 
 np_ops = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}
+
+
+def __getattr__(name):
+    """A documented nki.language name the simulator does not provide yet."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise tracer.NKIError(f"nki.language.{name} is not supported by the simulator yet (docs/nki.md lists "
+                          "what is)")

@@ -70,9 +70,14 @@ class Index:
     def _affine(self, scale=1, shift=0):
         return Index(self.size, self.start * scale + shift, self.stride * scale, self.axis, self.ndim)
 
+    def terms(self):
+        return [(self.axis if self.axis is not None else 0, self.stride, self.size)], self.start
+
     def __add__(self, k):
+        if isinstance(k, (Index, GridExpr)):
+            return GridExpr.of(self) + k
         if not isinstance(k, int):
-            fail("only integers can be added to an index expression")
+            fail("only integers and index expressions can be added to an index expression")
         return self._affine(1, k)
 
     __radd__ = __add__
@@ -99,6 +104,40 @@ class Index:
 
     def __ge__(self, k):
         return Mask(self, ">=", k)
+
+
+class GridExpr:
+    """An affine combination of several axes of one index grid, e.g.
+    i_f1 * F2 + i_f2 from nl.mgrid: one tensor axis walked as several
+    access-pattern dimensions."""
+
+    def __init__(self, terms, offset=0):
+        self._terms, self.offset = list(terms), offset
+
+    @staticmethod
+    def of(x):
+        t, off = x.terms()
+        return GridExpr(t, off)
+
+    def terms(self):
+        return self._terms, self.offset
+
+    def __add__(self, k):
+        if isinstance(k, int):
+            return GridExpr(self._terms, self.offset + k)
+        if isinstance(k, (Index, GridExpr)):
+            t, off = k.terms()
+            return GridExpr(self._terms + t, self.offset + off)
+        fail("index expressions add integers and index expressions only")
+
+    __radd__ = __add__
+
+    def __mul__(self, k):
+        if not isinstance(k, int):
+            fail("index expressions scale by integers only")
+        return GridExpr([(a, s * k, n) for a, s, n in self._terms], self.offset * k)
+
+    __rmul__ = __mul__
 
 
 class Mask:
@@ -193,8 +232,49 @@ class Tensor:
     def __repr__(self):
         return f"<nki {self.space} tensor {self.name or ''} {self.dtype}{list(self.shape)}>"
 
+    def _grid_view(self, key):
+        """Subscripts that are index-grid expressions (nl.mgrid): the view's
+        dimensions are the grid's axes in order, each walking the tensor with
+        the combined stride of its terms."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != len(self.shape):
+            fail(f"{len(key)} grid subscripts for a tensor of rank {len(self.shape)}")
+        dims, offset, part0 = {}, self.offset, self.part0
+        for ax, k in enumerate(key):
+            if isinstance(k, int):
+                terms, off = [], k
+            elif isinstance(k, (Index, GridExpr)):
+                terms, off = k.terms()
+            else:
+                fail("mixing index-grid expressions with slices is not supported")
+            lo = hi = off
+            for _, st, n in terms:
+                lo, hi = lo + min(0, st * (n - 1)), hi + max(0, st * (n - 1))
+            if lo < 0 or hi >= self.shape[ax]:
+                fail(f"index on axis {ax} reaches [{lo}, {hi}], outside [0, {self.shape[ax]})")
+            if self.space != "hbm" and ax == 0:
+                if len(terms) != 1 or terms[0][1] != 1:
+                    fail("a tile's partition index must be a contiguous nl.arange range")
+                part0 += off
+                g, _, n = terms[0]
+                dims[g] = ("p", n)
+                continue
+            offset += off * self.strides[ax]
+            for g, st, n in terms:
+                if g in dims:
+                    fail("one index-grid axis used on two tensor axes is not supported")
+                dims[g] = (st * self.strides[ax], n)
+        order = sorted(dims)
+        if self.space != "hbm" and dims[order[0]][0] != "p":
+            fail("the partition index must come from the first axis of the index grid")
+        shape = [dims[g][1] for g in order]
+        strides = [0 if dims[g][0] == "p" else dims[g][0] for g in order]
+        return Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+
     def __getitem__(self, key):
         self.materialize()
+        if any(isinstance(k, GridExpr) for k in (key if isinstance(key, tuple) else (key,))):
+            return self._grid_view(key)
         over = []
         axes = normalize(key, self.shape, over if self.space == "hbm" else None)
         shape, strides, offset, part0 = [], [], self.offset, self.part0
