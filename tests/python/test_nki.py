@@ -340,14 +340,32 @@ def test_spmd_grid_and_matmul_accumulation_groups():
     assert sum("accumulate" in l for l in mm) == 4 and len(mm) == 6
 
 
-def test_block_dimensions_before_par_dim_are_refused_clearly():
+def test_block_dimensions_before_par_dim():
+    """nl.ndarray((B, nl.par_dim(128), F)): blocks side by side in each
+    partition, addressed t[b] (as NKI kernels keep per-tile state)."""
     @nki.jit
-    def blocked(a):
-        t = nl.ndarray((4, nl.par_dim(128), 512), dtype=nl.float32, buffer=nl.sbuf)  # block dim first
-        return t
-    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(blocked.func, 'block dim first')}: .*block "
-                                           r"dimensions before nl.par_dim are not supported yet"):
-        nki.simulate(blocked, np.zeros((4, 4), np.float32))
+    def blocks(x):
+        B = x.shape[0] // 128
+        acc = nl.zeros((B, nl.par_dim(128), x.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+        for rep in nl.sequential_range(3):
+            for b in nl.affine_range(B):
+                acc[b, 0:128, :] += nl.load(x[b * 128:(b + 1) * 128, :])
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        for b in nl.affine_range(B):
+            nl.store(out[b * 128:(b + 1) * 128, :], value=acc[b, 0:128, :])
+        return out
+    x = np.random.default_rng(11).standard_normal((384, 96)).astype(np.float32)
+    y, res = nki.simulate(blocks, x, check_races=True)
+    np.testing.assert_allclose(y, 3 * x, rtol=1e-6)
+    assert res.races == []
+
+    @nki.jit
+    def unindexed(x):
+        t = nl.zeros((2, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+        return nl.exp(t)  # a whole block tile as an operand
+    with pytest.raises(nki.NKIError, match=rf"test_nki.py:{line_of(unindexed.func, 'whole block')}: .*index a "
+                                           r"block first"):
+        nki.simulate(unindexed, np.zeros((4, 4), np.float32))
 
 
 def test_masks_on_a_partial_last_tile():

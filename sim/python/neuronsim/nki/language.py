@@ -91,9 +91,7 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
     dt = isa_dtype(dtype)
     space = _space(buffer)
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    if any(isinstance(d, _ParDim) for d in shape[1:]):
-        fail(f"shape {list(map(int, shape))}: block dimensions before nl.par_dim are not supported yet "
-             "(use a list of tiles)")
+    pax = next((i for i, d in enumerate(shape) if isinstance(d, _ParDim)), 0)
     t = tracer.current()
     if space == "hbm":
         # under an SPMD grid every instance's n-th HBM ndarray is the same tensor
@@ -108,7 +106,7 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
         t.tensors[out.name] = out
         t.shared[key] = out
         return out
-    return new_tile(space, shape, dt, name or f"{space} tile {list(shape)}")
+    return new_tile(space, shape, dt, name or f"{space} tile {list(map(int, shape))}", pax)
 
 
 def zeros(shape, dtype, buffer=sbuf, name="", **kw):
@@ -238,6 +236,9 @@ def _operand(x):
         x.materialize()
         if x.space == "hbm":
             fail("compute operands must be on chip: nl.load the HBM tensor first")
+        if x.pax != 0:
+            fail(f"a tile with block dimensions before its partition axis ({list(x.shape)}): index a block "
+                 "first (t[i])")
     return x
 
 

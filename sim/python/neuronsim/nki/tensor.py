@@ -213,9 +213,10 @@ class Tensor:
     """A view: HBM (name, element offset, strides) or a tile (allocation,
     first partition, element offset in the partition, free strides)."""
 
-    def __init__(self, space, dtype, shape, strides, offset=0, name=None, alloc=None, part0=0):
+    def __init__(self, space, dtype, shape, strides, offset=0, name=None, alloc=None, part0=0, pax=0):
         self.space, self.dtype, self.shape, self.strides = space, dtype, tuple(shape), tuple(strides)
         self.offset, self.name, self.alloc, self.part0 = offset, name, alloc, part0
+        self.pax = pax                 # a tile's partition axis (> 0: block dims before nl.par_dim)
         self.pending = None            # a matmul not yet placed (see language.matmul)
         self.loaded_by = None          # the DMA that filled this fresh tile (language.load)
         self.rows_wanted = None        # an index ran past the first axis (allowed under a mask)
@@ -265,6 +266,8 @@ class Tensor:
                     fail("one index-grid axis used on two tensor axes is not supported")
                 dims[g] = (st * self.strides[ax], n)
         order = sorted(dims)
+        if self.space != "hbm" and self.pax != 0:
+            fail("index a block of a tile with block dimensions before using index grids on it")
         if self.space != "hbm" and dims[order[0]][0] != "p":
             fail("the partition index must come from the first axis of the index grid")
         shape = [dims[g][1] for g in order]
@@ -277,20 +280,21 @@ class Tensor:
             return self._grid_view(key)
         over = []
         axes = normalize(key, self.shape, over if self.space == "hbm" else None)
-        shape, strides, offset, part0 = [], [], self.offset, self.part0
+        shape, strides, offset, part0, pax = [], [], self.offset, self.part0, 0
         for ax, (start, step, size, keep) in enumerate(axes):
-            if self.space != "hbm" and ax == 0:
+            if self.space != "hbm" and ax == self.pax:
                 if step != 1:
                     fail("a tile's partition dimension takes contiguous ranges only")
+                if not keep:
+                    fail("indexing a tile with an integer partition index is not supported")
                 part0 += start
+                pax = len(shape)
             else:
                 offset += start * self.strides[ax]
             if keep:
                 shape.append(size)
                 strides.append(self.strides[ax] * step)
-        if self.space != "hbm" and axes[0][3] is False:
-            fail("indexing a tile with an integer partition index is not supported")
-        view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+        view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0, pax)
         if over:
             view.rows_wanted, view.overrun = over[0]
         return view
@@ -311,7 +315,11 @@ class Tensor:
         """(stride, size) of the free dims, in elements."""
         if self.space == "hbm":
             return [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
-        return [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
+        return [(s, n) for a, (s, n) in enumerate(zip(self.strides, self.shape)) if a != self.pax] or [(1, 1)]
+
+    @property
+    def nparts(self):
+        return self.shape[self.pax] if self.shape else 1
 
     def ap(self):
         """The operand's .nsasm access pattern."""
@@ -325,7 +333,7 @@ class Tensor:
             return f"hbm({self.name}):{self.dtype}[{pstride}x{rows}]{off}{{{dims}}}"
         byte = self.alloc.offset + self.offset * esz
         off = f"+{byte}" if byte else ""
-        return f"{self.space}:{self.dtype}[{self.part0}:{self.part0 + self.shape[0]}]{off}{{{dims}}}"
+        return f"{self.space}:{self.dtype}[{self.part0}:{self.part0 + self.nparts}]{off}{{{dims}}}"
 
     def region(self):
         """(space, key, p_lo, p_hi, b_lo, b_hi): what the operand touches."""
@@ -338,12 +346,13 @@ class Tensor:
             return ("hbm", self.name, 0, 1, lo * esz, (hi + 1) * esz)
         tracer.current().touch(self.alloc)
         base = self.alloc.offset
-        return (self.space, 0, self.part0, self.part0 + self.shape[0], base + lo * esz, base + (hi + 1) * esz)
+        return (self.space, 0, self.part0, self.part0 + self.nparts, base + lo * esz, base + (hi + 1) * esz)
 
     def elements_per_partition(self):
         n = 1
-        for d in self.shape[1:]:
-            n *= d
+        for a, d in enumerate(self.shape):
+            if a != (self.pax if self.space != "hbm" else 0):
+                n *= d
         return n
 
     # ------------------------------------------------------------ operators
@@ -405,21 +414,23 @@ class Tensor:
         return nl.broadcast_to(self, shape)
 
 
-def new_tile(space, shape, dtype, what="tile"):
+def new_tile(space, shape, dtype, what="tile", pax=0):
+    """A tile; pax > 0 puts block dimensions before the partition axis
+    (nl.ndarray((B, nl.par_dim(128), F))): each partition holds the blocks
+    one after another."""
     shape = tuple(int(d) for d in shape)
     if not shape:
         shape = (1,)
-    nparts = shape[0]
+    nparts = shape[pax]
     free = 1
-    for d in shape[1:]:
-        free *= d
     strides = [0] * len(shape)
-    acc = 1
-    for ax in range(len(shape) - 1, 0, -1):
-        strides[ax] = acc
-        acc *= shape[ax]
+    for ax in range(len(shape) - 1, -1, -1):
+        if ax == pax:
+            continue
+        strides[ax] = free
+        free *= shape[ax]
     alloc = tracer.current().allocate(space, nparts, free * SIZES[dtype], what)
-    return Tensor(space, dtype, shape, strides, 0, None, alloc, 0)
+    return Tensor(space, dtype, shape, strides, 0, None, alloc, 0, pax)
 
 
 def hbm_tensor(name, shape, dtype):
