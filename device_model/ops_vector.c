@@ -144,6 +144,36 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 	return finish(c, b, &dv, x, engine, index, in, f);
 }
 
+/* NKI's tensor_tensor_scan: per partition, a running value that starts at
+ * `initial` and takes each element in turn, in fp32 (the engines' compute
+ * precision), then casts on write like every elementwise result. */
+dm_fault_kind dm_op_tensor_tensor_scan(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				       const isa_instr *in, dm_fault *f)
+{
+	dm_view av, bv, dv;
+	float *init;
+	dm_fault_kind k;
+	VIEW(av, ISA_AP_SRC, false, "src0");
+	VIEW(bv, ISA_AP_SRC1, false, "src1");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = av.nfree, P = av.nparts;
+	float *x = dm_tmp(c, 0, P * n), *y = dm_tmp(c, 1, P * n);
+	if (!x || !y)
+		return nomem(f, engine, index);
+	if ((k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[0], 2, (uint32_t)P, &init, engine, index, f)))
+		return k;
+	dm_view_read(&av, x);
+	dm_view_read(&bv, y);
+	for (uint64_t p = 0; p < P; p++) {
+		float acc = init[p];
+		for (uint64_t j = 0; j < n; j++) {
+			acc = dm_alu_f32(in->e[1], dm_alu_f32(in->e[0], x[p * n + j], acc), y[p * n + j]);
+			x[p * n + j] = acc;
+		}
+	}
+	return finish(c, b, &dv, x, engine, index, in, f);
+}
+
 dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				  const isa_instr *in, dm_fault *f)
 {

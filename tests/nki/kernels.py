@@ -214,3 +214,17 @@ def swap_free_axes(x, f1, f2):
     r[ip, i2 * f1 + i1] = nl.copy(t[ip, i1 * f2 + i2])
     nl.store(out, value=r)
     return out
+
+
+@nki.jit
+def selective_scan_isa(u, delta, A, B, C):
+    """selective_scan with the recurrence as one nisa.tensor_tensor_scan
+    (h_t = dA_t * h_{t-1} + dBu_t along the free axis) instead of a loop."""
+    ch, L = u.shape
+    y_out = nl.ndarray((ch, L), dtype=u.dtype, buffer=nl.shared_hbm)
+    u_t, dt_t = nl.load(u), nl.load(delta)
+    d_a = nisa.activation(op=nl.exp, data=dt_t, scale=nl.load(A))
+    d_bu = nl.multiply(nl.multiply(dt_t, nl.load(B).broadcast_to((ch, L))), u_t)
+    h = nisa.tensor_tensor_scan(d_a, d_bu, initial=0.0, op0=nl.multiply, op1=nl.add)
+    nl.store(y_out, value=nl.multiply(h, nl.load(C).broadcast_to((ch, L))))
+    return y_out

@@ -89,6 +89,31 @@ def dma_copy(dst=None, src=None, **kw):
     return dst
 
 
+def tensor_tensor_scan(data0=None, data1=None, initial=0.0, op0=None, op1=None, dst=None, dtype=None,
+                       reverse0=False, reverse1=False, **kw):
+    """result[:, i] = (data0[:, i] <op0> result[:, i-1]) <op1> data1[:, i],
+    from `initial` (a number or a [P, 1] tile), on VectorE."""
+    if reverse0 or reverse1:
+        tracer.fail("tensor_tensor_scan with reverse operands is not supported yet")
+    x, y = nl._operand(data0), nl._operand(data1)
+    if not isinstance(x, Tensor) or not isinstance(y, Tensor) or x.shape != y.shape:
+        tracer.fail("tensor_tensor_scan takes two tiles of the same shape")
+    a0, a1 = nl.op_name(op0 or nl.multiply), nl.op_name(op1 or nl.add)
+    out = new_tile("sbuf", x.shape, nl._result_dtype(x, y, dtype=dtype), "tensor_tensor_scan result")
+    reads = [x.region(), y.region()]
+    if isinstance(initial, Tensor):
+        init = nl._operand(initial)
+        if init.nparts != x.shape[0] or init.elements_per_partition() != 1:
+            tracer.fail(f"tensor_tensor_scan initial is a number or a [{x.shape[0]}, 1] tile")
+        iv = init.ap()
+        reads.append(init.region())
+    else:
+        iv = repr(float(initial))
+    tracer.current().emit("vector", f"tensor_tensor_scan dst={out.ap()} src0={x.ap()} src1={y.ap()} op0={a0} "
+                          f"op1={a1} initial={iv}", reads=reads, writes=[out.region()])
+    return _ret(dst, out)
+
+
 def bn_stats(data=None, dtype=None, dst=None, **kw):
     """Per-partition statistics of up to bn_stats_fmax elements, six values:
     [count, mean, variance, 0, 0, 0] here (the layout is only meant for
