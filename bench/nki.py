@@ -30,6 +30,8 @@ def cases():
     yield "attention d64 256x512", kernels.attention_fwd, (r(64, 256), r(64, 512), r(512, 64), 0.125)
     yield "selective_scan 128x64", kernels.selective_scan, (r(128, 64), np.abs(r(128, 64)) * 0.1,
                                                              -np.abs(r(128, 1)), r(1, 64), r(1, 64))
+    yield "selective_scan_isa 128x2048", kernels.selective_scan_isa, (r(128, 2048), np.abs(r(128, 2048)) * 0.1,
+                                                                   -np.abs(r(128, 1)), r(1, 2048), r(1, 2048))
     a, b = r(1024, 1024, dt=f16), r(1024, 2048, dt=f16)
     for k in matmul_stages.STAGES:
         yield f"{k.__name__} 1024x1024x2048", k, (a, b)
