@@ -228,3 +228,18 @@ def selective_scan_isa(u, delta, A, B, C):
     h = nisa.tensor_tensor_scan(d_a, d_bu, initial=0.0, op0=nl.multiply, op1=nl.add)
     nl.store(y_out, value=nl.multiply(h, nl.load(C).broadcast_to((ch, L))))
     return y_out
+
+
+@nki.jit
+def causal_mask(scores, fill=-9984.0):
+    """scores[q, k] where k <= q, fill elsewhere (nisa.affine_select with
+    the predicate i_q - i_k >= 0), plus the key index of every element
+    (nisa.iota)."""
+    Q, K = scores.shape
+    out = nl.ndarray((Q, K), dtype=scores.dtype, buffer=nl.shared_hbm)
+    keys = nl.ndarray((Q, K), dtype=nl.float32, buffer=nl.shared_hbm)
+    i_q, i_k = nl.mgrid[0:Q, 0:K]
+    nl.store(out, value=nisa.affine_select(pred=(i_q - i_k >= 0), on_true_tile=nl.load(scores),
+                                           on_false_value=fill))
+    nl.store(keys, value=nisa.iota(i_k + 0 * i_q, dtype=nl.float32))
+    return out, keys

@@ -414,3 +414,12 @@ def test_unsupported_names_say_so_and_activation_takes_a_scale_tile():
     s = np.linspace(-1, 1, 128, dtype=np.float32).reshape(128, 1)
     y, _ = nki.simulate(exp_scaled, x, s)
     np.testing.assert_allclose(y, np.exp(x * s), rtol=1e-5)
+
+
+def test_affine_select_and_iota():
+    s = np.random.default_rng(12).standard_normal((128, 256)).astype(np.float32)
+    (y, keys), res = nki.simulate(kernels.causal_mask, s, check_races=True)
+    q, k = np.meshgrid(np.arange(128), np.arange(256), indexing="ij")
+    np.testing.assert_array_equal(y, np.where(q - k >= 0, s, -9984.0))
+    np.testing.assert_array_equal(keys, k.astype(np.float32))
+    assert res.races == [] and "affine_select" in res.program and "iota" in res.program

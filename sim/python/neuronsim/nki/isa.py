@@ -156,8 +156,51 @@ def bn_aggr(data=None, dtype=None, dst=None, **kw):
     return _ret(dst, out)
 
 
-def iota(expr=None, dtype=None, dst=None, **kw):
-    fail("nisa.iota is not supported yet")
+_CMP = {"<": "is_lt", "<=": "is_le", ">": "is_gt", ">=": "is_ge"}
+
+
+def _affine_fields(coef, offset, sizes, what):
+    """base/pmul/mul fields from an affine form over grid axes 0 (partition), 1, 2, ..."""
+    axes = sorted(sizes)
+    if not axes or axes[0] != 0:
+        fail(f"{what}: the expression needs the partition index (grid axis 0)")
+    free = axes[1:]
+    if len(free) > 4 or free != list(range(1, len(free) + 1)):
+        fail(f"{what}: use consecutive grid axes 1.. for the free dimensions (at most 4)")
+    mul = ",".join(str(coef.get(a, 0)) for a in free) or "0"
+    return f"base={offset} pmul={coef.get(0, 0)} mul={mul}", [sizes[a] for a in axes]
+
+
+def iota(expr=None, dtype=None, dst=None, mask=None, **kw):
+    """The values of an index expression, e.g. nisa.iota(i_p * 4 + i_f, dtype=nl.int32), on GpSimd."""
+    from .tensor import affine_form
+    coef, offset, sizes = affine_form(expr)
+    fields, shape = _affine_fields(coef, offset, sizes, "nisa.iota")
+    out = new_tile("sbuf", shape, isa_dtype(dtype) if dtype is not None else "int32", "nisa.iota result")
+    tracer.current().emit("gpsimd", f"iota dst={out.ap()} {fields}", writes=[out.region()])
+    return _ret(dst, out)
+
+
+def affine_select(pred=None, on_true_tile=None, on_false_value=None, dtype=None, dst=None, mask=None, **kw):
+    """on_true_tile where an affine predicate over the tile's indices holds
+    (e.g. i_q - i_k >= 0 for a causal mask), on_false_value elsewhere; GpSimd."""
+    from .tensor import Mask, affine_form
+    if not isinstance(pred, Mask) or len(pred.terms) != 1:
+        fail("nisa.affine_select takes one comparison of an index expression with an integer")
+    expr, op, bound = pred.terms[0]
+    if op not in _CMP or not isinstance(bound, int):
+        fail(f"nisa.affine_select predicate {op!r} {bound!r}: <, <=, > or >= an integer")
+    coef, offset, sizes = affine_form(expr)
+    fields, shape = _affine_fields(coef, offset - bound, sizes, "nisa.affine_select")
+    src = nl._operand(on_true_tile)
+    if list(src.shape) != shape and src.nparts * src.elements_per_partition() != \
+            shape[0] * int(__import__("math").prod(shape[1:])):
+        fail(f"nisa.affine_select: predicate over {shape}, tile {list(src.shape)}")
+    out = new_tile("sbuf", src.shape, isa_dtype(dtype) if dtype is not None else src.dtype, "affine_select result")
+    fill = float(on_false_value)
+    tracer.current().emit("gpsimd", f"affine_select dst={out.ap()} src={src.ap()} cmp={_CMP[op]} {fields} "
+                          f"fill={fill!r}", reads=[src.region()], writes=[out.region()])
+    return _ret(dst, out)
 
 
 def __getattr__(name):

@@ -83,7 +83,15 @@ class Index:
     __radd__ = __add__
 
     def __sub__(self, k):
+        if isinstance(k, (Index, GridExpr)):
+            return GridExpr.of(self) + (k * -1)
         return self.__add__(-k)
+
+    def __rsub__(self, k):
+        return GridExpr.of(self) * -1 + k
+
+    def __neg__(self):
+        return self._affine(-1, 0)
 
     def __mul__(self, k):
         if not isinstance(k, int):
@@ -138,6 +146,42 @@ class GridExpr:
         return GridExpr([(a, s * k, n) for a, s, n in self._terms], self.offset * k)
 
     __rmul__ = __mul__
+
+    def __sub__(self, k):
+        if isinstance(k, int):
+            return self + (-k)
+        return self + (k * -1)
+
+    def __rsub__(self, k):
+        return (self * -1) + k
+
+    def __neg__(self):
+        return self * -1
+
+    def __lt__(self, k):
+        return Mask(self, "<", k)
+
+    def __le__(self, k):
+        return Mask(self, "<=", k)
+
+    def __gt__(self, k):
+        return Mask(self, ">", k)
+
+    def __ge__(self, k):
+        return Mask(self, ">=", k)
+
+
+def affine_form(expr):
+    """An index expression as {grid axis: coefficient}, offset, {grid axis: size}."""
+    if isinstance(expr, Index):
+        expr = GridExpr.of(expr)
+    if not isinstance(expr, GridExpr):
+        fail(f"expected an index expression over nl.arange / nl.mgrid, got {expr!r}")
+    coef, sizes = {}, {}
+    for a, st, n in expr.terms()[0]:
+        coef[a] = coef.get(a, 0) + st
+        sizes[a] = n
+    return coef, expr.offset, sizes
 
 
 class Mask:
