@@ -51,7 +51,25 @@ class DType(str):
         return str.__hash__(self)
 
 
-class Index:
+class _Comparable:
+    """Comparisons of index expressions make predicates: masks
+    (`mask=(i * 128 + ix < n)` for a partial last tile) and affine_select's
+    conditions (`i_q - i_k >= 0`)."""
+
+    def __lt__(self, k):
+        return Mask(self, "<", k)
+
+    def __le__(self, k):
+        return Mask(self, "<=", k)
+
+    def __gt__(self, k):
+        return Mask(self, ">", k)
+
+    def __ge__(self, k):
+        return Mask(self, ">=", k)
+
+
+class Index(_Comparable):
     """An affine index over one tensor axis: start + stride * arange(size),
     laid along output axis `axis` of an index grid (nl.arange(n)[:, None] is
     axis 0 of a 2-D grid)."""
@@ -100,21 +118,8 @@ class Index:
 
     __rmul__ = __mul__
 
-    # comparisons make masks: `mask=(i * 128 + ix < n)` for a partial last tile
-    def __lt__(self, k):
-        return Mask(self, "<", k)
 
-    def __le__(self, k):
-        return Mask(self, "<=", k)
-
-    def __gt__(self, k):
-        return Mask(self, ">", k)
-
-    def __ge__(self, k):
-        return Mask(self, ">=", k)
-
-
-class GridExpr:
+class GridExpr(_Comparable):
     """An affine combination of several axes of one index grid, e.g.
     i_f1 * F2 + i_f2 from nl.mgrid: one tensor axis walked as several
     access-pattern dimensions."""
@@ -157,18 +162,6 @@ class GridExpr:
 
     def __neg__(self):
         return self * -1
-
-    def __lt__(self, k):
-        return Mask(self, "<", k)
-
-    def __le__(self, k):
-        return Mask(self, "<=", k)
-
-    def __gt__(self, k):
-        return Mask(self, ">", k)
-
-    def __ge__(self, k):
-        return Mask(self, ">=", k)
 
 
 def affine_form(expr):
