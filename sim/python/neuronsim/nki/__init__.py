@@ -34,7 +34,9 @@ from .race import find_races
 from .tracer import NKIError
 
 __all__ = ["jit", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
-           "NKIError", "KernelResult"]
+           "NKIError", "KernelResult", "par_dim"]
+
+par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kernels write it
 
 NP_TO_ISA = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16", np.dtype(np.int32): "int32",
              np.dtype(np.uint32): "uint32", np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16",
