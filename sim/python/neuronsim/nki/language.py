@@ -190,6 +190,23 @@ def load(src, dtype=None, mask=None, **kw):
     return tile
 
 
+def load_transpose2d(src, dtype=None, mask=None, **kw):
+    """HBM [A, B] -> an SBUF tile [B, A] (B <= 128): the DMA walks the source
+    by columns, so it moves elements one descriptor each -- slow, as a
+    transposing DMA is on the hardware."""
+    if not isinstance(src, Tensor) or src.space != "hbm" or len(src.shape) != 2:
+        fail("nl.load_transpose2d reads a 2-D HBM tensor")
+    if mask is not None:
+        fail("nl.load_transpose2d with a mask is not supported yet")
+    A, B = src.shape
+    view = Tensor("hbm", src.dtype, (B, A), (src.strides[1], src.strides[0]), src.offset, src.name)
+    tile = new_tile("sbuf", (B, A), src.dtype, f"nl.load_transpose2d {list(src.shape)}")
+    _dma(tile, view)
+    if dtype is not None and isa_dtype(dtype) != src.dtype:
+        return copy(tile, dtype=dtype)
+    return tile
+
+
 def store(dst, value, mask=None, **kw):
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
