@@ -207,19 +207,22 @@ class BenchmarkResult:
         return self
 
 
-def benchmark(func=None, warmup=2, iters=10, **kw):
-    """@nki.benchmark: runs the kernel `iters` times; .benchmark_result
-    holds the simulated latencies (identical run to run: the simulator is
-    deterministic)."""
+def benchmark(func=None, warmup=2, iters=10, save_neff_name=None, save_trace_name=None, **kw):
+    """@nki.benchmark / nki.benchmark(kernel, ...): runs the kernel and keeps
+    `iters` latencies in .benchmark_result.  The simulator is deterministic,
+    so one simulated run gives them all (and there is nothing to warm up).
+    save_trace_name writes the run's trace (Perfetto, whatever the suffix);
+    save_neff_name writes the program (.nsasm text), where NKI writes a NEFF."""
     def wrap(f):
         k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
 
         def run(*args, **kwargs):
-            lat, out = [], None
-            for _ in range(max(1, iters)):
-                out, r = k.simulate(*args, **kwargs)
-                lat.append(r.latency_us)
-            run.benchmark_result = BenchmarkResult(lat)
+            out, r = k.simulate(*args, trace=save_trace_name, **kwargs)
+            if save_neff_name:
+                with open(save_neff_name, "w", encoding="utf-8") as fh:
+                    fh.write(r.program)
+            run.benchmark_result = BenchmarkResult([r.latency_us] * max(1, iters))
+            run.result = r
             return out
         run.benchmark_result = None
         return run
