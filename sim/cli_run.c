@@ -165,7 +165,7 @@ static void print_summary(const isa_program *p, const nsim_exec_stats *s, const 
 {
 	static const char *names[] = { "tensor", "vector", "scalar", "gpsimd", "sync" };
 	double secs = (double)s->total_ps * 1e-12;
-	double peak = 2.0 * 128 * 128 * chip->clock_mhz[ISA_ENGINE_TENSOR] * 1e6;  /* bf16 flop/s */
+	double peak = (double)nsim_summary_peak_flops(chip);   /* bf16 flop/s */
 	fprintf(f, "simulated time      %.3f us (%s, %s)\n", secs * 1e6, chip->name, chip->core_name);
 	fprintf(f, "instructions        %llu\n", (unsigned long long)s->instructions);
 	for (int k = 0; k < ISA_NUM_ENGINES; k++)

@@ -30,18 +30,17 @@ const trc_observer *rt_profile_observer(void)
 	return rt.profiling && rt.profile->trace ? &rt.profile->trace->obs : NULL;
 }
 
+/* the row of `label`; past MAX_ROWS distinct labels, the shared "(other)" row */
 static nsim_summary_row *row_for(struct rt_profile *p, const char *label)
 {
-	for (int i = 0; i < p->nrows; i++)
-		if (strncmp(p->rows[i].label, label, sizeof(p->rows[i].label) - 1) == 0)
-			return &p->rows[i];
-	if (p->nrows == MAX_ROWS)
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < p->nrows; i++)
+			if (strncmp(p->rows[i].label, label, sizeof(p->rows[i].label) - 1) == 0)
+				return &p->rows[i];
+		if (p->nrows < MAX_ROWS || (pass == 1 && p->nrows == MAX_ROWS))
+			break;
 		label = "(other)";
-	for (int i = 0; i < p->nrows; i++)
-		if (!strcmp(p->rows[i].label, label))
-			return &p->rows[i];
-	if (p->nrows > MAX_ROWS)
-		return NULL;
+	}
 	nsim_summary_row *r = &p->rows[p->nrows++];
 	snprintf(r->label, sizeof(r->label), "%s", label);
 	return r;
@@ -57,12 +56,10 @@ void rt_profile_record(const nsim_exec_stats *st, uint64_t start_ps, const char 
 	p->programs++;
 	nsim_stats_add(&p->total, st);
 	nsim_summary_row *r = row_for(p, label);
-	if (r) {
-		r->count++;
-		r->time_ps += st->total_ps;
-		r->flops += st->matmul_flops;
-		r->hbm_bytes += st->hbm_read_bytes + st->hbm_write_bytes;
-	}
+	r->count++;
+	r->time_ps += st->total_ps;
+	r->flops += st->matmul_flops;
+	r->hbm_bytes += st->hbm_read_bytes + st->hbm_write_bytes;
 }
 
 static void free_profile(struct rt_profile *p)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "to_device", "from_device"]
+__all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
+           "target_info"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -42,6 +43,14 @@ class _Config(ctypes.Structure):
 
 class _ExecOptions(ctypes.Structure):
     _fields_ = [("label", ctypes.c_char_p), ("not_before_ps", ctypes.c_uint64)]
+
+
+class _TargetInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("code", ctypes.c_uint8), ("core", ctypes.c_char_p),
+                ("core_version", ctypes.c_uint), ("sbuf_partition_bytes", ctypes.c_uint32),
+                ("psum_partition_bytes", ctypes.c_uint32), ("psum_banks", ctypes.c_uint32),
+                ("mm_max_n_fp32", ctypes.c_uint32), ("mm_max_n_16bit", ctypes.c_uint32),
+                ("has_double_row", ctypes.c_bool)]
 
 
 class _ProfileOptions(ctypes.Structure):
@@ -101,6 +110,8 @@ def _load():
         "nsim_model_stats": (i32, [vp, ctypes.POINTER(u64 * _STAT_WORDS)]),
         "nsim_profile_start_opts": (i32, [ctypes.POINTER(_ProfileOptions)]),
         "nsim_profile_stop": (i32, []),
+        "isa_target_from_name": (i32, [ctypes.c_char_p]),
+        "isa_target_get": (ctypes.POINTER(_TargetInfo), [i32]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -135,6 +146,18 @@ def assemble(text: str) -> bytes:
             lib.nsim_buffer_free(buf)
 
 
+def target_info(target: str) -> dict:
+    """The target's on-chip geometry, from the ISA's target table."""
+    lib = _load()
+    code = lib.isa_target_from_name(target.encode())
+    info = lib.isa_target_get(code)
+    if not info:
+        raise NeuronSimError(f"unknown target {target!r} (trn1, trn2, trn3)")
+    t = info.contents
+    return {k: getattr(t, k) for k in ("core_version", "sbuf_partition_bytes", "psum_partition_bytes",
+                                        "psum_banks", "mm_max_n_fp32", "mm_max_n_16bit")}
+
+
 def init(target="trn2"):
     """Starts the runtime for `target` (once per process; a different target
     restarts it)."""
@@ -154,8 +177,10 @@ def init(target="trn2"):
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": None, "int32": np.int32, "int16": np.int16,
           "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}
-_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2,
-          "uint32": 4}
+# bytes per element of every ISA dtype (the tracer and the race detector use it too)
+DTYPE_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2,
+               "uint32": 4, "tf32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "bool": 1}
+_SIZES = {k: v for k, v in DTYPE_SIZES.items() if k in DTYPES}   # what NumPy data can be bound as
 
 
 def to_device(arr, dtype: str) -> bytes:

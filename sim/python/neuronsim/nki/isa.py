@@ -144,7 +144,7 @@ def bn_aggr(data=None, dtype=None, dst=None, **kw):
     if k * 6 != st.elements_per_partition() or k < 1:
         tracer.fail("bn_aggr takes bn_stats results, six values per group")
     P = st.shape[0]
-    cnt, mean, var = (nl.Tensor(st.space, st.dtype, (P, k), (st.strides[0], 6 * st.strides[-1]),
+    cnt, mean, var = (Tensor(st.space, st.dtype, (P, k), (st.strides[0], 6 * st.strides[-1]),
                                 st.offset + c * st.strides[-1], None, st.alloc, st.part0) for c in range(3))
     total = nl.sum(cnt, axis=1, keepdims=True)
     inv = nl.reciprocal(total)

@@ -4,8 +4,6 @@ index expressions, loop ranges, dtypes).  Each call traces instructions
 into the current kernel (see tracer.py)."""
 from __future__ import annotations
 
-import numpy as np
-
 from . import tracer
 from .tensor import DType, Index, Mask, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
@@ -579,10 +577,6 @@ def num_programs(axis=0):
 def device_print(*a, **k):
     pass
 
-
-Tensor = Tensor     # for nki.isa's views
-
-np_ops = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}
 
 
 def __getattr__(name):

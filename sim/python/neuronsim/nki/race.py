@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-SIZES = {"fp32": 4, "bf16": 2, "fp16": 2, "int32": 4, "uint32": 4, "int16": 2, "uint16": 2, "int8": 1,
-         "uint8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "tf32": 4, "bool": 1}
+from neuronsim import DTYPE_SIZES as SIZES
+
 AP_RE = re.compile(r"(sbuf|psum):(\w+)\[(\d+):(\d+)\](?:\+(\d+))?\{([^}]*)\}")
 WRITE_FIELDS = ("dst", "reduce_dst", "stationary_out")
 

@@ -4,7 +4,9 @@ operand text and memory regions."""
 from __future__ import annotations
 
 from . import tracer
-from .tracer import SIZES, fail
+from neuronsim import DTYPE_SIZES as SIZES
+
+from .tracer import fail
 
 # NKI dtype names -> ISA dtype names
 DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int32": "int32", "uint32": "uint32",

@@ -22,13 +22,12 @@ import os
 import sys
 import weakref
 
+from neuronsim import target_info
+
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
 ENGINE_ID = {e: i for i, e in enumerate(ENGINES)}
 DMA_POOL = 128
 DMA_QUEUES = 16
-SIZES = {"fp32": 4, "bf16": 2, "fp16": 2, "int32": 4, "uint32": 4, "int16": 2, "uint16": 2, "int8": 1,
-         "uint8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
-TARGETS = {"trn1": (196608, 16384, 8), "trn2": (229376, 16384, 8), "trn3": (262144, 16384, 8)}
 
 
 class NKIError(Exception):
@@ -82,7 +81,6 @@ class Allocator:
     def __init__(self, space, capacity, bank=None):
         self.space, self.capacity, self.bank = space, capacity, bank
         self.free = [(0, capacity)]
-        self.high = 0
         self.cursor = 0     # next fit: a freed region is reused last, which
                             # buffers loads ahead the way a compiler's
                             # multi-buffering does
@@ -112,7 +110,6 @@ class Allocator:
                     self.free.append((start + size, off + n - start - size))
                 self.free.sort()
                 self.cursor = start + size
-                self.high = max(self.high, start + size)
                 return start
         used = self.capacity - sum(n for _, n in self.free)
         unit = "banks" if self.bank else "bytes per partition"
@@ -163,10 +160,11 @@ class Trace:
     the tile), so capacity errors mean the live tiles do not fit."""
 
     def __init__(self, target, source_files, last_use=None):
-        if target not in TARGETS:
+        if target not in ("trn1", "trn2", "trn3"):
             raise NKIError(f"unknown target {target!r} (trn1, trn2, trn3)")
         self.target = target
-        sbuf, psum, banks = TARGETS[target]
+        geo = target_info(target)
+        sbuf, psum, banks = geo["sbuf_partition_bytes"], geo["psum_partition_bytes"], geo["psum_banks"]
         self.recording = last_use is None
         scale = 1 << 20 if self.recording else 1
         self.sbuf = Allocator("sbuf", sbuf * scale)
