@@ -140,9 +140,10 @@ static void report_instr(sim *s, int engine, const isa_instr *in, uint64_t start
 	if (!o || !o->instr)
 		return;
 	char text[512];
-	isa_format_instr(s->r->prog, in, text, sizeof(text));
+	if (o->want_text)
+		isa_format_instr(s->r->prog, in, text, sizeof(text));
 	trc_instr_event ev = { s->r->core_id, engine, (int64_t)s->e[engine].pc, in->opcode,
-			       start, end, bytes, flops, s->e[engine].waited_ps, text };
+			       start, end, bytes, flops, s->e[engine].waited_ps, o->want_text ? text : NULL };
 	s->e[engine].waited_ps = 0;
 	o->instr(o->ctx, &ev);
 }

@@ -9,6 +9,7 @@
 #ifndef NSIM_TRC_OBSERVER_H
 #define NSIM_TRC_OBSERVER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct trc_instr_event {
@@ -71,6 +72,9 @@ typedef struct trc_counter_event {
 
 typedef struct trc_observer {
 	void *ctx;
+	/* the instruction text is formatted only while this is set (a writer
+	 * drawing per-program slices or counters has no use for it) */
+	bool  want_text;
 	void (*instr)(void *ctx, const trc_instr_event *e);
 	void (*dma)(void *ctx, const trc_dma_event *e);
 	void (*sem)(void *ctx, const trc_sem_event *e);

@@ -104,11 +104,13 @@ static bool admit(trc_writer *w)
 	}
 	if (w->bytes + reserve >= w->max_bytes) {
 		w->full = true;
+		w->obs.want_text = false;
 		w->dropped++;
 		return false;
 	}
 	if (w->detail == TRC_DETAIL_INSTR && w->bytes >= w->max_bytes / 2) {
 		w->detail = TRC_DETAIL_OP;
+		w->obs.want_text = false;
 		note(w, "trace budget: per-program slices from here on");
 	}
 	if (w->detail == TRC_DETAIL_OP && w->bytes >= w->max_bytes / 4 * 3) {
@@ -456,7 +458,8 @@ int trc_writer_open(trc_writer **out, const char *path, const trc_options *opt)
 	w->ops = format == TRC_FORMAT_PERFETTO ? &trc_perfetto_ops : &trc_chrome_ops;
 	if (w->ops->open(w))
 		goto close_file;
-	w->obs = (trc_observer){ w, on_instr, on_dma, on_sem, on_program, on_counter, on_range };
+	w->obs = (trc_observer){ w, o.detail == TRC_DETAIL_INSTR, on_instr, on_dma, on_sem, on_program, on_counter,
+				 on_range };
 	if (o.target) {
 		trc_arg a[3] = { { TRC_ARG_target, o.target, 0 },
 				 { TRC_ARG_peak_flops_per_second, NULL, o.peak_flops_per_second },
