@@ -3,7 +3,7 @@
  * generation (chips.c).  Clocks are integers in MHz and rates in bytes per
  * microsecond so every conversion to simulated picoseconds is exact integer
  * arithmetic.  Geometry a program may address (SBUF/PSUM sizes, matmul N)
- * lives in isa/isa_targets.def; this adds what time depends on.
+ * lives in include/neuronsim/isa_targets.def; this adds what time depends on.
  */
 #ifndef NSIM_DM_CHIP_H
 #define NSIM_DM_CHIP_H

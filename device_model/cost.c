@@ -231,7 +231,7 @@ static dm_cost cost_control(const dm_chip *ch, int engine, const isa_instr *in,
 
 static const cost_fn cost_fns[ISA_NUM_COST_CLASSES] = {
 #define ISA_COST(name, formula) [ISA_COST_##name] = cost_##name,
-#include "isa_cost.def"
+#include "neuronsim/isa_cost.def"
 #undef ISA_COST
 };
 

@@ -9,7 +9,7 @@
 
 const dm_op_fn dm_ops[ISA_NUM_OPS] = {
 #define ISA_OP(name, code, engines, format, cost, synopsis) [ISA_OP_##name] = dm_op_##name,
-#include "isa.def"
+#include "neuronsim/isa.def"
 #undef ISA_OP
 };
 

@@ -14,7 +14,7 @@ typedef dm_fault_kind (*dm_op_fn)(dm_core *c, const dm_binding *b, int engine, i
 #define ISA_OP(name, code, engines, format, cost, synopsis)                                \
 	dm_fault_kind dm_op_##name(dm_core *c, const dm_binding *b, int engine, int64_t index, \
 				   const isa_instr *in, dm_fault *f);
-#include "isa.def"
+#include "neuronsim/isa.def"
 #undef ISA_OP
 
 extern const dm_op_fn dm_ops[ISA_NUM_OPS];

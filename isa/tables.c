@@ -9,7 +9,7 @@
 const isa_op_info isa_ops[ISA_NUM_OPS] = {
 #define ISA_OP(name, code, engines, format, cost, synopsis) \
 	[ISA_OP_##name] = { #name, code, engines, ISA_FMT_##format, ISA_COST_##cost, synopsis },
-#include "isa.def"
+#include "neuronsim/isa.def"
 #undef ISA_OP
 };
 
@@ -39,7 +39,7 @@ int isa_op_from_code(unsigned code)
 {
 	switch (code) {
 #define ISA_OP(name, c, engines, format, cost, synopsis) case c: return ISA_OP_##name;
-#include "isa.def"
+#include "neuronsim/isa.def"
 #undef ISA_OP
 	default:
 		return -1;
@@ -88,7 +88,7 @@ static const struct {
 } dtypes[ISA_NUM_DTYPES] = {
 	[ISA_DT_INVALID] = { "invalid", 0, 0, 0 },
 #define ISA_DTYPE(name, code, bytes, cls) [ISA_DT_##name] = { #name, code, bytes, cls },
-#include "isa_dtype.def"
+#include "neuronsim/isa_dtype.def"
 #undef ISA_DTYPE
 };
 
@@ -126,13 +126,13 @@ int isa_dtype_from_code(unsigned code)
 
 static const struct { const char *name; uint8_t code; } acts[ISA_NUM_ACTS] = {
 #define ISA_ACT(name, code, synopsis) [ISA_ACT_##name] = { #name, code },
-#include "isa_act.def"
+#include "neuronsim/isa_act.def"
 #undef ISA_ACT
 };
 
 static const struct { const char *name; uint8_t code, uses; } alus[ISA_NUM_ALUS] = {
 #define ISA_ALU(name, code, uses, synopsis) [ISA_ALU_##name] = { #name, code, uses },
-#include "isa_alu.def"
+#include "neuronsim/isa_alu.def"
 #undef ISA_ALU
 };
 
@@ -215,7 +215,7 @@ static const isa_target_info targets[ISA_NUM_TARGETS] = {
 	[ISA_TARGET_INVALID] = { "invalid", 0, "", 0, 0, 0, 0, 0, 0, false },
 #define ISA_TARGET(name, code, core, ver, sbuf, psum, banks, mmn32, mmn16, dr) \
 	[ISA_TARGET_##name] = { #name, code, core, ver, sbuf, psum, banks, mmn32, mmn16, dr },
-#include "isa_targets.def"
+#include "neuronsim/isa_targets.def"
 #undef ISA_TARGET
 };
 
@@ -286,7 +286,7 @@ int isa_dma_mode_from_name(const char *s)
 
 static const struct { const char *name, *formula; } cost_classes[ISA_NUM_COST_CLASSES] = {
 #define ISA_COST(name, formula) [ISA_COST_##name] = { #name, formula },
-#include "isa_cost.def"
+#include "neuronsim/isa_cost.def"
 #undef ISA_COST
 };
 
@@ -305,14 +305,14 @@ const char *isa_cost_class_formula(int c)
 static const char *const status_names[ISA_NUM_STATUS] = {
 	[ISA_OK] = "OK",
 #define ISA_ERR(name, summary) [ISA_E_##name] = #name,
-#include "isa_errors.def"
+#include "neuronsim/isa_errors.def"
 #undef ISA_ERR
 };
 
 static const char *const status_summaries[ISA_NUM_STATUS] = {
 	[ISA_OK] = "success",
 #define ISA_ERR(name, summary) [ISA_E_##name] = summary,
-#include "isa_errors.def"
+#include "neuronsim/isa_errors.def"
 #undef ISA_ERR
 };
 

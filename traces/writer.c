@@ -3,6 +3,8 @@
  */
 #include "writer.h"
 
+#include "neuronsim/isa.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -16,15 +18,10 @@ const char *const trc_arg_names[TRC_NUM_ARG_NAMES] = {
 
 const char *const trc_engine_track_names[5] = { "TensorE", "VectorE", "ScalarE", "GpSimdE", "SyncE" };
 
-static const char *const opnames[] = {
-#define ISA_OP(name, code, engines, format, cost, synopsis) #name,
-#include "isa.def"
-#undef ISA_OP
-};
-
 const char *trc_opcode_name(int opcode)
 {
-	return opcode >= 0 && opcode < (int)(sizeof(opnames) / sizeof(opnames[0])) ? opnames[opcode] : "?";
+	const char *name = isa_op_name(opcode);
+	return name ? name : "?";
 }
 
 void trc_out(trc_writer *w, const void *buf, size_t n)

@@ -3,8 +3,8 @@
  * programs, the binary (.nsp) and text (.nsasm) forms, the validator and the
  * program builder.
  *
- * The instruction set is declared once in isa/isa.def (and its companion
- * tables isa_dtype.def, isa_act.def, isa_alu.def, isa_targets.def,
+ * The instruction set is declared once in include/neuronsim/isa.def (and its
+ * companion tables isa_dtype.def, isa_act.def, isa_alu.def, isa_targets.def,
  * isa_formats.def, isa_errors.def); everything below that enumerates
  * instructions, dtypes, operators or errors is expanded from those tables.
  *
