@@ -48,6 +48,12 @@ typedef struct dm_chip {
 const dm_chip *dm_chip_get(int target);       /* NULL for an unknown target */
 const dm_chip *dm_chip_by_name(const char *name);
 
+/* TensorE's bf16 peak, 2 x 128 x 128 FLOPs per cycle (MFU's denominator) */
+static inline uint64_t dm_chip_peak_flops(const dm_chip *c)
+{
+	return 2ull * ISA_NUM_PARTITIONS * ISA_NUM_PARTITIONS * c->clock_mhz[ISA_ENGINE_TENSOR] * 1000000ull;
+}
+
 /* engine cycles -> picoseconds, rounded up (deterministic integer math) */
 static inline uint64_t dm_cycles_ps(const dm_chip *c, int engine, uint64_t cycles)
 {

@@ -42,21 +42,27 @@ typedef struct isa_field {
 	uint8_t     domain;   /* ENUM */
 	uint32_t    dflt;     /* ENUM: default code; U32: default; IMM: int */
 	uint32_t    max;      /* U32: largest legal value; ALU enum: ISA_AU_* uses */
+	uint8_t     role;     /* operands (AP, APOPT, SCALAR): ISA_ROLE_* bits */
 } isa_field;
 
-#define F_END                         { NULL, ISA_FK_END, 0, 0, 0, 0, 0 }
-#define F_AP(k, s)                    { k, ISA_FK_AP, ISA_AP_##s, 0, 0, 0, 0 }
-#define F_APOPT(k, s)                 { k, ISA_FK_APOPT, ISA_AP_##s, 0, 0, 0, 0 }
-#define F_SCALAR(k, i, s, d)          { k, ISA_FK_SCALAR, i, ISA_AP_##s, 0, d, 0 }
-#define F_ENUM(k, i, dom, d)          { k, ISA_FK_ENUM, i, 0, ISA_DOM_##dom, d, 0 }
+/* operand roles as isa_formats.def writes them */
+#define ISA_ROLE_R    ISA_ROLE_READ
+#define ISA_ROLE_W    ISA_ROLE_WRITE
+#define ISA_ROLE_WACC (ISA_ROLE_WRITE | ISA_ROLE_READ_IF_ACCUMULATE)
+
+#define F_END                         { NULL, ISA_FK_END, 0, 0, 0, 0, 0, 0 }
+#define F_AP(k, s, r)                 { k, ISA_FK_AP, ISA_AP_##s, 0, 0, 0, 0, ISA_ROLE_##r }
+#define F_APOPT(k, s, r)              { k, ISA_FK_APOPT, ISA_AP_##s, 0, 0, 0, 0, ISA_ROLE_##r }
+#define F_SCALAR(k, i, s, d)          { k, ISA_FK_SCALAR, i, ISA_AP_##s, 0, d, 0, ISA_ROLE_READ }
+#define F_ENUM(k, i, dom, d)          { k, ISA_FK_ENUM, i, 0, ISA_DOM_##dom, d, 0, 0 }
 /* an ALU-operator field; `uses` (ISA_AU_*) names the operators it takes */
-#define F_ALU(k, i, uses, d)          { k, ISA_FK_ENUM, i, 0, ISA_DOM_ALU, d, uses }
-#define F_IMM(k, i, d)                { k, ISA_FK_IMM, i, 0, 0, d, 0 }
-#define F_U32(k, i, mx, d)            { k, ISA_FK_U32, i, 0, 0, d, mx }
-#define F_SEM(k, i)                   { k, ISA_FK_SEM, i, 0, 0, ISA_SEM_NONE, 0 }
-#define F_DESC(k, i)                  { k, ISA_FK_DESC, i, 0, 0, 0, 0 }
-#define F_IVEC(k)                     { k, ISA_FK_IVEC, 0, 0, 0, 0, 0 }
-#define F_FLAG(k, bit)                { k, ISA_FK_FLAG, 0, 0, 0, bit, 0 }
+#define F_ALU(k, i, uses, d)          { k, ISA_FK_ENUM, i, 0, ISA_DOM_ALU, d, uses, 0 }
+#define F_IMM(k, i, d)                { k, ISA_FK_IMM, i, 0, 0, d, 0, 0 }
+#define F_U32(k, i, mx, d)            { k, ISA_FK_U32, i, 0, 0, d, mx, 0 }
+#define F_SEM(k, i)                   { k, ISA_FK_SEM, i, 0, 0, ISA_SEM_NONE, 0, 0 }
+#define F_DESC(k, i)                  { k, ISA_FK_DESC, i, 0, 0, 0, 0, 0 }
+#define F_IVEC(k)                     { k, ISA_FK_IVEC, 0, 0, 0, 0, 0, 0 }
+#define F_FLAG(k, bit)                { k, ISA_FK_FLAG, 0, 0, 0, bit, 0, 0 }
 
 typedef enum isa_format {
 #define ISA_FORMAT(name, ...) ISA_FMT_##name,
@@ -82,9 +88,7 @@ unsigned    isa_enum_code(int domain, unsigned index);
 unsigned    isa_act_code(int act);
 unsigned    isa_alu_code(int alu);
 int         isa_target_from_code(unsigned code);             /* INVALID */
-const char *isa_tensor_kind_name(int kind);
 int         isa_tensor_kind_from_name(const char *s);        /* -1 */
-const char *isa_dma_mode_name(int mode);
 int         isa_dma_mode_from_name(const char *s);           /* -1 */
 
 /* sets defaults of every optional field of `op` (used by decoder, parser, builder) */

@@ -1,7 +1,7 @@
 /*
  * profile.c -- runtime profiling: between nsim_profile_start and stop, every
  * execution goes to a trace writer (traces/writer.h) and into a summary
- * (sim/summary.h) written at stop.  NEURON_RT_INSPECT_ENABLE=1 profiles the
+ * (traces/summary.h) written at stop.  NEURON_RT_INSPECT_ENABLE=1 profiles the
  * whole process into NEURON_RT_INSPECT_OUTPUT_DIR, as the Neuron runtime's
  * inspect mode does; the files are completed at exit.
  */
@@ -21,7 +21,7 @@ struct rt_profile {
 	nsim_exec_stats  total;
 	uint64_t         programs;
 	uint64_t         first_ps, last_ps;
-	nsim_summary_row *rows;
+	trc_summary_row *rows;
 	int              nrows;
 };
 
@@ -31,7 +31,7 @@ const trc_observer *rt_profile_observer(void)
 }
 
 /* the row of `label`; past MAX_ROWS distinct labels, the shared "(other)" row */
-static nsim_summary_row *row_for(struct rt_profile *p, const char *label)
+static trc_summary_row *row_for(struct rt_profile *p, const char *label)
 {
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = 0; i < p->nrows; i++)
@@ -41,7 +41,7 @@ static nsim_summary_row *row_for(struct rt_profile *p, const char *label)
 			break;
 		label = "(other)";
 	}
-	nsim_summary_row *r = &p->rows[p->nrows++];
+	trc_summary_row *r = &p->rows[p->nrows++];
 	snprintf(r->label, sizeof(r->label), "%s", label);
 	return r;
 }
@@ -54,8 +54,8 @@ void rt_profile_record(const nsim_exec_stats *st, uint64_t start_ps, const char 
 	if (start_ps + st->total_ps > p->last_ps)
 		p->last_ps = start_ps + st->total_ps;
 	p->programs++;
-	nsim_stats_add(&p->total, st);
-	nsim_summary_row *r = row_for(p, label);
+	rt_stats_add(&p->total, st);
+	trc_summary_row *r = row_for(p, label);
 	r->count++;
 	r->time_ps += st->total_ps;
 	r->flops += st->matmul_flops;
@@ -74,7 +74,7 @@ static void free_profile(struct rt_profile *p)
 /* summary rows by time, largest first (ties by label: deterministic) */
 static int by_time(const void *a, const void *b)
 {
-	const nsim_summary_row *x = a, *y = b;
+	const trc_summary_row *x = a, *y = b;
 	if (x->time_ps != y->time_ps)
 		return x->time_ps < y->time_ps ? 1 : -1;
 	return strcmp(x->label, y->label);
@@ -115,9 +115,10 @@ nsim_status nsim_profile_start_opts(const nsim_profile_options *o)
 		trc_options to = { TRC_FORMAT_AUTO, o->detail,
 				   o->max_bytes ? o->max_bytes : env_max_bytes(), NULL, 0, 0 };
 		if (rt.chip) {
-			to.target = rt.chip->name;
-			to.peak_flops_per_second = nsim_summary_peak_flops(rt.chip);
-			to.hbm_bytes_per_second = rt.chip->hbm_rate * 1000000u;
+			trc_device dev = rt_trc_device(rt.chip);
+			to.target = dev.target;
+			to.peak_flops_per_second = dev.peak_flops_per_second;
+			to.hbm_bytes_per_second = dev.hbm_bytes_per_second;
 		}
 		if (trc_writer_open(&p->trace, o->trace_path, &to)) {
 			st = rt_fail(NSIM_INVALID, "cannot create trace '%s': %s", o->trace_path, strerror(errno));
@@ -174,8 +175,9 @@ nsim_status nsim_profile_stop(void)
 	if (p->summary_path) {
 		FILE *f = fopen(p->summary_path, "w");
 		qsort(p->rows, (size_t)p->nrows, sizeof(*p->rows), by_time);
-		int rc = f && rt.chip ? nsim_summary_write(f, rt.chip, &p->total, p->last_ps - p->first_ps,
-							   p->programs, p->rows, p->nrows)
+		trc_device dev = rt.chip ? rt_trc_device(rt.chip) : (trc_device){ 0 };
+		int rc = f && rt.chip ? trc_summary_write(f, &dev, &p->total, p->last_ps - p->first_ps,
+							  p->programs, p->rows, p->nrows)
 				      : -1;
 		if ((f && fclose(f) != 0) || rc)
 			st = rt_fail(NSIM_FAILURE, "error writing the summary '%s'", p->summary_path);

@@ -252,11 +252,6 @@ void nsim_buffer_free(void *p)
 	free(p);
 }
 
-size_t nsim_isa_diag_size(void)
-{
-	return sizeof(isa_diag);
-}
-
 int nsim_core_count(void) { return rt.init ? rt.ncores : 0; }
 const char *nsim_target_name(void) { return rt.init ? rt.chip->name : NULL; }
 nsim_mode nsim_get_mode(void) { return rt.mode; }

@@ -95,6 +95,10 @@ const trc_observer *rt_profile_observer(void);
 void rt_profile_record(const nsim_exec_stats *st, uint64_t start_ps, const char *label);
 /* NEURON_RT_INSPECT_ENABLE: profile the whole process (nsim_init) */
 nsim_status rt_profile_from_env(void);
+/* the chip as the summary and trace writers see it (runtime_info.c) */
+trc_device rt_trc_device(const dm_chip *chip);
+/* dst += src, field by field (runtime_info.c) */
+void rt_stats_add(nsim_exec_stats *dst, const nsim_exec_stats *src);
 /* maps device bytes [addr, addr + len) to host memory, or NULL */
 uint8_t *rt_hbm_map(void *ctx, uint64_t addr, uint64_t len, bool write);
 

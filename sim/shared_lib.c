@@ -1,12 +1,13 @@
 /*
- * shared_lib.c -- libneuronsim.so: the instruction-set and runtime C APIs
- * (include/neuronsim/isa.h, runtime.h) as one shared library, for callers
- * without torch (the Python package `neuronsim`, loaded with ctypes).  The
- * static libraries are linked whole (sim/CMakeLists.txt); a library needs a
- * source of its own, and this marker lets a caller tell the two libraries
- * that carry the API apart (the torch plugin's does not have it).
+ * shared_lib.c -- libneuronsim.so, the one runtime library of a process:
+ * the instruction-set and runtime C APIs (include/neuronsim/isa.h,
+ * runtime.h).  The layers' static libraries are linked whole
+ * (sim/CMakeLists.txt); a library target needs a source of its own, and
+ * this one holds the library's version.
  */
 #include "neuronsim/runtime.h"
 
-extern const int nsim_standalone_library;
-const int nsim_standalone_library = 1;
+const char *nsim_version(void)
+{
+	return NSIM_VERSION;
+}

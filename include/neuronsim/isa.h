@@ -5,7 +5,8 @@
  *
  * The instruction set is declared once in include/neuronsim/isa.def (and its
  * companion tables isa_dtype.def, isa_act.def, isa_alu.def, isa_targets.def,
- * isa_formats.def, isa_errors.def); everything below that enumerates
+ * isa_errors.def, and the operand formats in isa/isa_formats.def, read
+ * through isa_op_field); everything below that enumerates
  * instructions, dtypes, operators or errors is expanded from those tables.
  *
  * Conventions: action functions return an isa_status (ISA_OK = 0, else an
@@ -22,6 +23,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* What this header declares is the library's exported API: libneuronsim.so
+ * is built with hidden visibility, and only declarations seen between this
+ * push and its pop are exported (internal headers declare after the pop). */
+#pragma GCC visibility push(default)
 
 /* ---------------------------------------------------------------- limits */
 
@@ -322,6 +328,53 @@ const char *isa_cost_class_name(int cost);        /* "matmul", ... or NULL */
 const char *isa_cost_class_formula(int cost);     /* the published formula */
 const char *isa_status_name(int status);          /* "TRUNCATED", ... */
 const char *isa_status_summary(int status);       /* "truncated input", ... */
+const char *isa_tensor_kind_name(int kind);       /* "input", ... or NULL */
+const char *isa_dma_mode_name(int mode);          /* "direct", ... or NULL */
+
+/* Table sizes, for callers in other languages that read the tables at run
+ * time instead of copying them (the Python bindings). */
+typedef enum isa_table {
+	ISA_TABLE_OPS = 0,        /* isa_op_name */
+	ISA_TABLE_ENGINES,        /* isa_engine_name */
+	ISA_TABLE_DTYPES,         /* isa_dtype_name (index 0 is "invalid") */
+	ISA_TABLE_ACTS,           /* isa_act_name */
+	ISA_TABLE_ALUS,           /* isa_alu_name */
+	ISA_TABLE_TARGETS,        /* isa_target_name (index 0 is "invalid") */
+	ISA_TABLE_SPACES,         /* isa_space_name */
+	ISA_TABLE_COST_CLASSES,   /* isa_cost_class_name */
+	ISA_TABLE_STATUS,         /* isa_status_name */
+	ISA_TABLE_TENSOR_KINDS,   /* isa_tensor_kind_name */
+	ISA_TABLE_DMA_MODES,      /* isa_dma_mode_name */
+	ISA_NUM_TABLES
+} isa_table;
+unsigned isa_table_size(int table);               /* 0 for an unknown table */
+
+/* ------------------------------------------------------ operand fields */
+
+/* How an instruction reads and writes its access-pattern operands. */
+#define ISA_ROLE_READ               0x1u
+#define ISA_ROLE_WRITE              0x2u
+#define ISA_ROLE_READ_IF_ACCUMULATE 0x4u  /* read too when ISA_FLAG_ACCUMULATE is set */
+
+/* One operand field of an instruction, as isa/isa_formats.def declares it,
+ * in the order of the text form. */
+typedef struct isa_field_info {
+	const char *key;          /* keyword in the text form: "dst" */
+	const char *kind;         /* "ap", "ap_optional", "scalar" (immediate or [P,1] AP),
+	                             "enum", "imm", "u32", "sem", "desc", "ivec", "flag" */
+	int         ap_slot;      /* isa_ap_slot of an AP / scalar operand, else -1 */
+	unsigned    role;         /* ISA_ROLE_* bits (operands only) */
+	const char *domain;       /* enum: "act", "alu", "perf" or "semop"; else NULL */
+	unsigned    slot;         /* e[] / u[] / imm[] index the value is kept in */
+	uint32_t    dflt;         /* default: enum code, u32 value, imm integer, flag bit */
+	uint32_t    max;          /* u32: largest legal value; alu enum: ISA_AU_* uses */
+} isa_field_info;
+unsigned isa_op_field_count(int op);              /* 0 for an unknown opcode */
+bool     isa_op_field(int op, unsigned i, isa_field_info *out);   /* false past the end */
+/* enumeration domains ("act", "alu", "perf", "semop"): size, names, codes */
+unsigned    isa_domain_size(const char *domain);  /* 0 if unknown */
+const char *isa_domain_name(const char *domain, unsigned index);
+unsigned    isa_domain_code(const char *domain, unsigned index);
 
 /* ------------------------------------------------------------- programs */
 
@@ -412,6 +465,8 @@ isa_status isa_builder_sem_signal(isa_program *p, int engine, uint32_t sem,
 isa_status isa_builder_simple(isa_program *p, int engine, int op); /* barrier, end */
 /* Appends `end` to every non-empty stream that lacks it, then validates. */
 isa_status isa_builder_finish(isa_program *p, isa_diag *diag);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

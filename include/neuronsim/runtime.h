@@ -31,6 +31,10 @@
 extern "C" {
 #endif
 
+/* Declarations between this push and its pop are libneuronsim.so's exported
+ * API (the library is built with hidden visibility; see isa.h). */
+#pragma GCC visibility push(default)
+
 typedef enum nsim_status {
 	NSIM_SUCCESS         = 0,
 	NSIM_FAILURE         = 1,    /* internal error */
@@ -89,6 +93,7 @@ typedef struct nsim_config {
 	                                      progress on stderr */
 } nsim_config;
 
+const char *nsim_version(void);                     /* "0.1.0" */
 nsim_status nsim_init(void);                        /* from the environment */
 nsim_status nsim_init_config(const nsim_config *cfg);
 void        nsim_close(void);
@@ -162,11 +167,44 @@ int         nsim_profile_active(void);
  * Nothing happens when no profile is active. */
 nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, uint64_t end_ps, int depth);
 
+/* The chip a target simulates, from the device model's chip table (target
+ * NULL: the running runtime's).  NSIM_INVALID for an unknown target. */
+typedef struct nsim_chip_info {
+	const char *target;             /* "trn2" */
+	const char *core_name;          /* "NeuronCore-v3" */
+	const char *hbm_standard;       /* the HBM timing preset: "HBM3-5.7" */
+	uint32_t    cores;              /* physical NeuronCores per chip */
+	uint32_t    clock_mhz[5];       /* per engine: tensor, vector, scalar, gpsimd, sync */
+	uint32_t    dma_engines;        /* per core */
+	uint32_t    dma_queues;         /* per DMA engine */
+	uint32_t    hbm_stacks;
+	uint64_t    hbm_bytes;
+	uint64_t    hbm_bytes_per_second;
+	uint64_t    peak_flops_per_second;  /* TensorE bf16: 2 x 128 x 128 per cycle */
+} nsim_chip_info;
+nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out);
+
+/* n elements of isa dtype `src_dtype` -> `dst_dtype` with the engines'
+ * numerics (round to nearest even; float <-> float, or between equal
+ * dtypes).  NSIM_INVALID names a pair it does not convert. */
+nsim_status nsim_convert(int dst_dtype, void *dst, int src_dtype, const void *src, uint64_t n);
+
+/* The profiler-style summary JSON of one execution's statistics on the
+ * running runtime's chip, with one programs-table row named `label`. */
+nsim_status nsim_summary_write(const char *path, const nsim_exec_stats *s, const char *label);
+
 /* For callers of libneuronsim.so from other languages: free a buffer the
- * library allocated (isa_program_encode's bytes), and sizeof(isa_diag) so
- * bindings can check their copy of its layout. */
-void   nsim_buffer_free(void *p);
-size_t nsim_isa_diag_size(void);
+ * library allocated (isa_program_encode's bytes); the size of a struct they
+ * share with the library ("isa_diag", "isa_ap", "isa_instr",
+ * "isa_field_info", "isa_target_info", "nsim_exec_stats", "nsim_config",
+ * "nsim_exec_options", "nsim_profile_options", "nsim_chip_info"; 0 if
+ * unknown), so bindings can check their copy of its layout; and the fields
+ * of nsim_exec_stats in order, each a run of `words` uint64_t counters. */
+void        nsim_buffer_free(void *p);
+size_t      nsim_struct_size(const char *name);
+const char *nsim_stats_field(unsigned i, unsigned *words);   /* NULL past the last */
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

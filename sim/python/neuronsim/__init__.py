@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
-           "target_info"]
+           "target_info", "memory_allocated", "running_target"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -91,12 +91,13 @@ def _load():
         "isa_program_encode": (i32, [vp, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(_Diag)]),
         "isa_program_free": (None, [vp]),
         "nsim_buffer_free": (None, [vp]),
-        "nsim_isa_diag_size": (ctypes.c_size_t, []),
+        "nsim_struct_size": (ctypes.c_size_t, [ctypes.c_char_p]),
         "nsim_init_config": (i32, [ctypes.POINTER(_Config)]),
         "nsim_close": (None, []),
         "nsim_last_error": (ctypes.c_char_p, []),
         "nsim_status_name": (ctypes.c_char_p, [i32]),
         "nsim_target_name": (ctypes.c_char_p, []),
+        "nsim_memory_allocated": (u64, []),
         "nsim_load": (i32, [ctypes.c_char_p, ctypes.c_size_t, i32, ctypes.POINTER(vp)]),
         "nsim_unload": (i32, [vp]),
         "nsim_tensor_allocate": (i32, [i32, u64, ctypes.c_char_p, ctypes.POINTER(vp)]),
@@ -116,8 +117,10 @@ def _load():
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
-    if lib.nsim_isa_diag_size() != ctypes.sizeof(_Diag):
-        raise NeuronSimError("libneuronsim's isa_diag layout differs from these bindings'")
+    for cname, pyt in (("isa_diag", _Diag), ("nsim_config", _Config), ("nsim_exec_options", _ExecOptions),
+                       ("isa_target_info", _TargetInfo), ("nsim_profile_options", _ProfileOptions)):
+        if lib.nsim_struct_size(cname.encode()) != ctypes.sizeof(pyt):
+            raise NeuronSimError(f"{path}: its {cname} layout differs from these bindings' (rebuild)")
     _lib = lib
     return lib
 
@@ -159,18 +162,41 @@ def target_info(target: str) -> dict:
 
 
 def init(target="trn2"):
-    """Starts the runtime for `target` (once per process; a different target
-    restarts it)."""
+    """Joins the process's one runtime for `target`, starting it if nobody
+    has.  The runtime is shared with everything else in the process that
+    uses libneuronsim.so (the torch plugin): a runtime these bindings started
+    is restarted for another target while it holds no device memory; one
+    started elsewhere, or holding memory, is never closed under its owner."""
     global _target
     lib = _load()
     with _lock:
-        if _target == target:
+        running = lib.nsim_target_name()
+        running = running.decode() if running else None
+        if running == target:
             return
-        if _target is not None:
+        if running is not None:
+            if _target != running or lib.nsim_memory_allocated():
+                raise NeuronSimError(
+                    f"the process's simulator runtime already runs {running} "
+                    f"({'started by another user of libneuronsim.so, e.g. the torch plugin' if _target != running else 'device memory is in use'}); "
+                    f"it cannot also run {target}: use target={running!r}, or set "
+                    f"NEURON_PLATFORM_TARGET_OVERRIDE={target} before the process starts")
             lib.nsim_close()
         cfg = _Config(target.encode(), -1, 0, 0)
         _check(lib.nsim_init_config(ctypes.byref(cfg)), f"starting the {target} runtime")
         _target = target
+
+
+def memory_allocated() -> int:
+    """Bytes of simulated HBM in live tensors and loaded programs, over the
+    whole process's runtime (the torch plugin's tensors included)."""
+    return int(_load().nsim_memory_allocated())
+
+
+def running_target():
+    """The target the process's runtime runs, or None when none is started."""
+    name = _load().nsim_target_name()
+    return name.decode() if name else None
 
 
 # ---------------------------------------------------------------- dtypes

@@ -15,7 +15,9 @@
 int nsim_cli_nki(int argc, char **argv)
 {
 	if (argc < 2 || strcmp(argv[1], "run") != 0) {
-		fprintf(stderr, "usage: neuronsim nki run FILE.py [--target trn1|trn2|trn3] [ARGS...]\n");
+		char targets[128];
+		nsim_cli_targets(targets, sizeof(targets));
+		fprintf(stderr, "usage: neuronsim nki run FILE.py [--target %s] [ARGS...]\n", targets);
 		return NSIM_EXIT_USAGE;
 	}
 	return nsim_cli_exec_python(NSIM_PYDIR, "neuronsim.nki.run", argc - 2, argv + 2);

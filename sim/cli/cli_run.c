@@ -10,13 +10,10 @@
  * NumPy has it, else float32 (exact widening).
  */
 #include "cli.h"
-#include "summary.h"
 
-#include "chip.h"
 #include "neuronsim/isa.h"
 #include "neuronsim/runtime.h"
 #include "npy.h"
-#include "numerics.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,12 +26,16 @@ typedef struct bind {
 	const char *name, *path;
 } bind;
 
-static const char *usage =
-	"neuronsim run PROG [--target trn1|trn2|trn3] [--mode full|timing|functional]\n"
-	"              [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...]\n"
-	"              [--summary FILE.json] [--trace FILE.pftrace|FILE.json]\n"
-	"              [--trace-detail instruction|program|utilization] [--trace-max-mb N]\n"
-	"              [--check-numerics]";
+static void print_usage(FILE *f)
+{
+	char targets[128];
+	nsim_cli_targets(targets, sizeof(targets));
+	fprintf(f, "usage: neuronsim run PROG [--target %s] [--mode full|timing|functional]\n"
+		   "              [--input NAME=FILE.npy ...] [--output NAME=FILE.npy ...]\n"
+		   "              [--summary FILE.json] [--trace FILE.pftrace|FILE.json]\n"
+		   "              [--trace-detail instruction|program|utilization] [--trace-max-mb N]\n"
+		   "              [--check-numerics]\n", targets);
+}
 
 static int read_program(const char *path, uint8_t **bin, size_t *len, isa_program **prog)
 {
@@ -104,9 +105,7 @@ static int load_input(const isa_tensor *t, const char *path, nsim_tensor *dev)
 		memcpy(buf, a.data, count * esz);
 	} else if (isa_dtype_is_float(t->dtype) &&
 		   (a.isa_dtype == ISA_DT_fp32 || a.isa_dtype == ISA_DT_fp16)) {
-		for (uint64_t i = 0; i < count; i++)
-			dm_store(t->dtype, buf + i * esz,
-				 dm_load(a.isa_dtype, (uint8_t *)a.data + i * a.itemsize));
+		nsim_convert(t->dtype, buf, a.isa_dtype, a.data, count);
 	} else {
 		fprintf(stderr, "neuronsim: %s: dtype %s cannot feed %s tensor '%s'\n", path, a.descr,
 			isa_dtype_name(t->dtype), t->name);
@@ -139,8 +138,10 @@ static int save_output(const isa_tensor *t, const char *path, nsim_tensor *dev)
 		wide = malloc(count * sizeof(float) + 1);
 		if (!wide)
 			goto free_buf;
-		for (uint64_t i = 0; i < count; i++)
-			wide[i] = dm_load(t->dtype, buf + i * isa_dtype_size(t->dtype));
+		if (nsim_convert(ISA_DT_fp32, wide, t->dtype, buf, count)) {
+			fprintf(stderr, "neuronsim: %s: %s\n", path, nsim_last_error());
+			goto free_buf;
+		}
 		descr = "<f4";
 		data = wide;
 		out_bytes = count * sizeof(float);
@@ -160,17 +161,16 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void print_summary(const isa_program *p, const nsim_exec_stats *s, const dm_chip *chip,
+static void print_summary(const isa_program *p, const nsim_exec_stats *s, const nsim_chip_info *chip,
 			  FILE *f)
 {
-	static const char *names[] = { "tensor", "vector", "scalar", "gpsimd", "sync" };
 	double secs = (double)s->total_ps * 1e-12;
-	double peak = (double)nsim_summary_peak_flops(chip);   /* bf16 flop/s */
-	fprintf(f, "simulated time      %.3f us (%s, %s)\n", secs * 1e6, chip->name, chip->core_name);
+	double peak = (double)chip->peak_flops_per_second;   /* bf16 flop/s */
+	fprintf(f, "simulated time      %.3f us (%s, %s)\n", secs * 1e6, chip->target, chip->core_name);
 	fprintf(f, "instructions        %llu\n", (unsigned long long)s->instructions);
 	for (int k = 0; k < ISA_NUM_ENGINES; k++)
 		if (p->n_instr[k])
-			fprintf(f, "  %-7s engine    %5.1f%% busy, %llu instructions\n", names[k],
+			fprintf(f, "  %-7s engine    %5.1f%% busy, %llu instructions\n", isa_engine_name(k),
 				pct(s->engine_busy_ps[k], s->total_ps),
 				(unsigned long long)s->engine_instructions[k]);
 	fprintf(f, "matmul              %llu instructions, %.3f TFLOPS achieved (%.1f%% of %.1f bf16 peak)\n",
@@ -182,24 +182,6 @@ static void print_summary(const isa_program *p, const nsim_exec_stats *s, const 
 	fprintf(f, "hbm                 %llu read + %llu written bytes, %.2f GB/s\n",
 		(unsigned long long)s->hbm_read_bytes, (unsigned long long)s->hbm_write_bytes,
 		secs > 0 ? (double)(s->hbm_read_bytes + s->hbm_write_bytes) / secs * 1e-9 : 0.0);
-}
-
-static int write_summary_json(const char *path, const char *label, const nsim_exec_stats *s,
-			      const dm_chip *chip)
-{
-	FILE *f = fopen(path, "w");
-	if (!f) {
-		perror(path);
-		return NSIM_EXIT_BAD;
-	}
-	nsim_summary_row row = { .count = 1, .time_ps = s->total_ps, .flops = s->matmul_flops,
-				 .hbm_bytes = s->hbm_read_bytes + s->hbm_write_bytes };
-	const char *base = strrchr(label, '/');
-	snprintf(row.label, sizeof(row.label), "%s", base ? base + 1 : label);
-	int rc = nsim_summary_write(f, chip, s, s->total_ps, 1, &row, 1);
-	if (fclose(f) != 0)
-		rc = -1;
-	return rc ? NSIM_EXIT_BAD : NSIM_EXIT_OK;
 }
 
 static const char *bound_path(const bind *b, int n, const char *name)
@@ -235,7 +217,7 @@ int nsim_cli_run(int argc, char **argv)
 		const char *a = argv[i];
 		bool has_val = i + 1 < argc;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			printf("usage: %s\n", usage);
+			print_usage(stdout);
 			return NSIM_EXIT_OK;
 		} else if (!strcmp(a, "--target") && has_val) {
 			target = argv[++i];
@@ -272,12 +254,13 @@ int nsim_cli_run(int argc, char **argv)
 		} else if (a[0] != '-' && !prog_path) {
 			prog_path = a;
 		} else {
-			fprintf(stderr, "neuronsim: unexpected argument '%s'\nusage: %s\n", a, usage);
+			fprintf(stderr, "neuronsim: unexpected argument '%s'\n", a);
+			print_usage(stderr);
 			return NSIM_EXIT_USAGE;
 		}
 	}
 	if (!prog_path) {
-		fprintf(stderr, "usage: %s\n", usage);
+		print_usage(stderr);
 		return NSIM_EXIT_USAGE;
 	}
 	int imode = -1;
@@ -310,7 +293,11 @@ int nsim_cli_run(int argc, char **argv)
 		fprintf(stderr, "neuronsim: %s\n", nsim_last_error());
 		goto free_program;
 	}
-	const dm_chip *chip = dm_chip_by_name(nsim_target_name());
+	nsim_chip_info chip;
+	if ((st = nsim_chip_info_get(NULL, &chip))) {
+		fprintf(stderr, "neuronsim: %s\n", nsim_last_error());
+		goto close_runtime;
+	}
 	if ((st = nsim_load(bin, len, 0, &m)) || (st = nsim_tensor_set_create(&in_set)) ||
 	    (st = nsim_tensor_set_create(&out_set))) {
 		fprintf(stderr, "neuronsim: %s: %s\n", prog_path, nsim_last_error());
@@ -373,7 +360,7 @@ int nsim_cli_run(int argc, char **argv)
 	}
 	nsim_exec_stats stats;
 	nsim_model_stats(m, &stats);
-	print_summary(p, &stats, chip, stdout);
+	print_summary(p, &stats, &chip, stdout);
 	rc = NSIM_EXIT_OK;
 	for (uint32_t i = 0; i < p->n_tensors; i++) {
 		const char *path = p->tensors[i].kind == ISA_TK_OUTPUT
@@ -381,8 +368,10 @@ int nsim_cli_run(int argc, char **argv)
 		if (path && save_output(&p->tensors[i], path, dev[i]))
 			rc = NSIM_EXIT_BAD;
 	}
-	if (summary && write_summary_json(summary, prog_path, &stats, chip))
+	if (summary && nsim_summary_write(summary, &stats, base ? base + 1 : prog_path)) {
+		fprintf(stderr, "neuronsim: %s\n", nsim_last_error());
 		rc = NSIM_EXIT_BAD;
+	}
 
 free_tensors:
 	for (uint32_t i = 0; i < p->n_tensors && i < 4096; i++)

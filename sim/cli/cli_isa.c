@@ -5,26 +5,32 @@
  */
 #include "cli.h"
 
-#include "isa_internal.h"
+#include "neuronsim/isa.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static const char *kind_hint(const isa_field *f)
+static const struct { const char *kind, *hint; } hints[] = {
+	{ "ap", "=AP" }, { "ap_optional", "=AP (optional)" }, { "scalar", "=NUMBER|AP[P,1]" },
+	{ "imm", "=NUMBER" }, { "u32", "=UINT" }, { "sem", "=SEMAPHORE" }, { "desc", "=DMA-NAME" },
+	{ "ivec", "=INT,INT,..." }, { "flag", " (flag)" }, { "enum", "=NAME," },
+};
+
+static const char *kind_hint(const isa_field_info *f)
 {
-	switch (f->kind) {
-	case ISA_FK_AP:     return "=AP";
-	case ISA_FK_APOPT:  return "=AP (optional)";
-	case ISA_FK_SCALAR: return "=NUMBER|AP[P,1]";
-	case ISA_FK_IMM:    return "=NUMBER";
-	case ISA_FK_U32:    return "=UINT";
-	case ISA_FK_SEM:    return "=SEMAPHORE";
-	case ISA_FK_DESC:   return "=DMA-NAME";
-	case ISA_FK_IVEC:   return "=INT,INT,...";
-	case ISA_FK_FLAG:   return " (flag)";
-	case ISA_FK_ENUM:   return "=NAME,";
-	default:            return "";
-	}
+	for (size_t i = 0; i < sizeof(hints) / sizeof(hints[0]); i++)
+		if (!strcmp(hints[i].kind, f->kind))
+			return hints[i].hint;
+	return "";
+}
+
+/* index of the enum value whose code is `code`, or 0 */
+static unsigned domain_index(const char *domain, unsigned code)
+{
+	for (unsigned i = 0; i < isa_domain_size(domain); i++)
+		if (isa_domain_code(domain, i) == code)
+			return i;
+	return 0;
 }
 
 static void print_op(int op, bool verbose)
@@ -37,17 +43,18 @@ static void print_op(int op, bool verbose)
 	printf("\n    %s\n", o->synopsis);
 	if (!verbose)
 		return;
-	for (const isa_field *f = isa_op_fields(op); f->key; f++) {
+	isa_field_info fi, *f = &fi;
+	for (unsigned k = 0; isa_op_field(op, k, f); k++) {
 		printf("    %s%s", f->key, kind_hint(f));
-		if (f->kind == ISA_FK_ENUM) {
+		if (f->domain) {
+			bool alu = !strcmp(f->domain, "alu");
 			printf(" one of:");
-			unsigned dflt = (unsigned)isa_enum_from_code(f->domain, f->dflt);
-			for (unsigned i = 0; i < isa_enum_count(f->domain); i++)
-				if (f->domain != ISA_DOM_ALU || !f->max || i == dflt ||
-				    (isa_alu_uses((int)i) & f->max))
-					printf(" %s", isa_enum_name(f->domain, i));
-			printf(" (default %s)", isa_enum_name(f->domain, dflt));
-		} else if (f->kind == ISA_FK_U32) {
+			unsigned dflt = domain_index(f->domain, f->dflt);
+			for (unsigned i = 0; i < isa_domain_size(f->domain); i++)
+				if (!alu || !f->max || i == dflt || (isa_alu_uses((int)i) & f->max))
+					printf(" %s", isa_domain_name(f->domain, i));
+			printf(" (default %s)", isa_domain_name(f->domain, dflt));
+		} else if (!strcmp(f->kind, "u32")) {
 			printf(" in [0, %u] (default %u)", f->max, f->dflt);
 		}
 		printf("\n");
@@ -81,4 +88,17 @@ int nsim_cli_isa(int argc, char **argv)
 		print_op(op, true);
 	}
 	return rc;
+}
+
+void nsim_cli_targets(char *buf, size_t size)
+{
+	size_t n = 0;
+	if (size)
+		buf[0] = '\0';
+	for (unsigned t = 1; t < isa_table_size(ISA_TABLE_TARGETS) && n < size; t++) {
+		int w = snprintf(buf + n, size - n, "%s%s", t > 1 ? "|" : "", isa_target_name((int)t));
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
 }

@@ -5,6 +5,8 @@
 #ifndef NSIM_SIM_CLI_H
 #define NSIM_SIM_CLI_H
 
+#include <stddef.h>
+
 #define NSIM_EXIT_OK    0
 #define NSIM_EXIT_BAD   1
 #define NSIM_EXIT_USAGE 2
@@ -18,5 +20,7 @@ int nsim_cli_nki(int argc, char **argv);
 /* exec python3 -m module argv[0..argc) with pydir first on PYTHONPATH (cli_python.c) */
 int nsim_cli_exec_python(const char *pydir, const char *module, int argc, char **argv);
 int nsim_cli_run(int argc, char **argv);
+/* the target names from the ISA's target table, "trn1|trn2|..." (cli_isa.c) */
+void nsim_cli_targets(char *buf, size_t size);
 
 #endif

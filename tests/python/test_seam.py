@@ -1,0 +1,96 @@
+"""The seam between the plugin and the simulator is physical: one runtime
+library per process, exporting exactly the public headers' API, used by
+the torch plugin, the Python bindings and the CLI alike."""
+import pathlib
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+
+import neuronsim
+import torch_neuronsim
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RUNTIME = ROOT / "sim" / "python" / "neuronsim" / "lib" / "libneuronsim.so"
+PLUGIN = ROOT / "backend" / "python" / "torch_neuronsim" / "lib" / "libtorch_neuronsim.so"
+HEADERS = [ROOT / "include" / "neuronsim" / h for h in ("isa.h", "runtime.h")]
+
+
+def _exported(lib):
+    if not shutil.which("nm"):
+        pytest.skip("nm (binutils) is not installed")
+    out = subprocess.run(["nm", "-D", "--defined-only", str(lib)], check=True, capture_output=True,
+                         text=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def _declared():
+    names = set()
+    for h in HEADERS:
+        text = re.sub(r"/\*.*?\*/", "", h.read_text(), flags=re.S)
+        names |= set(re.findall(r"\b((?:isa|nsim)_\w+)\s*\(", text))
+        names |= set(re.findall(r"extern\s+const\s+\w+\s+(\w+)\s*\[", text))
+    return names
+
+
+def test_runtime_library_exports_exactly_the_public_api():
+    exported, declared = _exported(RUNTIME), _declared()
+    assert exported - declared == set(), "exported but not in a public header"
+    assert declared - exported == set(), "declared in a public header but not exported"
+    assert not any(n.startswith(("dm_", "trc_", "npy_", "nsim_cli")) for n in exported)
+
+
+def test_plugin_exports_only_its_own_entry_points_and_links_the_runtime():
+    exported = _exported(PLUGIN)
+    assert exported and all(n.startswith("neuron_") for n in exported), sorted(
+        n for n in exported if not n.startswith("neuron_"))[:10]
+    needed = subprocess.run(["objdump", "-p", str(PLUGIN)], check=True, capture_output=True,
+                            text=True).stdout
+    assert re.search(r"NEEDED\s+libneuronsim\.so", needed)
+
+
+def test_cli_links_the_runtime_library():
+    cli = ROOT / "build" / "bin" / "neuronsim"
+    if not cli.exists():
+        pytest.skip("no build/bin/neuronsim")
+    needed = subprocess.run(["objdump", "-p", str(cli)], check=True, capture_output=True, text=True).stdout
+    assert re.search(r"NEEDED\s+libneuronsim\.so", needed)
+
+
+def _loaded_runtimes():
+    maps = pathlib.Path("/proc/self/maps").read_text().splitlines()
+    return {line.split()[-1] for line in maps if line.endswith("libneuronsim.so")}
+
+
+def test_torch_and_nki_share_one_runtime():
+    from torch_neuronsim import nki
+    import torch_neuronsim.nki.language as nl
+
+    @nki.jit
+    def add(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+        return out
+
+    x = torch.ones(128, 256, device="neuron")
+    assert len(_loaded_runtimes()) == 1
+    # one device memory view: the bindings see the plugin's tensors
+    assert neuronsim.running_target() == torch_neuronsim.target()
+    before = neuronsim.memory_allocated()
+    assert before == torch_neuronsim._lib.neuron_device_memory_in_use() and before >= x.numel() * 4
+    y = torch.ones(1024, 1024, device="neuron")
+    assert neuronsim.memory_allocated() - before >= y.numel() * 4
+    # an NKI run on NumPy joins that runtime (no second one, nothing closed)
+    a = np.full((128, 256), 2.0, np.float32)
+    np.testing.assert_array_equal(add(a, a), 2 * a)
+    assert len(_loaded_runtimes()) == 1
+    assert neuronsim.memory_allocated() == torch_neuronsim._lib.neuron_device_memory_in_use()
+    torch.testing.assert_close(add(x, x).cpu(), 2 * x.cpu())    # and the plugin's tensors are intact
+    # a second target cannot be started under the plugin's runtime
+    other = next(t for t in ("trn1", "trn2", "trn3") if t != torch_neuronsim.target())
+    with pytest.raises(neuronsim.NeuronSimError, match="already runs"):
+        neuronsim.init(other)
+    del y
