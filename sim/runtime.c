@@ -564,10 +564,17 @@ nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out
 			goto free_model;
 		nsim_tensor_write(m->consts, p->consts, 0, p->consts_size);
 	}
+	/* the runtime keeps a loaded program's instruction streams and DMA
+	 * descriptors in device memory, as the Neuron runtime does a NEFF's:
+	 * loaded programs hold HBM until unloaded */
+	if ((st = nsim_tensor_allocate(core, size, "program", &m->image)))
+		goto free_model;
+	nsim_tensor_write(m->image, bytes, 0, size);
 	*out = m;
 	return NSIM_SUCCESS;
 
 free_model:
+	nsim_tensor_free(m->consts);
 	nsim_tensor_free(m->scratch);
 	free(m->addr);
 	free(m->bytes);
@@ -579,12 +586,20 @@ free_program:
 	return st;
 }
 
+uint64_t nsim_model_device_bytes(const nsim_model *m)
+{
+	if (!m)
+		return 0;
+	return nsim_tensor_size(m->scratch) + nsim_tensor_size(m->consts) + nsim_tensor_size(m->image);
+}
+
 nsim_status nsim_unload(nsim_model *m)
 {
 	if (!m)
 		return rt_fail(NSIM_INVALID_HANDLE, "nsim_unload: no model");
 	nsim_tensor_free(m->scratch);
 	nsim_tensor_free(m->consts);
+	nsim_tensor_free(m->image);
 	isa_program_free(m->prog);
 	free(m->addr);
 	free(m->bytes);

@@ -41,6 +41,7 @@ struct nsim_model {
 	int             core;          /* visible core index */
 	nsim_tensor    *scratch;       /* INTERNAL tensors */
 	nsim_tensor    *consts;        /* CONST tensors' data */
+	nsim_tensor    *image;         /* the program as loaded (.nsp bytes) */
 	uint64_t       *addr;          /* per tensor, filled at execute */
 	uint64_t       *bytes;
 	nsim_exec_stats last;

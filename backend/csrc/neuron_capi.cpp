@@ -1,10 +1,12 @@
 // neuron_capi.cpp -- a small C interface for the Python package (loaded with
 // ctypes), so the bindings need no pybind11 and no heavy headers.
-#include "neuron_device.h"
+#include "neuron_kernels.h"
 
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <vector>
 
 extern "C" {
 
@@ -23,18 +25,42 @@ int neuron_set_device(int d, char *err, int errlen)
 	}
 }
 
-// fills out[] with the counters, in the order of torch_neuronsim.stats()
-void neuron_stats(uint64_t *out)
+// "name=value\n" lines of every counter: the names live here only, and
+// torch_neuronsim.stats() takes them as they come; returns the length needed
+int neuron_stats(char *buf, int len)
 {
 	neuron::Stats s = neuron::stats();
-	uint64_t v[] = { s.cpu_fallbacks, s.programs_executed, s.program_cache_hits,
-			 s.program_cache_misses, s.simulated_time_ns, s.host_to_device_bytes,
-			 s.device_to_host_bytes, s.allocated_bytes, s.peak_allocated_bytes,
-			 s.engine_busy_ps[0], s.engine_busy_ps[1], s.engine_busy_ps[2],
-			 s.engine_busy_ps[3], s.engine_busy_ps[4], s.dma_busy_ps, s.dma_bytes,
-			 s.hbm_read_bytes, s.hbm_write_bytes, s.matmul_flops };
-	std::memcpy(out, v, sizeof(v));
+	neuron::ProgramCacheStats pc = neuron::program_cache_stats();
+	std::vector<std::pair<std::string, uint64_t>> v = {
+		{ "cpu_fallbacks", s.cpu_fallbacks },
+		{ "programs_executed", s.programs_executed },
+		{ "program_cache_hits", s.program_cache_hits },
+		{ "program_cache_misses", s.program_cache_misses },
+		{ "program_cache_evictions", pc.evictions },
+		{ "program_cache_entries", pc.entries },
+		{ "program_cache_bytes", pc.bytes },
+		{ "program_cache_limit_bytes", pc.limit_bytes },
+		{ "simulated_time_ns", s.simulated_time_ns },
+		{ "host_to_device_bytes", s.host_to_device_bytes },
+		{ "device_to_host_bytes", s.device_to_host_bytes },
+		{ "allocated_bytes", s.allocated_bytes },
+		{ "peak_allocated_bytes", s.peak_allocated_bytes },
+	};
+	for (int e = 0; e < ISA_NUM_ENGINES; e++)
+		v.emplace_back(std::string(isa_engine_name(e)) + "_busy_ps", s.engine_busy_ps[e]);
+	v.insert(v.end(), { { "dma_busy_ps", s.dma_busy_ps }, { "dma_bytes", s.dma_bytes },
+			    { "hbm_read_bytes", s.hbm_read_bytes }, { "hbm_write_bytes", s.hbm_write_bytes },
+			    { "matmul_flops", s.matmul_flops } });
+	std::string all;
+	for (auto &[name, n] : v)
+		all += name + "=" + std::to_string(n) + "\n";
+	if (buf && len > 0)
+		std::snprintf(buf, (size_t)len, "%s", all.c_str());
+	return (int)all.size() + 1;
 }
+
+// unloads every cached program no run holds
+void neuron_clear_program_cache(void) { neuron::clear_program_cache(); }
 
 // "op=count\n" lines into buf; returns the length needed
 int neuron_fallback_ops(char *buf, int len)

@@ -91,7 +91,7 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 		key.push_back(c.dst_stride[i]);
 	}
 	int dev = dst.device().index();
-	nsim_model *m = cached_program(std::move(key), dev, "copy",
+	Program m = cached_program(std::move(key), dev, "copy",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_copy_program(target, &c, bin, len, d);
 	});

@@ -233,6 +233,11 @@ struct NeuronAllocator final : public c10::Allocator {
 				release_cached_locked(dev);
 				st = nsim_tensor_allocate(dev, cap, "torch", &t);
 			}
+			if (st == NSIM_RESOURCE && program_cache_stats().entries) {
+				ms.alloc_retries++;               // unload cached programs, try again
+				clear_program_cache();
+				st = nsim_tensor_allocate(dev, cap, "torch", &t);
+			}
 			if (st == NSIM_RESOURCE) {
 				ms.ooms++;
 				TORCH_CHECK_WITH(OutOfMemoryError, false, "neuron: out of memory allocating ",

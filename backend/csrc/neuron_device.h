@@ -51,6 +51,14 @@ struct MemStats {
 
 MemStats memory_stats(int dev);
 void empty_cache();
+
+// the bounded program cache (NEURON_SIM_PROGRAM_CACHE_MB; neuron_program.cpp)
+struct ProgramCacheStats {
+	uint64_t evictions, bytes, entries, limit_bytes;
+};
+ProgramCacheStats program_cache_stats();
+void clear_program_cache();            // unloads every program no run holds
+void reset_program_cache_counters();   // evictions back to 0 (reset_stats)
 void reset_peak_memory_stats(int dev);
 
 /* simulated device timelines (ps) per stream */

@@ -152,7 +152,7 @@ at::Tensor tri(const at::Tensor &self, int64_t k, bool upper)
 	const isa_target_info *ti = isa_target_get(isa_target_from_name(nsim_target_name()));
 	if (!ti || 2 * c * self.element_size() + 4096 > ti->sbuf_partition_bytes || b * ((r + 127) / 128) > 65536)
 		return {};
-	nsim_model *m = cached_program({ 't', dt, (int64_t)b, (int64_t)r, (int64_t)c, k, upper }, dev, "tril/triu",
+	Program m = cached_program({ 't', dt, (int64_t)b, (int64_t)r, (int64_t)c, k, upper }, dev, "tril/triu",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *dd) {
 		return nk_tri_program(target, dt, b, r, c, k, upper, bin, len, dd);
 	});
@@ -232,7 +232,7 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> bitonic_sort(const at::Tensor 
 	o.descending = descending;
 	int dev = self.device().index();
 	std::vector<int64_t> key{ 'S', dt, (int64_t)o.rows, (int64_t)o.cols, descending };
-	nsim_model *m = cached_program(std::move(key), dev, "sort", [&](int target, uint8_t **bin, size_t *len,
+	Program m = cached_program(std::move(key), dev, "sort", [&](int target, uint8_t **bin, size_t *len,
 								       isa_diag *d) {
 		return nk_sort_program(target, &o, bin, len, d);
 	});

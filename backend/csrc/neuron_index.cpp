@@ -47,7 +47,7 @@ bool native_fill(const at::Tensor &self, const at::Scalar &v)
 	std::memcpy(&fb, &f.fvalue, 4);
 	std::vector<int64_t> key{ 'f', f.dtype, f.int64, (int64_t)f.n, fb, f.ivalue };
 	int dev = self.device().index();
-	nsim_model *m = cached_program(std::move(key), dev, "fill", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+	Program m = cached_program(std::move(key), dev, "fill", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_fill_program(target, &f, bin, len, d);
 	});
 	run_program(m, dev, "aten::fill_", {}, { { "out", &self } });
@@ -58,7 +58,7 @@ namespace {
 
 // The gather (index_select) or scatter (index_copy) program moving whole
 // slabs of `table` along `dim` by the flat index tensor `idx`.
-nsim_model *rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Tensor &idx, bool scatter,
+Program rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Tensor &idx, bool scatter,
 			 bool accumulate = false)
 {
 	nk_gather g{};
@@ -168,7 +168,7 @@ at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, co
 		f.step = (int64_t)st;
 		std::vector<int64_t> key{ 'a', f.dtype, f.int64, (int64_t)f.n, f.start, f.step };
 		int dev = out.device().index();
-		nsim_model *m = cached_program(std::move(key), dev, "arange",
+		Program m = cached_program(std::move(key), dev, "arange",
 					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 			return nk_fill_program(target, &f, bin, len, d);
 		});

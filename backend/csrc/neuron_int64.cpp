@@ -13,7 +13,7 @@ namespace neuron {
 
 namespace {
 
-nsim_model *i64_program(int op, int out_dt, uint64_t n, int dev, int32_t c = 0)
+Program i64_program(int op, int out_dt, uint64_t n, int dev, int32_t c = 0)
 {
 	return cached_program({ 'i', op, out_dt, (int64_t)n, c }, dev, "int64",
 			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
@@ -54,7 +54,7 @@ bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a0, const a
 		return true;
 	at::Tensor x = materialize(a, shape, at::kLong), z = materialize(y, shape, at::kLong);
 	int dev = a.device().index();
-	nsim_model *m = i64_program(sub ? NK_I64_SUB : NK_I64_ADD, ISA_DT_uint32, (uint64_t)out.numel(), dev);
+	Program m = i64_program(sub ? NK_I64_SUB : NK_I64_ADD, ISA_DT_uint32, (uint64_t)out.numel(), dev);
 	run_program(m, dev, name, { { "a", &x }, { "b", &z } }, { { "out", &out } });
 	return true;
 }
@@ -88,7 +88,7 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
 	if (out.numel()) {
 		int dev = src.device().index();
-		nsim_model *m = i64_program(to_bool ? NK_I64_TO_BOOL : NK_I64_TO_FLOAT, odt, (uint64_t)out.numel(), dev);
+		Program m = i64_program(to_bool ? NK_I64_TO_BOOL : NK_I64_TO_FLOAT, odt, (uint64_t)out.numel(), dev);
 		run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &out } });
 	}
 	return out.is_same(dst) || native_copy(dst, out);
@@ -119,7 +119,7 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor t = at::empty(dst.sizes(), dst.options().dtype(at::kInt));
 	int dev = src.device().index();
 	uint64_t n = (uint64_t)t.numel();
-	nsim_model *m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
+	Program m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_cast_program(target, ISA_DT_fp32, ISA_DT_int32, n, bin, len, d);
 	});
@@ -167,7 +167,7 @@ bool native_cast(const at::Tensor &dst, const at::Tensor &src)
 	if (out.numel()) {
 		int dev = src.device().index();
 		uint64_t n = (uint64_t)out.numel();
-		nsim_model *m = cached_program({ 'k', us.dtype, ud.dtype, (int64_t)n }, dev, "cast",
+		Program m = cached_program({ 'k', us.dtype, ud.dtype, (int64_t)n }, dev, "cast",
 					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 			return nk_cast_program(target, us.dtype, ud.dtype, n, bin, len, d);
 		});
@@ -187,7 +187,7 @@ at::Tensor integral_float_to_int64(const at::Tensor &f)
 		return out;
 	int dev = f.device().index();
 	uint64_t n = (uint64_t)out.numel();
-	nsim_model *m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
+	Program m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_cast_program(target, ISA_DT_fp32, ISA_DT_int32, n, bin, len, d);
 	});
@@ -214,7 +214,7 @@ bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at
 		return true;
 	at::Tensor x = materialize(a, shape, at::kLong), z = materialize(y, shape, at::kLong);
 	int dev = a.device().index();
-	nsim_model *m = i64_program(op, ISA_DT_bool, (uint64_t)out.numel(), dev);
+	Program m = i64_program(op, ISA_DT_bool, (uint64_t)out.numel(), dev);
 	run_program(m, dev, name, { { "a", swap ? &z : &x }, { "b", swap ? &x : &z } }, { { "out", &out } });
 	return true;
 }

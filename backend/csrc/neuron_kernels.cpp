@@ -55,7 +55,7 @@ struct Ew {
 };
 
 // the program for `op` over n elements of `dtype`, from the cache
-nsim_model *program_for(const Ew &op, int dtype, uint64_t n, int dev)
+Program program_for(const Ew &op, int dtype, uint64_t n, int dev)
 {
 	uint32_t b1, b2;
 	std::memcpy(&b1, &op.imm, 4);
@@ -91,7 +91,7 @@ at::Tensor run_elementwise(const char *name, const Ew &op, const at::Tensor &a, 
 	at::Tensor out = at::empty(a.sizes(), a.options());
 	if (a.numel() == 0)
 		return out;
-	nsim_model *m = program_for(op, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
+	Program m = program_for(op, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
 	if (b)
 		run_program(m, dev, name, { { "a", &a }, { "b", b } }, { { "out", &out } });
 	else

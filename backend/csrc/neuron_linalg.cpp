@@ -137,7 +137,7 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	key.push_back((int64_t)mm.a_elems);
 	key.push_back((int64_t)mm.b_elems);
 	int dev = a.device().index();
-	nsim_model *prog = cached_program(std::move(key), dev, "matmul",
+	Program prog = cached_program(std::move(key), dev, "matmul",
 					  [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_matmul_program(target, &mm, bin, len, d);
 	});

@@ -2,37 +2,26 @@
 // bytes of an .nsp, e.g. an NKI kernel traced by neuronsim.nki) on the
 // device of its `neuron` tensor arguments, like any native op: on the
 // current stream's timeline, charged and traced with its label.  Loaded
-// programs are cached by their bytes.
+// programs are cached by their bytes, in the bounded program cache the
+// native kernels use (neuron_program.cpp).
 #include "neuron_kernels.h"
 
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
-#include <map>
-#include <mutex>
 #include <string>
 
 namespace neuron {
 namespace {
 
-std::mutex g_nki_lock;
-std::map<std::pair<std::string, int>, nsim_model *> g_nki_cache;
-
-nsim_model *load_cached(const at::Tensor &program, int dev)
+Program load_cached(const at::Tensor &program, int dev)
 {
 	TORCH_CHECK(program.device().is_cpu() && program.scalar_type() == at::kByte && program.dim() == 1 &&
 			    program.is_contiguous(),
 		    "neuronsim.run_program: the program is a contiguous 1-D uint8 CPU tensor of .nsp bytes");
-	std::string bytes(static_cast<const char *>(program.data_ptr()), (size_t)program.numel());
-	std::lock_guard<std::mutex> g(g_nki_lock);
-	auto key = std::make_pair(bytes, dev);
-	auto it = g_nki_cache.find(key);
-	if (it != g_nki_cache.end())
-		return it->second;
-	nsim_model *m = nullptr;
-	check_status(nsim_load(bytes.data(), bytes.size(), dev, &m), "program load");
-	g_nki_cache[key] = m;
-	return m;
+	std::string key = "p";   // program bytes (generated kernels' keys start with 'g')
+	key.append(static_cast<const char *>(program.data_ptr()), (size_t)program.numel());
+	return load_program(key, dev, [&]() { return load_bytes(key.data() + 1, key.size() - 1, dev); });
 }
 
 void run_program_op(const at::Tensor &program, c10::string_view label, at::ArrayRef<std::string> in_names,
@@ -52,7 +41,7 @@ void run_program_op(const at::Tensor &program, c10::string_view label, at::Array
 			dev = t.device().index();
 		}
 	TORCH_CHECK(dev >= 0, "neuronsim.run_program: no neuron tensor");
-	nsim_model *m = load_cached(program, dev);
+	Program m = load_cached(program, dev);
 	std::vector<Binding> in, out;
 	for (size_t i = 0; i < inputs.size(); i++)
 		in.emplace_back(in_names[i].c_str(), &inputs[i]);

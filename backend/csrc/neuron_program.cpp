@@ -1,20 +1,109 @@
 // neuron_program.cpp -- the program cache and program execution behind the
-// native kernels: generate once per key, load once, run under one lock.
+// native kernels and NKI calls: generate once per key, load once, run under
+// one lock.
+//
+// The cache is bounded: every loaded program holds simulated HBM (its image,
+// scratch, constants: nsim_model_device_bytes) until it is unloaded, so a
+// model with varying shapes would otherwise leak device memory.  Entries
+// are charged those bytes plus their key's (at least 4 KiB each); past
+// NEURON_SIM_PROGRAM_CACHE_MB (default 512) the least recently used are
+// unloaded, and an allocation that finds the device full unloads them all
+// before it gives up.  A Program is a shared handle: an evicted
+// program still being run is unloaded when its last run ends.
 #include "neuron_kernels.h"
 
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
-#include <map>
+#include <cstring>
+#include <list>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 namespace neuron {
 
 namespace {
 
+constexpr uint64_t kDefaultCacheMB = 512;
+constexpr uint64_t kMinEntryBytes = 4096;
+
+uint64_t cache_limit_from_env()
+{
+	const char *e = std::getenv("NEURON_SIM_PROGRAM_CACHE_MB");
+	if (!e || !*e)
+		return kDefaultCacheMB << 20;
+	char *end = nullptr;
+	unsigned long long mb = std::strtoull(e, &end, 10);
+	TORCH_CHECK(end && !*end && *e != '-' && mb < (1ull << 30),
+		    "NEURON_SIM_PROGRAM_CACHE_MB='", e, "': expected a whole number of MiB (0: keep no program "
+		    "loaded beyond its run)");
+	return (uint64_t)mb << 20;
+}
+
+struct CacheEntry {
+	std::string key;
+	Program prog;
+	uint64_t bytes;
+};
+
+class ProgramCache {
+public:
+	Program find(const std::string &key)
+	{
+		auto it = index_.find(key);
+		if (it == index_.end())
+			return nullptr;
+		lru_.splice(lru_.begin(), lru_, it->second);   // most recent first
+		return it->second->prog;
+	}
+
+	void insert(const std::string &key, Program prog, uint64_t bytes)
+	{
+		if (!limit_known_) {
+			limit_ = cache_limit_from_env();
+			limit_known_ = true;
+		}
+		lru_.push_front(CacheEntry{ key, std::move(prog), bytes });
+		index_[key] = lru_.begin();
+		bytes_ += bytes;
+		while (bytes_ > limit_ && !lru_.empty()) {
+			CacheEntry &old = lru_.back();
+			bytes_ -= old.bytes;
+			index_.erase(old.key);
+			lru_.pop_back();               // unloads it unless a run still holds it
+			evictions_++;
+		}
+	}
+
+	void reset_counters() { evictions_ = 0; }
+
+	void clear()
+	{
+		index_.clear();
+		lru_.clear();
+		bytes_ = 0;
+	}
+
+	ProgramCacheStats stats() const
+	{
+		return { evictions_, bytes_, (uint64_t)index_.size(), limit_known_ ? limit_ : cache_limit_from_env() };
+	}
+
+private:
+	std::list<CacheEntry> lru_;
+	std::unordered_map<std::string, std::list<CacheEntry>::iterator> index_;
+	uint64_t bytes_ = 0, limit_ = 0, evictions_ = 0;
+	bool limit_known_ = false;
+};
+
 std::mutex g_cache_lock;
-std::map<std::vector<int64_t>, nsim_model *> g_cache;
+ProgramCache g_cache;
+
+Program adopt(nsim_model *m)
+{
+	return Program(m, [](nsim_model *p) { nsim_unload(p); });
+}
 
 // One lock for executions: a cached model is shared by every thread, and
 // its stats must be read for the run that produced them.
@@ -64,38 +153,71 @@ int64_t extent_of(const at::Tensor &t)
 	return e;
 }
 
-nsim_model *cached_program(std::vector<int64_t> key, int dev, const char *what, const ProgramGen &gen)
+Program load_program(const std::string &key, int dev, const std::function<Program()> &load)
 {
-	key.push_back(dev);
+	std::string k = key;
+	k.append(reinterpret_cast<const char *>(&dev), sizeof(dev));
 	std::lock_guard<std::mutex> g(g_cache_lock);
-	auto it = g_cache.find(key);
-	if (it != g_cache.end()) {
+	if (Program p = g_cache.find(k)) {
 		count_program(true);
-		return it->second;
+		return p;
 	}
 	count_program(false);
-	uint8_t *bin = nullptr;
-	size_t len = 0;
-	isa_diag d{};
-	isa_status st = gen(isa_target_from_name(nsim_target_name()), &bin, &len, &d);
-	TORCH_CHECK(st == ISA_OK, "neuron: generating the ", what, " kernel failed: ", d.msg);
-	nsim_model *m = nullptr;
-	nsim_status rs = nsim_load(bin, len, dev, &m);
-	std::free(bin);
-	check_status(rs, "program load");
-	g_cache[key] = m;
-	return m;
+	Program p = load();
+	g_cache.insert(k, p, std::max(kMinEntryBytes, nsim_model_device_bytes(p.get()) + (uint64_t)k.size()));
+	return p;
 }
 
-void run_program(nsim_model *m, int dev, const char *op, std::initializer_list<Binding> in,
+Program load_bytes(const void *bin, size_t len, int dev)
+{
+	nsim_model *m = nullptr;
+	check_status(nsim_load(bin, len, dev, &m), "program load");
+	return adopt(m);
+}
+
+Program cached_program(std::vector<int64_t> key, int dev, const char *what, const ProgramGen &gen)
+{
+	std::string k(1, 'g');   // generated kernels; NKI programs are keyed by their bytes
+	k.append(reinterpret_cast<const char *>(key.data()), key.size() * sizeof(int64_t));
+	return load_program(k, dev, [&]() {
+		uint8_t *bin = nullptr;
+		size_t len = 0;
+		isa_diag d{};
+		isa_status st = gen(isa_target_from_name(nsim_target_name()), &bin, &len, &d);
+		TORCH_CHECK(st == ISA_OK, "neuron: generating the ", what, " kernel failed: ", d.msg);
+		std::unique_ptr<uint8_t, decltype(&std::free)> held(bin, &std::free);
+		return load_bytes(bin, len, dev);
+	});
+}
+
+ProgramCacheStats program_cache_stats()
+{
+	std::lock_guard<std::mutex> g(g_cache_lock);
+	return g_cache.stats();
+}
+
+void reset_program_cache_counters()
+{
+	std::lock_guard<std::mutex> g(g_cache_lock);
+	g_cache.reset_counters();
+}
+
+void clear_program_cache()
+{
+	std::lock_guard<std::mutex> g(g_cache_lock);
+	g_cache.clear();
+}
+
+void run_program(const Program &prog, int dev, const char *op, std::initializer_list<Binding> in,
 		 std::initializer_list<Binding> out)
 {
-	run_program(m, dev, op, std::vector<Binding>(in), std::vector<Binding>(out));
+	run_program(prog, dev, op, std::vector<Binding>(in), std::vector<Binding>(out));
 }
 
-void run_program(nsim_model *m, int dev, const char *op, const std::vector<Binding> &in,
+void run_program(const Program &prog, int dev, const char *op, const std::vector<Binding> &in,
 		 const std::vector<Binding> &out)
 {
+	nsim_model *m = prog.get();
 	std::vector<std::unique_ptr<nsim_tensor, TensorDeleter>> held;
 	std::unique_ptr<nsim_tensor_set, SetDeleter> sets[2];
 	const std::vector<Binding> *lists[2] = { &in, &out };

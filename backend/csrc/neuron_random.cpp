@@ -81,7 +81,7 @@ bool fill_random(at::Tensor &self, int kind, double a, double b, const std::opti
 	std::memcpy(&fb, &r.b, 4);
 	int dev = self.device().index();
 	std::vector<int64_t> key{ 'R', kind, dt, (int64_t)r.n, fa, fb };
-	nsim_model *m = cached_program(std::move(key), dev, "random", [&](int target, uint8_t **bin, size_t *len,
+	Program m = cached_program(std::move(key), dev, "random", [&](int target, uint8_t **bin, size_t *len,
 									isa_diag *d) {
 		return nk_random_program(target, &r, bin, len, d);
 	});

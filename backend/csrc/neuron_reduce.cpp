@@ -51,7 +51,7 @@ void run_rows(const char *name, const nk_rows &op, const at::Tensor &x, std::ini
 	std::memcpy(&eps, &op.eps, 4);
 	std::vector<int64_t> key{ 'r', op.op, op.in_dtype, op.out_dtype, (int64_t)op.rows, (int64_t)op.cols, eps, op.affine };
 	int dev = x.device().index();
-	nsim_model *m = cached_program(std::move(key), dev, "row", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+	Program m = cached_program(std::move(key), dev, "row", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_rows_program(target, &op, bin, len, d);
 	});
 	std::vector<Binding> in{ { "x", &x } };

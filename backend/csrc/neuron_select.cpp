@@ -49,7 +49,7 @@ at::Tensor compare(const char *name, int alu, const at::Tensor &a, const at::Ten
 	uint64_t n = (uint64_t)out.numel();
 	std::vector<int64_t> key{ 'q', alu, idt, b != nullptr, b ? 0 : sb, (int64_t)n };
 	int dev = a.device().index();
-	nsim_model *m = cached_program(std::move(key), dev, "compare", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
+	Program m = cached_program(std::move(key), dev, "compare", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_compare_program(target, alu, idt, b == nullptr, s, n, bin, len, d);
 	});
 	if (b)
@@ -164,7 +164,7 @@ at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a,
 	int idt = u.dtype;
 	uint64_t n = (uint64_t)out.numel() * u.per;
 	int dev = cond.device().index();
-	nsim_model *m = cached_program({ 'w', idt, (int64_t)n }, dev, "select",
+	Program m = cached_program({ 'w', idt, (int64_t)n }, dev, "select",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_select_program(target, idt, n, bin, len, d);
 	});
@@ -273,7 +273,7 @@ at::Tensor int_binary(const char *name, int alu, const at::Tensor &a0, const at:
 	at::Tensor x = materialize(a, shape, a.scalar_type()), y = materialize(b, shape, a.scalar_type());
 	uint64_t n = (uint64_t)out.numel() * per;
 	int dev = a.device().index();
-	nsim_model *m = cached_program({ 'b', alu, dt, (int64_t)n }, dev, "integer binary",
+	Program m = cached_program({ 'b', alu, dt, (int64_t)n }, dev, "integer binary",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return nk_binary_program(target, alu, dt, n, bin, len, d);
 	});
@@ -320,7 +320,7 @@ at::Tensor bitwise_not_impl(const at::Tensor &a)
 	at::Tensor x = materialize(a, a.sizes(), a.scalar_type());
 	uint64_t n = (uint64_t)out.numel() * per;
 	int dev = a.device().index();
-	nsim_model *m = cached_program({ 'n', dt, (int64_t)n }, dev, "bitwise_not",
+	Program m = cached_program({ 'n', dt, (int64_t)n }, dev, "bitwise_not",
 				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
 		return dt == ISA_DT_bool ? nk_compare_program(target, ISA_ALU_is_equal, dt, true, 0.0f, n, bin, len, d)
 					 : nk_scalar_program(target, ISA_ALU_bitwise_xor, -1.0f, ISA_ALU_bypass, 0.0f, dt, n,

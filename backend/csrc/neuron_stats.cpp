@@ -155,6 +155,7 @@ void reset_stats()
 	g_native_ops.clear();
 	g_timeline.clear();
 	g_timeline_dropped = 0;
+	reset_program_cache_counters();
 }
 
 std::vector<TimelineRecord> timeline(uint64_t *dropped)

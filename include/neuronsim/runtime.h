@@ -124,6 +124,11 @@ uint64_t    nsim_memory_allocated(void);            /* bytes in live tensors */
 /* programs (.nsp bytes) */
 nsim_status nsim_load(const void *program, size_t size, int core, nsim_model **out);
 nsim_status nsim_unload(nsim_model *m);
+/* device memory a loaded program holds until unloaded: its image (the .nsp
+ * bytes: instruction streams and DMA descriptors, kept on the device as the
+ * Neuron runtime keeps a NEFF's), its scratch (INTERNAL tensors) and its
+ * constants */
+uint64_t    nsim_model_device_bytes(const nsim_model *m);
 
 /* named tensor sets for execute */
 nsim_status nsim_tensor_set_create(nsim_tensor_set **out);

@@ -22,7 +22,7 @@ def _autoload():
 
 import torch  # noqa: E402
 
-__all__ = ["stats", "reset_stats", "profile", "profile_range"]
+__all__ = ["stats", "reset_stats", "clear_program_cache", "profile", "profile_range"]
 
 _here = os.path.dirname(os.path.abspath(__file__))
 _lib_path = os.path.join(_here, "lib", "libtorch_neuronsim.so")
@@ -36,14 +36,6 @@ _lib = ctypes.CDLL(_lib_path)
 _lib.neuron_target.restype = ctypes.c_char_p
 _lib.neuron_device_memory_in_use.restype = ctypes.c_uint64
 
-_STAT_NAMES = ("cpu_fallbacks", "programs_executed", "program_cache_hits", "program_cache_misses",
-               "simulated_time_ns", "host_to_device_bytes", "device_to_host_bytes",
-               "allocated_bytes", "peak_allocated_bytes",
-               "tensor_busy_ps", "vector_busy_ps", "scalar_busy_ps", "gpsimd_busy_ps",
-               "sync_busy_ps", "dma_busy_ps", "dma_bytes", "hbm_read_bytes", "hbm_write_bytes",
-               "matmul_flops")
-
-
 def _lines(fn):
     n = fn(None, 0)
     buf = ctypes.create_string_buffer(n)
@@ -54,11 +46,10 @@ def _lines(fn):
 def stats():
     """Counters of the plugin: CPU fallbacks (total and per op), bytes copied
     each way, device memory, programs run on the simulator and their summed
-    engine busy time, DMA and HBM traffic, and per native ATen op its
-    program count and simulated time (`native_ops`)."""
-    vals = (ctypes.c_uint64 * len(_STAT_NAMES))()
-    _lib.neuron_stats(vals)
-    out = dict(zip(_STAT_NAMES, (int(v) for v in vals)))
+    engine busy time, DMA and HBM traffic, the program cache (hits, misses,
+    evictions, entries and bytes against NEURON_SIM_PROGRAM_CACHE_MB), and
+    per native ATen op its program count and simulated time (`native_ops`)."""
+    out = {name: int(v) for name, _, v in _lines(_lib.neuron_stats)}
     out["fallback_ops"] = {op: int(n) for op, _, n in _lines(_lib.neuron_fallback_ops)}
     native = {}
     for op, _, v in _lines(_lib.neuron_native_ops):
@@ -101,6 +92,12 @@ def target():
 
 def reset_stats():
     _lib.neuron_reset_stats()
+
+
+def clear_program_cache():
+    """Unloads every cached program (their simulated HBM returns to the
+    device); they are generated again when next needed."""
+    _lib.neuron_clear_program_cache()
 
 
 def _register():
