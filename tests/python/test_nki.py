@@ -441,3 +441,26 @@ def test_load_transpose2d():
     # element by element: slower than the same bytes loaded straight
     _, straight = nki.simulate(kernels.tensor_add, x.T.copy(), x.T.copy())
     assert res.latency_us > straight.latency_us
+
+
+def test_kernel_history_is_bounded():
+    from neuronsim import nki as nk
+    import neuronsim.nki.language as nl
+
+    @nk.jit
+    def copy(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(a))
+        return out
+
+    saved = nk.Kernel.history
+    nk.Kernel.history = type(saved)(maxlen=3)
+    try:
+        runs = nk.Kernel.runs
+        a = np.ones((128, 64), np.float32)
+        for _ in range(5):
+            np.testing.assert_array_equal(copy(a), a)
+        assert len(nk.Kernel.history) == 3 and nk.Kernel.runs == runs + 5
+    finally:
+        nk.Kernel.history = saved
+    assert saved.maxlen == nk.HISTORY_LIMIT

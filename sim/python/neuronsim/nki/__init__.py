@@ -17,6 +17,7 @@ runs on the cycle-approximate simulator.  Errors name the kernel source line.
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import inspect
@@ -62,8 +63,14 @@ class KernelResult:
     races: list | None = None          # with simulate(..., check_races=True)
 
 
+HISTORY_LIMIT = 1024        # simulated runs Kernel.history keeps (each holds its program text)
+
+
 class Kernel:
-    history = []            # (name, target, KernelResult) of every simulated run
+    # (name, target, KernelResult) of the latest simulated runs, oldest let go
+    # past HISTORY_LIMIT so a long session stays bounded; runs counts them all
+    history = collections.deque(maxlen=HISTORY_LIMIT)
+    runs = 0
 
     def __init__(self, func, target=None, grid=None):
         self.func = func
@@ -147,6 +154,7 @@ class Kernel:
                               str(trace) if trace else None, races)
         self.last_result = result
         Kernel.history.append((self.func.__name__, self.target, result))
+        Kernel.runs += 1
         values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
         return (tuple(values) if multi else values[0]), result
 

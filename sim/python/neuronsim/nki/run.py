@@ -38,6 +38,8 @@ def report(out=sys.stdout):
     out.write(f"\n{'kernel':28s} {'target':6s} {'latency us':>11s}  "
               + " ".join(f"{e:>7s}" for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
               + f" {'HBM MB':>8s}\n")
+    if Kernel.runs > len(rows):
+        out.write(f"({Kernel.runs - len(rows)} earlier runs not kept: the history holds the last {len(rows)})\n")
     for name, target, r in rows:
         act = " ".join(f"{r.engine_active_percent[e]:6.1f}%" for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
         out.write(f"{name:28s} {target:6s} {r.latency_us:11.2f}  {act} "
