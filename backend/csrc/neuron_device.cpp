@@ -1,6 +1,6 @@
 // neuron_device.cpp -- the `neuron` device for PyTorch (PrivateUse1) over the
 // neuronsim runtime C API: allocator on simulated HBM, device guard, copies,
-// the minimal native ops and the counted CPU fallback.
+// the minimal native ops (the counted CPU fallback is neuron_fallback.cpp).
 //
 // Device pointers are not host memory: a tensor's data pointer is
 // kPtrBase + its device address, in an unmapped part of the address space,
@@ -8,9 +8,7 @@
 // memory.  Every access goes through the runtime (nsim_tensor_read/write).
 #include "neuron_device_internal.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/EmptyTensor.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
@@ -681,69 +679,6 @@ at::Tensor &zero(at::Tensor &self)
 	return fill_scalar(self, 0);
 }
 
-void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
-{
-	const std::string name = c10::toString(op.schema().operator_name());
-	count_fallback(name);
-	// Random ops draw from the neuron generator: an explicit one, or the
-	// device's default when none is given and the op targets a neuron device.
-	const auto &args = op.schema().arguments();
-	size_t base = stack->size() - args.size();
-	int dev = -1;
-	for (size_t i = 0; i < args.size() && dev < 0; i++) {
-		const c10::IValue &v = (*stack)[base + i];
-		if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_privateuseone())
-			dev = v.toTensor().device().index();
-		else if (v.isDevice() && v.toDevice().is_privateuseone())
-			dev = v.toDevice().index() < 0 ? current_device() : v.toDevice().index();
-	}
-	std::vector<at::Generator> presented;
-	for (size_t i = 0; i < args.size(); i++) {
-		c10::IValue &v = (*stack)[base + i];
-		const auto &type = args[i].type();
-		bool gen_arg = type->kind() == c10::TypeKind::OptionalType &&
-			       type->castRaw<c10::OptionalType>()->getElementType()->kind() ==
-				       c10::TypeKind::GeneratorType;
-		if (!gen_arg && type->kind() != c10::TypeKind::GeneratorType)
-			continue;
-		if (v.isNone() && dev >= 0)
-			v = c10::IValue(default_generator(dev));
-		if (v.isGenerator() && is_neuron_generator(v.toGenerator())) {
-			generator_present_as_cpu(v.toGenerator(), true);
-			presented.push_back(v.toGenerator());
-		}
-	}
-	// Random ops without a generator argument (native_dropout, ...) use the
-	// CPU default generator inside: lend it the neuron generator's state for
-	// the call and take the advanced state back.
-	bool lend = presented.empty() && dev >= 0 && op.hasTag(at::Tag::nondeterministic_seeded);
-	// (the CPU kernel takes the generator's lock itself: none is held here, so
-	// a CPU random op racing on another thread could interleave)
-	at::Generator cpu_gen, dev_gen;
-	at::Tensor saved;
-	if (lend) {
-		cpu_gen = at::detail::getDefaultCPUGenerator();
-		dev_gen = default_generator(dev);
-		saved = cpu_gen.get_state();
-		cpu_gen.set_state(dev_gen.get_state());
-	}
-	auto restore = [&] {
-		for (auto &g : presented)
-			generator_present_as_cpu(g, false);
-		if (lend) {
-			dev_gen.set_state(cpu_gen.get_state());
-			cpu_gen.set_state(saved);
-		}
-	};
-	try {
-		at::native::cpu_fallback(op, stack);
-	} catch (...) {
-		restore();
-		throw;
-	}
-	restore();
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
@@ -764,11 +699,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
 	m.impl("set_.source_Storage_storage_offset", set_storage_offset);
 	m.impl("fill_.Scalar", fill_scalar);
 	m.impl("zero_", zero);
-}
-
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m)
-{
-	m.fallback(torch::CppFunction::makeFromBoxedFunction<&::neuron_cpu_fallback>());
 }
 
 // ---------------------------------------------------------------- stats
@@ -796,8 +726,3 @@ void reset_peak_memory_stats(int dev)
 }
 
 }  // namespace neuron
-
-void neuron_cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)
-{
-	neuron::cpu_fallback_impl(op, stack);
-}

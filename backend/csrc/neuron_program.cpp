@@ -87,7 +87,9 @@ public:
 
 	ProgramCacheStats stats() const
 	{
-		return { evictions_, bytes_, (uint64_t)index_.size(), limit_known_ ? limit_ : cache_limit_from_env() };
+		// 0 until the first insert has read the limit (that read may fail
+		// on a bad NEURON_SIM_PROGRAM_CACHE_MB; stats() must not throw)
+		return { evictions_, bytes_, (uint64_t)index_.size(), limit_known_ ? limit_ : 0 };
 	}
 
 private:
