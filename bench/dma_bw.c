@@ -3,7 +3,7 @@
  * engines busy (HBM -> SBUF), then 1..N cores with all 16 engines copying
  * HBM -> HBM, against the published limits (per engine 27.2 GB/s
  * theoretical, 17/23/33 B/ns sustained; chip HBM 820 GB/s, 2.9 TB/s,
- * 4.9 TB/s).  Usage: bench/dma_bw [trn1|trn2|trn3]
+ * 4.9 TB/s).  Usage: bench/dma_bw [TARGET] (a row of the ISA's target table)
  */
 #include "neuronsim/isa.h"
 #include "neuronsim/runtime.h"
@@ -78,8 +78,11 @@ int main(int argc, char **argv)
 {
 	const char *target = argc > 1 ? argv[1] : "trn2";
 	nsim_config cfg = { target, NSIM_MODE_TIMING, 0, 0 };
-	if (nsim_init_config(&cfg)) {
-		fprintf(stderr, "dma_bw: %s\n", nsim_last_error());
+	if (argc > 2 || nsim_init_config(&cfg)) {
+		char known[128];
+		isa_target_list(known, sizeof(known), "|");
+		fprintf(stderr, "dma_bw: %s\nusage: dma_bw [%s]\n", argc > 2 ? "one target at most" : nsim_last_error(),
+			known);
 		return 1;
 	}
 	printf("%s: one core, 4 x (rows x 16 KiB) HBM -> SBUF, one row per DMA engine\n", target);

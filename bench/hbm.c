@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "hbm.h"
+#include "neuronsim/isa.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -20,10 +21,17 @@ static double now(void)
 
 int main(void)
 {
-	static const char *presets[] = { "HBM2-2.0", "HBM2E-3.2", "HBM3-6.4", "HBM3-5.7", "HBM3E-9.6" };
+	/* the published base presets, then every chip's derived part */
+	const char *presets[16];
+	size_t n = 0;
+	for (unsigned i = 0; dm_hbm_preset_base_name(i) && n < 16; i++)
+		presets[n++] = dm_hbm_preset_base_name(i);
+	for (int t = 1; t < ISA_NUM_TARGETS && n < 16; t++)
+		if (dm_hbm_preset_for_target(t))
+			presets[n++] = dm_hbm_preset_for_target(t)->name;
 	printf("%-10s %9s | %13s %10s | %11s %12s %14s %10s\n", "preset", "peak GB/s", "req-level Mreq/s",
 	       "sim GB/s", "calib ms", "bulk 1GiB us", "bulk sim GB/hs", "sim GB/s");
-	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+	for (size_t i = 0; i < n; i++) {
 		const dm_hbm_preset *p = dm_hbm_preset_get(presets[i]);
 		double peak = dm_hbm_peak_bytes_per_ps(p) * 1000.0;
 

@@ -13,10 +13,10 @@
 
 #include "neuronsim/isa.h"
 
+/* A chip row's name and core name are its isa_targets.def row's
+ * (dm_chip_name, dm_chip_core_name): stated once, there. */
 typedef struct dm_chip {
-	const char *name;                /* "trn2" */
 	int         target;              /* isa_target */
-	const char *core_name;           /* "NeuronCore-v3" */
 	uint32_t    cores;               /* physical NeuronCores per chip */
 	uint32_t    clock_mhz[ISA_NUM_ENGINES];
 	/* elements per engine cycle (HARDWARE.md "Engines") */
@@ -38,15 +38,20 @@ typedef struct dm_chip {
 	uint32_t    dma_desc_overhead_ps;/* per descriptor (contiguous chunk) */
 	uint32_t    dma_issue_latency_ps;/* queue -> first byte */
 	uint32_t    dma_chunk_bytes;     /* descriptors split contiguous runs at this */
-	/* HBM (bandwidth + latency stand-in until the detailed model) */
-	uint64_t    hbm_bytes;
+	/* HBM: the part's standard and per-pin data rate; its timing preset
+	 * is derived from these (dm_hbm_preset_for_target, hbm_presets.c) */
+	const char *hbm_standard;        /* "HBM3": a standard hbm_presets.c knows */
+	uint32_t    hbm_mbps;            /* data rate per pin, Mb/s */
 	uint32_t    hbm_stacks;
-	uint64_t    hbm_rate;            /* bytes/us per chip */
-	uint32_t    hbm_latency_ps;
+	uint64_t    hbm_bytes;
 } dm_chip;
 
 const dm_chip *dm_chip_get(int target);       /* NULL for an unknown target */
 const dm_chip *dm_chip_by_name(const char *name);
+const char    *dm_chip_name(const dm_chip *c);        /* "trn2" */
+const char    *dm_chip_core_name(const dm_chip *c);   /* "NeuronCore-v3" */
+/* the HBM part's peak, from its derived preset (0 if it has none) */
+uint64_t       dm_chip_hbm_bytes_per_second(const dm_chip *c);
 
 /* TensorE's bf16 peak, 2 x 128 x 128 FLOPs per cycle (MFU's denominator) */
 static inline uint64_t dm_chip_peak_flops(const dm_chip *c)

@@ -1,17 +1,19 @@
 /*
  * chips.c -- the Trainium generations.  Adding a generation is one more
- * table here (plus its isa_targets.def row).  Every figure names its source:
+ * row here (plus its include/neuronsim/isa_targets.def row, which names it
+ * and its core): everything else -- HBM preset, target lists, the CLI's
+ * usage, the Python tables -- is derived from the two.  Every figure names its source:
  * "HW" = ../shared/HARDWARE.md, which cites the AWS Neuron SDK documents.
  */
 #include "chip.h"
 
-#include <string.h>
+#include "hbm.h"
 
 #define MHZ(e) [ISA_ENGINE_##e]
 
 static const dm_chip chips[] = {
 	{
-		.name = "trn1", .target = ISA_TARGET_trn1, .core_name = "NeuronCore-v2",
+		.target = ISA_TARGET_trn1,
 		.cores = 2,                               /* HW Generations */
 		/* HW Engines: Tensor 2.8, Vector 1.12, Scalar 1.4, GpSimd 1.4 GHz;
 		 * Sync is a sequencer, clocked with Scalar/GpSimd here */
@@ -32,12 +34,12 @@ static const dm_chip chips[] = {
 		.dma_issue_latency_ps = 1300000,          /* HW: ~1300 ns descriptor-to-start */
 		.dma_chunk_bytes = 4096,                  /* HW: >= 4 KiB saturates */
 		.hbm_bytes = 32ull << 30, .hbm_stacks = 2,/* HW Generations: 32 GiB, 2 stacks */
-		.hbm_rate = 820000,                       /* HW: 820 GB/s per chip */
-		/* (tRP + tRCD + CL) at ~14 ns each (HW HBM timing, HBM2E) */
-		.hbm_latency_ps = 42000,
+		/* HW: 820 GB/s per chip = 2 stacks x 16 pseudo-channels x 64 bits at
+		 * 3.2 Gb/s per pin (819 GB/s): HBM2E */
+		.hbm_standard = "HBM2E", .hbm_mbps = 3200,
 	},
 	{
-		.name = "trn2", .target = ISA_TARGET_trn2, .core_name = "NeuronCore-v3",
+		.target = ISA_TARGET_trn2,
 		.cores = 8,                               /* HW: 8 physical (LNC=2: 4 logical) */
 		.clock_mhz = { MHZ(TENSOR) = 2400, MHZ(VECTOR) = 960, MHZ(SCALAR) = 1200,
 			       MHZ(GPSIMD) = 1200, MHZ(SYNC) = 1200 },
@@ -53,13 +55,12 @@ static const dm_chip chips[] = {
 		.dma_issue_latency_ps = 1300000,
 		.dma_chunk_bytes = 4096,
 		.hbm_bytes = 96ull << 30, .hbm_stacks = 4,
-		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) */
-		.hbm_rate = 2900000,
-		.hbm_latency_ps = 36000,                  /* HBM3 (26+31+20) x 0.625 ns ~ 48 ns at
-		                                             6.4 Gb/s; ~36 ns at the 5.7 Gb/s part */
+		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) over 4 stacks x
+		 * 32 pseudo-channels x 32 bits: 5.666 Gb/s per pin, HBM3 */
+		.hbm_standard = "HBM3", .hbm_mbps = 5666,
 	},
 	{
-		.name = "trn3", .target = ISA_TARGET_trn3, .core_name = "NeuronCore-v4",
+		.target = ISA_TARGET_trn3,
 		.cores = 8,
 		.clock_mhz = { MHZ(TENSOR) = 2400, MHZ(VECTOR) = 1200, MHZ(SCALAR) = 1200,
 			       MHZ(GPSIMD) = 1200, MHZ(SYNC) = 1200 },
@@ -74,9 +75,9 @@ static const dm_chip chips[] = {
 		.dma_issue_latency_ps = 1300000,
 		.dma_chunk_bytes = 4096,
 		.hbm_bytes = 144ull << 30, .hbm_stacks = 4,
-		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) */
-		.hbm_rate = 4900000,
-		.hbm_latency_ps = 36000,
+		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) over 4 stacks x 32
+		 * pseudo-channels x 32 bits: 9.57 Gb/s per pin, HBM3E class */
+		.hbm_standard = "HBM3E", .hbm_mbps = 9570,
 	},
 };
 
@@ -90,8 +91,22 @@ const dm_chip *dm_chip_get(int target)
 
 const dm_chip *dm_chip_by_name(const char *name)
 {
-	for (size_t i = 0; i < sizeof(chips) / sizeof(chips[0]); i++)
-		if (strcmp(chips[i].name, name) == 0)
-			return &chips[i];
-	return NULL;
+	return name ? dm_chip_get(isa_target_from_name(name)) : NULL;
+}
+
+const char *dm_chip_name(const dm_chip *c)
+{
+	return isa_target_name(c->target);
+}
+
+const char *dm_chip_core_name(const dm_chip *c)
+{
+	const isa_target_info *t = isa_target_get(c->target);
+	return t ? t->core : "";
+}
+
+uint64_t dm_chip_hbm_bytes_per_second(const dm_chip *c)
+{
+	const dm_hbm_preset *p = dm_hbm_preset_for_target(c->target);
+	return p ? (uint64_t)(dm_hbm_peak_bytes_per_ps(p) * 1e12 + 0.5) : 0;
 }

@@ -239,3 +239,51 @@ dm_cost dm_cost_of(const dm_chip *chip, int engine, const isa_instr *in, const d
 {
 	return cost_fns[isa_ops[in->opcode].cost](chip, engine, in, ctx);
 }
+
+/* ------------------------------------------------------------------ DMA */
+
+/* descriptors per row: contiguous runs of both sides, split at chunk size */
+static uint64_t dma_descs_per_row(const dm_chip *chip, const isa_dma_desc *d)
+{
+	const isa_ap *aps[2] = { &d->dst, &d->src };
+	uint64_t run = UINT64_MAX;
+	for (int i = 0; i < 2; i++) {
+		const isa_ap *ap = aps[i];
+		uint64_t r = 1;
+		for (int k = ap->ndims - 1; k >= 0; k--) {
+			if (ap->stride[k] != (int64_t)r)
+				break;
+			r *= ap->size[k];
+		}
+		run = r < run ? r : run;
+	}
+	uint64_t elems = isa_ap_free_elems(&d->dst);
+	uint64_t runs = (elems + run - 1) / run;
+	uint64_t run_bytes = run * isa_dtype_size(d->dst.dtype);
+	uint64_t chunks = (run_bytes + chip->dma_chunk_bytes - 1) / chip->dma_chunk_bytes;
+	return runs * (chunks ? chunks : 1);
+}
+
+dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d)
+{
+	dm_dma_shape sh;
+	sh.rows = d->mode == ISA_DMA_DIRECT ? d->dst.nparts : d->index.nparts;
+	sh.src_row = isa_ap_free_elems(&d->src) * isa_dtype_size(d->src.dtype);
+	sh.dst_row = isa_ap_free_elems(&d->dst) * isa_dtype_size(d->dst.dtype);
+	/* reshaping transfer: rows of the destination, bytes conserved */
+	if (d->mode == ISA_DMA_DIRECT && d->src.nparts != d->dst.nparts)
+		sh.src_row = sh.dst_row * isa_dtype_size(d->src.dtype) / isa_dtype_size(d->dst.dtype);
+	/* scatter_add reads each destination row back before writing it: the
+	 * engine moves those bytes too, and they are HBM reads */
+	sh.rmw_row = d->mode == ISA_DMA_SCATTER_ADD ? sh.dst_row : 0;
+	sh.row_bytes = (sh.src_row > sh.dst_row ? sh.src_row : sh.dst_row) + sh.rmw_row;
+	sh.descs_per_row = dma_descs_per_row(chip, d);
+	return sh;
+}
+
+uint64_t dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *sh, uint64_t rows)
+{
+	uint64_t bytes = rows * sh->row_bytes, descs = rows * sh->descs_per_row;
+	return descs * chip->dma_desc_overhead_ps +
+	       (bytes * 1000000u + chip->dma_engine_rate - 1) / chip->dma_engine_rate;
+}

@@ -29,4 +29,22 @@ typedef struct dm_cost_ctx {
 dm_cost dm_cost_of(const dm_chip *chip, int engine, const isa_instr *in,
 		   const dm_cost_ctx *ctx);
 
+/*
+ * DMA (HARDWARE.md "DMA"): a transfer's rows are spread over the core's DMA
+ * engines; each engine pays a fixed overhead per descriptor (a contiguous
+ * run of both sides, split at the chip's chunk size) plus its bytes at the
+ * engine's theoretical rate.  HBM's own timing is the memory model's.
+ */
+typedef struct dm_dma_shape {
+	uint64_t rows;             /* the partition dimension (the index's for indirect) */
+	uint64_t src_row, dst_row; /* bytes per row read / written */
+	uint64_t rmw_row;          /* scatter_add: destination bytes read back per row */
+	uint64_t row_bytes;        /* bytes an engine moves per row */
+	uint64_t descs_per_row;
+} dm_dma_shape;
+
+dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d);
+/* picoseconds one DMA engine is busy moving `rows` rows of `shape` */
+uint64_t     dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *shape, uint64_t rows);
+
 #endif

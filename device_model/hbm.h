@@ -50,7 +50,10 @@ typedef struct dm_hbm_constraint {
 } dm_hbm_constraint;
 
 const dm_hbm_preset *dm_hbm_preset_get(const char *name);   /* NULL if unknown */
+/* the chip's part, derived from its chip row (chips.c); NULL if unknown */
 const dm_hbm_preset *dm_hbm_preset_for_target(int isa_target);
+/* the published base presets by index ("HBM2-2.0", ...); NULL past the end */
+const char *dm_hbm_preset_base_name(unsigned i);
 uint32_t dm_hbm_constraints(const dm_hbm_preset *p, dm_hbm_constraint *out, uint32_t cap);
 double   dm_hbm_peak_bytes_per_ps(const dm_hbm_preset *p);   /* whole chip */
 

@@ -2,13 +2,18 @@
  * hbm_presets.c -- HBM standards as data: named presets (organization and
  * timing in tCK cycles) and the constraint table every controller obeys.
  * Sources: ../shared/HARDWARE.md "HBM timing presets" (Ramulator2's HBM2 and
- * HBM3 configurations) and the derivations there for the Trainium parts.
+ * HBM3 configurations) and the derivations there for the Trainium parts: a
+ * chip's preset is derived from its chip row (standard, per-pin data rate,
+ * stacks, capacity), never listed here.
  */
 #include "hbm.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "chip.h"
 #include "neuronsim/isa.h"
 
 #define T(n) [HBM_##n]
@@ -40,73 +45,99 @@ static const dm_hbm_preset hbm3_6g4 = {
 	       T(tRFCpb) = 208, T(tRREFD) = 5, T(tREFI) = 6240 },
 };
 
+/* The standards a chip row may name: the published preset whose analog
+ * timings a part of that standard keeps, and the data transfers per pin in
+ * one tCK (HBM2: DDR on CK, 2; HBM3: 4, as Ramulator2's hbm3.py counts its
+ * 0.625 ns tCK at 6.4 Gb/s). */
+static const struct {
+	const char          *standard;
+	const dm_hbm_preset *base;
+	uint32_t             transfers_per_ck;
+} standards[] = {
+	{ "HBM2", &hbm2_2g, 2 }, { "HBM2E", &hbm2_2g, 2 },
+	{ "HBM3", &hbm3_6g4, 4 }, { "HBM3E", &hbm3_6g4, 4 },
+};
+
 /*
- * Parts nobody ships a configuration for, derived as HARDWARE.md does: keep
- * the base standard's core timings constant in nanoseconds, change the clock
- * to the data rate that gives the chip's published bandwidth, and round each
- * timing up to whole cycles.  The burst (2 CK) and tCCD_S/tCCD_L stay in
- * clocks.
+ * A chip's part, derived as HARDWARE.md does (nobody ships a configuration
+ * for these): keep the base standard's core timings constant in nanoseconds,
+ * set the clock from the chip row's per-pin data rate, round each timing up
+ * to whole cycles; the burst (2 CK) and tCCD_S/tCCD_L stay in clocks.  The
+ * stack count and capacity are the chip row's; rows per bank follow.
  */
-static dm_hbm_preset derive(const dm_hbm_preset *base, const char *name, const char *source,
-			    uint32_t tck_ps, uint32_t stacks, uint64_t chip_bytes)
+static bool derive(const dm_chip *c, dm_hbm_preset *p, char *name, size_t name_size,
+		   char *source, size_t source_size)
 {
-	dm_hbm_preset p = *base;
-	p.name = name;
-	p.source = source;
-	p.tck_ps = tck_ps;
-	p.stacks = stacks;
+	size_t i = 0;
+	while (i < sizeof(standards) / sizeof(standards[0]) && strcmp(standards[i].standard, c->hbm_standard))
+		i++;
+	if (i == sizeof(standards) / sizeof(standards[0]) || !c->hbm_mbps || !c->hbm_stacks)
+		return false;
+	const dm_hbm_preset *base = standards[i].base;
+	uint32_t tck_ps = (uint32_t)((standards[i].transfers_per_ck * 1000000ull + c->hbm_mbps / 2) / c->hbm_mbps);
+	unsigned gbps10 = (c->hbm_mbps + 50) / 100;            /* Gb/s, one decimal */
+	snprintf(name, name_size, "%s-%u.%u", c->hbm_standard, gbps10 / 10, gbps10 % 10);
+	snprintf(source, source_size, "%s timings in ns at %u.%u Gb/s (HARDWARE.md, derived)", base->name,
+		 gbps10 / 10, gbps10 % 10);
+	*p = *base;
+	p->name = name;
+	p->source = source;
+	p->tck_ps = tck_ps;
+	p->stacks = c->hbm_stacks;
 	/* the burst and column-to-column spacing are counted in clocks (they
 	 * are what the data rate is made of); everything else is analog time */
-	for (int i = 0; i < HBM_NUM_PARAMS; i++)
-		if (i != HBM_nBL && i != HBM_tCCDS && i != HBM_tCCDL)
-			p.t[i] = (uint32_t)ceil((double)base->t[i] * base->tck_ps / tck_ps - 1e-9);
-	uint64_t row_bytes = (uint64_t)p.columns * p.burst_bytes;
-	p.rows = (uint32_t)(chip_bytes / ((uint64_t)stacks * p.pcs_per_stack * p.bankgroups *
-					 p.banks_per_group * row_bytes));
-	return p;
+	for (int k = 0; k < HBM_NUM_PARAMS; k++)
+		if (k != HBM_nBL && k != HBM_tCCDS && k != HBM_tCCDL)
+			p->t[k] = (uint32_t)ceil((double)base->t[k] * base->tck_ps / tck_ps - 1e-9);
+	uint64_t row_bytes = (uint64_t)p->columns * p->burst_bytes;
+	p->rows = (uint32_t)(c->hbm_bytes / ((uint64_t)p->stacks * p->pcs_per_stack * p->bankgroups *
+					    p->banks_per_group * row_bytes));
+	return true;
 }
 
-static dm_hbm_preset trn1_hbm, trn2_hbm, trn3_hbm;
-static bool derived;
+static struct {
+	dm_hbm_preset preset;
+	bool          valid;
+	char          name[32], source[96];
+} parts[ISA_NUM_TARGETS];
+static pthread_once_t parts_once = PTHREAD_ONCE_INIT;
 
-static void derive_all(void)
+static void derive_parts(void)
 {
-	if (derived)
-		return;
-	/* trn1: HBM2E 3.2 Gb/s -> tCK 625 ps; 2 stacks x 16 PCs x 25.6 GB/s = 819 GB/s
-	 * (published 820 GB/s), 32 GiB */
-	trn1_hbm = derive(&hbm2_2g, "HBM2E-3.2", "HBM2 timings in ns at 3.2 Gb/s (HARDWARE.md, derived)",
-			  625, 2, 32ull << 30);
-	/* trn2: 2.9 TB/s over 4 stacks x 32 PCs: 22.66 GB/s per PC = 32 B per 2 CK
-	 * -> tCK 706 ps (~5.7 Gb/s/pin); 96 GiB */
-	trn2_hbm = derive(&hbm3_6g4, "HBM3-5.7", "HBM3 timings in ns at 5.7 Gb/s (HARDWARE.md, derived)",
-			  706, 4, 96ull << 30);
-	/* trn3: 4.9 TB/s over 4 stacks x 32 PCs: 38.3 GB/s per PC -> tCK 418 ps
-	 * (~9.6 Gb/s/pin, HBM3E class); 144 GiB */
-	trn3_hbm = derive(&hbm3_6g4, "HBM3E-9.6", "HBM3 timings in ns at 9.6 Gb/s (HARDWARE.md, derived)",
-			  418, 4, 144ull << 30);
-	derived = true;
+	for (int t = 0; t < ISA_NUM_TARGETS; t++) {
+		const dm_chip *c = dm_chip_get(t);
+		parts[t].valid = c && derive(c, &parts[t].preset, parts[t].name, sizeof(parts[t].name),
+					     parts[t].source, sizeof(parts[t].source));
+	}
 }
 
 const dm_hbm_preset *dm_hbm_preset_get(const char *name)
 {
-	derive_all();
-	const dm_hbm_preset *all[] = { &hbm2_2g, &hbm3_6g4, &trn1_hbm, &trn2_hbm, &trn3_hbm };
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		if (!strcmp(all[i]->name, name))
-			return all[i];
+	if (!name)
+		return NULL;
+	if (!strcmp(hbm2_2g.name, name))
+		return &hbm2_2g;
+	if (!strcmp(hbm3_6g4.name, name))
+		return &hbm3_6g4;
+	pthread_once(&parts_once, derive_parts);
+	for (int t = 0; t < ISA_NUM_TARGETS; t++)
+		if (parts[t].valid && !strcmp(parts[t].preset.name, name))
+			return &parts[t].preset;
 	return NULL;
+}
+
+const char *dm_hbm_preset_base_name(unsigned i)
+{
+	const dm_hbm_preset *base[] = { &hbm2_2g, &hbm3_6g4 };
+	return i < sizeof(base) / sizeof(base[0]) ? base[i]->name : NULL;
 }
 
 const dm_hbm_preset *dm_hbm_preset_for_target(int target)
 {
-	derive_all();
-	switch (target) {
-	case ISA_TARGET_trn1: return &trn1_hbm;
-	case ISA_TARGET_trn2: return &trn2_hbm;
-	case ISA_TARGET_trn3: return &trn3_hbm;
-	default:              return NULL;
-	}
+	if (target < 0 || target >= ISA_NUM_TARGETS)
+		return NULL;
+	pthread_once(&parts_once, derive_parts);
+	return parts[target].valid ? &parts[target].preset : NULL;
 }
 
 double dm_hbm_peak_bytes_per_ps(const dm_hbm_preset *p)

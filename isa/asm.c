@@ -601,9 +601,11 @@ static isa_status parse_directive(asm_ctx *c, char **tok, int ntok)
 		return asm_fail(c, ISA_E_SYNTAX, NULL, "'%.20s' takes one argument", d);
 	if (strcmp(d, ".target") == 0) {
 		int t = isa_target_from_name(tok[1]);
-		if (t == ISA_TARGET_INVALID)
-			return asm_fail(c, ISA_E_BAD_TARGET, "target", "'%.60s' (trn1, trn2 or trn3)",
-					tok[1]);
+		if (t == ISA_TARGET_INVALID) {
+			char known[128];
+			isa_target_list(known, sizeof(known), ", ");
+			return asm_fail(c, ISA_E_BAD_TARGET, "target", "'%.60s' (%s)", tok[1], known);
+		}
 		if (c->seen_target)
 			return asm_fail(c, ISA_E_SYNTAX, "target", ".target given twice");
 		c->seen_target = true;
@@ -681,10 +683,37 @@ static void locate(asm_ctx *c, isa_diag *diag)
 
 isa_status isa_asm(const char *text, size_t len, isa_program **out, isa_diag *diag)
 {
+	return isa_asm_lines(text, len, out, NULL, diag);
+}
+
+/* The source line of every instruction, engine by engine in stream order,
+ * in one malloc'd array (a tool that reports by source line, the race
+ * detector, needs them). */
+static isa_status export_lines(const asm_ctx *c, int **lines_out, isa_diag *diag)
+{
+	size_t total = 0;
+	for (int e = 0; e < ISA_NUM_ENGINES; e++)
+		total += c->p->n_instr[e];
+	int *all = malloc((total ? total : 1) * sizeof(int));
+	if (!all)
+		return isa_fail(diag, ISA_E_NOMEM, -1, -1, NULL, "line table");
+	size_t k = 0;
+	for (int e = 0; e < ISA_NUM_ENGINES; e++)
+		for (uint32_t i = 0; i < c->p->n_instr[e]; i++)
+			all[k++] = c->lines[e] ? c->lines[e][i] : 0;
+	*lines_out = all;
+	return ISA_OK;
+}
+
+isa_status isa_asm_lines(const char *text, size_t len, isa_program **out, int **lines_out,
+			 isa_diag *diag)
+{
 	asm_ctx c = { .diag = diag, .engine = -1 };
 	isa_status st = ISA_OK;
 	char *buf = NULL;
 	*out = NULL;
+	if (lines_out)
+		*lines_out = NULL;
 
 	c.p = isa_program_new(ISA_TARGET_trn2);   /* default target, as the runtime's */
 	if (!c.p)
@@ -733,6 +762,11 @@ isa_status isa_asm(const char *text, size_t len, isa_program **out, isa_diag *di
 	if (st != ISA_OK) {
 		locate(&c, diag);
 		goto free_all;
+	}
+	if (lines_out) {
+		st = export_lines(&c, lines_out, diag);
+		if (st != ISA_OK)
+			goto free_all;
 	}
 	*out = c.p;
 	c.p = NULL;

@@ -9,21 +9,50 @@
 
 #include <string.h>
 
+/* every name table once: its enum, the name callers in other languages use,
+ * its size and its name function */
+#define ISA_TABLES(X)                                                        \
+	X(OPS,          "ops",          ISA_NUM_OPS,          isa_op_name)          \
+	X(ENGINES,      "engines",      ISA_NUM_ENGINES,      isa_engine_name)      \
+	X(DTYPES,       "dtypes",       ISA_NUM_DTYPES,       isa_dtype_name)       \
+	X(ACTS,         "acts",         ISA_NUM_ACTS,         isa_act_name)         \
+	X(ALUS,         "alus",         ISA_NUM_ALUS,         isa_alu_name)         \
+	X(TARGETS,      "targets",      ISA_NUM_TARGETS,      isa_target_name)      \
+	X(SPACES,       "spaces",       ISA_NUM_SPACES,       isa_space_name)       \
+	X(COST_CLASSES, "cost_classes", ISA_NUM_COST_CLASSES, isa_cost_class_name)  \
+	X(STATUS,       "status",       ISA_NUM_STATUS,       isa_status_name)      \
+	X(TENSOR_KINDS, "tensor_kinds", ISA_NUM_TENSOR_KINDS, isa_tensor_kind_name) \
+	X(DMA_MODES,    "dma_modes",    ISA_NUM_DMA_MODES,    isa_dma_mode_name)
+
 unsigned isa_table_size(int table)
 {
 	switch (table) {
-	case ISA_TABLE_OPS:          return ISA_NUM_OPS;
-	case ISA_TABLE_ENGINES:      return ISA_NUM_ENGINES;
-	case ISA_TABLE_DTYPES:       return ISA_NUM_DTYPES;
-	case ISA_TABLE_ACTS:         return ISA_NUM_ACTS;
-	case ISA_TABLE_ALUS:         return ISA_NUM_ALUS;
-	case ISA_TABLE_TARGETS:      return ISA_NUM_TARGETS;
-	case ISA_TABLE_SPACES:       return ISA_NUM_SPACES;
-	case ISA_TABLE_COST_CLASSES: return ISA_NUM_COST_CLASSES;
-	case ISA_TABLE_STATUS:       return ISA_NUM_STATUS;
-	case ISA_TABLE_TENSOR_KINDS: return ISA_NUM_TENSOR_KINDS;
-	case ISA_TABLE_DMA_MODES:    return ISA_NUM_DMA_MODES;
-	default:                     return 0;
+#define X(id, key, n, fn) case ISA_TABLE_##id: return n;
+	ISA_TABLES(X)
+#undef X
+	default: return 0;
+	}
+}
+
+int isa_table_from_name(const char *name)
+{
+	if (!name)
+		return -1;
+#define X(id, key, n, fn) if (!strcmp(name, key)) return ISA_TABLE_##id;
+	ISA_TABLES(X)
+#undef X
+	return -1;
+}
+
+const char *isa_table_entry(int table, unsigned i)
+{
+	if (i >= isa_table_size(table))
+		return NULL;
+	switch (table) {
+#define X(id, key, n, fn) case ISA_TABLE_##id: return fn((int)i);
+	ISA_TABLES(X)
+#undef X
+	default: return NULL;
 	}
 }
 

@@ -4,6 +4,7 @@
  */
 #include "isa_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 const isa_op_info isa_ops[ISA_NUM_OPS] = {
@@ -238,6 +239,20 @@ int isa_target_from_name(const char *s)
 		if (strcmp(s, targets[i].name) == 0)
 			return i;
 	return ISA_TARGET_INVALID;
+}
+
+size_t isa_target_list(char *buf, size_t size, const char *sep)
+{
+	size_t n = 0;
+	if (size)
+		buf[0] = '\0';
+	for (int t = 1; t < ISA_NUM_TARGETS && n < size; t++) {
+		int w = snprintf(buf + n, size - n, "%s%s", t > 1 ? sep : "", isa_target_name(t));
+		if (w < 0)
+			break;
+		n += (size_t)w;
+	}
+	return n < size ? n : size ? size - 1 : 0;
 }
 
 int isa_target_from_code(unsigned code)

@@ -150,47 +150,19 @@ static void report_instr(sim *s, int engine, const isa_instr *in, uint64_t start
 
 /* ------------------------------------------------------------------ DMA */
 
-/* Time for one DMA engine to move `rows` rows of `row_bytes`, each split in
- * `descs_per_row` descriptors, starting at `start`. */
-static uint64_t dma_slice_end(sim *s, uint64_t start, uint64_t rows, uint64_t row_bytes,
-			      uint64_t descs_per_row, uint64_t read_addr, bool hbm_read,
-			      uint64_t write_addr, bool hbm_write)
+/* When one DMA engine finishes `rows` rows of `sh` started at `start`: its
+ * own cost (device_model/cost.c), or later if the memory is slower. */
+static uint64_t dma_slice_end(sim *s, uint64_t start, const dm_dma_shape *sh, uint64_t rows,
+			      uint64_t read_addr, bool hbm_read, uint64_t write_addr, bool hbm_write)
 {
-	const dm_chip *ch = s->chip;
-	uint64_t bytes = rows * row_bytes, descs = rows * descs_per_row;
-	uint64_t engine_ps = descs * ch->dma_desc_overhead_ps +
-			     (bytes * 1000000u + ch->dma_engine_rate - 1) / ch->dma_engine_rate;
-	uint64_t end = start + engine_ps;
+	uint64_t bytes = rows * sh->row_bytes;
+	uint64_t end = start + dm_dma_engine_ps(s->chip, sh, rows);
 	/* an HBM-to-HBM transfer moves its bytes through HBM twice */
 	if (hbm_read && s->r->mem.access)
 		end = umax(end, s->r->mem.access(s->r->mem.ctx, start, read_addr, bytes, false));
 	if (hbm_write && s->r->mem.access)
 		end = umax(end, s->r->mem.access(s->r->mem.ctx, start, write_addr, bytes, true));
 	return end;
-}
-
-/* descriptors per row: contiguous runs of both sides, split at chunk size */
-static uint64_t descs_per_row(const sim *s, const isa_dma_desc *d, uint64_t row_bytes)
-{
-	const isa_ap *aps[2] = { &d->dst, &d->src };
-	uint64_t run = UINT64_MAX;
-	for (int i = 0; i < 2; i++) {
-		const isa_ap *ap = aps[i];
-		uint64_t r = 1;
-		for (int k = ap->ndims - 1; k >= 0; k--) {
-			if (ap->stride[k] != (int64_t)r)
-				break;
-			r *= ap->size[k];
-		}
-		run = r < run ? r : run;
-	}
-	uint64_t elems = isa_ap_free_elems(&d->dst);
-	uint64_t esz = isa_dtype_size(d->dst.dtype);
-	uint64_t runs = (elems + run - 1) / run;
-	uint64_t run_bytes = run * esz;
-	uint64_t chunks = (run_bytes + s->chip->dma_chunk_bytes - 1) / s->chip->dma_chunk_bytes;
-	(void)row_bytes;
-	return runs * (chunks ? chunks : 1);
 }
 
 static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t t)
@@ -205,21 +177,10 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		if (k)
 			return k;
 	}
-	/* rows: the transfer's partition dimension (the index's for indirect) */
-	uint64_t rows = d->mode == ISA_DMA_DIRECT ? d->dst.nparts : d->index.nparts;
-	uint64_t src_row = isa_ap_free_elems(&d->src) * isa_dtype_size(d->src.dtype);
-	uint64_t dst_row = isa_ap_free_elems(&d->dst) * isa_dtype_size(d->dst.dtype);
-	if (d->mode == ISA_DMA_DIRECT && d->src.nparts != d->dst.nparts) {
-		/* reshaping transfer: rows of the destination, bytes conserved */
-		src_row = dst_row * isa_dtype_size(d->src.dtype) / isa_dtype_size(d->dst.dtype);
-	}
-	uint64_t row_bytes = umax(src_row, dst_row);
-	/* scatter_add reads each destination row back before writing it: the
-	 * engine moves those bytes too, and they are HBM reads */
+	dm_dma_shape sh = dm_dma_shape_of(s->chip, d);
+	uint64_t rows = sh.rows, src_row = sh.src_row, dst_row = sh.dst_row, rmw_row = sh.rmw_row;
+	uint64_t row_bytes = sh.row_bytes;
 	bool rmw = d->mode == ISA_DMA_SCATTER_ADD;
-	uint64_t rmw_row = rmw ? dst_row : 0;
-	row_bytes += rmw_row;
-	uint64_t dpr = descs_per_row(s, d, row_bytes);
 	bool hbm_read = d->src.space == ISA_SPACE_HBM || rmw, hbm_write = d->dst.space == ISA_SPACE_HBM;
 	uint64_t read_addr = d->src.space == ISA_SPACE_HBM
 				     ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset
@@ -234,8 +195,8 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	for (uint32_t k = 0; k < neng && k < rows; k++) {
 		uint64_t my_rows = rows / neng + (k < rows % neng ? 1 : 0);
 		uint64_t start = umax(ready, umax(s->dma_free[k], s->queue_last[q][k]));
-		uint64_t fin = s->timed ? dma_slice_end(s, start, my_rows, row_bytes, dpr, read_addr,
-							hbm_read, write_addr, hbm_write)
+		uint64_t fin = s->timed ? dma_slice_end(s, start, &sh, my_rows, read_addr, hbm_read,
+							write_addr, hbm_write)
 					: start;
 		s->dma_free[k] = fin;
 		s->queue_last[q][k] = fin;

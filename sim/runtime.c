@@ -122,8 +122,11 @@ static nsim_status configure(const nsim_config *cfg)
 	if (!target || !*target)
 		target = "trn2";
 	rt.chip = dm_chip_by_name(target);
-	if (!rt.chip)
-		return rt_fail(NSIM_INVALID, "unknown target '%s' (trn1, trn2 or trn3)", target);
+	if (!rt.chip) {
+		char known[128];
+		isa_target_list(known, sizeof(known), ", ");
+		return rt_fail(NSIM_INVALID, "unknown target '%s' (%s)", target, known);
+	}
 
 	const char *mode = getenv("NEURON_SIM_MODE");
 	if (cfg && cfg->mode >= 0)
@@ -206,8 +209,8 @@ nsim_status nsim_init_config(const nsim_config *cfg)
 	openblas_set_num_threads(1);
 	rt.init = true;
 	if (rt.log_level >= 2)
-		fprintf(stderr, "neuronsim: simulator %s (%s), %d cores, mode %d\n", rt.chip->name,
-			rt.chip->core_name, rt.ncores, rt.mode);
+		fprintf(stderr, "neuronsim: simulator %s (%s), %d cores, mode %d\n", dm_chip_name(rt.chip),
+			dm_chip_core_name(rt.chip), rt.ncores, rt.mode);
 	goto unlock;
 
 free_list:
@@ -253,7 +256,7 @@ void nsim_buffer_free(void *p)
 }
 
 int nsim_core_count(void) { return rt.init ? rt.ncores : 0; }
-const char *nsim_target_name(void) { return rt.init ? rt.chip->name : NULL; }
+const char *nsim_target_name(void) { return rt.init ? dm_chip_name(rt.chip) : NULL; }
 nsim_mode nsim_get_mode(void) { return rt.mode; }
 
 /* ---------------------------------------------------------------- memory */
@@ -540,7 +543,7 @@ nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out
 		return rt_fail(NSIM_INVALID, "bad program: %s", diag.msg);
 	if (p->target != rt.chip->target) {
 		nsim_status st = rt_fail(NSIM_INVALID, "program built for %s, the device is %s",
-				      isa_target_name(p->target), rt.chip->name);
+				      isa_target_name(p->target), dm_chip_name(rt.chip));
 		isa_program_free(p);
 		return st;
 	}

@@ -15,9 +15,9 @@
 trc_device rt_trc_device(const dm_chip *chip)
 {
 	return (trc_device){
-		.target = chip->name,
+		.target = dm_chip_name(chip),
 		.peak_flops_per_second = dm_chip_peak_flops(chip),
-		.hbm_bytes_per_second = chip->hbm_rate * 1000000u,
+		.hbm_bytes_per_second = dm_chip_hbm_bytes_per_second(chip),
 		.tensor_clock_mhz = chip->clock_mhz[ISA_ENGINE_TENSOR],
 		.dma_engines = chip->dma_engines,
 	};
@@ -42,16 +42,17 @@ nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out)
 			      : rt_fail(NSIM_UNINITIALIZED, "nsim_chip_info_get: no target and no runtime");
 	const dm_hbm_preset *hbm = dm_hbm_preset_for_target(c->target);
 	memset(out, 0, sizeof(*out));
-	out->target = c->name;
-	out->core_name = c->core_name;
+	out->target = dm_chip_name(c);
+	out->core_name = dm_chip_core_name(c);
 	out->hbm_standard = hbm ? hbm->name : "";
 	out->cores = c->cores;
 	memcpy(out->clock_mhz, c->clock_mhz, sizeof(out->clock_mhz));
 	out->dma_engines = c->dma_engines;
 	out->dma_queues = c->dma_queues;
+	out->dma_engine_bytes_per_second = (uint64_t)c->dma_engine_rate * 1000000u;
 	out->hbm_stacks = c->hbm_stacks;
 	out->hbm_bytes = c->hbm_bytes;
-	out->hbm_bytes_per_second = c->hbm_rate * 1000000u;
+	out->hbm_bytes_per_second = dm_chip_hbm_bytes_per_second(c);
 	out->peak_flops_per_second = dm_chip_peak_flops(c);
 	return NSIM_SUCCESS;
 }
@@ -95,12 +96,23 @@ nsim_status nsim_summary_write(const char *path, const nsim_exec_stats *s, const
 	return rc ? rt_fail(NSIM_FAILURE, "error writing the summary '%s'", path) : NSIM_SUCCESS;
 }
 
+const char *nsim_trace_track_name(int engine)
+{
+	if (engine < 0 || engine >= ISA_NUM_ENGINES)
+		return NULL;
+	return trc_engine_track_names[engine];
+}
+
 size_t nsim_struct_size(const char *name)
 {
 	static const struct { const char *name; size_t size; } sizes[] = {
 		{ "isa_diag", sizeof(isa_diag) },
 		{ "isa_ap", sizeof(isa_ap) },
 		{ "isa_instr", sizeof(isa_instr) },
+		{ "isa_imm", sizeof(isa_imm) },
+		{ "isa_tensor", sizeof(isa_tensor) },
+		{ "isa_dma_desc", sizeof(isa_dma_desc) },
+		{ "isa_program", sizeof(isa_program) },
 		{ "isa_field_info", sizeof(isa_field_info) },
 		{ "isa_target_info", sizeof(isa_target_info) },
 		{ "nsim_exec_stats", sizeof(nsim_exec_stats) },

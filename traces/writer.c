@@ -16,7 +16,9 @@ const char *const trc_arg_names[TRC_NUM_ARG_NAMES] = {
 #undef TRC_X
 };
 
-const char *const trc_engine_track_names[5] = { "TensorE", "VectorE", "ScalarE", "GpSimdE", "SyncE" };
+const char *const trc_engine_track_names[] = { "TensorE", "VectorE", "ScalarE", "GpSimdE", "SyncE" };
+_Static_assert(sizeof(trc_engine_track_names) / sizeof(trc_engine_track_names[0]) == ISA_NUM_ENGINES,
+	       "one track name per isa engine");
 
 const char *trc_opcode_name(int opcode)
 {

@@ -150,7 +150,7 @@ void trc_printf(trc_writer *w, const char *fmt, ...) __attribute__((format(print
 
 extern const trc_sink_ops trc_perfetto_ops;
 extern const trc_sink_ops trc_chrome_ops;
-extern const char *const trc_engine_track_names[5];
+extern const char *const trc_engine_track_names[];   /* per isa engine */
 const char *trc_opcode_name(int opcode);
 
 #endif

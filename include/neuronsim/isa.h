@@ -324,6 +324,9 @@ const char *isa_space_name(int space);
 const char *isa_target_name(int target);
 int         isa_target_from_name(const char *s); /* ISA_TARGET_INVALID if unknown */
 const isa_target_info *isa_target_get(int target);
+/* every target's name, `sep` between them ("trn1, trn2, ..."), into buf
+ * (truncated to fit); returns the length written */
+size_t      isa_target_list(char *buf, size_t size, const char *sep);
 const char *isa_cost_class_name(int cost);        /* "matmul", ... or NULL */
 const char *isa_cost_class_formula(int cost);     /* the published formula */
 const char *isa_status_name(int status);          /* "TRUNCATED", ... */
@@ -347,7 +350,11 @@ typedef enum isa_table {
 	ISA_TABLE_DMA_MODES,      /* isa_dma_mode_name */
 	ISA_NUM_TABLES
 } isa_table;
-unsigned isa_table_size(int table);               /* 0 for an unknown table */
+unsigned    isa_table_size(int table);            /* 0 for an unknown table */
+int         isa_table_from_name(const char *name);   /* "ops", "engines", "dtypes", "acts",
+                                                    "alus", "targets", "spaces", "cost_classes",
+                                                    "status", "tensor_kinds", "dma_modes"; -1 */
+const char *isa_table_entry(int table, unsigned i);  /* entry i's name; NULL past the end */
 
 /* ------------------------------------------------------ operand fields */
 
@@ -396,6 +403,11 @@ isa_status isa_program_encode(const isa_program *p, uint8_t **buf, size_t *len,
 /* text form (.nsasm) */
 isa_status isa_asm(const char *text, size_t len, isa_program **out,
 		   isa_diag *diag);                /* parses and validates */
+/* isa_asm, and *lines: the .nsasm line of every instruction, engine by
+ * engine in stream order (sum of n_instr entries; free() it, or
+ * nsim_buffer_free from other languages) */
+isa_status isa_asm_lines(const char *text, size_t len, isa_program **out, int **lines,
+			 isa_diag *diag);
 isa_status isa_disasm(const isa_program *p, char **text, size_t *len,
 		      isa_diag *diag);             /* *text: free() it */
 /* one instruction, for traces and messages; returns bytes written (snprintf) */

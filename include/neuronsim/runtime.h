@@ -171,6 +171,9 @@ int         nsim_profile_active(void);
  * region), drawn over the programs it enclosed; depth 0..3 for nesting.
  * Nothing happens when no profile is active. */
 nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, uint64_t end_ps, int depth);
+/* the name of an engine's track in traces ("TensorE" for isa engine 0), as
+ * the profiler names it; NULL for an unknown engine */
+const char *nsim_trace_track_name(int engine);
 
 /* The chip a target simulates, from the device model's chip table (target
  * NULL: the running runtime's).  NSIM_INVALID for an unknown target. */
@@ -182,9 +185,10 @@ typedef struct nsim_chip_info {
 	uint32_t    clock_mhz[5];       /* per engine: tensor, vector, scalar, gpsimd, sync */
 	uint32_t    dma_engines;        /* per core */
 	uint32_t    dma_queues;         /* per DMA engine */
+	uint64_t    dma_engine_bytes_per_second;   /* one DMA engine's theoretical rate */
 	uint32_t    hbm_stacks;
 	uint64_t    hbm_bytes;
-	uint64_t    hbm_bytes_per_second;
+	uint64_t    hbm_bytes_per_second;   /* the HBM model's peak (its derived preset) */
 	uint64_t    peak_flops_per_second;  /* TensorE bf16: 2 x 128 x 128 per cycle */
 } nsim_chip_info;
 nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out);
@@ -200,7 +204,8 @@ nsim_status nsim_summary_write(const char *path, const nsim_exec_stats *s, const
 
 /* For callers of libneuronsim.so from other languages: free a buffer the
  * library allocated (isa_program_encode's bytes); the size of a struct they
- * share with the library ("isa_diag", "isa_ap", "isa_instr",
+ * share with the library ("isa_diag", "isa_ap", "isa_imm", "isa_instr",
+ * "isa_tensor", "isa_dma_desc", "isa_program",
  * "isa_field_info", "isa_target_info", "nsim_exec_stats", "nsim_config",
  * "nsim_exec_options", "nsim_profile_options", "nsim_chip_info"; 0 if
  * unknown), so bindings can check their copy of its layout; and the fields

@@ -92,13 +92,5 @@ int nsim_cli_isa(int argc, char **argv)
 
 void nsim_cli_targets(char *buf, size_t size)
 {
-	size_t n = 0;
-	if (size)
-		buf[0] = '\0';
-	for (unsigned t = 1; t < isa_table_size(ISA_TABLE_TARGETS) && n < size; t++) {
-		int w = snprintf(buf + n, size - n, "%s%s", t > 1 ? "|" : "", isa_target_name((int)t));
-		if (w < 0)
-			break;
-		n += (size_t)w;
-	}
+	isa_target_list(buf, size, "|");
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 extern "C" {
+#include "chip.h"
 #include "hbm.h"
 }
 
@@ -233,7 +234,18 @@ TEST(HbmConstraint, tRREFD)
 
 // ---------------------------------------------------------------- formulas
 
-const char *kPresets[] = { "HBM2-2.0", "HBM2E-3.2", "HBM3-6.4", "HBM3-5.7", "HBM3E-9.6" };
+// the published base presets, then every target's derived part (so a new
+// chip row is tested without naming it here)
+std::vector<const char *> all_presets()
+{
+	std::vector<const char *> v;
+	for (unsigned i = 0; dm_hbm_preset_base_name(i); i++)
+		v.push_back(dm_hbm_preset_base_name(i));
+	for (int t = 1; t < ISA_NUM_TARGETS; t++)
+		if (const dm_hbm_preset *p = dm_hbm_preset_for_target(t))
+			v.push_back(p->name);
+	return v;
+}
 
 class Formula : public ::testing::TestWithParam<const char *> {};
 
@@ -310,7 +322,7 @@ TEST_P(Formula, RandomReadsMatchTheActivateBound)
 	EXPECT_NEAR(got / bound, 1.0, 0.10) << got << " GB/s vs bound " << bound;
 }
 
-INSTANTIATE_TEST_SUITE_P(Presets, Formula, ::testing::ValuesIn(kPresets),
+INSTANTIATE_TEST_SUITE_P(Presets, Formula, ::testing::ValuesIn(all_presets()),
 			 [](const ::testing::TestParamInfo<const char *> &i) {
 				 std::string s = i.param;
 				 std::replace(s.begin(), s.end(), '-', '_');
@@ -333,6 +345,23 @@ TEST(HbmStats, CountsAndLatencyPercentiles)
 	EXPECT_LE(p50, p99);
 	EXPECT_LE(p99, st->latency_max);
 	EXPECT_GE(p50, m.t(HBM_CL));                             // never faster than CAS latency
+}
+
+TEST(HbmPresets, EveryChipHasOneAndItFindsByName)
+{
+	for (int t = 1; t < ISA_NUM_TARGETS; t++) {
+		const dm_hbm_preset *p = dm_hbm_preset_for_target(t);
+		ASSERT_NE(p, nullptr) << isa_target_name(t);
+		EXPECT_EQ(dm_hbm_preset_get(p->name), p) << p->name;
+		const dm_chip *c = dm_chip_get(t);
+		ASSERT_NE(c, nullptr);
+		EXPECT_EQ(p->stacks, c->hbm_stacks);
+		uint64_t cap = (uint64_t)p->stacks * p->pcs_per_stack * p->bankgroups * p->banks_per_group *
+			       p->rows * p->columns * p->burst_bytes;
+		EXPECT_EQ(cap, c->hbm_bytes) << p->name;
+	}
+	EXPECT_EQ(dm_hbm_preset_for_target(ISA_TARGET_INVALID), nullptr);
+	EXPECT_EQ(dm_hbm_preset_get("HBM9-1.0"), nullptr);
 }
 
 TEST(HbmPresets, MatchTheChips)
