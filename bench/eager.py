@@ -12,14 +12,15 @@
    weights): host time on `neuron` (full mode: values and timing) divided by
    host time on CPU PyTorch (target <= 3x), with the simulated device time.
 
-Run: python3 bench/eager.py [--target trn1|trn2|trn3] [--reps N]"""
+The bounds come from the chip table (neuronsim.chip_info).
+
+Run: python3 bench/eager.py [--target TARGET] [--reps N]"""
 import argparse
 import os
 import time
 import warnings
 
-HBM_GBPS = {"trn1": 820.0, "trn2": 2900.0, "trn3": 4900.0}
-DMA_ENGINE_GBPS = {"trn1": 27.2, "trn2": 27.2, "trn3": 38.4}
+import neuronsim
 
 
 def per_op_us(fn, reps):
@@ -33,7 +34,7 @@ def per_op_us(fn, reps):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--target", default="trn2", choices=sorted(HBM_GBPS))
+    ap.add_argument("--target", default="trn2", choices=neuronsim.TARGETS)
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--big-mib", type=int, default=256, help="size of each big operand")
     ap.add_argument("--mm", type=int, default=4096, help="square bf16 matmul size")
@@ -59,10 +60,12 @@ def main():
         cpu = per_op_us(lambda: f(a, b), args.reps)
         print(f"{name:8} {us:13.1f} {cpu:10.1f} {fb:9d}")
 
+    chip = neuronsim.chip_info(args.target)
+    dma_gbps, hbm_gbps = chip["dma_engine_bytes_per_second"] / 1e9, chip["hbm_bytes_per_second"] / 1e9
     n = args.big_mib * 2**20 // 4
-    peak = min(16 * DMA_ENGINE_GBPS[args.target], HBM_GBPS[args.target])
+    peak = min(chip["dma_engines"] * dma_gbps, hbm_gbps)
     print(f"\nmemory-bound ops on {args.big_mib} MiB fp32 operands "
-          f"(bound: min(DMA 16 x {DMA_ENGINE_GBPS[args.target]}, HBM {HBM_GBPS[args.target]:.0f})"
+          f"(bound: min(DMA {chip['dma_engines']} x {dma_gbps}, HBM {hbm_gbps:.0f})"
           f" = {peak:.1f} GB/s)")
     print(f"{'op':8} {'moved MiB':>10} {'sim us':>10} {'GB/s':>8} {'% of bound':>10} "
           f"{'host s':>7}")
@@ -81,7 +84,7 @@ def main():
               f"{100 * gbps / peak:9.1f}% {host:7.2f}")
 
     del big_a, big_b
-    tensor_ghz = {"trn1": 2.8, "trn2": 2.4, "trn3": 2.4}[args.target]
+    tensor_ghz = chip["clock_mhz"]["tensor"] / 1000
     m = args.mm
     x = torch.empty(m, m, dtype=torch.bfloat16, device="neuron")
     torch_neuronsim.reset_stats()

@@ -1,6 +1,7 @@
 """NKI kernels on the simulator: for each kernel in tests/nki and each
 target, simulated latency, per-engine active time and the host seconds to
-trace and simulate it.  Usage: python3 bench/nki.py [trn1 trn2 trn3]"""
+trace and simulate it.  Usage: python3 bench/nki.py [TARGET ...] (default:
+every target of the ISA's target table)"""
 import pathlib
 import sys
 import time
@@ -14,6 +15,7 @@ import kernels  # noqa: E402
 import matmul_stages  # noqa: E402
 
 import neuronsim.nki as nki  # noqa: E402
+from neuronsim import ENGINES, TARGETS  # noqa: E402
 
 
 def cases():
@@ -39,18 +41,20 @@ def cases():
 
 def main(targets):
     print(f"{'kernel':34s} {'target':6s} {'sim us':>9s} " +
-          " ".join(f"{e:>7s}" for e in ("tensor", "vector", "scalar", "gpsimd", "sync")) + f" {'host s':>7s}")
+          " ".join(f"{e:>7s}" for e in ENGINES) + f" {'host s':>7s}")
     for name, kernel, args in cases():
         for target in targets:
             kernel._target = target
             t0 = time.perf_counter()
             _, res = nki.simulate(kernel, *args)
             host = time.perf_counter() - t0
-            act = " ".join(f"{res.engine_active_percent[e]:6.1f}%" for e in
-                           ("tensor", "vector", "scalar", "gpsimd", "sync"))
+            act = " ".join(f"{res.engine_active_percent[e]:6.1f}%" for e in ENGINES)
             print(f"{name:34s} {target:6s} {res.latency_us:9.2f} {act} {host:7.2f}")
         kernel._target = None
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:] or ["trn1", "trn2", "trn3"])
+    unknown = [t for t in sys.argv[1:] if t not in TARGETS]
+    if unknown:
+        raise SystemExit(f"bench/nki.py: unknown target {unknown[0]!r} ({', '.join(TARGETS)})")
+    main(sys.argv[1:] or list(TARGETS))

@@ -9,6 +9,7 @@ import sys
 import pytest
 import torch
 
+import neuronsim
 import torch_neuronsim
 
 NEURON = torch.device("neuron")
@@ -148,7 +149,7 @@ def test_4096_cubed_bf16_is_within_15_percent_of_tensore_peak():
     assert ps <= 1.15 * peak_ps, ps / peak_ps
 
 
-@pytest.mark.parametrize("target", ["trn1", "trn2", "trn3"])
+@pytest.mark.parametrize("target", neuronsim.TARGETS)
 def test_small_matmuls_never_beat_peak(target):
     code = ("import torch, torch_neuronsim\n"
             "for m, k, n in [(128, 128, 512), (512, 1024, 512), (1, 4096, 4096)]:\n"
@@ -156,7 +157,7 @@ def test_small_matmuls_never_beat_peak(target):
             "    torch_neuronsim.reset_stats(); a @ b\n"
             "    print(torch_neuronsim.stats()['simulated_time_ns'], m, k, n)\n")
     v = _sim_time(code, target)
-    ghz = {"trn1": 2.8, "trn2": 2.4, "trn3": 2.4}[target]
+    ghz = neuronsim.chip_info(target)["clock_mhz"]["tensor"] / 1000
     for ns, m, k, n in zip(v[0::4], v[1::4], v[2::4], v[3::4]):
         # fp32 runs at 1/4 rate; a TensorE pass covers 128 rows and columns
         peak_ns = 4 * ((m + 127) // 128) * ((k + 127) // 128) * n / ghz

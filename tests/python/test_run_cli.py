@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 import torch
 
+from neuronsim import ENGINES
 from nsim_util import run
 
 EX = pathlib.Path(__file__).resolve().parents[2] / "examples" / "programs"
@@ -52,7 +53,7 @@ def test_run_matmul_gelu_values_summary_and_trace(neuronsim, tmp_path):
     # the per-opcode table adds up to the engine figures
     ops = s["opcodes"]
     assert sum(o["instruction_count"] for o in ops) == s["instruction_count"]
-    for eng in ("tensor", "vector", "scalar", "gpsimd", "sync"):
+    for eng in ENGINES:
         busy_ns = sum(o["instruction_time_ns"] for o in ops if o["engine"] == eng)
         want_ns = s[f"{eng}_engine_active_time_percent"] / 100 * s["total_time"] * 1e9
         assert abs(busy_ns - want_ns) <= 1e-3 * max(want_ns, 1.0), eng

@@ -90,7 +90,7 @@ def test_torch_and_nki_share_one_runtime():
     assert neuronsim.memory_allocated() == torch_neuronsim._lib.neuron_device_memory_in_use()
     torch.testing.assert_close(add(x, x).cpu(), 2 * x.cpu())    # and the plugin's tensors are intact
     # a second target cannot be started under the plugin's runtime
-    other = next(t for t in ("trn1", "trn2", "trn3") if t != torch_neuronsim.target())
+    other = next(t for t in neuronsim.TARGETS if t != torch_neuronsim.target())
     with pytest.raises(neuronsim.NeuronSimError, match="already runs"):
         neuronsim.init(other)
     del y

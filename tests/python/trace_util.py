@@ -6,6 +6,7 @@ import shutil
 import subprocess
 
 import pytest
+from neuronsim import ENGINE_TRACKS as _TRACK_ENGINES
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROTO = ROOT / "traces" / "perfetto_trace.proto"
@@ -85,5 +86,4 @@ def read_pftrace(path, tmp_path_factory):
     return Decoded(trace_class(tmp_path_factory).FromString(pathlib.Path(path).read_bytes()))
 
 
-ENGINE_TRACKS = {"tensor": "TensorE", "vector": "VectorE", "scalar": "ScalarE", "gpsimd": "GpSimdE",
-                 "sync": "SyncE"}
+ENGINE_TRACKS = {engine: track for track, engine in _TRACK_ENGINES.items()}   # "tensor" -> "TensorE"

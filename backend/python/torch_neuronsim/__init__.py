@@ -21,6 +21,7 @@ def _autoload():
 
 
 import torch  # noqa: E402
+from neuronsim import ENGINES  # noqa: E402  (the ISA's engine table, from libneuronsim.so)
 
 __all__ = ["stats", "reset_stats", "clear_program_cache", "profile", "profile_range"]
 
@@ -72,9 +73,9 @@ def device_timeline():
     out = []
     for line in lines[1:]:
         f = line.split(",")
-        engines = dict(zip(("tensor", "vector", "scalar", "gpsimd", "sync"), map(int, f[5:10])))
+        engines = dict(zip(ENGINES, map(int, f[5:5 + len(ENGINES)])))
         out.append({"op": f[0], "device": int(f[1]), "stream": int(f[2]), "start_ps": int(f[3]),
-                    "end_ps": int(f[4]), "engine_busy_ps": engines, "dma_bytes": int(f[10])})
+                    "end_ps": int(f[4]), "engine_busy_ps": engines, "dma_bytes": int(f[5 + len(ENGINES)])})
     return out
 
 
@@ -86,7 +87,7 @@ def timeline_dropped():
 
 
 def target():
-    """The simulated chip: "trn1", "trn2" or "trn3"."""
+    """The simulated chip's target name ("trn2"; neuronsim.TARGETS lists them)."""
     return _lib.neuron_target().decode()
 
 

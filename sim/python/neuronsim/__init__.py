@@ -14,6 +14,7 @@ the `neuronsim` CLI and the torch plugin use); one runtime per process.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import pathlib
 import threading
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
-           "target_info", "memory_allocated", "running_target"]
+           "target_info", "chip_info", "memory_allocated", "running_target", "tables", "op_fields",
+           "ENGINES", "ENGINE_TRACKS", "OPCODES", "TARGETS", "ACTIVATIONS", "ALU_OPS"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
 
@@ -58,15 +60,22 @@ class _ProfileOptions(ctypes.Structure):
                 ("max_bytes", ctypes.c_uint64)]
 
 
-ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
-MAX_OPCODES = 64
-# nsim_exec_stats: every field a uint64_t, in this order (runtime.h)
-_STAT_FIELDS = ([("total_ps", 1), ("engine_busy_ps", 5), ("engine_instructions", 5), ("dma_transfers", 1),
-                 ("dma_bytes", 1), ("dma_busy_ps", 1), ("hbm_read_bytes", 1), ("hbm_write_bytes", 1),
-                 ("matmul_flops", 1), ("matmul_instructions", 1), ("instructions", 1),
-                 ("sbuf_read_bytes", 1), ("sbuf_write_bytes", 1), ("psum_read_bytes", 1),
-                 ("psum_write_bytes", 1), ("op_instructions", 5 * MAX_OPCODES), ("op_busy_ps", 5 * MAX_OPCODES)])
-_STAT_WORDS = sum(n for _, n in _STAT_FIELDS)
+class _FieldInfo(ctypes.Structure):
+    _fields_ = [("key", ctypes.c_char_p), ("kind", ctypes.c_char_p), ("ap_slot", ctypes.c_int),
+                ("role", ctypes.c_uint), ("domain", ctypes.c_char_p), ("slot", ctypes.c_uint),
+                ("dflt", ctypes.c_uint32), ("max", ctypes.c_uint32)]
+
+
+class _ChipInfo(ctypes.Structure):
+    _fields_ = [("target", ctypes.c_char_p), ("core_name", ctypes.c_char_p), ("hbm_standard", ctypes.c_char_p),
+                ("cores", ctypes.c_uint32), ("clock_mhz", ctypes.c_uint32 * 5), ("dma_engines", ctypes.c_uint32),
+                ("dma_queues", ctypes.c_uint32), ("dma_engine_bytes_per_second", ctypes.c_uint64),
+                ("hbm_stacks", ctypes.c_uint32), ("hbm_bytes", ctypes.c_uint64),
+                ("hbm_bytes_per_second", ctypes.c_uint64), ("peak_flops_per_second", ctypes.c_uint64)]
+
+
+# operand roles of isa_field_info.role (isa.h): part of the library's ABI
+ROLE_READ, ROLE_WRITE, ROLE_READ_IF_ACCUMULATE = 0x1, 0x2, 0x4
 
 _lib = None
 _lock = threading.Lock()
@@ -108,17 +117,29 @@ def _load():
         "nsim_tensor_set_add": (i32, [vp, ctypes.c_char_p, vp]),
         "nsim_tensor_set_free": (None, [vp]),
         "nsim_execute_ex": (i32, [vp, vp, vp, ctypes.POINTER(_ExecOptions)]),
-        "nsim_model_stats": (i32, [vp, ctypes.POINTER(u64 * _STAT_WORDS)]),
+        "nsim_model_stats": (i32, [vp, vp]),
         "nsim_profile_start_opts": (i32, [ctypes.POINTER(_ProfileOptions)]),
         "nsim_profile_stop": (i32, []),
         "isa_target_from_name": (i32, [ctypes.c_char_p]),
         "isa_target_get": (ctypes.POINTER(_TargetInfo), [i32]),
+        "isa_table_from_name": (i32, [ctypes.c_char_p]),
+        "isa_table_size": (ctypes.c_uint, [i32]),
+        "isa_table_entry": (ctypes.c_char_p, [i32, ctypes.c_uint]),
+        "isa_dtype_size": (ctypes.c_uint, [i32]),
+        "isa_op_field_count": (ctypes.c_uint, [i32]),
+        "isa_op_field": (ctypes.c_bool, [i32, ctypes.c_uint, ctypes.POINTER(_FieldInfo)]),
+        "isa_domain_size": (ctypes.c_uint, [ctypes.c_char_p]),
+        "isa_domain_name": (ctypes.c_char_p, [ctypes.c_char_p, ctypes.c_uint]),
+        "nsim_stats_field": (ctypes.c_char_p, [ctypes.c_uint, ctypes.POINTER(ctypes.c_uint)]),
+        "nsim_chip_info_get": (i32, [ctypes.c_char_p, ctypes.POINTER(_ChipInfo)]),
+        "nsim_trace_track_name": (ctypes.c_char_p, [i32]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     for cname, pyt in (("isa_diag", _Diag), ("nsim_config", _Config), ("nsim_exec_options", _ExecOptions),
-                       ("isa_target_info", _TargetInfo), ("nsim_profile_options", _ProfileOptions)):
+                       ("isa_target_info", _TargetInfo), ("nsim_profile_options", _ProfileOptions),
+                       ("isa_field_info", _FieldInfo), ("nsim_chip_info", _ChipInfo)):
         if lib.nsim_struct_size(cname.encode()) != ctypes.sizeof(pyt):
             raise NeuronSimError(f"{path}: its {cname} layout differs from these bindings' (rebuild)")
     _lib = lib
@@ -155,10 +176,112 @@ def target_info(target: str) -> dict:
     code = lib.isa_target_from_name(target.encode())
     info = lib.isa_target_get(code)
     if not info:
-        raise NeuronSimError(f"unknown target {target!r} (trn1, trn2, trn3)")
+        raise NeuronSimError(f"unknown target {target!r} ({', '.join(tables().TARGETS)})")
     t = info.contents
     return {k: getattr(t, k) for k in ("core_version", "sbuf_partition_bytes", "psum_partition_bytes",
                                         "psum_banks", "mm_max_n_fp32", "mm_max_n_16bit")}
+
+
+def chip_info(target=None) -> dict:
+    """The chip `target` simulates (None: the running runtime's), from the
+    device model's chip table: core name, HBM standard, cores, per-engine
+    clocks (MHz), DMA engines, queues and per-engine rate, HBM stacks, bytes
+    and bandwidth, TensorE bf16 peak FLOP/s."""
+    lib = _load()
+    info = _ChipInfo()
+    if lib.nsim_chip_info_get(target.encode() if target else None, ctypes.byref(info)):
+        known = ", ".join(tables().TARGETS)
+        raise NeuronSimError(f"unknown target {target!r} ({known})" if target else "no runtime is running")
+    out = {k: getattr(info, k) for k, _ in _ChipInfo._fields_}
+    for k in ("target", "core_name", "hbm_standard"):
+        out[k] = out[k].decode()
+    out["clock_mhz"] = dict(zip(tables().ENGINES, info.clock_mhz))
+    return out
+
+
+# ---------------------------------------------------------------- tables
+# The instruction set's tables, read from the library (include/neuronsim/
+# *.def are their only description): module attributes ENGINES, OPCODES,
+# TARGETS, DTYPE_SIZES, ... are looked up here on first use.
+
+@functools.cache
+def tables():
+    """The ISA's name tables as the library declares them."""
+    lib = _load()
+
+    def names(table, first=0):
+        t = lib.isa_table_from_name(table.encode())
+        return tuple(lib.isa_table_entry(t, i).decode() for i in range(first, lib.isa_table_size(t)))
+
+    dtypes = lib.isa_table_from_name(b"dtypes")
+    stat_fields, i, words = [], 0, ctypes.c_uint()
+    while (name := lib.nsim_stats_field(i, ctypes.byref(words))) is not None:
+        stat_fields.append((name.decode(), words.value))
+        i += 1
+    if not stat_fields:
+        raise NeuronSimError(f"{library_path()}: nsim_stats_field lists no fields (its table and "
+                             "nsim_exec_stats disagree)")
+    engines = names("engines")
+    if lib.nsim_struct_size(b"nsim_exec_stats") != 8 * sum(n for _, n in stat_fields):
+        raise NeuronSimError(f"{library_path()}: nsim_exec_stats is not the fields nsim_stats_field lists")
+    return _Tables(
+        ENGINES=engines,
+        ENGINE_TRACKS={lib.nsim_trace_track_name(e).decode(): name for e, name in enumerate(engines)},
+        OPCODES=names("ops"),
+        TARGETS=names("targets", 1),
+        ACTIVATIONS=names("acts"),
+        ALU_OPS=names("alus"),
+        SPACES=names("spaces"),
+        DTYPE_SIZES={lib.isa_table_entry(dtypes, d).decode(): lib.isa_dtype_size(d)
+                     for d in range(1, lib.isa_table_size(dtypes))},
+        STAT_FIELDS=tuple(stat_fields),
+    )
+
+
+@dataclass(frozen=True)
+class _Tables:
+    ENGINES: tuple
+    ENGINE_TRACKS: dict
+    OPCODES: tuple
+    TARGETS: tuple
+    ACTIVATIONS: tuple
+    ALU_OPS: tuple
+    SPACES: tuple
+    DTYPE_SIZES: dict
+    STAT_FIELDS: tuple
+
+
+@functools.cache
+def op_fields(op: str) -> tuple:
+    """Operand fields of instruction `op` in text order, as isa_formats.def
+    declares them: dicts of key, kind, ap_slot, role (ROLE_* bits), domain,
+    slot, default, max."""
+    lib = _load()
+    if op not in tables().OPCODES:
+        raise NeuronSimError(f"unknown instruction {op!r}")
+    code, out, info = tables().OPCODES.index(op), [], _FieldInfo()
+    for i in range(lib.isa_op_field_count(code)):
+        lib.isa_op_field(code, i, ctypes.byref(info))
+        out.append({"key": info.key.decode(), "kind": info.kind.decode(), "ap_slot": info.ap_slot,
+                    "role": info.role, "domain": info.domain.decode() if info.domain else None,
+                    "slot": info.slot, "default": info.dflt, "max": info.max})
+    return tuple(out)
+
+
+def domain(name: str) -> tuple:
+    """The names of an enumeration domain of operand fields ("act", "alu",
+    "perf", "semop") in code order."""
+    lib = _load()
+    n = lib.isa_domain_size(name.encode())
+    if not n:
+        raise NeuronSimError(f"unknown enumeration domain {name!r}")
+    return tuple(lib.isa_domain_name(name.encode(), i).decode() for i in range(n))
+
+
+def __getattr__(name):
+    if name in _Tables.__dataclass_fields__:
+        return getattr(tables(), name)
+    raise AttributeError(f"module 'neuronsim' has no attribute {name!r}")
 
 
 def init(target="trn2"):
@@ -203,16 +326,18 @@ def running_target():
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": None, "int32": np.int32, "int16": np.int16,
           "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}
-# bytes per element of every ISA dtype (the tracer and the race detector use it too)
-DTYPE_SIZES = {"fp32": 4, "fp16": 2, "bf16": 2, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "uint16": 2,
-               "uint32": 4, "tf32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "bool": 1}
-_SIZES = {k: v for k, v in DTYPE_SIZES.items() if k in DTYPES}   # what NumPy data can be bound as
+
+
+def _size(dtype):
+    """Bytes per element of a dtype NumPy data can be bound as."""
+    if dtype not in DTYPES:
+        raise NeuronSimError(f"dtype {dtype!r} is not supported by these bindings ({', '.join(DTYPES)})")
+    return tables().DTYPE_SIZES[dtype]
 
 
 def to_device(arr, dtype: str) -> bytes:
     """Array -> the tensor's bytes in `dtype` (bf16 rounded to nearest even)."""
-    if dtype not in _SIZES:
-        raise NeuronSimError(f"dtype {dtype!r} is not supported by these bindings ({', '.join(_SIZES)})")
+    _size(dtype)
     a = np.ascontiguousarray(arr)
     if dtype == "bf16":
         u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
@@ -244,12 +369,12 @@ class Result:
 
 
 def _stats(words):
-    out, i = {}, 0
-    for name, n in _STAT_FIELDS:
+    out, i, engines = {}, 0, tables().ENGINES
+    for name, n in tables().STAT_FIELDS:
         out[name] = words[i] if n == 1 else list(words[i:i + n])
         i += n
-    out["engine_busy_ps"] = dict(zip(ENGINES, out["engine_busy_ps"]))
-    out["engine_instructions"] = dict(zip(ENGINES, out["engine_instructions"]))
+    out["engine_busy_ps"] = dict(zip(engines, out["engine_busy_ps"]))
+    out["engine_instructions"] = dict(zip(engines, out["engine_instructions"]))
     del out["op_instructions"], out["op_busy_ps"]
     return out
 
@@ -283,7 +408,7 @@ def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trac
             _check(lib.nsim_tensor_set_add(sets[0], name.encode(), t), f"binding input '{name}'")
         outs = {}
         for name, (shape, dtype) in outputs.items():
-            nbytes = int(np.prod(shape)) * _SIZES[dtype]
+            nbytes = int(np.prod(shape)) * _size(dtype)
             t = ctypes.c_void_p()
             _check(lib.nsim_tensor_allocate(0, max(nbytes, 1), name.encode(), ctypes.byref(t)),
                    f"allocating output '{name}'")
@@ -301,7 +426,7 @@ def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trac
             profiling = False
             _check(lib.nsim_profile_stop(), "writing the trace")
         _check(st, "executing the program")
-        words = (ctypes.c_uint64 * _STAT_WORDS)()
+        words = (ctypes.c_uint64 * sum(n for _, n in tables().STAT_FIELDS))()
         _check(lib.nsim_model_stats(model, ctypes.byref(words)), "statistics")
         result = {}
         for name, (t, shape, dtype, nbytes) in outs.items():

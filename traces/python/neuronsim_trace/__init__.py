@@ -16,9 +16,10 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 
-ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
-ENGINE_TRACKS = {"TensorE": "tensor", "VectorE": "vector", "ScalarE": "scalar",
-                 "GpSimdE": "gpsimd", "SyncE": "sync"}
+# the engines and their trace track names ("TensorE" -> "tensor") are the
+# library's (include/neuronsim/isa.h, nsim_trace_track_name)
+from neuronsim import ENGINE_TRACKS, ENGINES
+
 _HERE = pathlib.Path(__file__).resolve().parent
 _PROTO = _HERE.parents[1] / "perfetto_trace.proto"     # traces/perfetto_trace.proto
 

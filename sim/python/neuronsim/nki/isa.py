@@ -3,6 +3,8 @@ documented form with a destination (dst=...) and, where NKI had one, the
 older form that returns a new tile."""
 from __future__ import annotations
 
+from neuronsim import ACTIVATIONS
+
 from . import language as nl
 from . import tracer
 from .tensor import Tensor, isa_dtype, new_tile
@@ -53,17 +55,12 @@ def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, 
     return _ret(dst, out)
 
 
-_ACT = {"exp": "exp", "log": "log", "tanh": "tanh", "sigmoid": "sigmoid", "relu": "relu", "sqrt": "sqrt",
-        "rsqrt": "rsqrt", "reciprocal": "reciprocal", "square": "square", "gelu": "gelu", "silu": "silu",
-        "copy": "identity", "identity": "identity", "abs": "abs", "sin": "sin", "cos": "cos", "erf": "erf",
-        "softplus": "softplus", "gelu_apprx_tanh": "gelu_tanh"}
-
-
 def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, **kw):
     name = getattr(op, "__name__", str(op))
-    if name not in _ACT:
-        fail(f"unsupported activation {op!r}")
-    return _ret(dst, nl._activation(_ACT[name], data, dtype, scale, bias))
+    func = nl.ACT_FROM_NKI.get(name, name)      # NKI's name, else the ISA's
+    if func not in ACTIVATIONS:
+        fail(f"unsupported activation {op!r} (the ISA has {', '.join(ACTIVATIONS)})")
+    return _ret(dst, nl._activation(func, data, dtype, scale, bias))
 
 
 def tensor_reduce(op=None, data=None, axis=None, dst=None, dtype=None, negate=False, keepdims=False, **kw):

@@ -4,6 +4,8 @@ index expressions, loop ranges, dtypes).  Each call traces instructions
 into the current kernel (see tracer.py)."""
 from __future__ import annotations
 
+from neuronsim import ACTIVATIONS, ALU_OPS
+
 from . import tracer
 from .tensor import DType, Index, Mask, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
@@ -223,20 +225,20 @@ def store(dst, value, mask=None, **kw):
 
 # -------------------------------------------------------------- elementwise
 
-_TT_OPS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-           "maximum": "max", "minimum": "min", "max": "max", "min": "min", "power": "pow",
-           "equal": "is_equal", "not_equal": "not_equal", "greater": "is_gt", "greater_equal": "is_ge",
-           "less": "is_lt", "less_equal": "is_le", "logical_and": "logical_and", "logical_or": "logical_or",
-           "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or"}
+# NKI / NumPy operator names that differ from the ISA's ALU names; every
+# other name is taken as is when the ISA's ALU table (neuronsim.ALU_OPS) has it
+_ALU_ALIASES = {"maximum": "max", "minimum": "min", "amax": "max", "amin": "min", "true_divide": "divide",
+                "power": "pow", "equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge",
+                "less": "is_lt", "less_equal": "is_le"}
 
 
 def op_name(op):
     """nl.add / np.add / 'add' -> the ISA ALU operator."""
     name = getattr(op, "__name__", None) or str(op)
-    name = {"maximum": "maximum", "amax": "max", "amin": "min", "true_divide": "divide"}.get(name, name)
-    if name not in _TT_OPS:
+    alu = _ALU_ALIASES.get(name, name)
+    if alu not in ALU_OPS:
         fail(f"unsupported operator {op!r}")
-    return _TT_OPS[name]
+    return alu
 
 
 def _result_dtype(*xs, dtype=None):
@@ -259,7 +261,7 @@ def _operand(x):
 
 def _binary(x, y, op, dtype=None, engine="vector"):
     x, y = _operand(x), _operand(y)
-    alu = op_name(op) if not isinstance(op, str) or op not in _TT_OPS.values() else op
+    alu = op if isinstance(op, str) and op in ALU_OPS else op_name(op)
     t = tracer.current()
     if isinstance(x, Tensor) and isinstance(y, Tensor):
         if x.shape != y.shape:
@@ -356,13 +358,15 @@ def _unary(func):
     return f
 
 
-exp, log, tanh, sigmoid, relu, sqrt, rsqrt, reciprocal, square, sin, cos, erf, silu, sign = (
-    _unary(n) for n in ("exp", "log", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "reciprocal", "square", "sin",
-                        "cos", "erf", "silu", "sign"))
-abs = _unary("abs")  # noqa: A001 (NKI's name)
-gelu = _unary("gelu")
-gelu_apprx_tanh = _unary("gelu_tanh")
-softplus = _unary("softplus")
+# NKI's names for ISA activations where they differ (nl.copy is a tensor
+# copy, not the identity activation); nl.<name> exists for every activation
+# of the ISA's table (neuronsim.ACTIVATIONS)
+ACT_FROM_NKI = {"copy": "identity", "gelu_apprx_tanh": "gelu_tanh", "gelu_dx": "gelu_backward"}
+for _func in ACTIVATIONS:
+    _name = next((k for k, v in ACT_FROM_NKI.items() if v == _func and k != "copy"), _func)
+    if _func != "identity":
+        globals()[_name] = _unary(_func)
+del _func, _name
 
 
 def negative(x, dtype=None, **kw):

@@ -18,16 +18,21 @@ Happens-before comes from the synchronisation the program states:
   them it over-approximates the ordering (it may miss a race there, but
   does not invent one).
 Vector clocks over the engines and transfers decide ordering.
+
+The program is read through the C assembler and decoder
+(neuronsim.program.decode): which operands an instruction reads and writes
+is the ISA's format table's (isa_formats.def roles, multiply_moving's
+accumulating destination read too), never a guess from program text.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from neuronsim import DTYPE_SIZES as SIZES
+from neuronsim.program import decode
 
-AP_RE = re.compile(r"(sbuf|psum):(\w+)\[(\d+):(\d+)\](?:\+(\d+))?\{([^}]*)\}")
-WRITE_FIELDS = ("dst", "reduce_dst", "stationary_out")
+ON_CHIP = ("sbuf", "psum")
+SEM_NONE = 0xFFFFFFFF                                # isa.h ISA_SEM_NONE: no semaphore
 
 
 @dataclass
@@ -51,60 +56,43 @@ class Race:
         return f"race on {self.space} ({self.detail}): {self.first} and {self.second} are not ordered"
 
 
-def _ap_range(m):
-    space, dt, p0, p1, off, dims = m.groups()
-    esz = SIZES.get(dt, 4)
-    lo = hi = 0
-    for d in dims.split(","):
-        s, n = (int(v) for v in d.split("x"))
-        ext = s * (n - 1)
-        lo, hi = lo + min(0, ext), hi + max(0, ext)
-    base = int(off or 0)
-    return space, int(p0), int(p1), base + lo * esz, base + (hi + 1) * esz
+def _access(ap, write):
+    b0, b1 = ap.byte_range(SIZES.get(ap.dtype, 4))
+    return Access(ap.space, ap.start, ap.start + ap.nparts, b0, b1, write)
 
 
-def _accesses(text, dma_table, accumulate_reads=True):
-    """SBUF/PSUM accesses of one instruction line (operands named field=AP)."""
+def _accesses(ins, dma):
+    """SBUF/PSUM accesses of one decoded instruction."""
     out = []
-    op = text.split()[0]
-    if op == "dma_copy":
-        desc = re.search(r"desc=(\S+)", text).group(1)
-        for field, ap in dma_table.get(desc, []):
-            for m in AP_RE.finditer(ap):
-                sp, p0, p1, b0, b1 = _ap_range(m)
-                out.append(Access(sp, p0, p1, b0, b1, field == "dst"))
-        return out
-    for fm in re.finditer(r"(\w+)=((?:sbuf|psum):\w+\[\d+:\d+\](?:\+\d+)?\{[^}]*\})", text):
-        field, ap = fm.group(1), fm.group(2)
-        sp, p0, p1, b0, b1 = _ap_range(AP_RE.match(ap))
-        write = field in WRITE_FIELDS
-        out.append(Access(sp, p0, p1, b0, b1, write))
-        if write and op == "multiply_moving" and " accumulate" in text:
-            out.append(Access(sp, p0, p1, b0, b1, False))
+    if ins.op == "dma_copy":
+        _, mode, aps = dma[ins.values["desc"]]
+        used = ("dst", "src") if mode == "direct" else ("dst", "src", "index")
+        return [_access(aps[k], k == "dst") for k in used if aps[k].space in ON_CHIP]
+    for o in ins.operands:
+        if o.ap.space not in ON_CHIP:
+            continue
+        if o.writes:
+            out.append(_access(o.ap, True))
+        if o.reads:
+            out.append(_access(o.ap, False))
     return out
 
 
-def _parse(program):
-    streams, dmas, engine = {}, {}, None
-    for n, raw in enumerate(program.splitlines(), 1):
-        code, _, comment = raw.partition(";")
-        code = code.strip()
-        if not code:
-            continue
-        if code.startswith(".dma"):
-            parts = code.split()
-            dmas[parts[1]] = [(f.split("=", 1)[0], f.split("=", 1)[1]) for f in parts[3:] if "=" in f]
-        elif code.startswith(".engine"):
-            engine = code.split()[1]
-            streams[engine] = []
-        elif not code.startswith(".") and engine:
-            streams[engine].append((code, comment.strip() or f"line {n}"))
-    return streams, dmas
+def _where(ins, source_lines):
+    """The instruction's source comment (neuronsim.nki writes the kernel's
+    file:line there), else its .nsasm line."""
+    if 0 < ins.line <= len(source_lines):
+        comment = source_lines[ins.line - 1].partition(";")[2].strip()
+        if comment:
+            return comment
+    return f"line {ins.line}" if ins.line else f"#{ins.index}"
 
 
-def find_races(program: str, limit=20):
-    """Races of an .nsasm program text, at most `limit`."""
-    streams, dmas = _parse(program)
+def find_races(program, limit=20):
+    """Races of a program (.nsasm text or .nsp bytes), at most `limit`."""
+    prog = decode(program)
+    source_lines = program.splitlines() if isinstance(program, str) else []
+    streams, dmas = prog.streams, prog.dma
     engines = sorted(streams)
     agents = list(engines)                           # + one per DMA transfer
     pc = dict.fromkeys(engines, 0)
@@ -132,14 +120,11 @@ def find_races(program: str, limit=20):
         pending_dma.clear()
         for e in engines:
             while pc[e] < len(streams[e]):
-                text, where = streams[e][pc[e]]
-                op = text.split()[0]
+                ins = streams[e][pc[e]]
+                op, where = ins.op, _where(ins, source_lines)
                 vc = clock[e]
                 if op == "sem_wait":
-                    sem = re.search(r"sem=(\d+)", text).group(1)
-                    m = re.search(r"value=(\d+)", text)
-                    need = int(m.group(1)) if m else 1
-                    cond = (re.search(r"cond=(\w+)", text) or [None, "is_ge"])[1]
+                    sem, need, cond = ins.values["sem"], ins.values["value"], ins.values["cond"]
                     have = incs.get(sem, [])
                     if cond in ("is_ge", "is_gt"):
                         need += cond == "is_gt"
@@ -151,19 +136,16 @@ def find_races(program: str, limit=20):
                         for h in have:                 # other conditions: everything so far
                             join(vc, h)
                 elif op == "sem_signal":
-                    sem = re.search(r"sem=(\d+)", text).group(1)
-                    m = re.search(r"value=(\d+)", text)
-                    land(sem, int(m.group(1)) if m else 1, vc)
+                    land(ins.values["sem"], ins.values["value"], vc)
                 elif op == "dma_copy":
                     agent = f"dma#{len(agents)}"
                     agents.append(agent)
                     dvc = dict(vc)
                     dvc[agent] = 1
-                    events.append((agent, 1, dict(dvc), _accesses(text, dmas), f"{e} {text.split()[1]} ({where})"))
-                    sem = re.search(r"sem=(\d+)", text)
-                    if sem:
-                        m = re.search(r"value=(\d+)", text)
-                        pending_dma.append((sem.group(1), int(m.group(1)) if m else 1, dvc))
+                    name = dmas[ins.values["desc"]][0]
+                    events.append((agent, 1, dict(dvc), _accesses(ins, dmas), f"{e} desc={name} ({where})"))
+                    if ins.values["sem"] != SEM_NONE:
+                        pending_dma.append((ins.values["sem"], ins.values["value"], dvc))
                 elif op == "barrier":
                     # every engine with a stream meets here; all see each other's past
                     at_barrier[e] = vc
@@ -179,7 +161,7 @@ def find_races(program: str, limit=20):
                             pc[x] += 1
                     at_barrier.clear()
                 elif op not in ("end", "nop"):
-                    acc = _accesses(text, dmas)
+                    acc = _accesses(ins, dmas)
                     if acc:
                         events.append((e, vc[e], dict(vc), acc, f"{e} {op} ({where})"))
                 vc[e] = vc.get(e, 0) + 1
@@ -215,7 +197,8 @@ def find_races(program: str, limit=20):
                 break
     blocked = [e for e in engines if pc[e] < len(streams[e])]
     if blocked:
-        races.append(Race(", ".join(f"{e} at {streams[e][pc[e]][1]}" for e in blocked), "", "semaphores",
+        races.append(Race(", ".join(f"{e} at {_where(streams[e][pc[e]], source_lines)}" for e in blocked), "",
+                          "semaphores",
                           "these engines wait for signals that never come (deadlock)"))
     return races
 

@@ -1,5 +1,6 @@
-"""`neuronsim nki run FILE.py [--target trn1|trn2|trn3] [ARGS...]`: runs an NKI
-kernel file unmodified on the simulator.  For this process only, the
+"""`neuronsim nki run FILE.py [--target TARGET] [ARGS...]`: runs an NKI
+kernel file unmodified on the simulator (TARGET: a row of the ISA's target
+table, e.g. trn2).  For this process only, the
 imports `nki`, `nki.language`, `nki.isa`, `neuronxcc.nki`,
 `neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim.nki
 (nothing is installed under those names).  At exit it prints a table of the
@@ -11,6 +12,8 @@ import os
 import runpy
 import sys
 import types
+
+from neuronsim import ENGINES, TARGETS
 
 from . import Kernel
 
@@ -36,12 +39,12 @@ def report(out=sys.stdout):
         out.write("neuronsim nki run: no kernel was simulated\n")
         return
     out.write(f"\n{'kernel':28s} {'target':6s} {'latency us':>11s}  "
-              + " ".join(f"{e:>7s}" for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
+              + " ".join(f"{e:>7s}" for e in ENGINES)
               + f" {'HBM MB':>8s}\n")
     if Kernel.runs > len(rows):
         out.write(f"({Kernel.runs - len(rows)} earlier runs not kept: the history holds the last {len(rows)})\n")
     for name, target, r in rows:
-        act = " ".join(f"{r.engine_active_percent[e]:6.1f}%" for e in ("tensor", "vector", "scalar", "gpsimd", "sync"))
+        act = " ".join(f"{r.engine_active_percent[e]:6.1f}%" for e in ENGINES)
         out.write(f"{name:28s} {target:6s} {r.latency_us:11.2f}  {act} "
                   f"{(r.hbm_read_bytes + r.hbm_write_bytes) / 1e6:8.3f}\n")
 
@@ -68,11 +71,11 @@ def main(argv=None):
             rest.append(argv[i])
         i += 1
     if file is None:
-        print("usage: neuronsim nki run FILE.py [--target trn1|trn2|trn3] [ARGS...]", file=sys.stderr)
+        print(f"usage: neuronsim nki run FILE.py [--target {'|'.join(TARGETS)}] [ARGS...]", file=sys.stderr)
         return 2
     if target is not None:
-        if target not in ("trn1", "trn2", "trn3"):
-            print(f"neuronsim nki run: --target {target!r} (trn1, trn2 or trn3)", file=sys.stderr)
+        if target not in TARGETS:
+            print(f"neuronsim nki run: --target {target!r} ({', '.join(TARGETS)})", file=sys.stderr)
             return 2
         os.environ["NEURON_PLATFORM_TARGET_OVERRIDE"] = target
     if not os.path.exists(file):

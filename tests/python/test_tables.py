@@ -1,0 +1,148 @@
+"""The C tables are the only description of the ISA: the bindings read them
+from libneuronsim.so (checked here against the .def files themselves), and
+no Python file in the tree keeps a copy of one (an AST scan for collection
+literals made of a table's names)."""
+import ast
+import pathlib
+import re
+
+import neuronsim
+import pytest
+from neuronsim.program import decode
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+INCLUDE = ROOT / "include" / "neuronsim"
+
+
+def _rows(deffile, macro):
+    text = re.sub(r"/\*.*?\*/", "", (INCLUDE / deffile).read_text(), flags=re.S)
+    return [m.group(1) for m in re.finditer(rf"^\s*{macro}\(\s*(\w+)\s*,", text, flags=re.M)]
+
+
+def test_tables_are_the_def_files():
+    assert list(neuronsim.OPCODES) == _rows("isa.def", "ISA_OP")
+    assert list(neuronsim.TARGETS) == _rows("isa_targets.def", "ISA_TARGET")
+    assert list(neuronsim.ACTIVATIONS) == _rows("isa_act.def", "ISA_ACT")
+    assert list(neuronsim.ALU_OPS) == _rows("isa_alu.def", "ISA_ALU")
+    assert list(neuronsim.DTYPE_SIZES) == _rows("isa_dtype.def", "ISA_DTYPE")
+    assert neuronsim.DTYPE_SIZES["bf16"] == 2 and neuronsim.DTYPE_SIZES["fp8_e4m3"] == 1
+    header = (INCLUDE / "isa.h").read_text()
+    engines = re.findall(r"ISA_ENGINE_(\w+)\s*[=,]", header.split("typedef enum isa_engine")[1].split("}")[0])
+    assert list(neuronsim.ENGINES) == [e.lower() for e in engines]
+    assert set(neuronsim.ENGINE_TRACKS.values()) == set(neuronsim.ENGINES)
+
+
+def test_stats_fields_cover_the_struct():
+    runtime = (INCLUDE / "runtime.h").read_text()
+    body = runtime.split("typedef struct nsim_exec_stats")[1].split("} nsim_exec_stats;")[0]
+    body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+    declared = [re.sub(r"\[.*", "", n).strip() for decl in re.findall(r"uint64_t\s+([^;]+);", body)
+                for n in decl.split(",")]
+    assert [n for n, _ in neuronsim.tables().STAT_FIELDS] == declared
+
+
+def test_chip_rows_and_targets_agree():
+    for t in neuronsim.TARGETS:
+        chip = neuronsim.chip_info(t)
+        assert chip["target"] == t and chip["core_name"] == f"NeuronCore-v{neuronsim.target_info(t)['core_version']}"
+        assert chip["hbm_standard"].startswith("HBM") and chip["hbm_bytes_per_second"] > 0
+    with pytest.raises(neuronsim.NeuronSimError, match="unknown target 'trn0'.*" + ", ".join(neuronsim.TARGETS)):
+        neuronsim.chip_info("trn0")
+
+
+def test_decoder_gives_operand_roles_from_the_format_table():
+    prog = decode(""".target trn2
+.semaphores 1
+.scratch 0
+.engine tensor
+    load_stationary stationary=sbuf:bf16[0:128]{1x128}
+    multiply_moving dst=psum:fp32[0:128]{1x512} moving=sbuf:bf16[0:128]+256{1x512} accumulate
+    multiply_moving dst=psum:fp32[0:128]{1x512} moving=sbuf:bf16[0:128]+256{1x512}
+    end
+""")
+    ls, acc, plain, end = prog.streams["tensor"]
+    assert [(o.key, o.reads, o.writes) for o in ls.operands] == [("stationary", True, False)]
+    assert [(o.key, o.reads, o.writes) for o in acc.operands] == [("dst", True, True), ("moving", True, False)]
+    assert [(o.key, o.reads, o.writes) for o in plain.operands] == [("dst", False, True), ("moving", True, False)]
+    assert acc.values["accumulate"] and not plain.values["accumulate"] and acc.line == 6
+    assert acc.operands[0].ap.space == "psum" and acc.operands[0].ap.byte_range(4) == (0, 2048)
+    with pytest.raises(neuronsim.NeuronSimError, match="line 4"):
+        decode(".target trn2\n.semaphores 1\n.engine tensor\n    bogus x=1\n")
+
+
+# ------------------------------------------------------- no Python copies
+
+def _python_files():
+    for base in ("sim", "nki", "backend", "traces", "examples", "bench", "tests", "scripts", "docs"):
+        for p in sorted((ROOT / base).rglob("*.py")) if (ROOT / base).exists() else []:
+            yield p
+
+
+def _strings(nodes):
+    return [n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _copies(tree):
+    """(line, what) for collection literals that restate a C table: every
+    engine, target or trace track name (a full enumeration; a test's
+    expected subset is not one), half or more of the opcodes, activations,
+    ALU operators or stats fields (as elements, dict keys or values, or keys
+    mapped to themselves) in a collection made mostly (4/5) of them -- torch
+    op names that happen to match are not a copy -- or a dict of dtype names
+    to sizes."""
+    t = neuronsim.tables()
+
+    def half(names):
+        return set(names), max(4, len(names) // 2)
+    sets = {"engine": (set(t.ENGINES), len(t.ENGINES)), "target": (set(t.TARGETS), len(t.TARGETS)),
+            "track": (set(t.ENGINE_TRACKS), len(t.ENGINE_TRACKS)),
+            "stats field": half([n for n, _ in t.STAT_FIELDS]), "opcode": half(t.OPCODES),
+            "activation": half(t.ACTIVATIONS), "ALU": half(t.ALU_OPS)}
+    every = tuple(sets)
+    plain = ("engine", "target", "track", "stats field")   # names that are never translated
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            groups = [(_strings(node.elts), every)]
+        elif isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]
+            same = [k.value for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)
+                    and isinstance(v, ast.Constant) and k.value == v.value]
+            groups = [(same, every), (_strings(keys), plain), (_strings(node.values), plain)]
+            ks = _strings(keys)
+            if (len([k for k in ks if k in t.DTYPE_SIZES]) >= 3
+                    and all(isinstance(v, ast.Constant) and isinstance(v.value, int) for v in node.values)):
+                yield node.lineno, "dtype sizes"
+        else:
+            continue
+        for strings, kinds in groups:
+            for what in kinds:
+                names, least = sets[what]
+                hit = set(strings) & names
+                if len(hit) >= least and 5 * len(hit) >= 4 * len(set(strings)):
+                    yield node.lineno, f"{what} names {sorted(set(strings) & names)}"
+
+
+def test_no_python_file_copies_a_c_table():
+    found = []
+    for path in _python_files():
+        tree = ast.parse(path.read_text(), str(path))
+        found += [f"{path.relative_to(ROOT)}:{line}: {what}" for line, what in _copies(tree)]
+    assert not found, "copies of the ISA's tables (read them from neuronsim instead):\n" + "\n".join(found)
+
+
+def test_the_scan_finds_copies():
+    """The scan above is not vacuous: each kind of copy it knows is caught."""
+    src = '''
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
+SIZES = {"fp32": 4, "bf16": 2, "int8": 1}
+TRACKS = {"TensorE": 0, "VectorE": 1, "ScalarE": 2, "GpSimdE": 3, "SyncE": 4}
+'''
+    t = neuronsim.tables()
+    src += f"T = {list(t.TARGETS)!r}\n"
+    src += f"ACT = {dict(zip(t.ACTIVATIONS, t.ACTIVATIONS))!r}\n"
+    got = [what for _, what in _copies(ast.parse(src))]
+    for kind in ("engine", "target", "dtype sizes", "activation", "track"):
+        assert any(w.startswith(kind) for w in got), (kind, got)
+    # a translation table (NKI names to ISA names) or an expected subset is not a copy
+    assert not list(_copies(ast.parse('A = {"copy": "identity", "gelu_apprx_tanh": "gelu_tanh"}')))
+    assert not list(_copies(ast.parse('E = {"TensorE", "SyncE"}')))
