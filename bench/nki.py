@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "tests" / "nki"))
 import kernels  # noqa: E402
 import matmul_stages  # noqa: E402
 
-import neuronsim.nki as nki  # noqa: E402
+import neuronsim_nki as nki  # noqa: E402
 from neuronsim import ENGINES, TARGETS  # noqa: E402
 
 

@@ -116,7 +116,7 @@ from importlib import metadata
 url = json.loads(metadata.distribution("torch-neuronsim").read_text("direct_url.json"))["url"]
 # an older install of this checkout may lack a package added since
 ok = url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") and all(
-    importlib.util.find_spec(p) for p in ("neuronsim_trace", "neuronsim"))
+    importlib.util.find_spec(p) for p in ("neuronsim_trace", "neuronsim", "neuronsim_nki"))
 sys.exit(0 if ok else 1)
 PYEOF
     then

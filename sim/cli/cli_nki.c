@@ -1,7 +1,7 @@
 /*
  * cli_nki.c -- `neuronsim nki run FILE.py [--target T] [ARGS]`: runs an NKI
- * kernel file on the simulator through the Python package neuronsim.nki
- * (sim/python).
+ * kernel file on the simulator through the NKI frontend, the Python package
+ * neuronsim_nki (nki/), which runs it through the bindings (sim/python).
  */
 #include "cli.h"
 
@@ -20,5 +20,5 @@ int nsim_cli_nki(int argc, char **argv)
 		fprintf(stderr, "usage: neuronsim nki run FILE.py [--target %s] [ARGS...]\n", targets);
 		return NSIM_EXIT_USAGE;
 	}
-	return nsim_cli_exec_python(NSIM_PYDIR, "neuronsim.nki.run", argc - 2, argv + 2);
+	return nsim_cli_exec_python(NSIM_PYDIR, "neuronsim_nki.run", argc - 2, argv + 2);
 }

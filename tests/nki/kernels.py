@@ -1,8 +1,8 @@
 """NKI kernels for the simulator's tests, written against the documented
 nki.language / nki.isa API (tutorial structure; no code copied)."""
-import neuronsim.nki as nki
-import neuronsim.nki.isa as nisa
-import neuronsim.nki.language as nl
+import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
+import neuronsim_nki.language as nl
 
 
 @nki.jit

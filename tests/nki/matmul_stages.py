@@ -2,8 +2,8 @@
 kernels (same structure, written against the documented API): each stage
 should be faster on the simulator than the one before.
 result[M, N] = lhsT[K, M]^T @ rhs[K, N]."""
-import neuronsim.nki as nki
-import neuronsim.nki.language as nl
+import neuronsim_nki as nki
+import neuronsim_nki.language as nl
 
 TM, TK, TN = 128, 128, 512     # gemm_stationary_fmax, pmax, gemm_moving_fmax
 

@@ -94,3 +94,30 @@ def test_torch_and_nki_share_one_runtime():
     with pytest.raises(neuronsim.NeuronSimError, match="already runs"):
         neuronsim.init(other)
     del y
+
+
+def test_nki_frontend_and_bindings_never_import_torch():
+    """The NKI frontend (nki/) and the bindings (sim/python) sit below the
+    plugin: they run without torch, and torch tensors reach a kernel only
+    through the convention torch_neuronsim.nki registers."""
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np\n"
+            "import neuronsim, neuronsim_nki as nki, neuronsim_nki.language as nl\n"
+            "@nki.jit\n"
+            "def add(a, b):\n"
+            "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+            "    nl.store(out, value=nl.add(nl.load(a), nl.load(b)))\n"
+            "    return out\n"
+            "a = np.ones((128, 64), np.float32)\n"
+            "assert (add(a, a) == 2).all()\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\n"
+            "import torch\n"
+            "try:\n"
+            "    add(torch.ones(128, 64), torch.ones(128, 64))\n"
+            "except nki.NKIError as e:\n"
+            "    print(e)\n")
+    env = dict(__import__("os").environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "for torch `neuron` tensors, use torch_neuronsim.nki" in r.stdout, r.stdout

@@ -1,13 +1,51 @@
 """torch_neuronsim.nki: NKI kernels on the simulated `neuron` device.
 
-The frontend is neuronsim.nki (no torch needed); here it is reachable from
-the torch package.  A kernel called with `neuron` tensors runs on their
-device like a native op; with NumPy arrays it returns NumPy arrays."""
+The frontend is neuronsim_nki (nki/ in the tree, no torch needed); this
+module is its torch calling convention.  Importing it registers that
+convention: a kernel called with `neuron` tensors runs on their device like a
+native op (charged to the current stream, named nki::<kernel> in traces and
+stats); with NumPy arrays it returns NumPy arrays, as neuronsim_nki does.
+Everything neuronsim_nki exports is re-exported here, and
+torch_neuronsim.nki.language / .isa are its modules.
+"""
 import sys
 
-import neuronsim.nki as _nki
+import torch
+
+import neuronsim
+import neuronsim_nki as _nki
+
+# torch dtypes a kernel argument may have -> ISA dtype names
+_TORCH_TO_ISA = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.int32: "int32",
+                 torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8"}
+_ISA_TO_TORCH = {v: k for k, v in _TORCH_TO_ISA.items()}
+
+
+class TorchConvention(_nki.Convention):
+    """`neuron` tensors in, `neuron` tensors out (torch.ops.neuronsim.run_program)."""
+
+    def accepts(self, value):
+        return isinstance(value, torch.Tensor)
+
+    def isa_dtype(self, value):
+        return _TORCH_TO_ISA.get(value.dtype)
+
+    def run(self, kernel, program, ins, outs, multi):
+        off = next(((t.name, a.device) for t, a in ins if a.device.type != "neuron"), None)
+        if off:
+            raise _nki.NKIError(f"{kernel.func.__name__}: argument {off[0]} is on {off[1]}; NKI kernels run on "
+                                "`neuron` tensors (or NumPy arrays)")
+        dev = ins[0][1].device if ins else torch.device("neuron")
+        results = [torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in outs]
+        blob = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
+        torch.ops.neuronsim.run_program(blob, f"nki::{kernel.func.__name__}", [t.name for t, _ in ins],
+                                        [a.contiguous() for _, a in ins], [o.name for o in outs], results)
+        return tuple(results) if multi else results[0]
+
+
+_nki.register_convention(TorchConvention())
 
 globals().update({name: getattr(_nki, name) for name in _nki.__all__})
-__all__ = list(_nki.__all__)
+__all__ = list(_nki.__all__) + ["TorchConvention"]
 sys.modules[__name__ + ".language"] = _nki.language
 sys.modules[__name__ + ".isa"] = _nki.isa

@@ -1,7 +1,8 @@
-"""neuronsim.nki: NKI kernels on the simulator (timing, traces).
+"""neuronsim_nki: NKI kernels on the simulator (timing, traces) -- the NKI
+frontend, a kernel compiler beside the simulator's stack (nki/ in the tree).
 
-    from neuronsim import nki
-    import neuronsim.nki.language as nl
+    import neuronsim_nki as nki
+    import neuronsim_nki.language as nl
 
     @nki.jit
     def add_kernel(a, b):
@@ -13,7 +14,11 @@
     c, res = nki.simulate(add_kernel, a_np, b_np)   # plus the simulated result
 
 The kernel's body runs once, tracing instructions (tracer.py); the program
-runs on the cycle-approximate simulator.  Errors name the kernel source line.
+runs on the cycle-approximate simulator through the neuronsim bindings.
+Errors name the kernel source line.  Device tensors (torch's `neuron`
+tensors) are a device package's business: torch_neuronsim.nki registers a
+calling convention here (register_convention) and kernels called with its
+tensors run through it.
 """
 from __future__ import annotations
 
@@ -35,18 +40,50 @@ from .race import find_races
 from .tracer import NKIError
 
 __all__ = ["jit", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
-           "NKIError", "KernelResult", "par_dim"]
+           "NKIError", "KernelResult", "par_dim", "Convention", "register_convention"]
 
 par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kernels write it
 
-NP_TO_ISA = {np.dtype(np.float32): "fp32", np.dtype(np.float16): "fp16", np.dtype(np.int32): "int32",
-             np.dtype(np.uint32): "uint32", np.dtype(np.int16): "int16", np.dtype(np.uint16): "uint16",
-             np.dtype(np.int8): "int8", np.dtype(np.uint8): "uint8"}
-TORCH_TO_ISA = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.int32": "int32",
-                "torch.int16": "int16", "torch.int8": "int8", "torch.uint8": "uint8"}
-ISA_TO_TORCH = {v: k.split(".")[1] for k, v in TORCH_TO_ISA.items()}
-ISA_TO_NP = {"fp32": np.float32, "fp16": np.float16, "bf16": np.float32, "int32": np.int32,
-             "uint32": np.uint32, "int16": np.int16, "uint16": np.uint16, "int8": np.int8, "uint8": np.uint8}
+# NumPy arrays bind as the ISA dtype of the same name (neuronsim.DTYPES);
+# bf16 results come back widened to float32
+NP_TO_ISA = {np.dtype(t): name for name, t in neuronsim.DTYPES.items() if t is not None}
+ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None}, "bf16": np.float32}
+
+
+class Convention:
+    """How kernels run on a device package's tensors (torch_neuronsim.nki
+    registers one): accepts(value) says whether an argument is such a tensor,
+    isa_dtype(value) its ISA dtype name (None: no device type), run(kernel,
+    program, ins, outs, multi) runs the traced program on their device and
+    returns the outputs."""
+
+    def accepts(self, value) -> bool:
+        raise NotImplementedError
+
+    def isa_dtype(self, value):
+        raise NotImplementedError
+
+    def run(self, kernel, program, ins, outs, multi):
+        raise NotImplementedError
+
+
+_conventions = []
+
+
+def register_convention(convention: Convention):
+    """Kernels called with tensors `convention` accepts run through it."""
+    if convention not in _conventions:
+        _conventions.append(convention)
+
+
+def _convention_of(value):
+    return next((c for c in _conventions if c.accepts(value)), None)
+
+
+def _is_foreign_tensor(x):
+    """A tensor of a framework no registered convention knows (torch without
+    torch_neuronsim.nki imported): refused with a message, not traced."""
+    return not isinstance(x, np.ndarray) and hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")
 
 
 @dataclass
@@ -111,8 +148,12 @@ class Kernel:
         try:
             ins, call_args = [], {}
             for name, value in bound.arguments.items():
-                if isinstance(value, np.ndarray) or _is_torch(value):
-                    dt = NP_TO_ISA.get(value.dtype) if isinstance(value, np.ndarray) else TORCH_TO_ISA.get(str(value.dtype))
+                conv = None if isinstance(value, np.ndarray) else _convention_of(value)
+                if conv is None and _is_foreign_tensor(value):
+                    raise NKIError(f"argument {name}: a {type(value).__module__}.{type(value).__name__}; kernels "
+                                   "take NumPy arrays here (for torch `neuron` tensors, use torch_neuronsim.nki)")
+                if isinstance(value, np.ndarray) or conv is not None:
+                    dt = NP_TO_ISA.get(value.dtype) if conv is None else conv.isa_dtype(value)
                     if dt is None:
                         raise NKIError(f"argument {name}: dtype {value.dtype} has no device type")
                     ht = hbm_tensor(t.unique(name), tuple(value.shape), dt)
@@ -158,29 +199,14 @@ class Kernel:
         values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
         return (tuple(values) if multi else values[0]), result
 
-    def run_on_device(self, *args, **kwargs):
-        """`neuron` torch tensors in, `neuron` torch tensors out: the traced
-        program runs on their device like a native op (charged to the current
-        stream, named nki::<kernel> in traces and stats)."""
-        import torch
-        program, ins, outs, multi = self.trace(*args, **kwargs)
-        dev = ins[0][1].device if ins else torch.device("neuron")
-        results = [torch.empty(o.shape, dtype=getattr(torch, ISA_TO_TORCH[o.dtype]), device=dev) for o in outs]
-        blob = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
-        torch.ops.neuronsim.run_program(blob, f"nki::{self.func.__name__}", [t.name for t, _ in ins],
-                                        [a.contiguous() for _, a in ins], [o.name for o in outs], results)
-        return tuple(results) if multi else results[0]
-
     def __call__(self, *args, **kwargs):
         if tracer._current is not None:            # a kernel called from a kernel: inline
             return self.func(*args, **kwargs)
-        if any(_is_torch(a) for a in list(args) + list(kwargs.values())):
-            return self.run_on_device(*args, **kwargs)
+        for a in list(args) + list(kwargs.values()):
+            conv = None if isinstance(a, np.ndarray) else _convention_of(a)
+            if conv is not None:
+                return conv.run(self, *self.trace(*args, **kwargs))
         return self.simulate(*args, **kwargs)[0]
-
-
-def _is_torch(x):
-    return type(x).__module__.startswith("torch") and hasattr(x, "device") and hasattr(x, "dtype")
 
 
 def jit(func=None, **kw):

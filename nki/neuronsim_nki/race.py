@@ -13,7 +13,7 @@ Happens-before comes from the synchronisation the program states:
   first V to land in an execution that lands every DMA as soon as it is
   issued.  That is exact when a semaphore has one producer chain (one
   engine's signals, or DMAs on a slot whose next user waits for the
-  previous one, as neuronsim.nki emits) or when V is every increment the
+  previous one, as neuronsim_nki emits) or when V is every increment the
   semaphore gets; with several unordered producers and V short of all of
   them it over-approximates the ordering (it may miss a race there, but
   does not invent one).
@@ -79,7 +79,7 @@ def _accesses(ins, dma):
 
 
 def _where(ins, source_lines):
-    """The instruction's source comment (neuronsim.nki writes the kernel's
+    """The instruction's source comment (neuronsim_nki writes the kernel's
     file:line there), else its .nsasm line."""
     if 0 < ins.line <= len(source_lines):
         comment = source_lines[ins.line - 1].partition(";")[2].strip()
@@ -204,11 +204,11 @@ def find_races(program, limit=20):
 
 
 def main(argv=None):
-    """python3 -m neuronsim.nki.race PROG.nsasm...: exit 1 if any has a race."""
+    """python3 -m neuronsim_nki.race PROG.nsasm...: exit 1 if any has a race."""
     import sys
     paths = (argv if argv is not None else sys.argv[1:])
     if not paths:
-        print("usage: python3 -m neuronsim.nki.race PROG.nsasm...", file=sys.stderr)
+        print("usage: python3 -m neuronsim_nki.race PROG.nsasm...", file=sys.stderr)
         return 2
     bad = 0
     for p in paths:

@@ -2,7 +2,7 @@
 kernel file unmodified on the simulator (TARGET: a row of the ISA's target
 table, e.g. trn2).  For this process only, the
 imports `nki`, `nki.language`, `nki.isa`, `neuronxcc.nki`,
-`neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim.nki
+`neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim_nki
 (nothing is installed under those names).  At exit it prints a table of the
 kernels the file simulated."""
 from __future__ import annotations
@@ -19,7 +19,7 @@ from . import Kernel
 
 
 def install_aliases():
-    import neuronsim.nki as ours
+    import neuronsim_nki as ours
     from . import isa, language
     pkg = types.ModuleType("neuronxcc")
     pkg.__path__ = []
