@@ -7,6 +7,7 @@
 // k/v heads) repeats the k/v heads.  Not fused into one program yet: each
 // step is its own program on the device timeline.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
@@ -140,11 +141,7 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("_fused_sdp_choice", fused_sdp_choice);   // the op; SDPA itself asks the stub below
-	m.impl("_scaled_dot_product_fused_attention_overrideable", sdpa_overrideable);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_ATTENTION)
 
 }  // namespace neuron
 

@@ -3,6 +3,7 @@
 // They keep the result dtype and the value semantics of CPU PyTorch; the
 // rounding of intermediate steps can differ within the dtype's tolerance.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/add.h>
@@ -36,7 +37,7 @@ at::Tensor addcmul(const at::Tensor &self, const at::Tensor &t1, const at::Tenso
 			p = p.mul(value);
 		return self.add(p);
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::addcmul>::call(self, t1, t2, value);
+	return declined;
 }
 
 // CPU's two-sided form: w < 0.5 ? a + w (b - a) : b - (b - a)(1 - w)
@@ -47,7 +48,7 @@ at::Tensor lerp_scalar(const at::Tensor &a, const at::Tensor &b, const at::Scala
 		at::Tensor d = b.sub(a);
 		return v < 0.5 ? a.add(d.mul(v)) : b.sub(d.mul(1.0 - v));
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::lerp_Scalar>::call(a, b, w);
+	return declined;
 }
 
 at::Tensor lerp_tensor(const at::Tensor &a, const at::Tensor &b, const at::Tensor &w)
@@ -57,7 +58,7 @@ at::Tensor lerp_tensor(const at::Tensor &a, const at::Tensor &b, const at::Tenso
 		at::Tensor one_minus = w.mul(-1.0).add(1.0);
 		return at::where(w.lt(0.5), a.add(d.mul(w)), b.sub(d.mul(one_minus)));
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::lerp_Tensor>::call(a, b, w);
+	return declined;
 }
 
 at::Tensor baddbmm(const at::Tensor &self, const at::Tensor &b1, const at::Tensor &b2, const at::Scalar &beta,
@@ -71,7 +72,7 @@ at::Tensor baddbmm(const at::Tensor &self, const at::Tensor &b1, const at::Tenso
 			return p.expand_as(p).clone();
 		return beta.equal(1) ? p.add(self) : p.add(self.mul(beta));
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::baddbmm>::call(self, b1, b2, beta, alpha);
+	return declined;
 }
 
 // var = sum((x - mean)^2) / (N - correction), over one dim or all
@@ -93,31 +94,18 @@ at::Tensor variance(const at::Tensor &self, at::OptionalIntArrayRef dim, const s
 
 at::Tensor var(const at::Tensor &self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar> &corr, bool keepdim)
 {
-	at::Tensor r = variance(self, dim, corr, keepdim);
-	return r.defined() ? r
-			   : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::var_correction>::call(self, dim, corr,
-													 keepdim);
+	return variance(self, dim, corr, keepdim);   // undefined: declined
 }
 
 at::Tensor stddev(const at::Tensor &self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar> &corr,
 		  bool keepdim)
 {
 	at::Tensor r = variance(self, dim, corr, keepdim);
-	return r.defined() ? r.sqrt()
-			   : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::std_correction>::call(self, dim, corr,
-													 keepdim);
+	return r.defined() ? r.sqrt() : r;           // undefined: declined
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("addcmul", addcmul);
-	m.impl("lerp.Scalar", lerp_scalar);
-	m.impl("lerp.Tensor", lerp_tensor);
-	m.impl("baddbmm", baddbmm);
-	m.impl("var.correction", var);
-	m.impl("std.correction", stddev);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_COMPOSITE)
 
 }  // namespace neuron

@@ -84,17 +84,8 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 	}
 	c.src_elems = (uint64_t)extent_of(s) * us.per;
 	c.dst_elems = (uint64_t)extent_of(dst) * ud.per;
-	std::vector<int64_t> key{ 'c', c.src_dtype, c.dst_dtype, c.rank, (int64_t)c.src_elems, (int64_t)c.dst_elems };
-	for (unsigned i = 0; i < c.rank; i++) {
-		key.push_back((int64_t)c.shape[i]);
-		key.push_back(c.src_stride[i]);
-		key.push_back(c.dst_stride[i]);
-	}
 	int dev = dst.device().index();
-	Program m = cached_program(std::move(key), dev, "copy",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_copy_program(target, &c, bin, len, d);
-	});
+	Program m = cached_program("copy", c, dev, nk_copy_program);
 	run_program(m, dev, "aten::copy_", { { "src", &s } }, { { "dst", &dst } });
 	return true;
 }

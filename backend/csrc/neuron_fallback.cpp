@@ -1,8 +1,9 @@
 // neuron_fallback.cpp -- the counted CPU fallback for every ATen op without a
 // native `neuron` kernel: arguments copied to the CPU, the CPU kernel run,
 // results copied back (at::native::cpu_fallback), with random ops drawing
-// from the neuron device's generator.
-#include "neuron_device.h"
+// from the neuron device's generator; and the sentinel declining native
+// kernels return (neuron_ops.h), whose wrappers call this fallback.
+#include "neuron_ops.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>
@@ -13,6 +14,14 @@
 #include <vector>
 
 namespace neuron {
+
+at::Tensor &declined_tensor()
+{
+	// undefined, and never written: a kernel only returns it
+	static thread_local at::Tensor none;
+	return none;
+}
+
 namespace {
 
 void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)

@@ -1,8 +1,10 @@
 // neuron_generator.cpp -- random numbers for `neuron`: one default generator
 // per device (seeded and stateful on its own, apart from the CPU's), and
-// torch.Generator(device="neuron").  Random ops run through the CPU fallback
-// today; while one runs, its neuron generator presents itself as the CPU
-// generator it is built on, so the CPU kernel draws from the neuron stream.
+// torch.Generator(device="neuron").  The native random kernels draw their
+// seeds from it (neuron_random.cpp); a random op without one runs through
+// the CPU fallback, and while it runs its neuron generator presents itself
+// as the CPU generator it is built on, so the CPU kernel draws from the
+// neuron stream.
 #include "neuron_device.h"
 
 #include <ATen/CPUGeneratorImpl.h>

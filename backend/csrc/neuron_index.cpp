@@ -1,6 +1,8 @@
 // neuron_index.cpp -- ops that move whole rows or write generated values:
-// index_select (and so embedding), cat, arange, fill_ / zero_.
+// index / index_put_ / index_copy, gather, index_select (and so embedding),
+// cat, arange, and the device program behind fill_ / zero_ (native_fill).
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/CPUFallback.h>
@@ -43,13 +45,8 @@ bool native_fill(const at::Tensor &self, const at::Scalar &v)
 	} else {
 		f.ivalue = v.isBoolean() ? v.toBool() : v.toLong();
 	}
-	uint32_t fb;
-	std::memcpy(&fb, &f.fvalue, 4);
-	std::vector<int64_t> key{ 'f', f.dtype, f.int64, (int64_t)f.n, fb, f.ivalue };
 	int dev = self.device().index();
-	Program m = cached_program(std::move(key), dev, "fill", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_fill_program(target, &f, bin, len, d);
-	});
+	Program m = cached_program("fill", f, dev, nk_fill_program);
 	run_program(m, dev, "aten::fill_", {}, { { "out", &self } });
 	return true;
 }
@@ -70,12 +67,7 @@ Program rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Te
 	g.index_int64 = idx.scalar_type() == at::kLong;
 	g.scatter = scatter;
 	g.accumulate = accumulate;
-	std::vector<int64_t> key{ 'g', g.dtype, (int64_t)g.outer, (int64_t)g.rows, (int64_t)g.inner,
-				  (int64_t)g.nidx, g.index_int64, g.scatter, g.accumulate };
-	return cached_program(std::move(key), table.device().index(), accumulate ? "scatter_add" : scatter ? "scatter" : "gather",
-			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_gather_program(target, &g, bin, len, d);
-	});
+	return cached_program("gather", g, table.device().index(), nk_gather_program);
 }
 
 at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
@@ -99,7 +91,7 @@ at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Te
 			    { { "table", &src }, { "index", &idx } }, { { "out", &out } });
 		return out;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_select>::call(self, dim, index);
+	return declined;
 }
 
 // cat: one DMA copy per input into its slice of the result
@@ -142,7 +134,7 @@ at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim)
 			return out;
 		}
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::cat>::call(tensors, dim);
+	return declined;
 }
 
 at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
@@ -166,19 +158,15 @@ at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, co
 		f.iota = true;
 		f.start = (int64_t)s;
 		f.step = (int64_t)st;
-		std::vector<int64_t> key{ 'a', f.dtype, f.int64, (int64_t)f.n, f.start, f.step };
 		int dev = out.device().index();
-		Program m = cached_program(std::move(key), dev, "arange",
-					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-			return nk_fill_program(target, &f, bin, len, d);
-		});
+		Program m = cached_program("fill", f, dev, nk_fill_program);
 		at::Tensor dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
 		run_program(m, dev, "aten::arange", {}, { { "out", &dst } });
 		if (!dst.is_same(out))
 			TORCH_CHECK(native_copy(out, dst), "neuron: arange copy");
 		return out;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::arange_start_out>::call(start, end, step, out);
+	return declined;
 }
 
 // gather(x, dim, index): out[..., j] = x[..., index[..., j]] along dim, as
@@ -211,7 +199,7 @@ at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, 
 		std::vector<int64_t> osz = idx.sizes().vec();
 		return out.view(osz).movedim(-1, dim).contiguous();
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gather>::call(self, dim, index, sparse_grad);
+	return declined;
 }
 
 // index_copy: out = self with out.select(dim, index[j]) = source.select(dim, j),
@@ -252,8 +240,7 @@ at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor
 {
 	if (rows_into(self, dim, index, source, out, false, "aten::index_copy"))
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_copy_out>::call(self, dim, index,
-												    source, out);
+	return declined;
 }
 
 // self[i0, i1, ..., ik-1] with integer index tensors on the leading dims
@@ -316,7 +303,7 @@ at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at
 		oshape.insert(oshape.end(), rest.begin(), rest.end());
 		return out.view(oshape);
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_Tensor>::call(self, indices);
+	return declined;
 }
 
 // self[i0, ..., ik-1] = values (or += with accumulate, float and 32-bit-or-
@@ -350,22 +337,12 @@ at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::T
 			    "neuron: index_put rows");
 		return self;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_index_put_impl_>::call(self, indices, values,
-													    accumulate, unsafe);
+	return declined;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("index.Tensor", index_tensor);
-	m.impl("_index_put_impl_", index_put_impl);
-	m.impl("index_copy.out", index_copy_out);
-	m.impl("gather", gather);
-	m.impl("index_select", neuron_index_select);
-	m.impl("cat", cat);
-	m.impl("arange.start_out", neuron_arange_out);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_INDEX)
 
 at::Tensor rows_select(const at::Tensor &table, const at::Tensor &index)
 {

@@ -1,6 +1,7 @@
-// neuron_int64.cpp -- int64 tensors (positions, indices) on the device: add
-// and subtract exactly on (low, high) int32 pairs, and int64 -> float casts
-// (kernels/int64.c).  Used by add/sub and by copy_.
+// neuron_int64.cpp -- int64 tensors (positions, indices) on the device,
+// exactly on (low, high) int32 pairs (kernels/int64.c): add, subtract,
+// multiply, comparisons, and casts between int64, narrower integers and
+// floats.  Used by the elementwise, comparison and copy kernels.
 #include "neuron_kernels.h"
 
 #include <ATen/ExpandUtils.h>
@@ -15,10 +16,7 @@ namespace {
 
 Program i64_program(int op, int out_dt, uint64_t n, int dev, int32_t c = 0)
 {
-	return cached_program({ 'i', op, out_dt, (int64_t)n, c }, dev, "int64",
-			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_int64_program(target, op, out_dt, n, c, bin, len, d);
-	});
+	return cached_program("int64", nk_int64{ op, out_dt, n, c }, dev, nk_int64_program);
 }
 
 // an int64 operand on `like`'s device: a device tensor, or a wrapped integer
@@ -119,10 +117,7 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor t = at::empty(dst.sizes(), dst.options().dtype(at::kInt));
 	int dev = src.device().index();
 	uint64_t n = (uint64_t)t.numel();
-	Program m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_cast_program(target, ISA_DT_fp32, ISA_DT_int32, n, bin, len, d);
-	});
+	Program m = cached_program("cast", nk_cast{ ISA_DT_fp32, ISA_DT_int32, n }, dev, nk_cast_program);
 	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &t } });
 	if (dt != at::kLong)
 		t = at::where(bad, at::full({}, INT32_MIN, t.options()), t);
@@ -167,10 +162,7 @@ bool native_cast(const at::Tensor &dst, const at::Tensor &src)
 	if (out.numel()) {
 		int dev = src.device().index();
 		uint64_t n = (uint64_t)out.numel();
-		Program m = cached_program({ 'k', us.dtype, ud.dtype, (int64_t)n }, dev, "cast",
-					       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-			return nk_cast_program(target, us.dtype, ud.dtype, n, bin, len, d);
-		});
+		Program m = cached_program("cast", nk_cast{ us.dtype, ud.dtype, n }, dev, nk_cast_program);
 		run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &out } });
 	}
 	return out.is_same(dst) || native_copy(dst, out);
@@ -187,10 +179,7 @@ at::Tensor integral_float_to_int64(const at::Tensor &f)
 		return out;
 	int dev = f.device().index();
 	uint64_t n = (uint64_t)out.numel();
-	Program m = cached_program({ 'k', ISA_DT_fp32, ISA_DT_int32, (int64_t)n }, dev, "cast",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_cast_program(target, ISA_DT_fp32, ISA_DT_int32, n, bin, len, d);
-	});
+	Program m = cached_program("cast", nk_cast{ ISA_DT_fp32, ISA_DT_int32, n }, dev, nk_cast_program);
 	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &i32 } });
 	run_program(i64_program(NK_I64_FROM_I32, ISA_DT_uint32, n, dev), dev, "aten::copy_", { { "a", &i32 } },
 		    { { "out", &out } });

@@ -1,10 +1,12 @@
 // neuron_kernels.cpp -- native kernels: ATen ops executed as ISA programs on
 // the simulated NeuronCore (values and time both from the simulator).
 // Binary ops run on VectorE, unary ones as ScalarE activations.  Programs
-// are generated per (op, dtype, size, device) and cached; a call that the
-// kernel does not cover (broadcasting, mixed dtypes, strides, alpha) goes to
-// the counted CPU fallback.
+// are generated per generator parameters and device and cached
+// (neuron_program.cpp); a call the kernel does not cover (mixed dtypes it
+// cannot cast, alpha != 1, ...) declines, and its registration
+// (neuron_ops.def) runs the counted CPU fallback.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/abs_ops.h>
@@ -57,23 +59,17 @@ struct Ew {
 // the program for `op` over n elements of `dtype`, from the cache
 Program program_for(const Ew &op, int dtype, uint64_t n, int dev)
 {
-	uint32_t b1, b2;
-	std::memcpy(&b1, &op.imm, 4);
-	std::memcpy(&b2, &op.imm2, 4);
-	std::vector<int64_t> key{ 'e', op.kind, op.code, op.code2, b1, b2, (int64_t)op.cols, dtype, (int64_t)n };
-	return cached_program(std::move(key), dev, "elementwise",
-			      [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		switch (op.kind) {
-		case BINARY: return nk_binary_program(target, op.code, dtype, n, bin, len, d);
-		case TENSOR_SCALAR:
-			return nk_scalar_program(target, op.code, op.imm, op.code2, op.imm2, dtype, n, bin, len, d);
-		case BCAST_COLS:
-		case BCAST_ROWS:
-			return nk_broadcast_program(target, op.code, dtype, n / op.cols, op.cols,
-						    op.kind == BCAST_ROWS, bin, len, d);
-		default: return nk_unary_program(target, op.code, op.imm, dtype, n, bin, len, d);
-		}
-	});
+	switch (op.kind) {
+	case BINARY: return cached_program("binary", nk_binary{ op.code, dtype, n }, dev, nk_binary_program);
+	case TENSOR_SCALAR:
+		return cached_program("scalar", nk_scalar{ op.code, op.imm, op.code2, op.imm2, dtype, n }, dev,
+				      nk_scalar_program);
+	case BCAST_COLS:
+	case BCAST_ROWS:
+		return cached_program("broadcast", nk_broadcast{ op.code, dtype, n / op.cols, op.cols, op.kind == BCAST_ROWS },
+				      dev, nk_broadcast_program);
+	default: return cached_program("unary", nk_unary{ op.code, op.imm, dtype, n }, dev, nk_unary_program);
+	}
 }
 
 // two contiguous, non-empty tensors of one supported dtype on one device
@@ -208,7 +204,7 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 		at::Tensor out;                                                                 \
 		if (native_binary("aten::" #name, alu, a, b, out))                                              \
 			return out;                                                             \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::op>::call(a, b); \
+		return declined; \
 	}
 
 BINARY_OP(mul, mul_Tensor, ISA_ALU_multiply)
@@ -222,7 +218,7 @@ at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 	if (alpha.equal(1) && (native_binary("aten::add", ISA_ALU_add, a, b, out) ||
 			       native_i64_addsub("aten::add", false, a, b, out)))
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_Tensor>::call(a, b, alpha);
+	return declined;
 }
 
 at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
@@ -231,7 +227,7 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha
 	if (alpha.equal(1) && (native_binary("aten::sub", ISA_ALU_subtract, a, b, out) ||
 			       native_i64_addsub("aten::sub", true, a, b, out)))
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub_Tensor>::call(a, b, alpha);
+	return declined;
 }
 
 // ScalarE activations: func(scale * x) evaluated in fp32 and rounded to the
@@ -260,27 +256,10 @@ at::Tensor int_unary(const char *name, int func, const at::Tensor &a)
 			return run_elementwise("aten::" #name, { UNARY_ACT, func, func == ISA_ACT_identity ? -1.0f : 1.0f }, x, nullptr); \
 		if ((x = int_unary("aten::" #name, func, a)).defined())                      \
 			return x;                                                            \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::name>::call(a); \
+		return declined; \
 	}
 
-// the unary ops, once: (ATen name, ScalarE activation)
-#define NEURON_UNARY_OPS(X)                                                                    \
-	X(relu, ISA_ACT_relu)                                                                \
-	X(silu, ISA_ACT_silu)                                                                \
-	X(sigmoid, ISA_ACT_sigmoid)                                                          \
-	X(tanh, ISA_ACT_tanh)                                                                \
-	X(exp, ISA_ACT_exp)                                                                  \
-	X(log, ISA_ACT_log)                                                                  \
-	X(sqrt, ISA_ACT_sqrt)                                                                \
-	X(rsqrt, ISA_ACT_rsqrt)                                                              \
-	X(reciprocal, ISA_ACT_reciprocal)                                                    \
-	X(abs, ISA_ACT_abs)                                                                  \
-	X(sin, ISA_ACT_sin)                                                                  \
-	X(cos, ISA_ACT_cos)                                                                  \
-	X(erf, ISA_ACT_erf)                                                                  \
-	X(neg, ISA_ACT_identity) /* identity at scale -1 */
-
-NEURON_UNARY_OPS(UNARY)
+NEURON_UNARY_ACTS(UNARY)   /* the list: neuron_ops.def */
 
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 {
@@ -288,7 +267,7 @@ at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 	if (x.defined() && (approximate == "none" || approximate == "tanh"))
 		return run_elementwise("aten::gelu", { UNARY_ACT, approximate == "none" ? ISA_ACT_gelu : ISA_ACT_gelu_tanh, 1.0f },
 				       x, nullptr);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::gelu>::call(a, approximate);
+	return declined;
 }
 
 // x ** e for the exponents models use, as ScalarE activations (CPU PyTorch
@@ -307,7 +286,7 @@ at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
 		if ((double)(float)v == v)   // any other exponent: VectorE's pow ALU
 			return run_elementwise("aten::pow", { TENSOR_SCALAR, ISA_ALU_pow, (float)v }, x, nullptr);
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::pow_Tensor_Scalar>::call(a, e);
+	return declined;
 }
 
 // clamp(x, lo, hi) = min(max(x, lo), hi) as one VectorE tensor_scalar
@@ -338,7 +317,7 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 		if (r.defined())
 			return r.is_same(a) ? r.clone() : r;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::clamp>::call(a, lo, hi);
+	return declined;
 }
 
 // In-place and out= forms of the binary ops: the functional kernel, then a
@@ -376,7 +355,7 @@ at::Tensor &add_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar 
 	at::Tensor r = alpha.equal(1) ? covered("aten::add", ISA_ALU_add, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return into(self, r, false);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add__Tensor>::call(self, b, alpha);
+	return declined;
 }
 
 at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar &alpha)
@@ -384,7 +363,7 @@ at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar 
 	at::Tensor r = alpha.equal(1) ? covered("aten::sub", ISA_ALU_subtract, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return into(self, r, false);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sub__Tensor>::call(self, b, alpha);
+	return declined;
 }
 
 at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, at::Tensor &out)
@@ -392,7 +371,7 @@ at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &
 	at::Tensor r = alpha.equal(1) ? covered("aten::add", ISA_ALU_add, a, b, out) : at::Tensor();
 	if (r.defined())
 		return into(out, r, true);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::add_out>::call(a, b, alpha, out);
+	return declined;
 }
 
 at::Tensor &mul_inplace(at::Tensor &self, const at::Tensor &b)
@@ -400,7 +379,7 @@ at::Tensor &mul_inplace(at::Tensor &self, const at::Tensor &b)
 	at::Tensor r = covered("aten::mul", ISA_ALU_multiply, self, b, self);
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return into(self, r, false);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::mul__Tensor>::call(self, b);
+	return declined;
 }
 
 at::Tensor &div_inplace(at::Tensor &self, const at::Tensor &b)
@@ -408,29 +387,11 @@ at::Tensor &div_inplace(at::Tensor &self, const at::Tensor &b)
 	at::Tensor r = covered("aten::div", ISA_ALU_divide, self, b, self);
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return into(self, r, false);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::div__Tensor>::call(self, b);
+	return declined;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("add_.Tensor", add_inplace);
-	m.impl("sub_.Tensor", sub_inplace);
-	m.impl("mul_.Tensor", mul_inplace);
-	m.impl("div_.Tensor", div_inplace);
-	m.impl("add.out", add_out);
-	m.impl("add.Tensor", add);
-	m.impl("sub.Tensor", sub);
-	m.impl("mul.Tensor", mul);
-	m.impl("div.Tensor", div);
-	m.impl("maximum", maximum);
-	m.impl("minimum", minimum);
-#define UNARY_REG(name, func) m.impl(#name, name);
-	NEURON_UNARY_OPS(UNARY_REG)
-	m.impl("gelu", gelu);
-	m.impl("pow.Tensor_Scalar", pow_scalar);
-	m.impl("clamp", clamp);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_ELEMENTWISE)
 
 }  // namespace neuron

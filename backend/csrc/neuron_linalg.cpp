@@ -3,6 +3,7 @@
 // program per (shapes, strides, dtype); operands may be transposed views
 // (x @ W.t() reads W's rows and turns them round on TensorE).
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/addmm_ops.h>
@@ -131,16 +132,8 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	mm.b_elems = (uint64_t)extent_of(bc);
 	mm.bias = bias != nullptr;
 	mm.out_dtype = isa_dtype_of(out_dt);
-	std::vector<int64_t> key{ 'm', mm.dtype, mm.out_dtype, batch, m, k, n, mm.bias };
-	key.insert(key.end(), mm.a_stride, mm.a_stride + 3);
-	key.insert(key.end(), mm.b_stride, mm.b_stride + 3);
-	key.push_back((int64_t)mm.a_elems);
-	key.push_back((int64_t)mm.b_elems);
 	int dev = a.device().index();
-	Program prog = cached_program(std::move(key), dev, "matmul",
-					  [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_matmul_program(target, &mm, bin, len, d);
-	});
+	Program prog = cached_program("matmul", mm, dev, nk_matmul_program);
 	if (bias)
 		run_program(prog, dev, name, { { "a", &ac }, { "b", &bc }, { "bias", bias } }, { { "out", &out } });
 	else
@@ -153,7 +146,7 @@ at::Tensor mm(const at::Tensor &a, const at::Tensor &b)
 	at::Tensor out;
 	if (a.dim() == 2 && b.dim() == 2 && native_matmul("aten::mm", a, b, nullptr, out))
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::mm>::call(a, b);
+	return declined;
 }
 
 at::Tensor bmm(const at::Tensor &a, const at::Tensor &b)
@@ -161,7 +154,7 @@ at::Tensor bmm(const at::Tensor &a, const at::Tensor &b)
 	at::Tensor out;
 	if (a.dim() == 3 && b.dim() == 3 && native_matmul("aten::bmm", a, b, nullptr, out))
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bmm>::call(a, b);
+	return declined;
 }
 
 // beta * bias + alpha * (a @ b): natively for alpha = 1 and a bias row
@@ -177,7 +170,7 @@ at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &
 		    native_matmul("aten::addmm", a, b, no_bias ? nullptr : &bias, out))
 			return out;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::addmm>::call(bias, a, b, beta, alpha);
+	return declined;
 }
 
 }  // namespace
@@ -192,11 +185,6 @@ at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType ou
 	return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("mm", mm);
-	m.impl("bmm", bmm);
-	m.impl("addmm", addmm);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_LINALG)
 
 }  // namespace neuron

@@ -1,5 +1,5 @@
 // neuron_nki.cpp -- torch.ops.neuronsim.run_program: runs a program (the
-// bytes of an .nsp, e.g. an NKI kernel traced by neuronsim.nki) on the
+// bytes of an .nsp, e.g. an NKI kernel traced by neuronsim_nki) on the
 // device of its `neuron` tensor arguments, like any native op: on the
 // current stream's timeline, charged and traced with its label.  Loaded
 // programs are cached by their bytes, in the bounded program cache the

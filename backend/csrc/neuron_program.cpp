@@ -177,10 +177,10 @@ Program load_bytes(const void *bin, size_t len, int dev)
 	return adopt(m);
 }
 
-Program cached_program(std::vector<int64_t> key, int dev, const char *what, const ProgramGen &gen)
+Program generated_program(const ProgramKey &key, int dev, const char *what, const ProgramGen &gen)
 {
-	std::string k(1, 'g');   // generated kernels; NKI programs are keyed by their bytes
-	k.append(reinterpret_cast<const char *>(key.data()), key.size() * sizeof(int64_t));
+	std::string k(1, 'g');   // generated kernels; NKI programs ('p') are keyed by their bytes
+	k += key.str();
 	return load_program(k, dev, [&]() {
 		uint8_t *bin = nullptr;
 		size_t len = 0;

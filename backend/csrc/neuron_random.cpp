@@ -9,6 +9,7 @@
 // NeuronCore-v2 (trn1) cannot seed its PRNG: there these ops run through the
 // CPU fallback on the same generator.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/empty.h>
@@ -76,15 +77,8 @@ bool fill_random(at::Tensor &self, int kind, double a, double b, const std::opti
 	r.n = (uint64_t)self.numel();
 	r.a = (float)a;
 	r.b = (float)b;
-	uint32_t fa, fb;
-	std::memcpy(&fa, &r.a, 4);
-	std::memcpy(&fb, &r.b, 4);
 	int dev = self.device().index();
-	std::vector<int64_t> key{ 'R', kind, dt, (int64_t)r.n, fa, fb };
-	Program m = cached_program(std::move(key), dev, "random", [&](int target, uint8_t **bin, size_t *len,
-									isa_diag *d) {
-		return nk_random_program(target, &r, bin, len, d);
-	});
+	Program m = cached_program("random", r, dev, nk_random_program);
 	at::Tensor seeds = seed_tensor(gen, dev);
 	run_program(m, dev, opname, { { "seeds", &seeds } }, { { "out", &self } });
 	return true;
@@ -96,7 +90,7 @@ at::Tensor &uniform_(at::Tensor &self, double from, double to, std::optional<at:
 		    " > to=", to);
 	if (fill_random(self, NK_RAND_UNIFORM, from, to, gen, "aten::uniform_"))
 		return self;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::uniform_>::call(self, from, to, gen);
+	return declined;
 }
 
 at::Tensor &normal_(at::Tensor &self, double mean, double std, std::optional<at::Generator> gen)
@@ -104,7 +98,7 @@ at::Tensor &normal_(at::Tensor &self, double mean, double std, std::optional<at:
 	TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
 	if (fill_random(self, NK_RAND_NORMAL, mean, std, gen, "aten::normal_"))
 		return self;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::normal_>::call(self, mean, std, gen);
+	return declined;
 }
 
 bool multinomial_covered(const at::Tensor &self, int64_t n, bool replacement)
@@ -155,7 +149,7 @@ at::Tensor multinomial(const at::Tensor &self, int64_t n, bool replacement, std:
 	TORCH_CHECK(replacement || n <= self.size(-1), "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
 	if (multinomial_covered(self, n, replacement))
 		return multinomial_impl(self, n, replacement, gen);
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::multinomial>::call(self, n, replacement, gen);
+	return declined;
 }
 
 at::Tensor &multinomial_out(const at::Tensor &self, int64_t n, bool replacement, std::optional<at::Generator> gen,
@@ -169,12 +163,6 @@ at::Tensor &multinomial_out(const at::Tensor &self, int64_t n, bool replacement,
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("uniform_", uniform_);
-	m.impl("normal_", normal_);
-	m.impl("multinomial", multinomial);
-	m.impl("multinomial.out", multinomial_out);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_RANDOM)
 
 }  // namespace neuron

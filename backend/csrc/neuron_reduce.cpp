@@ -1,10 +1,11 @@
 // neuron_reduce.cpp -- row-wise ops on the device: sum, mean, amax, amin,
-// argmax, max.dim, softmax, log_softmax and layer_norm over one dim (or
-// trailing dims).  The reduced dim is brought last and made contiguous by a
+// argmax, argmin, max.dim, min.dim, all, any, softmax, log_softmax,
+// _safe_softmax and layer_norm over one dim (or trailing dims).  The reduced dim is brought last and made contiguous by a
 // DMA program when it is not already, then the row kernel runs
 // (kernels/rows.c); everything it does not cover goes to the counted CPU
 // fallback.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/CPUFallback.h>
@@ -47,13 +48,8 @@ at::Tensor rows_view(const at::Tensor &x, int64_t dim)
 void run_rows(const char *name, const nk_rows &op, const at::Tensor &x, std::initializer_list<Binding> extra_in,
 	      std::initializer_list<Binding> outs)
 {
-	uint32_t eps;
-	std::memcpy(&eps, &op.eps, 4);
-	std::vector<int64_t> key{ 'r', op.op, op.in_dtype, op.out_dtype, (int64_t)op.rows, (int64_t)op.cols, eps, op.affine };
 	int dev = x.device().index();
-	Program m = cached_program(std::move(key), dev, "row", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_rows_program(target, &op, bin, len, d);
-	});
+	Program m = cached_program("rows", op, dev, nk_rows_program);
 	std::vector<Binding> in{ { "x", &x } };
 	in.insert(in.end(), extra_in.begin(), extra_in.end());
 	if (in.size() == 1)
@@ -129,7 +125,7 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 					    dtype.value_or(self.scalar_type()));                           \
 		if (out.defined())                                                                 \
 			return out;                                                                \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::aten>::call(self, dim, keepdim, dtype); \
+		return declined; \
 	}
 
 REDUCE(sum_float, NK_ROW_SUM, sum_dim_IntList, "sum")
@@ -155,7 +151,7 @@ at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 	at::Tensor out = reduce_one("aten::amax", NK_ROW_MAX, self, dim, keepdim, self.scalar_type());
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::amax>::call(self, dim, keepdim);
+	return declined;
 }
 
 at::Tensor amin(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
@@ -163,7 +159,7 @@ at::Tensor amin(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 	at::Tensor out = reduce_one("aten::amin", NK_ROW_MIN, self, dim, keepdim, self.scalar_type());
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::amin>::call(self, dim, keepdim);
+	return declined;
 }
 
 at::Tensor argmax(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)
@@ -175,7 +171,7 @@ at::Tensor argmax(const at::Tensor &self, std::optional<int64_t> dim, bool keepd
 		out = reduce_one("aten::argmax", NK_ROW_ARGMAX, self, std::nullopt, false, self.scalar_type());
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::argmax>::call(self, dim, keepdim);
+	return declined;
 }
 
 std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, bool keepdim)
@@ -186,7 +182,7 @@ std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, 
 				   : at::Tensor();
 	if (i.defined())
 		return { v, i };
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::max_dim>::call(self, dim, keepdim);
+	return declined;
 }
 
 at::Tensor argmin(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)
@@ -198,7 +194,7 @@ at::Tensor argmin(const at::Tensor &self, std::optional<int64_t> dim, bool keepd
 		out = reduce_one("aten::argmin", NK_ROW_ARGMIN, self, std::nullopt, false, self.scalar_type());
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::argmin>::call(self, dim, keepdim);
+	return declined;
 }
 
 std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor &self, int64_t dim, bool keepdim)
@@ -209,7 +205,7 @@ std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor &self, int64_t dim, 
 				   : at::Tensor();
 	if (i.defined())
 		return { v, i };
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::min_dim>::call(self, dim, keepdim);
+	return declined;
 }
 
 // softmax / log_softmax over `dim`: computed with dim last, put back
@@ -242,7 +238,7 @@ at::Tensor softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
 	at::Tensor out = softmax_like("aten::_softmax", NK_ROW_SOFTMAX, self, dim, half_to_float);
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_softmax>::call(self, dim, half_to_float);
+	return declined;
 }
 
 at::Tensor log_softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
@@ -250,7 +246,7 @@ at::Tensor log_softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
 	at::Tensor out = softmax_like("aten::_log_softmax", NK_ROW_LOG_SOFTMAX, self, dim, half_to_float);
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_log_softmax>::call(self, dim, half_to_float);
+	return declined;
 }
 
 // all / any over a bool (or float) tensor: min / max of its values as
@@ -288,26 +284,26 @@ at::Tensor &to_out(at::Tensor &out, const at::Tensor &r)
 	at::Tensor fname##_full(const at::Tensor &self)                                                   \
 	{                                                                                              \
 		at::Tensor r = all_any(is_any, self, std::nullopt, false);                                  \
-		return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname>::call(self); \
+		return r;   /* undefined: declined */ \
 	}                                                                                              \
 	at::Tensor &fname##_full_out(const at::Tensor &self, at::Tensor &out)                             \
 	{                                                                                              \
 		at::Tensor r = all_any(is_any, self, std::nullopt, false);                                  \
 		if (r.defined() && out.is_privateuseone() && out.scalar_type() == at::kBool)                \
 			return to_out(out, r);                                                             \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_all_out>::call(self, out); \
+		return declined; \
 	}                                                                                              \
 	at::Tensor fname##_dim(const at::Tensor &self, int64_t dim, bool keepdim)                         \
 	{                                                                                              \
 		at::Tensor r = all_any(is_any, self, at::IntArrayRef{ dim }, keepdim);                      \
-		return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_dim>::call(self, dim, keepdim); \
+		return r;   /* undefined: declined */ \
 	}                                                                                              \
 	at::Tensor &fname##_dim_out(const at::Tensor &self, int64_t dim, bool keepdim, at::Tensor &out)   \
 	{                                                                                              \
 		at::Tensor r = all_any(is_any, self, at::IntArrayRef{ dim }, keepdim);                      \
 		if (r.defined() && out.is_privateuseone() && out.scalar_type() == at::kBool)                \
 			return to_out(out, r);                                                             \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_out>::call(self, dim, keepdim, out); \
+		return declined; \
 	}
 
 ALL_ANY(all, false)
@@ -321,7 +317,7 @@ at::Tensor safe_softmax(const at::Tensor &self, int64_t dim, std::optional<at::S
 	at::Tensor out = softmax_like("aten::_safe_softmax", NK_ROW_SAFE_SOFTMAX, x, dim, false);
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::_safe_softmax>::call(self, dim, dtype);
+	return declined;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, at::IntArrayRef shape,
@@ -358,33 +354,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, a
 		}
 		return { out, mean, rstd };
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::native_layer_norm>::call(x, shape, w, b, eps);
+	return declined;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("sum.dim_IntList", sum);
-	m.impl("mean.dim", mean);
-	m.impl("amax", amax);
-	m.impl("amin", amin);
-	m.impl("argmax", argmax);
-	m.impl("max.dim", max_dim);
-	m.impl("argmin", argmin);
-	m.impl("min.dim", min_dim);
-	m.impl("_softmax", softmax);
-	m.impl("_log_softmax", log_softmax);
-	m.impl("_safe_softmax", safe_softmax);
-	m.impl("all", all_full);
-	m.impl("all.all_out", all_full_out);
-	m.impl("all.dim", all_dim);
-	m.impl("all.out", all_dim_out);
-	m.impl("any", any_full);
-	m.impl("any.all_out", any_full_out);
-	m.impl("any.dim", any_dim);
-	m.impl("any.out", any_dim_out);
-	m.impl("native_layer_norm", layer_norm);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_REDUCE)
 
 }  // namespace neuron

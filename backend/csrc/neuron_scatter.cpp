@@ -9,6 +9,7 @@
 // takes any type.  Out-of-range indices fault on the device: a Python error,
 // nothing written.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/CPUFallback.h>
@@ -118,7 +119,7 @@ at::Tensor scatter_src(const at::Tensor &self, int64_t dim, const at::Tensor &in
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
 	if (covered(self, d, index, &src, false))
 		return scatter_impl(self, d, index, src, false, "aten::scatter");
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::scatter_src>::call(self, dim, index, src);
+	return declined;
 }
 
 at::Tensor &scatter_src_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
@@ -126,7 +127,7 @@ at::Tensor &scatter_src_(at::Tensor &self, int64_t dim, const at::Tensor &index,
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
 	if (covered(self, d, index, &src, false))
 		return scatter_inplace(self, d, index, src, false, "aten::scatter_");
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::scatter__src>::call(self, dim, index, src);
+	return declined;
 }
 
 at::Tensor value_source(const at::Tensor &self, const at::Tensor &index, const at::Scalar &value)
@@ -139,7 +140,7 @@ at::Tensor scatter_value(const at::Tensor &self, int64_t dim, const at::Tensor &
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
 	if (covered(self, d, index, nullptr, false))
 		return scatter_impl(self, d, index, value_source(self, index, value), false, "aten::scatter");
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::scatter_value>::call(self, dim, index, value);
+	return declined;
 }
 
 at::Tensor &scatter_value_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Scalar &value)
@@ -147,7 +148,7 @@ at::Tensor &scatter_value_(at::Tensor &self, int64_t dim, const at::Tensor &inde
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
 	if (covered(self, d, index, nullptr, false))
 		return scatter_inplace(self, d, index, value_source(self, index, value), false, "aten::scatter_");
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::scatter__value>::call(self, dim, index, value);
+	return declined;
 }
 
 at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
@@ -155,7 +156,7 @@ at::Tensor scatter_add(const at::Tensor &self, int64_t dim, const at::Tensor &in
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
 	if (covered(self, d, index, &src, true))
 		return scatter_impl(self, d, index, src, true, "aten::scatter_add");
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::scatter_add>::call(self, dim, index, src);
+	return declined;
 }
 
 at::Tensor &scatter_add_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src)
@@ -163,7 +164,7 @@ at::Tensor &scatter_add_(at::Tensor &self, int64_t dim, const at::Tensor &index,
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
 	if (covered(self, d, index, &src, true))
 		return scatter_inplace(self, d, index, src, true, "aten::scatter_add_");
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::scatter_add_>::call(self, dim, index, src);
+	return declined;
 }
 
 // index_add: out = self, out.select(dim, index[j]) += alpha * source.select(dim, j)
@@ -185,21 +186,11 @@ at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor 
 			return out;
 		}
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::index_add_out>::call(self, dim, index, source,
-												   alpha, out);
+	return declined;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("scatter.src", scatter_src);
-	m.impl("scatter_.src", scatter_src_);
-	m.impl("scatter.value", scatter_value);
-	m.impl("scatter_.value", scatter_value_);
-	m.impl("scatter_add", scatter_add);
-	m.impl("scatter_add_", scatter_add_);
-	m.impl("index_add.out", index_add_out);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_SCATTER)
 
 }  // namespace neuron

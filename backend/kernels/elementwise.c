@@ -218,16 +218,22 @@ static isa_status ew_program(int target, const ew_op *op, uint64_t n, uint8_t **
 	return st;
 }
 
-isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
-			     size_t *len, isa_diag *diag)
+isa_status nk_binary_program(int target, const nk_binary *prm, uint8_t **bin, size_t *len,
+			     isa_diag *diag)
 {
-	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype }, dtype };
-	return ew_program(target, &op, n, bin, len, diag);
+	int dt = prm->dtype;
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt };
+	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
-isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, uint64_t cols,
-				bool b_per_row, uint8_t **bin, size_t *len, isa_diag *diag)
+isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len,
+				isa_diag *diag)
 {
+	int alu = prm->alu;
+	int dtype = prm->dtype;
+	uint64_t rows = prm->rows;
+	uint64_t cols = prm->cols;
+	bool b_per_row = prm->b_per_row;
 	*bin = NULL;
 	*len = 0;
 	uint64_t rblocks = (rows + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
@@ -262,40 +268,44 @@ isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, u
 	return st;
 }
 
-isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
-			    uint8_t **bin, size_t *len, isa_diag *diag)
+isa_status nk_unary_program(int target, const nk_unary *prm, uint8_t **bin, size_t *len,
+			    isa_diag *diag)
 {
-	ew_op op = { 1, false, 0, func, scale, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype }, dtype };
-	return ew_program(target, &op, n, bin, len, diag);
+	int dt = prm->dtype;
+	ew_op op = { 1, false, 0, prm->func, prm->scale, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt };
+	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
-isa_status nk_scalar_program(int target, int alu, float s, int alu2, float s2, int dtype,
-			     uint64_t n, uint8_t **bin, size_t *len, isa_diag *diag)
+isa_status nk_scalar_program(int target, const nk_scalar *prm, uint8_t **bin, size_t *len,
+			     isa_diag *diag)
 {
-	ew_op op = { 1, true, alu, 0, s, alu2, s2, { dtype, dtype, dtype }, dtype };
-	return ew_program(target, &op, n, bin, len, diag);
+	int dt = prm->dtype;
+	ew_op op = { 1, true, prm->alu, 0, prm->s, prm->alu2, prm->s2, { dt, dt, dt }, dt };
+	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
-isa_status nk_compare_program(int target, int alu, int dtype, bool scalar, float s, uint64_t n,
-			      uint8_t **bin, size_t *len, isa_diag *diag)
+isa_status nk_compare_program(int target, const nk_compare *prm, uint8_t **bin, size_t *len,
+			      isa_diag *diag)
 {
-	ew_op op = { scalar ? 1 : 2, scalar, alu, 0, s, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype },
-		     ISA_DT_bool };
-	return ew_program(target, &op, n, bin, len, diag);
+	int dt = prm->dtype;
+	ew_op op = { prm->scalar ? 1 : 2, prm->scalar, prm->alu, 0, prm->s, ISA_ALU_bypass, 0.0f,
+		     { dt, dt, dt }, ISA_DT_bool };
+	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
-isa_status nk_cast_program(int target, int in_dtype, int out_dtype, uint64_t n, uint8_t **bin,
-			   size_t *len, isa_diag *diag)
+isa_status nk_cast_program(int target, const nk_cast *prm, uint8_t **bin, size_t *len,
+			   isa_diag *diag)
 {
 	/* x + 0: the conversion happens on the way out of the ALU */
 	ew_op op = { 1, true, ISA_ALU_add, 0, 0.0f, ISA_ALU_bypass, 0.0f,
-		     { in_dtype, in_dtype, in_dtype }, out_dtype };
-	return ew_program(target, &op, n, bin, len, diag);
+		     { prm->in_dtype, prm->in_dtype, prm->in_dtype }, prm->out_dtype };
+	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
-isa_status nk_select_program(int target, int dtype, uint64_t n, uint8_t **bin, size_t *len,
+isa_status nk_select_program(int target, const nk_select *prm, uint8_t **bin, size_t *len,
 			     isa_diag *diag)
 {
-	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dtype, dtype }, dtype };
-	return ew_program(target, &op, n, bin, len, diag);
+	int dt = prm->dtype;
+	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dt, dt }, dt };
+	return ew_program(target, &op, prm->n, bin, len, diag);
 }

@@ -31,9 +31,13 @@ static isa_ap pick(int dt, uint32_t r, uint64_t off, uint32_t f, unsigned half)
 	return isa_ap_dims(a, 1, &stride, &f);
 }
 
-isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32_t c, uint8_t **bin,
-			    size_t *len, isa_diag *diag)
+isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size_t *len,
+			    isa_diag *diag)
 {
+	int op = prm->op;
+	int out_dtype = prm->out_dtype;
+	uint64_t n = prm->n;
+	int32_t c = prm->c;
 	*bin = NULL;
 	*len = 0;
 	bool cmp = op >= NK_I64_EQ && op <= NK_I64_LE;

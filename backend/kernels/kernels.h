@@ -15,22 +15,48 @@ extern "C" {
 #endif
 
 /* out[n] = a[n] <alu> b[n], contiguous, one dtype; inputs "a", "b", output "out" */
-isa_status nk_binary_program(int target, int alu, int dtype, uint64_t n, uint8_t **bin,
-			     size_t *len, isa_diag *diag);
+typedef struct nk_binary {
+	int alu;
+	int dtype;
+	uint64_t n;
+} nk_binary;
+isa_status nk_binary_program(int target, const nk_binary *prm, uint8_t **bin, size_t *len,
+			     isa_diag *diag);
 
 /* out[r, c] = a[r, c] <alu> b, a and out [rows, cols] row-major; b is [rows, 1]
  * (b_per_row) or [cols], broadcast by stride-0 DMA patterns */
-isa_status nk_broadcast_program(int target, int alu, int dtype, uint64_t rows, uint64_t cols,
-				bool b_per_row, uint8_t **bin, size_t *len, isa_diag *diag);
+typedef struct nk_broadcast {
+	int alu;
+	int dtype;
+	uint64_t rows;
+	uint64_t cols;
+	bool b_per_row;
+} nk_broadcast;
+isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len,
+				isa_diag *diag);
 
 /* out[n] = func(scale * a[n]) on ScalarE; input "a", output "out" */
-isa_status nk_unary_program(int target, int func, float scale, int dtype, uint64_t n,
-			    uint8_t **bin, size_t *len, isa_diag *diag);
+typedef struct nk_unary {
+	int func;
+	float scale;
+	int dtype;
+	uint64_t n;
+} nk_unary;
+isa_status nk_unary_program(int target, const nk_unary *prm, uint8_t **bin, size_t *len,
+			    isa_diag *diag);
 
 /* out[n] = (a[n] <alu> s) <alu2> s2 on VectorE (tensor_scalar; alu2 may be
  * ISA_ALU_bypass); input "a", output "out" */
-isa_status nk_scalar_program(int target, int alu, float s, int alu2, float s2, int dtype,
-			     uint64_t n, uint8_t **bin, size_t *len, isa_diag *diag);
+typedef struct nk_scalar {
+	int alu;
+	float s;
+	int alu2;
+	float s2;
+	int dtype;
+	uint64_t n;
+} nk_scalar;
+isa_status nk_scalar_program(int target, const nk_scalar *prm, uint8_t **bin, size_t *len,
+			     isa_diag *diag);
 
 /* out[b, m, n] = sum_k a[b, m, k] * b[b, k, n] (+ bias[n]); out contiguous.
  * a and b are flat tensors of a_elems / b_elems elements addressed by
@@ -49,15 +75,31 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 			     isa_diag *diag);
 
 /* out[n] (bool) = a[n] <cmp> b[n], or a[n] <cmp> s with `scalar` */
-isa_status nk_compare_program(int target, int alu, int dtype, bool scalar, float s, uint64_t n,
-			      uint8_t **bin, size_t *len, isa_diag *diag);
+typedef struct nk_compare {
+	int alu;
+	int dtype;
+	bool scalar;
+	float s;
+	uint64_t n;
+} nk_compare;
+isa_status nk_compare_program(int target, const nk_compare *prm, uint8_t **bin, size_t *len,
+			      isa_diag *diag);
 /* out[n] (out_dtype) = a[n] (in_dtype) converted on VectorE (integer and
  * bool types to any 32-bit-or-smaller type; values as CPU PyTorch converts
  * them when exact in fp32) */
-isa_status nk_cast_program(int target, int in_dtype, int out_dtype, uint64_t n, uint8_t **bin,
-			   size_t *len, isa_diag *diag);
+typedef struct nk_cast {
+	int in_dtype;
+	int out_dtype;
+	uint64_t n;
+} nk_cast;
+isa_status nk_cast_program(int target, const nk_cast *prm, uint8_t **bin, size_t *len,
+			   isa_diag *diag);
 /* out[n] = a[n] (bool) ? b[n] : c[n]; inputs "a", "b", "c" */
-isa_status nk_select_program(int target, int dtype, uint64_t n, uint8_t **bin, size_t *len,
+typedef struct nk_select {
+	int dtype;
+	uint64_t n;
+} nk_select;
+isa_status nk_select_program(int target, const nk_select *prm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
 
 /* 64-bit integer elementwise ops on (low, high) int32 pairs (int64.c):
@@ -70,13 +112,27 @@ enum nk_i64_op {
 	NK_I64_MUL,                                   /* a * b */
 	NK_I64_NUM_OPS
 };
-isa_status nk_int64_program(int target, int op, int out_dtype, uint64_t n, int32_t c, uint8_t **bin,
-			    size_t *len, isa_diag *diag);
+typedef struct nk_int64 {
+	int op;
+	int out_dtype;
+	uint64_t n;
+	int32_t c;
+} nk_int64;
+isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size_t *len,
+			    isa_diag *diag);
 
 /* tril (upper false) / triu of `batch` [rows, cols] matrices, diagonal k;
  * "x" in, "out" out */
-isa_status nk_tri_program(int target, int dtype, uint64_t batch, uint64_t rows, uint64_t cols, int64_t k,
-			  bool upper, uint8_t **bin, size_t *len, isa_diag *diag);
+typedef struct nk_tri {
+	int dtype;
+	uint64_t batch;
+	uint64_t rows;
+	uint64_t cols;
+	int64_t k;
+	bool upper;
+} nk_tri;
+isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *len,
+			  isa_diag *diag);
 
 #define NK_MAX_RANK 8
 

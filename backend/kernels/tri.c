@@ -9,9 +9,15 @@
 
 #define P 128u
 
-isa_status nk_tri_program(int target, int dtype, uint64_t batch, uint64_t rows, uint64_t cols, int64_t k,
-			  bool upper, uint8_t **bin, size_t *len, isa_diag *diag)
+isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *len,
+			  isa_diag *diag)
 {
+	int dtype = prm->dtype;
+	uint64_t batch = prm->batch;
+	uint64_t rows = prm->rows;
+	uint64_t cols = prm->cols;
+	int64_t k = prm->k;
+	bool upper = prm->upper;
 	*bin = NULL;
 	*len = 0;
 	const isa_target_info *ti = isa_target_get(target);

@@ -1,8 +1,11 @@
-// neuron_select.cpp -- comparisons (bool results), where and masked_fill on
-// VectorE; operands of other shapes, strides or float dtypes are first made
-// the result's shape and dtype by DMA programs.  Integer operands go to the
-// counted CPU fallback (64-bit integers have no ISA type).
+// neuron_compare.cpp -- comparisons (bool results), isnan, the bitwise ops,
+// where and masked_fill on VectorE; operands of other shapes, strides or
+// dtypes are first made the result's shape and dtype by DMA programs, and
+// int64 operands compare exactly as (low, high) int32 pairs
+// (neuron_int64.cpp).  Calls a kernel does not cover decline to the counted
+// CPU fallback (neuron_ops.h).
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/CPUFallback.h>
@@ -44,14 +47,10 @@ at::Tensor compare(const char *name, int alu, const at::Tensor &a, const at::Ten
 		return out;
 	at::Tensor x = materialize(a, shape, dt), y = b ? materialize(*b, shape, dt) : at::Tensor();
 	int idt = isa_dtype_of(dt) != ISA_DT_INVALID ? isa_dtype_of(dt) : units_of(dt, false).dtype;
-	uint32_t sb;
-	std::memcpy(&sb, &s, 4);
 	uint64_t n = (uint64_t)out.numel();
-	std::vector<int64_t> key{ 'q', alu, idt, b != nullptr, b ? 0 : sb, (int64_t)n };
 	int dev = a.device().index();
-	Program m = cached_program(std::move(key), dev, "compare", [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_compare_program(target, alu, idt, b == nullptr, s, n, bin, len, d);
-	});
+	Program m = cached_program("compare", nk_compare{ alu, idt, b == nullptr, b ? 0.0f : s, n }, dev,
+				   nk_compare_program);
 	if (b)
 		run_program(m, dev, name, { { "a", &x }, { "b", &y } }, { { "out", &out } });
 	else
@@ -112,7 +111,7 @@ at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at:
 		at::Tensor out;                                                                  \
 		if (native_i64_compare("aten::" #fname, alu, a, b, out))                         \
 			return out;                                                              \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Tensor>::call(a, b); \
+		return declined; \
 	}                                                                                        \
 	at::Tensor fname##_scalar(const at::Tensor &a, const at::Scalar &s)                          \
 	{                                                                                        \
@@ -125,18 +124,10 @@ at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at:
 		if (!s.isFloatingPoint() && !s.isComplex() && !s.isBoolean() &&                   \
 		    native_i64_compare("aten::" #fname, alu, a, at::scalar_to_tensor(s), out))     \
 			return out;                                                              \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Scalar>::call(a, s); \
+		return declined; \
 	}
 
-#define NEURON_CMP_OPS(X)          \
-	X(eq, ISA_ALU_is_equal)    \
-	X(ne, ISA_ALU_not_equal)   \
-	X(lt, ISA_ALU_is_lt)       \
-	X(le, ISA_ALU_is_le)       \
-	X(gt, ISA_ALU_is_gt)       \
-	X(ge, ISA_ALU_is_ge)
-
-NEURON_CMP_OPS(CMP)
+NEURON_COMPARISONS(CMP)   /* the list: neuron_ops.def */
 
 // out = cond ? a : b (VectorE select); undefined when not covered
 at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a, const at::Tensor &b)
@@ -164,10 +155,7 @@ at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a,
 	int idt = u.dtype;
 	uint64_t n = (uint64_t)out.numel() * u.per;
 	int dev = cond.device().index();
-	Program m = cached_program({ 'w', idt, (int64_t)n }, dev, "select",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_select_program(target, idt, n, bin, len, d);
-	});
+	Program m = cached_program("select", nk_select{ idt, n }, dev, nk_select_program);
 	run_program(m, dev, name, { { "a", &c }, { "b", &x }, { "c", &y } }, { { "out", &out } });
 	return out;
 }
@@ -177,7 +165,7 @@ at::Tensor where(const at::Tensor &cond, const at::Tensor &a, const at::Tensor &
 	at::Tensor out = select("aten::where", cond, a, b);
 	if (out.defined())
 		return out;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::where_self>::call(cond, a, b);
+	return declined;
 }
 
 // self.masked_fill(mask, v) = where(mask, v, self), in self's dtype and shape
@@ -194,7 +182,7 @@ at::Tensor masked_fill(const at::Tensor &self, const at::Tensor &mask, const at:
 				return out;
 		}
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::masked_fill_Scalar>::call(self, mask, v);
+	return declined;
 }
 
 at::Tensor &masked_fill_(at::Tensor &self, const at::Tensor &mask, const at::Scalar &v)
@@ -207,7 +195,7 @@ at::Tensor &masked_fill_(at::Tensor &self, const at::Tensor &mask, const at::Sca
 		TORCH_CHECK(native_copy(self, out), "neuron: masked_fill_ copy");
 		return self;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::masked_fill__Scalar>::call(self, mask, v);
+	return declined;
 }
 
 // Bitwise ops on integer and bool tensors of one dtype: elementwise on
@@ -273,10 +261,7 @@ at::Tensor int_binary(const char *name, int alu, const at::Tensor &a0, const at:
 	at::Tensor x = materialize(a, shape, a.scalar_type()), y = materialize(b, shape, a.scalar_type());
 	uint64_t n = (uint64_t)out.numel() * per;
 	int dev = a.device().index();
-	Program m = cached_program({ 'b', alu, dt, (int64_t)n }, dev, "integer binary",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return nk_binary_program(target, alu, dt, n, bin, len, d);
-	});
+	Program m = cached_program("binary", nk_binary{ alu, dt, n }, dev, nk_binary_program);
 	run_program(m, dev, name, { { "a", &x }, { "b", &y } }, { { "out", &out } });
 	return out;
 }
@@ -289,7 +274,7 @@ namespace {
 		at::Tensor r = bitwise("aten::" #fname, alu, a, b);                                       \
 		if (r.defined())                                                                         \
 			return r;                                                                        \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Tensor>::call(a, b); \
+		return declined; \
 	}                                                                                                \
 	at::Tensor &fname##_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)                  \
 	{                                                                                                \
@@ -300,7 +285,7 @@ namespace {
 			TORCH_CHECK(native_copy(out, r), "neuron: " #fname " out");                      \
 			return out;                                                                      \
 		}                                                                                        \
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::fname##_Tensor_out>::call(a, b, out); \
+		return declined; \
 	}
 
 BITWISE(bitwise_and, ISA_ALU_bitwise_and)
@@ -320,12 +305,12 @@ at::Tensor bitwise_not_impl(const at::Tensor &a)
 	at::Tensor x = materialize(a, a.sizes(), a.scalar_type());
 	uint64_t n = (uint64_t)out.numel() * per;
 	int dev = a.device().index();
-	Program m = cached_program({ 'n', dt, (int64_t)n }, dev, "bitwise_not",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *d) {
-		return dt == ISA_DT_bool ? nk_compare_program(target, ISA_ALU_is_equal, dt, true, 0.0f, n, bin, len, d)
-					 : nk_scalar_program(target, ISA_ALU_bitwise_xor, -1.0f, ISA_ALU_bypass, 0.0f, dt, n,
-							     bin, len, d);
-	});
+	// bool: x == 0; integers: x ^ -1
+	Program m = dt == ISA_DT_bool
+			    ? cached_program("compare", nk_compare{ ISA_ALU_is_equal, dt, true, 0.0f, n }, dev,
+					     nk_compare_program)
+			    : cached_program("scalar", nk_scalar{ ISA_ALU_bitwise_xor, -1.0f, ISA_ALU_bypass, 0.0f, dt, n },
+					     dev, nk_scalar_program);
 	run_program(m, dev, "aten::bitwise_not", { { "a", &x } }, { { "out", &out } });
 	return out;
 }
@@ -335,7 +320,7 @@ at::Tensor bitwise_not(const at::Tensor &a)
 	at::Tensor r = bitwise_not_impl(a);
 	if (r.defined())
 		return r;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bitwise_not>::call(a);
+	return declined;
 }
 
 at::Tensor &bitwise_not_out(const at::Tensor &a, at::Tensor &out)
@@ -347,7 +332,7 @@ at::Tensor &bitwise_not_out(const at::Tensor &a, at::Tensor &out)
 		TORCH_CHECK(native_copy(out, r), "neuron: bitwise_not out");
 		return out;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::bitwise_not_out>::call(a, out);
+	return declined;
 }
 
 // isnan(x) = x != x on VectorE (integers: all false)
@@ -356,7 +341,7 @@ at::Tensor isnan(const at::Tensor &a)
 	if (float_dev(a))
 		return a.numel() ? compare("aten::isnan", ISA_ALU_not_equal, a, &a, 0)
 				 : at::empty(a.sizes(), a.options().dtype(at::kBool));
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::isnan>::call(a);
+	return declined;
 }
 
 }  // namespace
@@ -374,24 +359,6 @@ bool native_bool_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 	return out.defined();
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("isnan", isnan);
-	m.impl("bitwise_and.Tensor", bitwise_and);
-	m.impl("bitwise_or.Tensor", bitwise_or);
-	m.impl("bitwise_xor.Tensor", bitwise_xor);
-	m.impl("bitwise_and.Tensor_out", bitwise_and_out);
-	m.impl("bitwise_or.Tensor_out", bitwise_or_out);
-	m.impl("bitwise_xor.Tensor_out", bitwise_xor_out);
-	m.impl("bitwise_not", bitwise_not);
-	m.impl("bitwise_not.out", bitwise_not_out);
-#define CMP_REG(fname, alu)                           \
-	m.impl(#fname ".Tensor", fname##_tensor);     \
-	m.impl(#fname ".Scalar", fname##_scalar);
-	NEURON_CMP_OPS(CMP_REG)
-	m.impl("where.self", where);
-	m.impl("masked_fill.Scalar", masked_fill);
-	m.impl("masked_fill_.Scalar", masked_fill_);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_COMPARE)
 
 }  // namespace neuron

@@ -1,7 +1,9 @@
-// neuron_generate.cpp -- the small integer ops a generation loop runs
-// between model steps (Transformers' stopping criteria and position ids),
-// composed from the native kernels: isin, cumsum, full max / min.
+// neuron_sequence_ops.cpp -- the ops a generation loop runs between model
+// steps (Transformers' sampling, stopping criteria and position ids): topk
+// and sort (kernels/sort.c), tril / triu (kernels/tri.c), and, composed from
+// the native kernels, isin, cumsum and the full max / min.
 #include "neuron_kernels.h"
+#include "neuron_ops.h"
 
 #include <ATen/native/CPUFallback.h>
 #include <ATen/WrapDimUtils.h>
@@ -44,8 +46,7 @@ at::Tensor isin(const at::Tensor &e, const at::Tensor &t, bool assume_unique, bo
 	at::Tensor r = isin_impl(e, t, invert);
 	if (r.defined())
 		return r;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::isin_Tensor_Tensor>::call(e, t, assume_unique,
-												      invert);
+	return declined;
 }
 
 at::Tensor &isin_out(const at::Tensor &e, const at::Tensor &t, bool assume_unique, bool invert, at::Tensor &out)
@@ -57,8 +58,7 @@ at::Tensor &isin_out(const at::Tensor &e, const at::Tensor &t, bool assume_uniqu
 		TORCH_CHECK(native_copy(out, r), "neuron: isin out");
 		return out;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::isin_Tensor_Tensor_out>::call(
-		e, t, assume_unique, invert, out);
+	return declined;
 }
 
 // inclusive scan along `dim` in log2(n) steps of shifted adds (exact for
@@ -89,7 +89,7 @@ at::Tensor cumsum(const at::Tensor &self, int64_t dim, std::optional<at::ScalarT
 	at::Tensor r = cumsum_impl(self, dim, dtype);
 	if (r.defined())
 		return r;
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::cumsum>::call(self, dim, dtype);
+	return declined;
 }
 
 at::Tensor &cumsum_out(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor &out)
@@ -101,7 +101,7 @@ at::Tensor &cumsum_out(const at::Tensor &self, int64_t dim, std::optional<at::Sc
 		TORCH_CHECK(native_copy(out, r), "neuron: cumsum out");
 		return out;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::cumsum_out>::call(self, dim, dtype, out);
+	return declined;
 }
 
 // max() / min() of a whole tensor: floats by the row kernel; integers by a
@@ -127,13 +127,13 @@ at::Tensor extreme(const at::Tensor &self, bool is_max)
 at::Tensor max_full(const at::Tensor &self)
 {
 	at::Tensor r = extreme(self, true);
-	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::max>::call(self);
+	return r;   /* undefined: declined */
 }
 
 at::Tensor min_full(const at::Tensor &self)
 {
 	at::Tensor r = extreme(self, false);
-	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::min>::call(self);
+	return r;   /* undefined: declined */
 }
 
 // tril / triu over the last two dims (GpSimd affine_select, kernels/tri.c)
@@ -152,10 +152,8 @@ at::Tensor tri(const at::Tensor &self, int64_t k, bool upper)
 	const isa_target_info *ti = isa_target_get(isa_target_from_name(nsim_target_name()));
 	if (!ti || 2 * c * self.element_size() + 4096 > ti->sbuf_partition_bytes || b * ((r + 127) / 128) > 65536)
 		return {};
-	Program m = cached_program({ 't', dt, (int64_t)b, (int64_t)r, (int64_t)c, k, upper }, dev, "tril/triu",
-				       [&](int target, uint8_t **bin, size_t *len, isa_diag *dd) {
-		return nk_tri_program(target, dt, b, r, c, k, upper, bin, len, dd);
-	});
+	Program m = cached_program("tri", nk_tri{ dt, (uint64_t)b, (uint64_t)r, (uint64_t)c, k, upper }, dev,
+				   nk_tri_program);
 	run_program(m, dev, upper ? "aten::triu" : "aten::tril", { { "x", &x } }, { { "out", &out } });
 	return out;
 }
@@ -163,13 +161,13 @@ at::Tensor tri(const at::Tensor &self, int64_t k, bool upper)
 at::Tensor tril(const at::Tensor &self, int64_t k)
 {
 	at::Tensor r = tri(self, k, false);
-	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::tril>::call(self, k);
+	return r;   /* undefined: declined */
 }
 
 at::Tensor triu(const at::Tensor &self, int64_t k)
 {
 	at::Tensor r = tri(self, k, true);
-	return r.defined() ? r : at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::triu>::call(self, k);
+	return r;   /* undefined: declined */
 }
 
 // topk along `dim` for k <= 64 (also sort of <= 64 elements): k rounds of argmax (argmin) over a working
@@ -231,11 +229,7 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> bitonic_sort(const at::Tensor 
 	o.cols = (uint64_t)c;
 	o.descending = descending;
 	int dev = self.device().index();
-	std::vector<int64_t> key{ 'S', dt, (int64_t)o.rows, (int64_t)o.cols, descending };
-	Program m = cached_program(std::move(key), dev, "sort", [&](int target, uint8_t **bin, size_t *len,
-								       isa_diag *d) {
-		return nk_sort_program(target, &o, bin, len, d);
-	});
+	Program m = cached_program("sort", o, dev, nk_sort_program);
 	at::Tensor vals = at::empty(x.sizes(), x.options());
 	at::Tensor idx32 = at::empty(x.sizes(), x.options().dtype(at::kInt));
 	at::Tensor sk = at::empty({ (int64_t)nk_sort_scratch(&o) }, x.options().dtype(at::kFloat));
@@ -258,7 +252,7 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64
 			return std::make_tuple(std::get<0>(*r).narrow(d, 0, k).contiguous(),
 					       std::get<1>(*r).narrow(d, 0, k).contiguous());
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::topk>::call(self, k, dim, largest, sorted);
+	return declined;
 }
 
 // sort: the bitonic kernel for float types; otherwise (up to 64 elements)
@@ -274,24 +268,11 @@ std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, std::opti
 		if (r)
 			return *r;
 	}
-	return at::native::call_fallback_fn<&neuron_cpu_fallback, at::_ops::sort_stable>::call(self, stable, dim,
-												  descending);
+	return declined;
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)
-{
-	m.impl("topk", topk);
-	m.impl("sort.stable", sort_stable);
-	m.impl("tril", tril);
-	m.impl("triu", triu);
-	m.impl("isin.Tensor_Tensor", isin);
-	m.impl("isin.Tensor_Tensor_out", isin_out);
-	m.impl("cumsum", cumsum);
-	m.impl("cumsum.out", cumsum_out);
-	m.impl("max", max_full);
-	m.impl("min", min_full);
-}
+NEURON_REGISTER_OPS(NEURON_OPS_SEQUENCE)
 
 }  // namespace neuron

@@ -1,0 +1,73 @@
+// neuron_ops.h -- registering the `neuron` device's ATen kernels from the
+// one table of them, neuron_ops.def: NEURON_REGISTER_OPS(NEURON_OPS_<file>)
+// at the end of the file that defines the kernels registers its list, each
+// native kernel behind a generated wrapper that runs the counted CPU
+// fallback when the kernel declines (returns neuron::declined).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <torch/library.h>
+
+#include <tuple>
+#include <type_traits>
+
+#include "neuron_device.h"
+#include "neuron_ops.def"
+
+namespace neuron {
+
+// the undefined tensor a declining kernel returns by reference
+at::Tensor &declined_tensor();
+
+// What a native kernel returns to decline a call it does not cover: an
+// undefined tensor (by value or, for in-place / out= kernels, the one
+// declined_tensor()), or a tuple of undefined tensors.
+struct declined_t {
+	operator at::Tensor &() const { return declined_tensor(); }
+	template <class... T> operator std::tuple<T...>() const { return {}; }
+};
+inline constexpr declined_t declined{};
+
+inline bool is_declined(const at::Tensor &t) { return !t.defined(); }
+template <class... T> bool is_declined(const std::tuple<T...> &t) { return !std::get<0>(t).defined(); }
+
+// The registered function of a native kernel: the kernel, else the CPU
+// fallback with the same arguments (the schema's, SymInts as plain ints as
+// at::native::call_fallback_fn takes them).
+template <class Op, class Sig = typename Op::schema> struct native_or_fallback;
+template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> {
+	template <auto Kernel> static R call(typename c10::maybe_keep_symint<false, A>::type... a)
+	{
+		if constexpr (std::is_lvalue_reference_v<R>) {
+			R r = Kernel(a...);
+			if (&r != &declined_tensor())
+				return r;
+		} else {
+			R r = Kernel(a...);
+			if (!is_declined(r))
+				return r;
+		}
+		return at::native::call_fallback_fn<&neuron_cpu_fallback, Op>::call(a...);
+	}
+};
+
+}  // namespace neuron
+
+#define NEURON_OP_ROW(name, overload, kernel)                                                  \
+	m.impl(#name "." #overload,                                                            \
+	       &::neuron::native_or_fallback<at::_ops::name##_##overload>::template call<&kernel>);
+#define NEURON_OP0_ROW(name, kernel) \
+	m.impl(#name, &::neuron::native_or_fallback<at::_ops::name>::template call<&kernel>);
+#define NEURON_DEV_ROW(name, overload, kernel) m.impl(#name "." #overload, kernel);
+#define NEURON_DEV0_ROW(name, kernel) m.impl(#name, kernel);
+// sub-tables: an activation op is one default-overload row, a comparison two
+#define NEURON_UNARY_ROW(name, act) NEURON_OP0_ROW(name, name)
+#define NEURON_COMPARISON_ROWS(name, alu) \
+	NEURON_OP_ROW(name, Tensor, name##_tensor) NEURON_OP_ROW(name, Scalar, name##_scalar)
+
+#define NEURON_REGISTER_OPS(list)                                                          \
+	TORCH_LIBRARY_IMPL(aten, PrivateUse1, m)                                           \
+	{                                                                                  \
+		list(NEURON_OP_ROW, NEURON_OP0_ROW, NEURON_DEV_ROW, NEURON_DEV0_ROW)       \
+	}

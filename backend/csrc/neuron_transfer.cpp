@@ -1,0 +1,163 @@
+// neuron_transfer.cpp -- data between the host and `neuron` tensors: the
+// host<->device copies (any strides; counted and charged to the host link),
+// _copy_from in every direction (device-to-device as a DMA program,
+// neuron_copy.cpp), _local_scalar_dense and fill_/zero_.
+#include "neuron_device_internal.h"
+#include "neuron_ops.h"
+
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_local_scalar_dense_native.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/resize_native.h>
+
+#include <mutex>
+
+namespace neuron {
+
+using namespace detail;
+
+namespace {
+
+// bytes [first, last) of the storage a strided tensor touches
+void span_of(const at::Tensor &t, int64_t *first, int64_t *last)
+{
+	int64_t lo = t.storage_offset(), hi = t.storage_offset();
+	for (int64_t d = 0; d < t.dim(); d++) {
+		if (t.size(d) == 0) {
+			*first = *last = 0;
+			return;
+		}
+		int64_t ext = (t.size(d) - 1) * t.stride(d);
+		if (ext < 0)
+			lo += ext;
+		else
+			hi += ext;
+	}
+	*first = lo * t.element_size();
+	*last = (hi + 1) * t.element_size();
+}
+
+// A CPU tensor with the device tensor's values (same sizes/strides): the
+// bytes it touches are read from the device.  `transfer`: a modeled
+// device-to-host copy (counted, charged to the host link); without, the
+// simulator looking at its own memory (peek_cpu).
+at::Tensor read_to_cpu(const at::Tensor &t, bool transfer)
+{
+	if (t.numel() == 0)
+		return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+	int64_t first, last;
+	span_of(t, &first, &last);
+	auto buf = at::empty({ last - first }, t.options().dtype(at::kByte).device(at::kCPU));
+	uint64_t off;
+	nsim_tensor *dt = lookup_allocation(t.storage().data(), &off);
+	check_status(nsim_tensor_read(dt, buf.data_ptr(), off + first, last - first), "device to host copy");
+	if (transfer) {
+		{
+			std::lock_guard<std::mutex> g(g_lock);
+			g_stats.device_to_host_bytes += last - first;
+		}
+		charge_link(t.device().index(), (uint64_t)(last - first));
+	}
+	// the byte buffer holds exactly the span: view it with t's geometry
+	return at::empty({ 0 }, t.options().device(at::kCPU))
+		.set_(buf.storage(), t.storage_offset() - first / t.element_size(), t.sizes(),
+		      t.strides());
+}
+
+// writes `src` (CPU, same dtype) into device tensor `dst` element by element
+// through a CPU mirror of the bytes dst touches
+void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
+{
+	if (dst.numel() == 0)
+		return;
+	note_write(dst.storage().data());
+	int64_t first, last;
+	span_of(dst, &first, &last);
+	uint64_t off;
+	nsim_tensor *dt = lookup_allocation(dst.storage().data(), &off);
+	at::Tensor mirror;
+	if (dst.is_contiguous() && last - first == (int64_t)dst.nbytes()) {
+		mirror = src.contiguous();
+		check_status(nsim_tensor_write(dt, mirror.data_ptr(), off + first, last - first), "host to device copy");
+	} else {
+		mirror = read_to_cpu(dst, true);                       // keep the bytes between elements
+		mirror.copy_(src);
+		const uint8_t *base = static_cast<const uint8_t *>(mirror.storage().data());
+		check_status(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
+	}
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		g_stats.host_to_device_bytes += last - first;
+	}
+	charge_link(dst.device().index(), (uint64_t)(last - first));
+}
+
+}  // namespace
+
+at::Tensor peek_cpu(const at::Tensor &t)
+{
+	return read_to_cpu(t, false);
+}
+
+at::Tensor to_cpu(const at::Tensor &t)
+{
+	return read_to_cpu(t, true);
+}
+
+namespace {
+
+// every direction: host<->device and device<->device, any strides, any dtypes
+at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
+{
+	(void)non_blocking;
+	TORCH_CHECK(self.defined() && dst.defined(), "neuron: copy of an undefined tensor");
+	if (self.is_cpu() && dst.is_privateuseone()) {
+		write_from_cpu(dst, self.to(dst.scalar_type()));
+	} else if (self.is_privateuseone() && dst.is_cpu()) {
+		const_cast<at::Tensor &>(dst).copy_(read_to_cpu(self, true));
+	} else {
+		TORCH_CHECK(self.is_privateuseone() && dst.is_privateuseone(),
+			    "neuron: copy between ", self.device(), " and ", dst.device());
+		if (self.device() != dst.device() || !native_copy(dst, self)) {
+			// across cores or a cast the DMA cannot do: through the host, counted
+			count_fallback("aten::copy_");
+			write_from_cpu(dst, read_to_cpu(self, true).to(dst.scalar_type()));
+		}
+	}
+	return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
+{
+	at::native::resize_(dst, self.sizes(), std::nullopt);
+	return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor &self)
+{
+	return at::native::_local_scalar_dense_cpu(read_to_cpu(self, true));
+}
+
+at::Tensor &fill_scalar(at::Tensor &self, const at::Scalar &value)
+{
+	if (self.numel() == 0 || native_fill(self, value))
+		return self;
+	count_fallback("aten::fill_");
+	auto cpu = at::empty(self.sizes(), self.options().device(at::kCPU));
+	cpu.fill_(value);
+	write_from_cpu(self, cpu);
+	return self;
+}
+
+at::Tensor &zero(at::Tensor &self)
+{
+	return fill_scalar(self, 0);
+}
+
+}  // namespace
+
+NEURON_REGISTER_OPS(NEURON_OPS_TRANSFER)
+
+}  // namespace neuron

@@ -1,0 +1,107 @@
+// neuron_views.cpp -- `neuron` tensors and their views: empty /
+// empty_strided on the caching allocator (neuron_allocator.cpp), and the
+// metadata-only ops that need a per-backend kernel (as_strided, view,
+// reshape alias, unfold, resize_, set_).
+#include "neuron_device_internal.h"
+#include "neuron_ops.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_cpu_dispatch.h>
+#include <ATen/ops/resize_native.h>
+#include <ATen/ops/set_cpu_dispatch.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_native.h>
+
+namespace neuron {
+
+namespace {
+
+// the checks every factory shares; returns the device to allocate on
+c10::Device factory_device(std::optional<at::Layout> layout, std::optional<at::Device> device,
+			   std::optional<bool> pin_memory)
+{
+	TORCH_CHECK(c10::layout_or_default(layout) == at::Layout::Strided,
+		    "neuron: only strided tensors are supported");
+	TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "neuron: pinned memory lives on the CPU");
+	return c10::device_or_default(device);
+}
+
+constexpr c10::DispatchKeySet kNeuronKeys(c10::DispatchKey::PrivateUse1);
+
+at::Tensor empty_memory_format(at::IntArrayRef size, std::optional<at::ScalarType> dtype,
+			       std::optional<at::Layout> layout, std::optional<at::Device> device,
+			       std::optional<bool> pin_memory,
+			       std::optional<at::MemoryFormat> memory_format)
+{
+	const c10::DeviceGuard guard(factory_device(layout, device, pin_memory));
+	return at::detail::empty_generic(size, c10::GetAllocator(c10::DeviceType::PrivateUse1), kNeuronKeys, c10::dtype_or_default(dtype),
+					 memory_format);
+}
+
+at::Tensor empty_strided(at::IntArrayRef size, at::IntArrayRef stride,
+			 std::optional<at::ScalarType> dtype, std::optional<at::Layout> layout,
+			 std::optional<at::Device> device, std::optional<bool> pin_memory)
+{
+	const c10::DeviceGuard guard(factory_device(layout, device, pin_memory));
+	return at::detail::empty_strided_generic(size, stride, c10::GetAllocator(c10::DeviceType::PrivateUse1), kNeuronKeys,
+						 c10::dtype_or_default(dtype));
+}
+
+at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride,
+		      std::optional<c10::SymInt> offset)
+{
+	return at::cpu::as_strided_symint(self, size, stride, offset);
+}
+
+const at::Tensor &resize_(const at::Tensor &self, c10::SymIntArrayRef size,
+			  std::optional<at::MemoryFormat> fmt)
+{
+	return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), fmt);
+}
+
+at::Tensor reshape_alias(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride)
+{
+	return at::native::_reshape_alias(self, C10_AS_INTARRAYREF_SLOW(size),
+					  C10_AS_INTARRAYREF_SLOW(stride));
+}
+
+at::Tensor view(const at::Tensor &self, c10::SymIntArrayRef size)
+{
+	return at::native::view(self, C10_AS_INTARRAYREF_SLOW(size));
+}
+
+// view ops with per-backend kernels: all metadata, no data touched
+at::Tensor unfold(const at::Tensor &self, int64_t dim, int64_t size, int64_t step)
+{
+	return at::native::unfold(self, dim, size, step);
+}
+
+at::Tensor view_dtype(const at::Tensor &self, at::ScalarType dtype)
+{
+	return at::native::view_dtype(self, dtype);
+}
+
+at::Tensor &set_tensor(at::Tensor &self, const at::Tensor &src)
+{
+	return at::native::set_tensor_(self, src);
+}
+
+at::Tensor &set_storage(at::Tensor &self, at::Storage src)
+{
+	return at::native::set_(self, src);
+}
+
+at::Tensor &set_storage_offset(at::Tensor &self, at::Storage src, int64_t offset, at::IntArrayRef size,
+			       at::IntArrayRef stride)
+{
+	return at::cpu::set_(self, src, offset, size, stride);
+}
+
+}  // namespace
+
+NEURON_REGISTER_OPS(NEURON_OPS_VIEWS)
+
+}  // namespace neuron
