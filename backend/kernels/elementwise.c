@@ -229,10 +229,7 @@ isa_status nk_binary_program(int target, const nk_binary *prm, uint8_t **bin, si
 isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len,
 				isa_diag *diag)
 {
-	int alu = prm->alu;
-	int dtype = prm->dtype;
-	uint64_t rows = prm->rows;
-	uint64_t cols = prm->cols;
+	uint64_t rows = prm->rows, cols = prm->cols;
 	bool b_per_row = prm->b_per_row;
 	*bin = NULL;
 	*len = 0;
@@ -261,7 +258,8 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 			x->pstride_b = b_per_row ? 1 : 0;
 			x->fstride_b = b_per_row ? 0 : 1;
 		}
-	ew_op op = { 2, false, alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dtype, dtype, dtype }, dtype };
+	int dt = prm->dtype;
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt };
 	isa_status st = ew_emit(target, &op, rows * cols, b_per_row ? rows : cols, tiles, nt,
 				bin, len, diag);
 	free(tiles);

@@ -34,8 +34,7 @@ static isa_ap pick(int dt, uint32_t r, uint64_t off, uint32_t f, unsigned half)
 isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size_t *len,
 			    isa_diag *diag)
 {
-	int op = prm->op;
-	int out_dtype = prm->out_dtype;
+	int op = prm->op, out_dtype = prm->out_dtype;
 	uint64_t n = prm->n;
 	int32_t c = prm->c;
 	*bin = NULL;

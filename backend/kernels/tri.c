@@ -13,9 +13,7 @@ isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *
 			  isa_diag *diag)
 {
 	int dtype = prm->dtype;
-	uint64_t batch = prm->batch;
-	uint64_t rows = prm->rows;
-	uint64_t cols = prm->cols;
+	uint64_t batch = prm->batch, rows = prm->rows, cols = prm->cols;
 	int64_t k = prm->k;
 	bool upper = prm->upper;
 	*bin = NULL;
