@@ -48,6 +48,12 @@ par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kern
 # bf16 results come back widened to float32
 NP_TO_ISA = {np.dtype(t): name for name, t in neuronsim.DTYPES.items() if t is not None}
 ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None}, "bf16": np.float32}
+# NumPy extension dtypes of the ml_dtypes kind (jax, ml_dtypes): by name
+EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+def _np_isa_dtype(dtype):
+    return NP_TO_ISA.get(dtype) or EXT_TO_ISA.get(dtype.name)
 
 
 class Convention:
@@ -64,6 +70,11 @@ class Convention:
         raise NotImplementedError
 
     def run(self, kernel, program, ins, outs, multi):
+        raise NotImplementedError
+
+    def host_array(self, value):
+        """The value as a NumPy array the simulator can bind (bf16 data
+        widened exactly to float32 is fine: it is rounded back)."""
         raise NotImplementedError
 
 
@@ -153,7 +164,7 @@ class Kernel:
                     raise NKIError(f"argument {name}: a {type(value).__module__}.{type(value).__name__}; kernels "
                                    "take NumPy arrays here (for torch `neuron` tensors, use torch_neuronsim.nki)")
                 if isinstance(value, np.ndarray) or conv is not None:
-                    dt = NP_TO_ISA.get(value.dtype) if conv is None else conv.isa_dtype(value)
+                    dt = _np_isa_dtype(value.dtype) if conv is None else conv.isa_dtype(value)
                     if dt is None:
                         raise NKIError(f"argument {name}: dtype {value.dtype} has no device type")
                     ht = hbm_tensor(t.unique(name), tuple(value.shape), dt)
@@ -182,10 +193,21 @@ class Kernel:
             tracer._current = prev
 
     def simulate(self, *args, trace=None, check_races=False, **kwargs):
-        program, ins, outs, multi = self.trace(*args, **kwargs)
+        """(outputs as NumPy arrays, KernelResult) of one simulated run."""
+        return self.run_traced(*self.trace(*args, **kwargs), trace=trace, check_races=check_races)
+
+    def run_traced(self, program, ins, outs, multi, trace=None, check_races=False):
+        """Runs a traced program on the simulator: host arrays in (NumPy, or
+        what a registered convention turns into NumPy), NumPy out."""
         races = find_races(program) if check_races else None
-        res = neuronsim.run(program, {t.name: (a, t.dtype) for t, a in ins},
-                            {o.name: (o.shape, o.dtype) for o in outs}, target=self.target,
+        arrays = {}
+        for t, a in ins:
+            conv = None if isinstance(a, np.ndarray) else _convention_of(a)
+            a = a if conv is None else conv.host_array(a)
+            if t.dtype in ("bf16", "fp8_e4m3", "fp8_e5m2") and a.dtype.name in EXT_TO_ISA:
+                a = a.astype(np.float32)          # exact: the simulator rounds back to the same values
+            arrays[t.name] = (a, t.dtype)
+        res = neuronsim.run(program, arrays, {o.name: (o.shape, o.dtype) for o in outs}, target=self.target,
                             label=self.func.__name__, trace=trace)
         st = res.stats
         total = st["total_ps"] or 1

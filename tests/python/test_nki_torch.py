@@ -38,3 +38,19 @@ def test_bf16_matmul_kernel_on_neuron_tensors():
     torch.testing.assert_close(y.cpu().float(), ref, rtol=1e-2, atol=1e-2 * ref.abs().max().item())
     import torch_neuronsim.nki.language as nl
     assert nl.tile_size.pmax == 128
+
+
+def test_bf16_cpu_tensors_run_on_the_simulator():
+    """NumPy has no bf16: CPU torch bf16 tensors are kernel arguments too
+    (simulated like NumPy arrays; CPU bf16 tensors back)."""
+    a = torch.randn(128, 512).bfloat16()
+    b = torch.randn(128, 512).bfloat16()
+    c = kernels.tensor_add(a, b)
+    assert c.device.type == "cpu" and c.dtype == torch.bfloat16
+    torch.testing.assert_close(c, (a.float() + b.float()).bfloat16(), rtol=0, atol=0)
+    out, res = nki.simulate(kernels.tensor_add, a, b)
+    assert res.latency_us > 0 and out.dtype.name == "float32"
+    # mixing CPU and neuron tensors in one call is refused by name
+    import pytest
+    with pytest.raises(nki.NKIError, match="one kind per call"):
+        kernels.tensor_add(a.to("neuron"), b)

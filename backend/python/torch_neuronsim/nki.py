@@ -30,11 +30,22 @@ class TorchConvention(_nki.Convention):
     def isa_dtype(self, value):
         return _TORCH_TO_ISA.get(value.dtype)
 
+    def host_array(self, value):
+        t = value.detach().cpu()
+        return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
     def run(self, kernel, program, ins, outs, multi):
-        off = next(((t.name, a.device) for t, a in ins if a.device.type != "neuron"), None)
-        if off:
-            raise _nki.NKIError(f"{kernel.func.__name__}: argument {off[0]} is on {off[1]}; NKI kernels run on "
-                                "`neuron` tensors (or NumPy arrays)")
+        devices = {a.device.type for _, a in ins}
+        if devices == {"cpu"}:
+            # CPU tensors (bf16 included, which NumPy has not): simulated like
+            # NumPy arrays, results back as CPU tensors of the output dtypes
+            values, _ = kernel.run_traced(program, ins, outs, multi)
+            values = values if multi else (values,)
+            res = [torch.from_numpy(v).to(_ISA_TO_TORCH[o.dtype]) for v, o in zip(values, outs)]
+            return tuple(res) if multi else res[0]
+        if devices != {"neuron"} and ins:
+            raise _nki.NKIError(f"{kernel.func.__name__}: arguments on {sorted(devices)}; NKI kernels run on "
+                                "`neuron` tensors, CPU tensors or NumPy arrays, one kind per call")
         dev = ins[0][1].device if ins else torch.device("neuron")
         results = [torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in outs]
         blob = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
