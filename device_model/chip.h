@@ -26,7 +26,8 @@ typedef struct dm_chip {
 	uint32_t    scalar_elems_16bit;  /* v4: 256 for bf16/fp16/fp8 */
 	uint32_t    gpsimd_elems;
 	uint32_t    min_ii;              /* minimum initiation interval, cycles */
-	uint32_t    static_overhead;     /* dependent/tiny Vector/Scalar instr, cycles */
+	uint32_t    static_overhead;     /* dependent/tiny Vector/GpSimd instr, cycles */
+	uint32_t    scalar_overhead;     /* the same for ScalarE (its activation pipeline) */
 	/* v2 port contention (HW On-chip memory): Vector and GpSimd cannot access
 	 * SBUF in parallel; Vector and Scalar cannot access PSUM in parallel */
 	bool        sbuf_vector_gpsimd_shared;

@@ -24,6 +24,10 @@ static const dm_chip chips[] = {
 		.gpsimd_elems = 128,
 		.min_ii = 64,                             /* HW Cost model: MIN_II ~ 64 */
 		.static_overhead = 100,                   /* HW: ~100 cycles static overhead */
+		/* dependent 1-element ScalarE instructions issue every ~189 ns =
+		 * 264 cycles on v2 (CALIBRATION C-09, nki_perf_guide.rst): MIN_II
+		 * 64 + 200 cycles until the result can be read */
+		.scalar_overhead = 200,
 		/* HW: v2 contention; v3 lifts both (arbitrated bus, per-bank PSUM) */
 		.sbuf_vector_gpsimd_shared = true, .psum_vector_scalar_shared = true,
 		.dma_engines = 16, .dma_queues = 16,      /* HW DMA */
@@ -46,7 +50,7 @@ static const dm_chip chips[] = {
 		.vector_elems_16bit = 512, .vector_elems = 256, /* HW: v3 512 bf16/fp16, 256 other */
 		.scalar_elems = 128, .scalar_elems_16bit = 128,
 		.gpsimd_elems = 128,
-		.min_ii = 64, .static_overhead = 100,
+		.min_ii = 64, .static_overhead = 100, .scalar_overhead = 200,   /* as v2: no later figure */
 		.dma_engines = 16, .dma_queues = 16,
 		.dma_engine_rate = 27200,
 		/* sustained 23 B/ns (HW DMA): 4096/23 - 4096/27.2 = 27.5 ns; this also
@@ -67,7 +71,7 @@ static const dm_chip chips[] = {
 		.vector_elems_16bit = 512, .vector_elems = 256,
 		.scalar_elems = 128, .scalar_elems_16bit = 256, /* HW: v4 256 for BF16/FP16/FP8 */
 		.gpsimd_elems = 128,
-		.min_ii = 64, .static_overhead = 100,
+		.min_ii = 64, .static_overhead = 100, .scalar_overhead = 200,   /* as v2: no later figure */
 		.dma_engines = 16, .dma_queues = 16,
 		.dma_engine_rate = 38400,                 /* HW: 38.4 GB/s (v4) */
 		/* sustained 33 B/ns (HW): 4096/33 - 4096/38.4 = 17.5 ns */

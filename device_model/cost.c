@@ -21,12 +21,13 @@ static uint64_t free_n(const isa_instr *in, int slot)
 
 static bool is16(int dt) { return dt == ISA_DT_bf16 || dt == ISA_DT_fp16; }
 
-/* compute engines finish a result ~static_overhead cycles after they stop
+/* compute engines finish a result a fixed number of cycles after they stop
  * issuing it (HW: "~100 cycles static overhead for dependent or tiny
- * Vector/Scalar instructions") */
-static dm_cost pipelined(const dm_chip *ch, uint64_t busy)
+ * Vector/Scalar instructions"; ScalarE: C-09's 264-cycle dependent
+ * initiation interval, see chips.c) */
+static dm_cost pipelined(const dm_chip *ch, int engine, uint64_t busy)
 {
-	dm_cost c = { busy, busy + ch->static_overhead };
+	dm_cost c = { busy, busy + (engine == ISA_ENGINE_SCALAR ? ch->scalar_overhead : ch->static_overhead) };
 	return c;
 }
 
@@ -102,7 +103,7 @@ static dm_cost cost_transpose(const dm_chip *ch, int engine, const isa_instr *in
 		dm_cost r = { c, c + 64 };
 		return r;
 	}
-	return pipelined(ch, u64max(ch->min_ii, f));
+	return pipelined(ch, engine, u64max(ch->min_ii, f));
 }
 
 /* HW: activation max(MIN_II, N), + MIN_II with reduce; v4 ScalarE doubles
@@ -117,7 +118,7 @@ static dm_cost cost_activation(const dm_chip *ch, int engine, const isa_instr *i
 	uint64_t c = u64max(ch->min_ii, n);
 	if (in->e[1] != ISA_ALU_bypass)
 		c += ch->min_ii;
-	return pipelined(ch, c);
+	return pipelined(ch, engine, c);
 }
 
 /* HW: tensor_scalar, tensor_copy: max(MIN_II, N), v3+ VectorE perf modes */
@@ -126,7 +127,7 @@ static dm_cost cost_elementwise(const dm_chip *ch, int engine, const isa_instr *
 {
 	(void)ctx;
 	uint64_t n = ceil_div(free_n(in, ISA_AP_SRC), vector_speedup(ch, engine, in));
-	return pipelined(ch, u64max(ch->min_ii, n));
+	return pipelined(ch, engine, u64max(ch->min_ii, n));
 }
 
 /* HW: max(MIN_II, N) with one input in PSUM and one in SBUF, or all bf16
@@ -146,7 +147,7 @@ static dm_cost cost_tensor_tensor(const dm_chip *ch, int engine, const isa_instr
 	if (engine == ISA_ENGINE_VECTOR && ch->vector_elems_16bit > ISA_NUM_PARTITIONS &&
 	    all_16bit(in) && s0 == ISA_SPACE_SBUF && s1 == ISA_SPACE_SBUF)
 		c = ceil_div(c, 2);
-	return pipelined(ch, u64max(ch->min_ii, c));
+	return pipelined(ch, engine, u64max(ch->min_ii, c));
 }
 
 /* HW: tensor_reduce N/2 for bf16 add/max, else N */
@@ -158,7 +159,7 @@ static dm_cost cost_reduce(const dm_chip *ch, int engine, const isa_instr *in,
 	int op = in->e[0];
 	if (in->ap[ISA_AP_SRC].dtype == ISA_DT_bf16 && (op == ISA_ALU_add || op == ISA_ALU_max))
 		n = ceil_div(n, 2);
-	return pipelined(ch, u64max(n, 1));
+	return pipelined(ch, engine, u64max(n, 1));
 }
 
 /* Not published.  Estimate: each of GpSimd's 8 cores owns 16 partitions
@@ -170,7 +171,7 @@ static dm_cost cost_partition_reduce(const dm_chip *ch, int engine, const isa_in
 {
 	(void)engine, (void)ctx;
 	uint64_t n = free_n(in, ISA_AP_SRC), p = in->ap[ISA_AP_SRC].nparts;
-	return pipelined(ch, u64max(ch->min_ii, n) * ceil_div(p, 16) + 8 * ch->min_ii);
+	return pipelined(ch, engine, u64max(ch->min_ii, n) * ceil_div(p, 16) + 8 * ch->min_ii);
 }
 
 /* Not published.  select reads three operands; costed as the slow
@@ -179,7 +180,7 @@ static dm_cost cost_select(const dm_chip *ch, int engine, const isa_instr *in,
 			   const dm_cost_ctx *ctx)
 {
 	(void)engine, (void)ctx;
-	return pipelined(ch, u64max(ch->min_ii, 2 * free_n(in, ISA_AP_DST)));
+	return pipelined(ch, engine, u64max(ch->min_ii, 2 * free_n(in, ISA_AP_DST)));
 }
 
 /* HW: memset max(MIN_II, N/2) for zero bf16/fp16, else max(MIN_II, N) */
@@ -190,7 +191,7 @@ static dm_cost cost_memset(const dm_chip *ch, int engine, const isa_instr *in,
 	uint64_t n = free_n(in, ISA_AP_DST);
 	if (is16(in->ap[ISA_AP_DST].dtype) && in->imm[0].bits == 0)
 		n = ceil_div(n, 2);
-	return pipelined(ch, u64max(ch->min_ii, n));
+	return pipelined(ch, engine, u64max(ch->min_ii, n));
 }
 
 /* HW: iota 150 + N */
@@ -198,7 +199,7 @@ static dm_cost cost_iota(const dm_chip *ch, int engine, const isa_instr *in,
 			 const dm_cost_ctx *ctx)
 {
 	(void)engine, (void)ctx;
-	return pipelined(ch, 150 + free_n(in, ISA_AP_DST));
+	return pipelined(ch, engine, 150 + free_n(in, ISA_AP_DST));
 }
 
 /* HW: affine_select ~150 + N */
@@ -206,7 +207,7 @@ static dm_cost cost_affine_select(const dm_chip *ch, int engine, const isa_instr
 				  const dm_cost_ctx *ctx)
 {
 	(void)engine, (void)ctx;
-	return pipelined(ch, 150 + free_n(in, ISA_AP_SRC));
+	return pipelined(ch, engine, 150 + free_n(in, ISA_AP_SRC));
 }
 
 /* Triggering a DMA occupies the issuing sequencer for one MIN_II (its
@@ -286,4 +287,35 @@ uint64_t dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *sh, uint64_t 
 	uint64_t bytes = rows * sh->row_bytes, descs = rows * sh->descs_per_row;
 	return descs * chip->dma_desc_overhead_ps +
 	       (bytes * 1000000u + chip->dma_engine_rate - 1) / chip->dma_engine_rate;
+}
+
+void dm_dma_rows_per_engine(const dm_chip *chip, const isa_dma_desc *d, uint64_t total_rows,
+			    uint32_t nengines, uint64_t *rows)
+{
+	(void)chip;
+	for (uint32_t k = 0; k < nengines; k++)
+		rows[k] = 0;
+	if (!nengines || !total_rows)
+		return;
+	/* the partition the first row sits on: the on-chip side's (indirect:
+	 * the index's, whose partitions the rows follow) */
+	const isa_ap *onchip = d->mode != ISA_DMA_DIRECT             ? &d->index
+			       : d->dst.space != ISA_SPACE_HBM ? &d->dst
+			       : d->src.space != ISA_SPACE_HBM ? &d->src
+							       : NULL;
+	uint64_t first = onchip ? onchip->start : 0;
+	uint64_t per = (ISA_NUM_PARTITIONS + nengines - 1) / nengines;   /* partitions per engine */
+	uint64_t blk0 = first / per, blk1 = (first + total_rows - 1) / per;
+	if (blk1 - blk0 >= 4ull * nengines) {
+		/* many blocks (long HBM-to-HBM transfers): every engine gets its
+		 * share, the remainder to the first ones */
+		for (uint32_t k = 0; k < nengines; k++)
+			rows[k] = total_rows / nengines + (k < total_rows % nengines ? 1 : 0);
+		return;
+	}
+	for (uint64_t b = blk0; b <= blk1; b++) {
+		uint64_t lo = b * per > first ? b * per : first;
+		uint64_t hi = (b + 1) * per < first + total_rows ? (b + 1) * per : first + total_rows;
+		rows[b % nengines] += hi - lo;
+	}
 }

@@ -46,5 +46,13 @@ typedef struct dm_dma_shape {
 dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d);
 /* picoseconds one DMA engine is busy moving `rows` rows of `shape` */
 uint64_t     dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *shape, uint64_t rows);
+/* How a transfer's rows fall on the DMA engines: each engine serves a
+ * fixed block of partitions (128 / engines, HARDWARE.md "DMA" and
+ * CALIBRATION C-10: A[4, 4096] moves on one engine), so the rows of the
+ * on-chip side land on the engines of their partitions; a transfer between
+ * HBM tensors takes its rows in the same blocks.  rows[k] (k < nengines,
+ * at most 32) gets engine k's row count. */
+void         dm_dma_rows_per_engine(const dm_chip *chip, const isa_dma_desc *d, uint64_t total_rows,
+				    uint32_t nengines, uint64_t *rows);
 
 #endif

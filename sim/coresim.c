@@ -15,7 +15,11 @@
  * the array; multiply_moving starts when the array and its stationary are
  * ready.
  *
- * DMA: a transfer's rows are dealt round-robin over the core's DMA engines;
+ * Compute engines issue back to back; an instruction reading what an earlier
+ * one of its own engine writes waits for that result (after_own_writes).
+ *
+ * DMA: a transfer's rows fall on the DMA engines that serve their
+ * partitions, 128 / 16 = 8 each (dm_dma_rows_per_engine, device_model/cost.c);
  * each engine serves its slices in arrival order, one transfer at a time,
  * paying a per-descriptor overhead plus bytes at its rate; the memory side is
  * the nsim_mem_timing interface.  The transfer starts after the DMA issue
@@ -34,6 +38,15 @@
 enum { EV_ENGINE = 1, EV_SEM, EV_DMA_DONE };
 enum { ENG_IDLE = 0, ENG_READY, ENG_WAIT_SEM, ENG_WAIT_BARRIER, ENG_DONE };
 
+/* an on-chip region an instruction writes, readable from `ready` on */
+typedef struct pending_write {
+	uint8_t  space;
+	uint32_t p0, p1;            /* partitions [p0, p1) */
+	uint64_t b0, b1;            /* bytes [b0, b1) inside each partition */
+	uint64_t ready;             /* ps */
+} pending_write;
+#define NSIM_PENDING_WRITES 8   /* deeper than any engine's pipeline holds */
+
 typedef struct eng {
 	const isa_instr *stream;
 	uint32_t         n, pc;
@@ -44,6 +57,8 @@ typedef struct eng {
 	uint64_t         issue_at;   /* the engine can start its next instruction */
 	uint64_t         done_at;    /* every issued instruction has completed */
 	uint64_t         busy_until; /* end of the latest busy interval counted */
+	pending_write    pw[NSIM_PENDING_WRITES];   /* its recent writes still in the pipeline */
+	uint32_t         npw;
 } eng;
 
 typedef struct sim {
@@ -192,8 +207,12 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	uint64_t ready = t + (s->timed ? s->chip->dma_issue_latency_ps : 0);
 	uint64_t end = ready, first = UINT64_MAX;
 	uint32_t used = 0;
-	for (uint32_t k = 0; k < neng && k < rows; k++) {
-		uint64_t my_rows = rows / neng + (k < rows % neng ? 1 : 0);
+	uint64_t per_engine[32];
+	dm_dma_rows_per_engine(s->chip, d, rows, neng, per_engine);
+	for (uint32_t k = 0; k < neng; k++) {
+		uint64_t my_rows = per_engine[k];
+		if (!my_rows)
+			continue;
 		uint64_t start = umax(ready, umax(s->dma_free[k], s->queue_last[q][k]));
 		uint64_t fin = s->timed ? dma_slice_end(s, start, &sh, my_rows, read_addr, hbm_read,
 							write_addr, hbm_write)
@@ -244,6 +263,74 @@ static void count_busy(sim *s, int k, int opcode, uint64_t start, uint64_t end)
 	e->busy_until = umax(e->busy_until, end);
 }
 
+/* the bytes [b0, b1) of each partition an on-chip access pattern touches */
+static void ap_region(const isa_ap *ap, pending_write *w)
+{
+	int64_t lo = 0, hi = 0;
+	for (unsigned d = 0; d < ap->ndims && d < ISA_MAX_DIMS; d++) {
+		int64_t ext = (int64_t)ap->stride[d] * ((int64_t)ap->size[d] - 1);
+		lo += ext < 0 ? ext : 0;
+		hi += ext > 0 ? ext : 0;
+	}
+	int64_t esz = isa_dtype_size(ap->dtype);
+	int64_t b0 = (int64_t)ap->offset + lo * esz;
+	w->space = ap->space;
+	w->p0 = ap->start;
+	w->p1 = ap->start + ap->nparts;
+	w->b0 = b0 < 0 ? 0 : (uint64_t)b0;
+	w->b1 = (uint64_t)((int64_t)ap->offset + (hi + 1) * esz);
+}
+
+static bool regions_overlap(const pending_write *a, const pending_write *b)
+{
+	return a->space == b->space && a->p0 < b->p1 && b->p0 < a->p1 && a->b0 < b->b1 && b->b0 < a->b1;
+}
+
+/*
+ * An engine issues its stream back to back, but an instruction that reads
+ * what an earlier one of the same engine writes waits until that result
+ * leaves the pipeline (writes land in order, so overwriting waits for
+ * nothing): "~100 cycles static overhead for
+ * dependent or tiny Vector/Scalar instructions" and the 264-cycle dependent
+ * ScalarE initiation interval (HARDWARE.md cost model, CALIBRATION C-09).
+ * Returns the earliest start; forgets writes that have landed by then.
+ */
+static uint64_t after_own_writes(eng *e, const isa_instr *in, uint64_t start)
+{
+	for (int slot = 0; slot < ISA_MAX_AP; slot++) {
+		if (!((in->ap_mask >> slot) & 1u) || in->ap[slot].space == ISA_SPACE_HBM ||
+		    slot == ISA_AP_DST || slot == ISA_AP_AUX)
+			continue;
+		pending_write r;
+		ap_region(&in->ap[slot], &r);
+		for (uint32_t i = 0; i < e->npw; i++)
+			if (e->pw[i].ready > start && regions_overlap(&e->pw[i], &r))
+				start = e->pw[i].ready;
+	}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < e->npw; i++)
+		if (e->pw[i].ready > start)
+			e->pw[n++] = e->pw[i];
+	e->npw = n;
+	return start;
+}
+
+static void note_own_writes(eng *e, const isa_instr *in, uint64_t ready)
+{
+	static const int written[] = { ISA_AP_DST, ISA_AP_AUX };
+	for (unsigned j = 0; j < sizeof(written) / sizeof(written[0]); j++) {
+		int slot = written[j];
+		if (!((in->ap_mask >> slot) & 1u) || in->ap[slot].space == ISA_SPACE_HBM)
+			continue;
+		if (e->npw == NSIM_PENDING_WRITES) {    /* the oldest lands first */
+			memmove(&e->pw[0], &e->pw[1], (NSIM_PENDING_WRITES - 1) * sizeof(e->pw[0]));
+			e->npw--;
+		}
+		ap_region(&in->ap[slot], &e->pw[e->npw]);
+		e->pw[e->npw++].ready = ready;
+	}
+}
+
 static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t t)
 {
 	eng *e = &s->e[k];
@@ -292,6 +379,7 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 			      (k == ISA_ENGINE_VECTOR || k == ISA_ENGINE_GPSIMD);
 		bool use_ps = s->chip->psum_vector_scalar_shared && ps &&
 			      (k == ISA_ENGINE_VECTOR || k == ISA_ENGINE_SCALAR);
+		start = after_own_writes(e, in, start);
 		if (use_sb)
 			start = umax(start, s->sbuf_vg_free);
 		if (use_ps)
@@ -302,6 +390,7 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 			s->psum_vs_free = start + busy;
 		e->issue_at = start + busy;
 		e->done_at = umax(e->done_at, start + lat);
+		note_own_writes(e, in, start + lat);
 	}
 	count_busy(s, k, in->opcode, start, start + busy);
 
@@ -458,6 +547,7 @@ static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 		e->n = r->prog->n_instr[k];
 		e->issue_at = e->done_at = e->busy_until = r->start_ps;
 		e->wait_from = e->waited_ps = 0;
+		e->npw = 0;
 		if (!e->n)
 			continue;
 		e->state = ENG_READY;
