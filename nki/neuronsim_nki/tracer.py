@@ -139,12 +139,14 @@ class Instr:
         self.deps, self.signal, self.index, self.pruned = set(), 0, -1, ([], [])
 
 
-BUCKET = 4096
+BUCKET = 4096            # bytes of a partition (SBUF / PSUM)
+BUCKET_HBM = 1 << 18     # HBM: a tile's rows span megabytes of a big tensor
 
 
 def buckets(r):
-    """Address buckets of a region (space, key, 4 KiB of bytes)."""
-    return [(r[0], r[1], k) for k in range(r[4] // BUCKET, (max(r[5], r[4] + 1) - 1) // BUCKET + 1)]
+    """Address buckets of a region (space, key, BUCKET bytes)."""
+    size = BUCKET_HBM if r[0] == "hbm" else BUCKET
+    return [(r[0], r[1], k) for k in range(r[4] // size, (max(r[5], r[4] + 1) - 1) // size + 1)]
 
 
 def overlaps(a, b):
@@ -176,7 +178,10 @@ class Trace:
         self.live = []
         self.source_files = source_files
         self.instrs, self.dmas, self.tensors = [], [], {}
-        self.history = {}            # address bucket -> [(instr, region, is_write)]
+        # address bucket -> [(instr, region, is_write)], reads and writes apart:
+        # a read conflicts only with writes, so it never scans the reads
+        # (a kernel reads its inputs tens of thousands of times)
+        self.history = ({}, {})      # (reads, writes)
         self.names = set()
         self.grid, self.grid_index = (), ()     # SPMD launch grid and this instance
         self.shared = {}                       # (n-th nl.ndarray on HBM) -> tensor, across instances
@@ -231,32 +236,34 @@ class Trace:
         # a dependency on every earlier access that conflicts (one of the
         # two writes), found through the address buckets the regions span
         seen = set()
+        reads_h, writes_h = self.history
         for r, is_w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
             for b in buckets(r):
-                for h in self.history.get(b, ()):
-                    if id(h) in seen:
-                        continue
-                    prev, reg, w = h
-                    if (is_w or w) and overlaps(reg, r):
-                        ins.deps.add(prev)
-                        seen.add(id(h))
+                for lst in ((writes_h.get(b, ()), reads_h.get(b, ())) if is_w else (writes_h.get(b, ()),)):
+                    for h in lst:
+                        if id(h) in seen:
+                            continue
+                        if overlaps(h[1], r):
+                            ins.deps.add(h[0])
+                            seen.add(id(h))
         # prune: an access to exactly the region this instruction writes is
         # ordered before it, and later accesses will depend on this one
         written = set(ins.writes)
         pruned = []
         for r in written:
             for b in buckets(r):
-                lst = self.history.get(b)
-                if lst:
-                    drop = [h for h in lst if h[1] == r]
-                    if drop:
-                        self.history[b] = [h for h in lst if h[1] != r]
-                        pruned += [(b, h) for h in drop]
+                for hist in self.history:
+                    lst = hist.get(b)
+                    if lst:
+                        drop = [h for h in lst if h[1] == r]
+                        if drop:
+                            hist[b] = [h for h in lst if h[1] != r]
+                            pruned += [(b, h) for h in drop]
         added = []
         for r, w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
             entry = (ins, r, w)
             for b in buckets(r):
-                self.history.setdefault(b, []).append(entry)
+                self.history[w].setdefault(b, []).append(entry)
                 added.append((b, entry))
         ins.pruned = (pruned, added)
         ins.index = len(self.instrs)
@@ -277,9 +284,10 @@ class Trace:
         ins = self.instrs.pop()
         pruned, added = ins.pruned
         for b, entry in added:
-            self.history[b] = [h for h in self.history[b] if h is not entry]
+            hist = self.history[entry[2]]
+            hist[b] = [h for h in hist[b] if h is not entry]
         for b, entry in pruned:
-            self.history.setdefault(b, []).append(entry)
+            self.history[entry[2]].setdefault(b, []).append(entry)
         return ins
 
     # ------------------------------------------------------------ program
