@@ -34,13 +34,13 @@ import numpy as np
 
 import neuronsim
 
-from . import isa, language, tracer
+from . import isa, language, tracer, typing
 from .tensor import Tensor, hbm_tensor
 from .race import find_races
 from .tracer import NKIError
 
-__all__ = ["jit", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
-           "NKIError", "KernelResult", "par_dim", "Convention", "register_convention"]
+__all__ = ["jit", "trace", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
+           "typing", "NKIError", "KernelResult", "par_dim", "Convention", "register_convention"]
 
 par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kernels write it
 
@@ -157,28 +157,44 @@ class Kernel:
         t = tracer.Trace(self.target, files, last_use)
         prev, tracer._current = tracer._current, t
         try:
-            ins, call_args = [], {}
-            for name, value in bound.arguments.items():
+            ins = []
+
+            def bind(name, value):
+                """An argument as the kernel body sees it: arrays become HBM tensors."""
                 conv = None if isinstance(value, np.ndarray) else _convention_of(value)
                 if conv is None and _is_foreign_tensor(value):
                     raise NKIError(f"argument {name}: a {type(value).__module__}.{type(value).__name__}; kernels "
                                    "take NumPy arrays here (for torch `neuron` tensors, use torch_neuronsim.nki)")
-                if isinstance(value, np.ndarray) or conv is not None:
-                    dt = _np_isa_dtype(value.dtype) if conv is None else conv.isa_dtype(value)
-                    if dt is None:
-                        raise NKIError(f"argument {name}: dtype {value.dtype} has no device type")
-                    ht = hbm_tensor(t.unique(name), tuple(value.shape), dt)
-                    t.tensors[ht.name] = ht
-                    ins.append((ht, value))
-                    call_args[name] = ht
+                if not isinstance(value, np.ndarray) and conv is None:
+                    return value
+                dt = _np_isa_dtype(value.dtype) if conv is None else conv.isa_dtype(value)
+                if dt is None:
+                    raise NKIError(f"argument {name}: dtype {value.dtype} has no device type")
+                ht = hbm_tensor(t.unique(name), tuple(value.shape), dt)
+                t.tensors[ht.name] = ht
+                ins.append((ht, value))
+                return ht
+
+            # *args and **kwargs pass through as the arguments they hold
+            P_ = inspect.Parameter
+            star = any(p.kind is P_.VAR_POSITIONAL for p in sig.parameters.values())
+            pos, kw = [], {}
+            for name, value in bound.arguments.items():
+                kind = sig.parameters[name].kind
+                if kind is P_.VAR_POSITIONAL:
+                    pos += [bind(f"{name}{i}", v) for i, v in enumerate(value)]
+                elif kind is P_.VAR_KEYWORD:
+                    kw.update({k: bind(k, v) for k, v in value.items()})
+                elif kind is P_.POSITIONAL_ONLY or (star and kind is P_.POSITIONAL_OR_KEYWORD):
+                    pos.append(bind(name, value))
                 else:
-                    call_args[name] = value
+                    kw[name] = bind(name, value)
             grid = self.grid or (1,)
             ret = None
             for flat in range(int(np.prod(grid))):
                 t.grid, t.grid_index = grid, tuple(int(v) for v in np.unravel_index(flat, grid))
                 t.hbm_calls = 0
-                ret = self.func(**call_args)
+                ret = self.func(*pos, **kw)
             if last_use is None:             # the first pass only measures liveness
                 return t
             outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
@@ -239,6 +255,9 @@ def jit(func=None, **kw):
 
 
 baremetal = jit
+# @nki.trace (neuronxcc.nki.trace): the kernel as a framework calls it; here
+# the same kernel object as @nki.jit
+trace = jit
 
 
 def simulate(kernel, *args, **kwargs):
@@ -257,6 +276,11 @@ class BenchmarkResult:
 
     def percentile(self, p):
         return float(np.percentile(self.latencies_us, p))
+
+    def get_latency_percentile(self, p):
+        """benchmark_result.nc_latency.get_latency_percentile(99), in us as
+        NKI reports it."""
+        return self.percentile(p)
 
     @property
     def nc_latency(self):

@@ -39,6 +39,25 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **
     return dst
 
 
+class engine:
+    """Where an instruction runs (engine= of nisa calls); unknown_engine lets
+    the compiler choose.  nisa.vector_engine etc. are these members."""
+    unknown = "unknown"
+    tensor = "tensor"
+    vector = "vector"
+    scalar = "scalar"
+    gpsimd = "gpsimd"
+
+
+unknown_engine, tensor_engine, vector_engine = engine.unknown, engine.tensor, engine.vector
+scalar_engine, gpsimd_engine = engine.scalar, engine.gpsimd
+
+
+def reciprocal(data=None, dst=None, dtype=None, **kw):
+    """dst = 1 / data on VectorE (tensor_scalar: 1.0 divided by each element)."""
+    return _ret(dst, nl._tensor_scalar(data, 1.0, "divide", dtype, True))
+
+
 def nc_transpose(data=None, dst=None, engine=None, **kw):
     return _ret(dst, nl.transpose(data))
 

@@ -48,6 +48,22 @@ def arange(*args):
     return Index((stop - start + step - 1) // step, start, step)
 
 
+class _Grid(tuple):
+    """nl.mgrid's index expressions, one per axis: unpacked (i_p, i_f =
+    nl.mgrid[...]) or by name, .p for the partition axis and .x, .y, .z for
+    the free axes after it."""
+
+    def _axis(self, k, name):
+        if k >= len(self):
+            raise AttributeError(f"a {len(self)}-axis nl.mgrid has no .{name}")
+        return self[k]
+
+    p = property(lambda self: self._axis(0, "p"))
+    x = property(lambda self: self._axis(1, "x"))
+    y = property(lambda self: self._axis(2, "y"))
+    z = property(lambda self: self._axis(3, "z"))
+
+
 class _MGrid:
     def __getitem__(self, key):
         key = key if isinstance(key, tuple) else (key,)
@@ -55,7 +71,13 @@ class _MGrid:
         for ax, k in enumerate(key):
             lo, hi = k.start or 0, k.stop
             out.append(Index(hi - lo, lo, k.step or 1, ax, len(key)))
-        return tuple(out) if len(out) > 1 else out[0]
+        return _Grid(out) if len(out) > 1 else out[0]
+
+
+def ds(start, size):
+    """nl.ds(start, size): the slice start:start + size (a "dynamic slice"
+    whose start may be a loop variable)."""
+    return slice(start, start + size)
 
 
 mgrid = _MGrid()

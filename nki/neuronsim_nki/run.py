@@ -20,12 +20,13 @@ from . import Kernel
 
 def install_aliases():
     import neuronsim_nki as ours
-    from . import isa, language
+    from . import isa, language, typing
     pkg = types.ModuleType("neuronxcc")
     pkg.__path__ = []
     pkg.nki = ours
-    aliases = {"nki": ours, "nki.language": language, "nki.isa": isa, "neuronxcc": pkg,
-               "neuronxcc.nki": ours, "neuronxcc.nki.language": language, "neuronxcc.nki.isa": isa}
+    aliases = {"nki": ours, "nki.language": language, "nki.isa": isa, "nki.typing": typing, "neuronxcc": pkg,
+               "neuronxcc.nki": ours, "neuronxcc.nki.language": language, "neuronxcc.nki.isa": isa,
+               "neuronxcc.nki.typing": typing}
     for name, mod in aliases.items():
         existing = sys.modules.get(name)
         if existing is not None and existing is not mod:

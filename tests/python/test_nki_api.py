@@ -1,0 +1,146 @@
+"""NKI surface that published kernels use and the frontend used to lack
+(issue 15's list): one test per name, each checked against NumPy."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
+import neuronsim_nki.language as nl
+import neuronsim_nki.typing as nt
+
+
+def _add_kernel():
+    @nki.jit
+    def add(a: nt.tensor, b: nt.tensor[128, 512]):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+        return out
+    return add
+
+
+def test_typing_annotations_are_accepted():
+    a = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
+    np.testing.assert_array_equal(_add_kernel()(a, a), 2 * a)
+    assert repr(nt.mutable_tensor[(128, 512), nl.float32]).startswith("nki.typing.mutable_tensor[")
+
+
+def test_nki_trace_decorates_like_jit():
+    @nki.trace
+    def neg(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.negative(nl.load(a)))
+        return out
+    a = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(neg(a), -a)
+
+
+def test_neuronxcc_typing_and_trace_resolve_under_nki_run(tmp_path, neuronsim):
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from neuronxcc import nki\n"
+        "from neuronxcc.nki import trace\n"
+        "import neuronxcc.nki.typing as nt\n"
+        "import neuronxcc.nki.language as nl\n"
+        "@trace\n"
+        "def k(a: nt.tensor):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, value=nl.exp(nl.load(a)))\n"
+        "    return out\n"
+        "a = np.zeros((128, 8), np.float32)\n"
+        "assert (k(a) == 1).all()\n"
+        "print('ok')\n")
+    r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout and "latency us" in r.stdout
+
+
+@pytest.mark.parametrize("eng", [nisa.unknown_engine, nisa.vector_engine, nisa.gpsimd_engine, nisa.scalar_engine,
+                                 nisa.engine.vector])
+def test_engine_values_are_accepted_as_engine_arguments(eng):
+    @nki.jit
+    def copy(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        c = nisa.tensor_copy(t, engine=eng)
+        nl.store(out, value=c)
+        return out
+    a = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    np.testing.assert_array_equal(copy(a), a)
+
+
+def test_isa_reciprocal():
+    @nki.jit
+    def recip(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.reciprocal(nl.load(a)))
+        return out
+    a = np.random.default_rng(1).uniform(0.5, 4.0, (128, 32)).astype(np.float32)
+    np.testing.assert_allclose(recip(a), 1 / a, rtol=1e-6)
+
+
+def test_ds_is_a_dynamic_slice():
+    @nki.jit
+    def halves(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range(2):
+            t = nl.load(a[nl.ds(i * 64, 64), :])
+            nl.store(out[nl.ds(i * 64, 64), :], value=nl.multiply(t, 3.0))
+        return out
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    np.testing.assert_array_equal(halves(a), 3 * a)
+    assert nl.ds(5, 3) == slice(5, 8)
+
+
+def test_mgrid_results_have_p_and_x():
+    @nki.jit
+    def tp(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i = nl.mgrid[0:128, 0:64]
+        t = nl.load(a[i.p, i.x])
+        nl.store(out[i.p, i.x], value=t)
+        return out
+    a = np.random.default_rng(2).standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(tp(a), a)
+    with pytest.raises(AttributeError, match="no .y"):
+        nl.mgrid[0:4, 0:4].y
+
+
+def test_benchmark_latency_percentile():
+    k = nki.benchmark(iters=5)(_add_kernel())
+    a = np.ones((128, 512), np.float32)
+    k(a, a)
+    p99 = k.benchmark_result.nc_latency.get_latency_percentile(99)
+    assert p99 > 0 and p99 == k.result.latency_us
+
+
+def test_kwargs_kernels_get_their_keywords():
+    @nki.jit
+    def scaled(a, **kwargs):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        if kwargs.get("bias") is not None:
+            t = nl.add(t, nl.load(kwargs["bias"]))
+        nl.store(out, value=nl.multiply(t, kwargs["scale"]))
+        return out
+    a = np.ones((128, 16), np.float32)
+    b = np.full((128, 16), 2.0, np.float32)
+    np.testing.assert_array_equal(scaled(a, scale=4.0, bias=b), 12 * a)
+    np.testing.assert_array_equal(scaled(a, scale=0.5), 0.5 * a)
+
+
+def test_varargs_kernels_get_their_arguments():
+    @nki.jit
+    def total(*xs):
+        out = nl.ndarray(xs[0].shape, dtype=xs[0].dtype, buffer=nl.shared_hbm)
+        acc = nl.load(xs[0])
+        for x in xs[1:]:
+            acc = nl.add(acc, nl.load(x))
+        nl.store(out, value=acc)
+        return out
+    a = np.ones((128, 4), np.float32)
+    np.testing.assert_array_equal(total(a, a, a), 3 * a)
