@@ -207,6 +207,7 @@ def load(src, dtype=None, mask=None, **kw):
                                                  src.offset, src.name)
     _dma(tile[0:rows] if rows != shape[0] else tile, src2[0:rows] if rows != src2.shape[0] else src2)
     tile.loaded_by = tracer.current().instrs[-1] if rows == shape[0] else None
+    tile.loaded_from = src2 if rows == shape[0] else None
     if dtype is not None and isa_dtype(dtype) != src.dtype:
         return copy(tile, dtype=dtype)
     return tile
@@ -567,6 +568,21 @@ def transpose(x, dtype=None, **kw):
     return out
 
 
+def _unchanged_load_source(tile):
+    """The HBM view an nl.load filled `tile` from, when nothing has written
+    the tile since; else None."""
+    view, ins = getattr(tile, "loaded_from", None), tile.loaded_by
+    if view is None or ins is None or tile.space != "sbuf":
+        return None
+    t = tracer.current()
+    region = tile.region()
+    for b in tracer.buckets(region):
+        for later, reg, _ in t.history[1].get(b, ()):
+            if later is not ins and later.index > ins.index and tracer.overlaps(reg, region):
+                return None
+    return view
+
+
 def broadcast_to(src, shape, **kw):
     """A [1, F] tile across partitions: [P, F] (TensorE multiplies a ones
     column by it, as partition broadcasts are done on the hardware); or a
@@ -580,6 +596,14 @@ def broadcast_to(src, shape, **kw):
         return _tensor_scalar(ones_, src, "multiply")
     if src.shape[0] != 1 or src.elements_per_partition() != F:
         fail(f"broadcast_to {list(shape)} from {list(src.shape)}: only [1, F] -> [P, F] and [P, 1] -> [P, F]")
+    view = _unchanged_load_source(src)
+    if view is not None and len(view.shape) == 2:
+        # the row still holds what a DMA brought from HBM: one more DMA reads
+        # that HBM row into every partition (partition stride 0), off the
+        # compute engines, as DMA engines replicate data
+        out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
+        _dma(out, Tensor("hbm", view.dtype, (P, F), (0, view.strides[1]), view.offset, view.name))
+        return out
     ones_ = full((1, P), 1.0, src.dtype if src.dtype in ("fp32", "bf16", "fp16") else "fp32")
     out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
     for f0 in range(0, F, tile_size.gemm_moving_fmax):

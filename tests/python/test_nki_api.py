@@ -144,3 +144,32 @@ def test_varargs_kernels_get_their_arguments():
         return out
     a = np.ones((128, 4), np.float32)
     np.testing.assert_array_equal(total(a, a, a), 3 * a)
+
+
+def test_partition_broadcast_of_a_loaded_row_is_a_dma():
+    """[1, F] -> [P, F] of a row fresh from HBM is one more DMA reading that
+    row into every partition (partition stride 0), not TensorE work; a row
+    changed on chip since its load still broadcasts through TensorE."""
+    @nki.jit
+    def bcast(a, row):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.load(row)
+        nl.store(out, value=nl.multiply(nl.load(a), r.broadcast_to(a.shape)))
+        return out
+
+    @nki.jit
+    def bcast_changed(a, row):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.load(row)
+        r2 = nl.add(r, 1.0)
+        nl.store(out, value=nl.multiply(nl.load(a), r2.broadcast_to(a.shape)))
+        return out
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((128, 256)).astype(np.float32)
+    row = rng.standard_normal((1, 256)).astype(np.float32)
+    y, res = nki.simulate(bcast, a, row)
+    np.testing.assert_allclose(y, a * row, rtol=1e-6)
+    assert res.stats["matmul_instructions"] == 0 and "[0x128]" in res.program
+    y2, res2 = nki.simulate(bcast_changed, a, row)
+    np.testing.assert_allclose(y2, a * (row + 1), rtol=1e-5)
+    assert res2.stats["matmul_instructions"] > 0
