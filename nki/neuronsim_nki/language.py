@@ -574,13 +574,9 @@ def _unchanged_load_source(tile):
     view, ins = getattr(tile, "loaded_from", None), tile.loaded_by
     if view is None or ins is None or tile.space != "sbuf":
         return None
-    t = tracer.current()
-    region = tile.region()
-    for b in tracer.buckets(region):
-        for later, reg, _ in t.history[1].get(b, ()):
-            if later is not ins and later.index > ins.index and tracer.overlaps(reg, region):
-                return None
-    return view
+    # nothing has written the tile's allocation since that load (decided the
+    # same way in both tracing passes)
+    return view if tracer.current().last_write.get(tile.alloc.id) == ins.index else None
 
 
 def broadcast_to(src, shape, **kw):

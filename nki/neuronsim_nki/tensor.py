@@ -386,7 +386,8 @@ class Tensor:
             return ("hbm", self.name, 0, 1, lo * esz, (hi + 1) * esz)
         tracer.current().touch(self.alloc)
         base = self.alloc.offset
-        return (self.space, 0, self.part0, self.part0 + self.nparts, base + lo * esz, base + (hi + 1) * esz)
+        return tracer.Region((self.space, 0, self.part0, self.part0 + self.nparts, base + lo * esz,
+                              base + (hi + 1) * esz), self.alloc.id)
 
     def elements_per_partition(self):
         n = 1

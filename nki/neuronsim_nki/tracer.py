@@ -149,6 +149,18 @@ def buckets(r):
     return [(r[0], r[1], k) for k in range(r[4] // size, (max(r[5], r[4] + 1) - 1) // size + 1)]
 
 
+class Region(tuple):
+    """(space, key, p_lo, p_hi, b_lo, b_hi) of an on-chip tile, remembering
+    which allocation it lies in (not part of its value: allocations reuse
+    addresses, and conflicts are by address)."""
+
+
+    def __new__(cls, value, alloc_id):
+        r = super().__new__(cls, value)
+        r.alloc_id = alloc_id
+        return r
+
+
 def overlaps(a, b):
     """Regions: (space, key, p_lo, p_hi, b_lo, b_hi)."""
     return a[0] == b[0] and a[1] == b[1] and a[2] < b[3] and b[2] < a[3] and a[4] < b[5] and b[4] < a[5]
@@ -187,6 +199,7 @@ class Trace:
         self.shared = {}                       # (n-th nl.ndarray on HBM) -> tensor, across instances
         self.hbm_calls = 0
         self.open_regions = weakref.WeakSet()  # allocations with an open accumulation group
+        self.last_write = {}                   # allocation id -> index of the last instruction writing it
 
     def unique(self, base):
         name, k = base, 1
@@ -233,6 +246,16 @@ class Trace:
             for r in ins.reads + ins.writes:
                 if r[0] == "psum":
                     self.close_groups(r)
+        for r in ins.writes:
+            if isinstance(r, Region):
+                self.last_write[r.alloc_id] = len(self.instrs)
+        if self.recording:
+            # the liveness pass only needs each instruction's position (and
+            # the accumulation groups above); dependencies are the second's
+            ins.pruned = ([], [])
+            ins.index = len(self.instrs)
+            self.instrs.append(ins)
+            return ins
         # a dependency on every earlier access that conflicts (one of the
         # two writes), found through the address buckets the regions span
         seen = set()
