@@ -74,6 +74,23 @@ class _MGrid:
         return _Grid(out) if len(out) > 1 else out[0]
 
 
+class nc:
+    """nl.nc(n): the NeuronCores of a logical core an SPMD grid dimension is
+    spread over (nl.spmd_dim(size, nl.nc(2)))."""
+
+    def __init__(self, n):
+        self.n = int(n)
+
+
+def spmd_dim(size, cores=None):
+    """A launch-grid dimension of `size` instances spread over `cores`
+    (nl.nc).  The instances run one after another in one simulated program
+    (values as on LNC=2 hardware; their time is not split across cores)."""
+    if cores is not None and not isinstance(cores, nc):
+        fail(f"nl.spmd_dim(size, nl.nc(n)): got {cores!r}")
+    return int(size)
+
+
 def ds(start, size):
     """nl.ds(start, size): the slice start:start + size (a "dynamic slice"
     whose start may be a loop variable)."""
@@ -420,7 +437,32 @@ def _retarget_load(dst, value):
     return True
 
 
+class _LoopReduce:
+    """What nl.loop_reduce returns: `dst[...] = nl.loop_reduce(x, op=...)`
+    makes the assignment dst = dst <op> x (the destination is the other
+    operand, accumulated over the loop's iterations)."""
+
+    def __init__(self, x, alu, dtype):
+        self.x, self.alu, self.dtype = x, alu, dtype
+
+    def __getattr__(self, name):
+        fail("nl.loop_reduce's result is assigned into its destination tile "
+             "(t[...] = nl.loop_reduce(x, op=..., loop_indices=[i])), not used as a value")
+
+
+def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kw):
+    """dst = dst <op> x over the iterations of loop_indices (see _LoopReduce)."""
+    return _LoopReduce(_operand(x), op_name(op), dtype)
+
+
 def _assign(dst, value):
+    if isinstance(value, _LoopReduce):
+        x = value.x
+        if isinstance(x, Tensor) and x.pending is not None:
+            x = x.materialize() or x
+        out = _binary(dst, x, value.alu, value.dtype or dst.dtype)
+        _assign(dst, out)
+        return
     if isinstance(value, Tensor) and value.loaded_by is not None and _retarget_load(dst, value):
         return
     if isinstance(value, Tensor):

@@ -173,3 +173,40 @@ def test_partition_broadcast_of_a_loaded_row_is_a_dma():
     y2, res2 = nki.simulate(bcast_changed, a, row)
     np.testing.assert_allclose(y2, a * (row + 1), rtol=1e-5)
     assert res2.stats["matmul_instructions"] > 0
+
+
+def test_loop_reduce_accumulates_into_its_destination():
+    @nki.jit
+    def total(a):
+        out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        for i in nl.affine_range(4):
+            t = nl.load(a[:, i, :])
+            acc[0:128, 0:64] = nl.loop_reduce(t, op=np.add, loop_indices=[i], dtype=nl.float32)
+        nl.store(out, value=acc)
+        return out
+    a = np.random.default_rng(4).standard_normal((128, 4, 64)).astype(np.float32)
+    np.testing.assert_allclose(total(a), a.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+    @nki.jit
+    def misuse(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        r = nl.loop_reduce(nl.load(a), op=np.add, loop_indices=[0])
+        nl.store(out, value=r.shape)
+        return out
+    with pytest.raises(nki.NKIError, match="assigned into its destination"):
+        misuse(np.ones((128, 4), np.float32))
+
+
+def test_spmd_dim_over_logical_cores():
+    @nki.jit
+    def add(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        i = nl.program_id(0)
+        rows = slice(i * 128, (i + 1) * 128)
+        nl.store(out[rows, :], value=nl.add(nl.load(a[rows, :]), nl.load(b[rows, :])))
+        return out
+    a = np.arange(256 * 8, dtype=np.float32).reshape(256, 8)
+    np.testing.assert_array_equal(add[nl.spmd_dim(2, nl.nc(2)), 1](a, a), 2 * a)
+    with pytest.raises(nki.NKIError, match="nl.nc"):
+        nl.spmd_dim(2, 2)
