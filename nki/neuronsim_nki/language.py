@@ -83,12 +83,13 @@ class nc:
 
 
 def spmd_dim(size, cores=None):
-    """A launch-grid dimension of `size` instances spread over `cores`
-    (nl.nc).  The instances run one after another in one simulated program
-    (values as on LNC=2 hardware; their time is not split across cores)."""
+    """A launch-grid dimension of `size` instances on each of `cores`
+    (nl.nc(n)): size * n instances, core k taking those whose index is k
+    modulo n.  They run one after another in one simulated program (values
+    as on LNC=2 hardware; their time is not split across cores)."""
     if cores is not None and not isinstance(cores, nc):
         fail(f"nl.spmd_dim(size, nl.nc(n)): got {cores!r}")
-    return int(size)
+    return int(size) * (cores.n if cores is not None else 1)
 
 
 def ds(start, size):

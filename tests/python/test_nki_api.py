@@ -207,6 +207,7 @@ def test_spmd_dim_over_logical_cores():
         nl.store(out[rows, :], value=nl.add(nl.load(a[rows, :]), nl.load(b[rows, :])))
         return out
     a = np.arange(256 * 8, dtype=np.float32).reshape(256, 8)
-    np.testing.assert_array_equal(add[nl.spmd_dim(2, nl.nc(2)), 1](a, a), 2 * a)
+    # one instance per core on each of 2 cores: 2 instances of 128 rows
+    np.testing.assert_array_equal(add[nl.spmd_dim(1, nl.nc(2)), 1](a, a), 2 * a)
     with pytest.raises(nki.NKIError, match="nl.nc"):
         nl.spmd_dim(2, 2)
