@@ -514,10 +514,13 @@ def _reduce(op, x, axis, dtype=None, keepdims=False, negate=False):
                           reads=[x.region()], writes=[out.region()])
     if keepdims:
         return out
-    shape = [d for i, d in enumerate(x.shape) if i == 0 or not (mask >> (i - 1)) & 1]
+    keep = [i for i in range(nd) if i == 0 or not (mask >> (i - 1)) & 1]
+    shape, strides = [x.shape[i] for i in keep], [out.strides[i] for i in keep]
     if len(shape) == 1:
-        shape = [shape[0], 1]
-    return Tensor(out.space, out.dtype, shape, out.strides[:len(shape)], out.offset, None, out.alloc, out.part0)
+        shape, strides = [shape[0], 1], [strides[0], 1]
+    # the kept axes' own strides: reducing inner axes (2 and 4 of 5) leaves
+    # axes whose strides are not the first ones of the result tile
+    return Tensor(out.space, out.dtype, shape, strides, out.offset, None, out.alloc, out.part0)
 
 
 def sum(x, axis, dtype=None, keepdims=False, **kw):  # noqa: A001

@@ -211,3 +211,19 @@ def test_spmd_dim_over_logical_cores():
     np.testing.assert_array_equal(add[nl.spmd_dim(1, nl.nc(2)), 1](a, a), 2 * a)
     with pytest.raises(nki.NKIError, match="nl.nc"):
         nl.spmd_dim(2, 2)
+
+
+def test_reducing_interleaved_axes_keeps_the_others_strides():
+    """nl.sum over axes 2 and 4 of a 5-axis grid view (the average-pool
+    tutorial's pooling windows): the kept axes 1 and 3 keep their strides."""
+    @nki.jit
+    def avgpool(x, k):
+        c, h, w = x.shape
+        out = nl.ndarray((c, h // k, w // k), dtype=x.dtype, buffer=nl.shared_hbm)
+        i0, i1, i2, i3, i4 = nl.mgrid[0:c, 0:h // k, 0:k, 0:w // k, 0:k]
+        t = nl.load(x)
+        nl.store(out, value=nl.sum(t[i0, k * i1 + i2, k * i3 + i4], axis=[2, 4]) / (k * k))
+        return out
+    x = np.arange(2 * 6 * 6, dtype=np.float32).reshape(2, 6, 6)
+    want = x.reshape(2, 3, 2, 3, 2).mean(axis=(2, 4))
+    np.testing.assert_allclose(avgpool(x, 2), want, rtol=1e-6)
