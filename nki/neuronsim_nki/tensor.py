@@ -352,10 +352,18 @@ class Tensor:
             nl._place_matmul(self)
 
     def free_dims(self):
-        """(stride, size) of the free dims, in elements."""
+        """(stride, size) of the free dims, in elements (kept per geometry:
+        ap() and region() ask for them on every instruction traced)."""
+        key = (self.space, self.shape, self.strides, self.pax)
+        memo = self.__dict__.get("_free_dims")
+        if memo is not None and memo[0] == key:
+            return memo[1]
         if self.space == "hbm":
-            return [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
-        return [(s, n) for a, (s, n) in enumerate(zip(self.strides, self.shape)) if a != self.pax] or [(1, 1)]
+            dims = [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
+        else:
+            dims = [(s, n) for a, (s, n) in enumerate(zip(self.strides, self.shape)) if a != self.pax] or [(1, 1)]
+        self._free_dims = (key, dims)
+        return dims
 
     @property
     def nparts(self):
