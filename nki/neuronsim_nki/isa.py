@@ -18,6 +18,29 @@ def _ret(dst, out):
     return dst
 
 
+def _dst_first(when):
+    """NKI 0.8 puts dst first in every nisa call (nisa.activation(dst, op,
+    data), nisa.tensor_tensor(dst, data1, data2, op), ...); the older form
+    returns the result.  `when(args)` tells the new form from the positional
+    arguments; then dst moves to its keyword and the rest keep their order."""
+    import functools
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def call(*args, **kw):
+            if args and when(args):
+                if "dst" in kw:
+                    fail(f"nisa.{fn.__name__}: dst given twice (first argument and dst=)")
+                return fn(*args[1:], dst=args[0], **kw)
+            return fn(*args, **kw)
+        return call
+    return wrap
+
+
+def _tiles(args, n):
+    return len(args) >= n and all(isinstance(a, Tensor) for a in args[:n])
+
+
 def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **kw):
     """dst[M, N] (+)= stationary[K, M]^T @ moving[K, N] on TensorE.
 
@@ -53,19 +76,23 @@ unknown_engine, tensor_engine, vector_engine = engine.unknown, engine.tensor, en
 scalar_engine, gpsimd_engine = engine.scalar, engine.gpsimd
 
 
+@_dst_first(lambda a: _tiles(a, 2))
 def reciprocal(data=None, dst=None, dtype=None, **kw):
     """dst = 1 / data on VectorE (tensor_scalar: 1.0 divided by each element)."""
     return _ret(dst, nl._tensor_scalar(data, 1.0, "divide", dtype, True))
 
 
+@_dst_first(lambda a: _tiles(a, 2))
 def nc_transpose(data=None, dst=None, engine=None, **kw):
     return _ret(dst, nl.transpose(data))
 
 
+@_dst_first(lambda a: _tiles(a, 3))
 def tensor_tensor(data1=None, data2=None, op=None, dst=None, dtype=None, **kw):
     return _ret(dst, nl._binary(data1, data2, op, dtype))
 
 
+@_dst_first(lambda a: _tiles(a, 2))
 def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, operand1=None, reverse1=False,
                   dst=None, dtype=None, **kw):
     out = nl._tensor_scalar(data, operand0, nl.op_name(op0), dtype, reverse0)
@@ -74,6 +101,7 @@ def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, 
     return _ret(dst, out)
 
 
+@_dst_first(lambda a: isinstance(a[0], Tensor))
 def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, **kw):
     name = getattr(op, "__name__", str(op))
     func = nl.ACT_FROM_NKI.get(name, name)      # NKI's name, else the ISA's
@@ -82,11 +110,13 @@ def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, *
     return _ret(dst, nl._activation(func, data, dtype, scale, bias))
 
 
+@_dst_first(lambda a: isinstance(a[0], Tensor))
 def tensor_reduce(op=None, data=None, axis=None, dst=None, dtype=None, negate=False, keepdims=False, **kw):
     alu = nl.op_name(op)
     return _ret(dst, nl._reduce(alu, data, axis, dtype, keepdims, negate))
 
 
+@_dst_first(lambda a: _tiles(a, 2))
 def tensor_copy(src=None, dst=None, dtype=None, engine=None, **kw):
     return _ret(dst, nl.copy(src, dtype=dtype))
 

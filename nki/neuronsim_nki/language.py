@@ -74,6 +74,21 @@ class _MGrid:
         return _Grid(out) if len(out) > 1 else out[0]
 
 
+def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
+    """nl.fori_loop(lower, upper, body_fun, step=1): body_fun(i) for i in
+    range(lower, upper, step).  With bounds known while tracing (Python
+    ints) the body is traced once per iteration, the instructions the device
+    loop runs; bounds held in registers (nisa.register_load) are not
+    supported yet and are refused by name."""
+    for what, v in (("lower", lower), ("upper", upper)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            fail(f"nl.fori_loop {what}={v!r}: only bounds known while tracing (ints) are supported")
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        fail(f"nl.fori_loop step={step!r}: a positive int")
+    for i in range(lower, upper, step):
+        body_fun(i)
+
+
 class nc:
     """nl.nc(n): the NeuronCores of a logical core an SPMD grid dimension is
     spread over (nl.spmd_dim(size, nl.nc(2)))."""
