@@ -18,7 +18,8 @@ directories holding the kernel files (searched recursively by file name):
 
 --quick runs the kernel rows at reduced shapes (the errors then compare
 against the published figure scaled by FLOPs/bytes only roughly; use it to
-check the harness, not the model).  C-09 and C-10 are micro-benchmarks of
+check the harness, not the model).  Runs in timing mode (NEURON_SIM_MODE=
+timing unless set): the table needs the time, not the values.  C-09 and C-10 are micro-benchmarks of
 single instructions the calibration set describes; their kernels are ours
 (written here against the documented NKI API).
 """
@@ -215,6 +216,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="reduced shapes (checks the harness only)")
     args = ap.parse_args()
     os.environ.setdefault("NEURON_SIM", "1")
+    # the table compares time only: the simulator skips the values (results
+    # are checked against NumPy by the tests, not here); NEURON_SIM_MODE=full
+    # computes them too
+    os.environ.setdefault("NEURON_SIM_MODE", "timing")
     want = set(args.rows.split(",")) if args.rows else None
     print(f"{'id':5} {'workload':34} {'target':6} {'published':>11} {'simulated':>11} {'error %':>8}  "
           f"{'engine active: sim vs published':34} {'host s':>7}")
