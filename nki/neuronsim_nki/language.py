@@ -74,6 +74,33 @@ class _MGrid:
         return _Grid(out) if len(out) > 1 else out[0]
 
 
+def shared_constant(constant, dtype=None, **kw):
+    """An HBM tensor holding `constant` (array-like) in the program itself,
+    as the compiler embeds constants: read it with nl.load like an input."""
+    import numpy as np
+
+    import neuronsim
+    from .tensor import hbm_tensor
+    arr = np.asarray(constant)
+    if dtype is not None:
+        dt = isa_dtype(dtype)
+    else:
+        from . import _np_isa_dtype
+        dt = _np_isa_dtype(arr.dtype)
+        if dt is None:
+            fail(f"nl.shared_constant: NumPy dtype {arr.dtype} has no device type; pass dtype=")
+    if arr.ndim == 0:
+        arr = arr.reshape(1, 1)
+    t = tracer.current()
+    ht = hbm_tensor(t.unique("constant"), arr.shape, dt)
+    try:
+        data = neuronsim.to_device(arr if dt not in ("bf16",) else arr.astype(np.float32), dt)
+    except neuronsim.NeuronSimError as e:
+        fail(f"nl.shared_constant: {e}")
+    t.constants.append((ht, data))
+    return ht
+
+
 def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
     """nl.fori_loop(lower, upper, body_fun, step=1): body_fun(i) for i in
     range(lower, upper, step).  With bounds known while tracing (Python

@@ -190,6 +190,7 @@ class Trace:
         self.live = []
         self.source_files = source_files
         self.instrs, self.dmas, self.tensors = [], [], {}
+        self.constants = []                    # (HBM tensor, its bytes): nl.shared_constant
         # address bucket -> [(instr, region, is_write)], reads and writes apart:
         # a read conflicts only with writes, so it never scans the reads
         # (a kernel reads its inputs tens of thousands of times)
@@ -371,6 +372,8 @@ class Trace:
             lines.append(f".tensor {t.name} input {t.dtype} [{','.join(map(str, t.shape))}]")
         for t in outputs:
             lines.append(f".tensor {t.name} output {t.dtype} [{','.join(map(str, t.shape))}]")
+        for t, data in self.constants:
+            lines.append(f".tensor {t.name} const {t.dtype} [{','.join(map(str, t.shape))}] data={data.hex()}")
         for i, d in enumerate(self.dmas):
             lines.append(f".dma d{i} direct dst={d[0]} src={d[1]}")
         for e in ENGINES:

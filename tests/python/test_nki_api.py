@@ -227,3 +227,18 @@ def test_reducing_interleaved_axes_keeps_the_others_strides():
     x = np.arange(2 * 6 * 6, dtype=np.float32).reshape(2, 6, 6)
     want = x.reshape(2, 3, 2, 3, 2).mean(axis=(2, 4))
     np.testing.assert_allclose(avgpool(x, 2), want, rtol=1e-6)
+
+
+def test_shared_constant_is_embedded_in_the_program():
+    w = np.linspace(-1, 1, 128 * 32, dtype=np.float32).reshape(128, 32)
+
+    @nki.jit
+    def scale(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        c = nl.shared_constant(w)
+        nl.store(out, value=nl.multiply(nl.load(a), nl.load(c)))
+        return out
+    a = np.random.default_rng(5).standard_normal((128, 32)).astype(np.float32)
+    y, res = nki.simulate(scale, a)
+    np.testing.assert_array_equal(y, a * w)
+    assert " const fp32 [128,32] data=" in res.program
