@@ -118,7 +118,9 @@ def tensor_reduce(op=None, data=None, axis=None, dst=None, dtype=None, negate=Fa
 
 @_dst_first(lambda a: _tiles(a, 2))
 def tensor_copy(src=None, dst=None, dtype=None, engine=None, **kw):
-    return _ret(dst, nl.copy(src, dtype=dtype))
+    """dst = src on the engine= it names (unknown / None: VectorE)."""
+    where = "vector" if engine in (None, "unknown") else engine
+    return _ret(dst, nl.copy(src, dtype=dtype, engine=where))
 
 
 def memset(dst=None, value=0.0, shape=None, dtype=None, **kw):

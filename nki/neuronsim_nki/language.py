@@ -456,10 +456,17 @@ def negative(x, dtype=None, **kw):
     return _binary(x, -1.0, "multiply", dtype)
 
 
-def copy(x, dtype=None, **kw):
+def copy(x, dtype=None, engine="vector", **kw):
+    """A copy of x (cast to dtype) on VectorE, or on ScalarE / GpSimd when
+    `engine` says so (tensor_copy runs on those three; GpSimd cannot reach
+    PSUM)."""
     x = _operand(x)
+    if engine not in ("vector", "scalar", "gpsimd"):
+        fail(f"tensor_copy runs on the vector, scalar or gpsimd engine, not {engine!r}")
+    if engine == "gpsimd" and x.space == "psum":
+        fail("tensor_copy on GpSimd cannot read PSUM (copy it on the vector or scalar engine)")
     out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else x.dtype, "nl.copy result")
-    tracer.current().emit("vector", f"tensor_copy dst={out.ap()} src={x.ap()}", reads=[x.region()],
+    tracer.current().emit(engine, f"tensor_copy dst={out.ap()} src={x.ap()}", reads=[x.region()],
                           writes=[out.region()])
     return out
 

@@ -242,3 +242,19 @@ def test_shared_constant_is_embedded_in_the_program():
     y, res = nki.simulate(scale, a)
     np.testing.assert_array_equal(y, a * w)
     assert " const fp32 [128,32] data=" in res.program
+
+
+def test_tensor_copy_runs_on_the_engine_it_names():
+    @nki.jit
+    def copy_on(a, eng):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(out, value=nisa.tensor_copy(t, engine=eng))
+        return out
+    a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    for eng, busy in ((nisa.scalar_engine, "scalar"), (nisa.gpsimd_engine, "gpsimd"), (nisa.vector_engine, "vector")):
+        y, res = nki.simulate(copy_on, a, eng)
+        np.testing.assert_array_equal(y, a)
+        assert res.stats["engine_busy_ps"][busy] > 0, eng
+    with pytest.raises(nki.NKIError, match="not 'tensor'"):
+        copy_on(a, nisa.tensor_engine)
