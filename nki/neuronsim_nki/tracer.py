@@ -242,7 +242,8 @@ class Trace:
         self.live = keep
 
     def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True):
-        ins = Instr(engine, text, list(reads), list(writes), kernel_line(self), dma)
+        # the source line only goes into the program the second pass writes
+        ins = Instr(engine, text, list(reads), list(writes), "" if self.recording else kernel_line(self), dma)
         if closes_groups and not text.startswith(("multiply_moving", "load_stationary")):
             for r in ins.reads + ins.writes:
                 if r[0] == "psum":
@@ -259,17 +260,15 @@ class Trace:
             return ins
         # a dependency on every earlier access that conflicts (one of the
         # two writes), found through the address buckets the regions span
-        seen = set()
+        deps = ins.deps
         reads_h, writes_h = self.history
         for r, is_w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
             for b in buckets(r):
                 for lst in ((writes_h.get(b, ()), reads_h.get(b, ())) if is_w else (writes_h.get(b, ()),)):
-                    for h in lst:
-                        if id(h) in seen:
-                            continue
-                        if overlaps(h[1], r):
-                            ins.deps.add(h[0])
-                            seen.add(id(h))
+                    for prev, reg, _ in lst:
+                        # one conflicting access makes an instruction a dependency
+                        if prev not in deps and overlaps(reg, r):
+                            deps.add(prev)
         # prune: an access to exactly the region this instruction writes is
         # ordered before it, and later accesses will depend on this one
         written = set(ins.writes)
