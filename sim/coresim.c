@@ -297,6 +297,8 @@ static bool regions_overlap(const pending_write *a, const pending_write *b)
  */
 static uint64_t after_own_writes(eng *e, const isa_instr *in, uint64_t start)
 {
+	if (!e->npw)                       /* the common case: nothing in flight */
+		return start;
 	for (int slot = 0; slot < ISA_MAX_AP; slot++) {
 		if (!((in->ap_mask >> slot) & 1u) || in->ap[slot].space == ISA_SPACE_HBM ||
 		    slot == ISA_AP_DST || slot == ISA_AP_AUX)

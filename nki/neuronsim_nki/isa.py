@@ -3,6 +3,8 @@ documented form with a destination (dst=...) and, where NKI had one, the
 older form that returns a new tile."""
 from __future__ import annotations
 
+import functools
+
 from neuronsim import ACTIVATIONS
 
 from . import language as nl
@@ -23,8 +25,6 @@ def _dst_first(when):
     data), nisa.tensor_tensor(dst, data1, data2, op), ...); the older form
     returns the result.  `when(args)` tells the new form from the positional
     arguments; then dst moves to its keyword and the rest keep their order."""
-    import functools
-
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kw):

@@ -268,6 +268,7 @@ def op_fields(op: str) -> tuple:
     return tuple(out)
 
 
+@functools.cache
 def domain(name: str) -> tuple:
     """The names of an enumeration domain of operand fields ("act", "alu",
     "perf", "semop") in code order."""

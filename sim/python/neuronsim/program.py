@@ -128,7 +128,7 @@ def _lib():
 
 def _ap(a):
     t = tables()
-    dt = [k for k in t.DTYPE_SIZES]                     # isa dtype index 1.. in table order
+    dt = tuple(t.DTYPE_SIZES)                           # isa dtype index 1.. in table order
     return Ap(t.SPACES[a.space], dt[a.dtype - 1] if 0 < a.dtype <= len(dt) else "invalid", a.start, a.nparts,
               a.offset, tuple((a.stride[k], a.size[k]) for k in range(min(a.ndims, _MAX_DIMS))), a.tensor)
 
