@@ -45,6 +45,9 @@ static const dm_hbm_preset hbm3_6g4 = {
 	       T(tRFCpb) = 208, T(tRREFD) = 5, T(tREFI) = 6240 },
 };
 
+/* the published presets, by index (dm_hbm_preset_base_name) */
+static const dm_hbm_preset *const base_presets[] = { &hbm2_2g, &hbm3_6g4 };
+
 /* The standards a chip row may name: the published preset whose analog
  * timings a part of that standard keeps, and the data transfers per pin in
  * one tCK (HBM2: DDR on CK, 2; HBM3: 4, as Ramulator2's hbm3.py counts its
@@ -115,10 +118,9 @@ const dm_hbm_preset *dm_hbm_preset_get(const char *name)
 {
 	if (!name)
 		return NULL;
-	if (!strcmp(hbm2_2g.name, name))
-		return &hbm2_2g;
-	if (!strcmp(hbm3_6g4.name, name))
-		return &hbm3_6g4;
+	for (unsigned i = 0; dm_hbm_preset_base_name(i); i++)
+		if (!strcmp(base_presets[i]->name, name))
+			return base_presets[i];
 	pthread_once(&parts_once, derive_parts);
 	for (int t = 0; t < ISA_NUM_TARGETS; t++)
 		if (parts[t].valid && !strcmp(parts[t].preset.name, name))
@@ -128,8 +130,7 @@ const dm_hbm_preset *dm_hbm_preset_get(const char *name)
 
 const char *dm_hbm_preset_base_name(unsigned i)
 {
-	const dm_hbm_preset *base[] = { &hbm2_2g, &hbm3_6g4 };
-	return i < sizeof(base) / sizeof(base[0]) ? base[i]->name : NULL;
+	return i < sizeof(base_presets) / sizeof(base_presets[0]) ? base_presets[i]->name : NULL;
 }
 
 const dm_hbm_preset *dm_hbm_preset_for_target(int target)
