@@ -148,13 +148,18 @@ class Kernel:
         each tile's last use; the second allocates by it."""
         with contextlib.redirect_stdout(io.StringIO()):
             first = self._trace_pass(None, args, kwargs)
-        return self._trace_pass(first.uses, args, kwargs)[1:]
+            if first.cse_broken:
+                # the kernel wrote into a result it got twice: trace it
+                # without reusing results, each one a tile of its own
+                first = self._trace_pass(None, args, kwargs, cse=False)
+        return self._trace_pass(first, args, kwargs, cse=first.cse)[1:]
 
-    def _trace_pass(self, last_use, args, kwargs):
+    def _trace_pass(self, first, args, kwargs, cse=True):
+        last_use = first.uses if first is not None else None
         sig = inspect.signature(self.func)
         bound = sig.bind(*args, **kwargs)
         files = {os.path.abspath(inspect.getsourcefile(self.func) or "<kernel>")}
-        t = tracer.Trace(self.target, files, last_use)
+        t = tracer.Trace(self.target, files, last_use, first.choices if first is not None else None, cse)
         prev, tracer._current = tracer._current, t
         try:
             ins = []

@@ -354,9 +354,14 @@ def _binary(x, y, op, dtype=None, engine="vector"):
             if x.shape == (y.shape[0], 1) and alu in ("add", "multiply", "max", "min"):
                 return _tensor_scalar(y, x, alu, dtype)
             fail(f"operand shapes {list(x.shape)} and {list(y.shape)} differ")
-        out = new_tile("sbuf", x.shape, _result_dtype(x, y, dtype=dtype), f"{alu} result")
-        t.emit(engine, f"tensor_tensor dst={out.ap()} src0={x.ap()} src1={y.ap()} op={alu}",
-               reads=[x.region(), y.region()], writes=[out.region()])
+        dt = _result_dtype(x, y, dtype=dtype)
+        key = (engine, "tensor_tensor", alu, dt, x.shape, x.ap(), y.ap(), (x.alloc.id, y.alloc.id))
+        out = t.reuse(key)
+        if out is not None:
+            return out
+        out = new_tile("sbuf", x.shape, dt, f"{alu} result")
+        t.remember(key, t.emit(engine, f"tensor_tensor dst={out.ap()} src0={x.ap()} src1={y.ap()} op={alu}",
+                               reads=[x.region(), y.region()], writes=[out.region()]), out)
         return out
     if isinstance(x, Tensor):
         return _tensor_scalar(x, float(y), alu, dtype)
@@ -366,18 +371,25 @@ def _binary(x, y, op, dtype=None, engine="vector"):
 
 
 def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
-    out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{alu} result")
-    reads = [x.region()]
+    t = tracer.current()
+    dt = _result_dtype(x, dtype=dtype)
+    allocs = (x.alloc.id,)
     if isinstance(s, Tensor):
         if s.shape[0] != x.shape[0] or s.elements_per_partition() != 1:
             fail(f"a per-partition scalar is a [{x.shape[0]}, 1] tile, got {list(s.shape)}")
         sv = s.ap()
-        reads.append(s.region())
+        allocs += (s.alloc.id,)
     else:
         sv = repr(float(s))
     rev = " reverse0" if reverse else ""
-    tracer.current().emit("vector", f"tensor_scalar dst={out.ap()} src={x.ap()} op0={alu} scalar0={sv}{rev}",
-                          reads=reads, writes=[out.region()])
+    key = ("vector", "tensor_scalar", alu, dt, x.shape, x.ap(), sv, rev, allocs)
+    out = t.reuse(key)
+    if out is not None:
+        return out
+    out = new_tile("sbuf", x.shape, dt, f"{alu} result")
+    reads = [x.region()] + ([s.region()] if isinstance(s, Tensor) else [])
+    t.remember(key, t.emit("vector", f"tensor_scalar dst={out.ap()} src={x.ap()} op0={alu} scalar0={sv}{rev}",
+                           reads=reads, writes=[out.region()]), out)
     return out
 
 
@@ -674,6 +686,34 @@ def _unchanged_load_source(tile):
     return view if tracer.current().last_write.get(tile.alloc.id) == ins.index else None
 
 
+# a partition broadcast stays in PSUM while at most this many PSUM banks
+# (of 8) are held by live tiles, leaving the rest to matmuls
+PSUM_BROADCAST_BANKS = 4
+
+
+def _broadcast_in_psum(src, F):
+    """Whether [1, F] -> [P, F] lands in PSUM and stays there: an fp32 row
+    that fits one bank, while PSUM has room.  The hardware compiler does it
+    this way: the published Mamba profiles (SDK nki/guides/tutorials/
+    fused_mamba.rst, figures mamba_v1_profile, mamba_v2) show TensorE
+    instructions and PSUM filling for the kernel's B/C broadcasts and no
+    copies back to SBUF -- VectorE reads the broadcast from PSUM, where a
+    tensor_tensor with one PSUM and one SBUF input runs at N, not 2N."""
+    t = tracer.current()
+    if src.dtype != "fp32" or F * 4 > t.psum.bank:
+        return False
+    return t.choose(lambda: t.psum_banks_in_use() < PSUM_BROADCAST_BANKS)
+
+
+def _ones_row():
+    """A [1, 128] fp32 row of ones, set once per kernel (a compiler constant)
+    and kept for every later partition broadcast."""
+    t = tracer.current()
+    if getattr(t, "ones_row", None) is None:
+        t.ones_row = full((1, 128), 1.0, "fp32")
+    return t.ones_row
+
+
 def broadcast_to(src, shape, **kw):
     """A [1, F] tile across partitions: [P, F] (TensorE multiplies a ones
     column by it, as partition broadcasts are done on the hardware); or a
@@ -687,6 +727,8 @@ def broadcast_to(src, shape, **kw):
         return _tensor_scalar(ones_, src, "multiply")
     if src.shape[0] != 1 or src.elements_per_partition() != F:
         fail(f"broadcast_to {list(shape)} from {list(src.shape)}: only [1, F] -> [P, F] and [P, 1] -> [P, F]")
+    if _broadcast_in_psum(src, F):
+        return matmul(_ones_row()[:, 0:P], src, transpose_x=True)
     view = _unchanged_load_source(src)
     if view is not None and len(view.shape) == 2:
         # the row still holds what a DMA brought from HBM: one more DMA reads

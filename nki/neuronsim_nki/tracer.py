@@ -173,7 +173,7 @@ class Trace:
     soon as that instruction is traced (and, failing that, when Python drops
     the tile), so capacity errors mean the live tiles do not fit."""
 
-    def __init__(self, target, source_files, last_use=None):
+    def __init__(self, target, source_files, last_use=None, choices=None, cse=True):
         if target not in TARGETS:
             raise NKIError(f"unknown target {target!r} ({', '.join(TARGETS)})")
         self.target = target
@@ -185,6 +185,19 @@ class Trace:
         self.sbuf = Allocator("sbuf", sbuf * scale)
         self.psum = Allocator("psum", psum * scale, psum // banks)
         self.last_use = last_use or {}
+        # lowering choices the first pass made from its view of the machine
+        # (e.g. room in PSUM), replayed in order by the second so both
+        # passes trace the same instructions
+        self.choices = [] if self.recording else list(choices or ())
+        self.n_choices = 0
+        # common subexpressions (see reuse): key -> (instruction index,
+        # weak reference to the result tile); allocations handed out twice;
+        # whether the kernel then wrote one of them (the first pass is run
+        # again without reuse)
+        self.cse = cse
+        self.cse_results = {}
+        self.cse_shared = set()
+        self.cse_broken = False
         self.uses = {}
         self.n_allocs = 0
         self.live = []
@@ -223,6 +236,58 @@ class Trace:
         self.live.append((a.id, a.free))
         return a
 
+    def choose(self, decide):
+        """The first pass's decide() for this lowering choice, the same
+        answer in the second pass."""
+        if self.recording:
+            self.choices.append(bool(decide()))
+            return self.choices[-1]
+        k, self.n_choices = self.n_choices, self.n_choices + 1
+        if k >= len(self.choices):
+            raise NKIError("the kernel took a different path in its second tracing pass "
+                           "(does it depend on something other than its arguments?)")
+        return self.choices[k]
+
+    def reuse(self, key):
+        """The result tile of an earlier instruction identical to the one
+        about to be traced (key: engine, operation, result dtype and shape,
+        operand access patterns and allocations), when neither its operands
+        nor its result have been written since -- then the result is already
+        there and the instruction is not traced again.  This is what the
+        hardware compiler's common-subexpression / loop-invariant code motion
+        does: the published Mamba v2 profile (SDK nki/guides/tutorials/
+        fused_mamba.rst, figure mamba_v2) has VectorE busy ~6N cycles per
+        (channel tile, state) where the kernel source asks for 8N at the
+        published costs -- the 2N of delta*u, whose operands are loaded once
+        outside the state loop, is done once per channel tile."""
+        if not self.cse:
+            return None
+        hit = self.cse_results.get(key)
+        out = None
+        if hit is not None:
+            index, ref = hit
+            out = ref()
+            if out is not None and (self.last_write.get(out.alloc.id) != index or
+                                    any(self.last_write.get(a, -1) > index for a in key[-1])):
+                out = None
+        if not self.choose(lambda: out is not None):
+            return None
+        if out is None:
+            raise NKIError("the kernel took a different path in its second tracing pass "
+                           "(does it depend on something other than its arguments?)")
+        self.cse_shared.add(out.alloc.id)
+        return out
+
+    def remember(self, key, ins, out):
+        """Records instruction ins, whose fresh result is out, for reuse."""
+        if self.cse:
+            self.cse_results[key] = (ins.index, weakref.ref(out))
+
+    def psum_banks_in_use(self):
+        """PSUM banks held by live tiles (the first pass frees a tile only
+        when Python drops it, so it never sees fewer in use than the second)."""
+        return (self.psum.capacity - sum(n for _, n in self.psum.free)) // self.psum.bank
+
     def touch(self, a):
         """An instruction being traced uses allocation a."""
         if self.recording:
@@ -251,6 +316,8 @@ class Trace:
         for r in ins.writes:
             if isinstance(r, Region):
                 self.last_write[r.alloc_id] = len(self.instrs)
+                if r.alloc_id in self.cse_shared:
+                    self.cse_broken = True       # a reused result written in place
         if self.recording:
             # the liveness pass only needs each instruction's position (and
             # the accumulation groups above); dependencies are the second's

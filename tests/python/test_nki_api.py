@@ -146,10 +146,12 @@ def test_varargs_kernels_get_their_arguments():
     np.testing.assert_array_equal(total(a, a, a), 3 * a)
 
 
-def test_partition_broadcast_of_a_loaded_row_is_a_dma():
-    """[1, F] -> [P, F] of a row fresh from HBM is one more DMA reading that
-    row into every partition (partition stride 0), not TensorE work; a row
-    changed on chip since its load still broadcasts through TensorE."""
+def test_partition_broadcast_lowering():
+    """[1, F] -> [P, F]: an fp32 row that fits a PSUM bank is broadcast by
+    TensorE into PSUM and read from there (no copy back: the published Mamba
+    profiles); a longer row fresh from HBM is one more DMA reading that row
+    into every partition (partition stride 0); a longer row changed on chip
+    since its load goes through TensorE and back to SBUF."""
     @nki.jit
     def bcast(a, row):
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -165,14 +167,70 @@ def test_partition_broadcast_of_a_loaded_row_is_a_dma():
         nl.store(out, value=nl.multiply(nl.load(a), r2.broadcast_to(a.shape)))
         return out
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((128, 256)).astype(np.float32)
-    row = rng.standard_normal((1, 256)).astype(np.float32)
-    y, res = nki.simulate(bcast, a, row)
-    np.testing.assert_allclose(y, a * row, rtol=1e-6)
-    assert res.stats["matmul_instructions"] == 0 and "[0x128]" in res.program
-    y2, res2 = nki.simulate(bcast_changed, a, row)
-    np.testing.assert_allclose(y2, a * (row + 1), rtol=1e-5)
-    assert res2.stats["matmul_instructions"] > 0
+    for F in (256, 1024):
+        a = rng.standard_normal((128, F)).astype(np.float32)
+        row = rng.standard_normal((1, F)).astype(np.float32)
+        y, res = nki.simulate(bcast, a, row)
+        np.testing.assert_allclose(y, a * row, rtol=1e-6)
+        tt = [ln for ln in res.program.splitlines() if ln.strip().startswith("tensor_tensor")]
+        if F == 256:
+            assert res.stats["matmul_instructions"] == 1 and "tensor_copy" not in res.program
+            assert len(tt) == 1 and "psum:" in tt[0]
+        else:
+            assert res.stats["matmul_instructions"] == 0 and "[0x128]" in res.program
+        y2, res2 = nki.simulate(bcast_changed, a, row)
+        np.testing.assert_allclose(y2, a * (row + 1), rtol=1e-5)
+        assert res2.stats["matmul_instructions"] > 0
+        assert ("tensor_copy" in res2.program) == (F > 512)
+
+
+def test_identical_computations_are_done_once():
+    """An elementwise instruction identical to an earlier one whose operands
+    and result are unchanged is not traced again (the compiler's CSE / loop-
+    invariant code motion: SDK fused_mamba.rst, profile mamba_v2); an operand
+    written in between makes it run again; a kernel writing into a result it
+    got twice is traced without reuse, so every tile keeps its own value."""
+    @nki.jit
+    def invariant(a, b):
+        out = nl.ndarray((4, 128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        for i in nl.affine_range(4):
+            xy = nisa.tensor_tensor(x, y, op=nl.multiply)       # invariant in i
+            s = nisa.tensor_scalar(xy, np.add, float(i))
+            nl.store(out[i], value=s)
+        return out
+
+    @nki.jit
+    def operand_changes(a, b):
+        out = nl.ndarray((2, 128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        for i in nl.static_range(2):
+            xy = nisa.tensor_tensor(x, y, op=nl.multiply)
+            nl.store(out[i], value=xy)
+            x[...] = nl.add(x, 1.0)
+        return out
+
+    @nki.jit
+    def writes_result(a, b):
+        out = nl.ndarray((2, 128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+        x, y = nl.load(a), nl.load(b)
+        p = nl.multiply(x, y)
+        q = nl.multiply(x, y)
+        q[...] = nl.add(q, 1.0)
+        nl.store(out[0], value=p)
+        nl.store(out[1], value=q)
+        return out
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 128, 64)).astype(np.float32)
+    y, res = nki.simulate(invariant, a, b)
+    np.testing.assert_allclose(y, np.stack([a * b + i for i in range(4)]), rtol=1e-6)
+    assert res.program.count("tensor_tensor ") == 1 and res.program.count("tensor_scalar ") == 4
+    y, res = nki.simulate(operand_changes, a, b)
+    np.testing.assert_allclose(y, np.stack([a * b, (a + 1) * b]), rtol=1e-6)
+    assert res.program.count("tensor_tensor ") == 2
+    y, res = nki.simulate(writes_result, a, b)
+    np.testing.assert_allclose(y, np.stack([a * b, a * b + 1]), rtol=1e-6)
+    assert res.program.count("op=multiply") == 2
 
 
 def test_loop_reduce_accumulates_into_its_destination():
