@@ -162,6 +162,24 @@ static dm_cost cost_reduce(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(n, 1));
 }
 
+/* HW (nki.isa.bn_stats, SDK nki/api/nki/isa/__init__.py at 716f08dc):
+ * max(MIN_II, N) VectorE cycles */
+static dm_cost cost_bn_stats(const dm_chip *ch, int engine, const isa_instr *in,
+			     const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_SRC)));
+}
+
+/* HW (nki.isa.bn_aggr, same source): max(MIN_II, 13*(N/3)) VectorE cycles,
+ * N the elements per partition of the triples it reads */
+static dm_cost cost_bn_aggr(const dm_chip *ch, int engine, const isa_instr *in,
+			    const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, 13 * (free_n(in, ISA_AP_SRC) / 3)));
+}
+
 /* Not published.  Estimate: each of GpSimd's 8 cores owns 16 partitions
  * (HW Engines), so a cross-partition reduction streams N elements per core
  * row group plus a combine across the 8 cores: max(MIN_II, N) * ceil(P/16)

@@ -54,4 +54,10 @@ err = np.abs(o["y"] - ref).max()
 print(f"row sums = {o['y'].sum(1)[:3]}   max |softmax - torch| = {err:.2e}")
 assert err < 1e-5 and np.array_equal(o["yt"], o["y"][:32, :32].T)
 
+x = (rng.standard_normal((128, 1024)) * 2 + 3).astype(np.float32)
+mv = run("layer_stats", {"x": x}, ["mv"])["mv"]
+err = max(np.abs(mv[:, 0] - x.mean(1)).max(), np.abs(mv[:, 1] - x.var(1)).max())
+print(f"mean, var of row 0 = {mv[0]}   max |(mean, var) - numpy| = {err:.2e}")
+assert err < 1e-4
+
 print(f"\ntraces (open in ui.perfetto.dev or chrome://tracing) and summaries: {OUT}")

@@ -276,6 +276,41 @@ static isa_status rule_tensor_reduce(vctx *v, const isa_instr *in)
 	return ISA_OK;
 }
 
+/* bn_stats: at most 512 source elements per partition (the hardware limit,
+ * nl.tile_size.bn_stats_fmax), six results per partition */
+static isa_status rule_bn_stats(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	if (d->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%u partitions, src has %u", d->nparts,
+			      s->nparts);
+	if (isa_ap_free_elems(s) > 512)
+		return v_fail(v, ISA_E_BAD_VALUE, "src", "%llu elements per partition, bn_stats takes at most 512",
+			      (unsigned long long)isa_ap_free_elems(s));
+	if (isa_ap_free_elems(d) != 6)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%llu elements per partition, bn_stats writes 6",
+			      (unsigned long long)isa_ap_free_elems(d));
+	return ISA_OK;
+}
+
+/* bn_aggr: (count, mean, variance*count) triples in, (mean, variance) out */
+static isa_status rule_bn_aggr(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	uint64_t n = isa_ap_free_elems(s);
+	if (d->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%u partitions, src has %u", d->nparts,
+			      s->nparts);
+	if (n % 3)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "src",
+			      "%llu elements per partition, not (count, mean, variance*count) triples",
+			      (unsigned long long)n);
+	if (isa_ap_free_elems(d) != 2)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%llu elements per partition, bn_aggr writes 2",
+			      (unsigned long long)isa_ap_free_elems(d));
+	return ISA_OK;
+}
+
 static isa_status rule_tensor_partition_reduce(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
@@ -427,6 +462,8 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_tensor_scalar]           = rule_tensor_scalar,
 	[ISA_OP_tensor_reduce]           = rule_tensor_reduce,
 	[ISA_OP_tensor_partition_reduce] = rule_tensor_partition_reduce,
+	[ISA_OP_bn_stats]                = rule_bn_stats,
+	[ISA_OP_bn_aggr]                 = rule_bn_aggr,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,
 	[ISA_OP_select]                  = rule_select,
 	[ISA_OP_memset]                  = rule_no_operands,

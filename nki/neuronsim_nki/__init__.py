@@ -152,7 +152,18 @@ class Kernel:
                 # the kernel wrote into a result it got twice: trace it
                 # without reusing results, each one a tile of its own
                 first = self._trace_pass(None, args, kwargs, cse=False)
-        return self._trace_pass(first, args, kwargs, cse=first.cse)[1:]
+        if not first.cse:
+            return self._trace_pass(first, args, kwargs, cse=False)[1:]
+        try:
+            return self._trace_pass(first, args, kwargs)[1:]
+        except NKIError as e:
+            if "overflow" not in str(e):
+                raise
+        # results kept for reuse do not fit beside the kernel's own tiles:
+        # trace it as written
+        with contextlib.redirect_stdout(io.StringIO()):
+            first = self._trace_pass(None, args, kwargs, cse=False)
+        return self._trace_pass(first, args, kwargs, cse=False)[1:]
 
     def _trace_pass(self, first, args, kwargs, cse=True):
         last_use = first.uses if first is not None else None

@@ -20,7 +20,7 @@ def _ret(dst, out):
     return dst
 
 
-def _dst_first(when):
+def _dst_first(when, takes_kw=False):
     """NKI 0.8 puts dst first in every nisa call (nisa.activation(dst, op,
     data), nisa.tensor_tensor(dst, data1, data2, op), ...); the older form
     returns the result.  `when(args)` tells the new form from the positional
@@ -28,7 +28,7 @@ def _dst_first(when):
     def wrap(fn):
         @functools.wraps(fn)
         def call(*args, **kw):
-            if args and when(args):
+            if args and (when(args, kw) if takes_kw else when(args)):
                 if "dst" in kw:
                     fail(f"nisa.{fn.__name__}: dst given twice (first argument and dst=)")
                 return fn(*args[1:], dst=args[0], **kw)
@@ -137,6 +137,19 @@ def dma_copy(dst=None, src=None, **kw):
     return dst
 
 
+def _scan_dst_first(a, kw):
+    """tensor_tensor_scan(dst, data0, data1, initial, op0, op1) -- not the
+    older (data0, data1, initial, op0, op1), whose fourth is an operator."""
+    if not _tiles(a, 3):
+        return False
+    if len(a) >= 4:
+        return not (callable(a[3]) or isinstance(a[3], str))
+    # three tiles: the new form when initial comes by keyword (the older
+    # form's third positional is initial itself)
+    return "initial" in kw
+
+
+@_dst_first(_scan_dst_first, takes_kw=True)
 def tensor_tensor_scan(data0=None, data1=None, initial=0.0, op0=None, op1=None, dst=None, dtype=None,
                        reverse0=False, reverse1=False, **kw):
     """result[:, i] = (data0[:, i] <op0> result[:, i-1]) <op1> data1[:, i],
@@ -157,51 +170,58 @@ def tensor_tensor_scan(data0=None, data1=None, initial=0.0, op0=None, op1=None, 
         reads.append(init.region())
     else:
         iv = repr(float(initial))
-    tracer.current().emit("vector", f"tensor_tensor_scan dst={out.ap()} src0={x.ap()} src1={y.ap()} op0={a0} "
-                          f"op1={a1} initial={iv}", reads=reads, writes=[out.region()])
+    out.made_by = tracer.current().emit("vector", f"tensor_tensor_scan dst={out.ap()} src0={x.ap()} "
+                                        f"src1={y.ap()} op0={a0} op1={a1} initial={iv}", reads=reads,
+                                        writes=[out.region()])
     return _ret(dst, out)
 
 
-def bn_stats(data=None, dtype=None, dst=None, **kw):
-    """Per-partition statistics of up to bn_stats_fmax elements, six values:
-    [count, mean, variance, 0, 0, 0] here (the layout is only meant for
-    bn_aggr).  The simulator has no single instruction for it: this is
-    three VectorE/ScalarE instructions (sum, sum of squares, combine), so
-    its timing is that of those, not of the hardware's one."""
+def _stats(name, data, n_out, dtype, dst, what):
+    """One VectorE statistics instruction from data [P, ...] into a fresh
+    [P, n_out] tile (or straight into dst when it has that shape)."""
     x = nl._operand(data)
-    n = x.elements_per_partition()
+    if not isinstance(x, Tensor):
+        tracer.fail(f"nisa.{name} takes a tile")
+    P = x.shape[0]
+    # published: the result takes the input's dtype unless dtype= (or dst) says
+    dt = isa_dtype(dtype) if dtype is not None else (dst.dtype if dst is not None else x.dtype)
+    if dst is not None and (dst.shape[0] != P or dst.elements_per_partition() != n_out or dst.dtype != dt):
+        out = new_tile("sbuf", (P, n_out), dt, what)
+    else:
+        out = dst if dst is not None else new_tile("sbuf", (P, n_out), dt, what)
+    t = tracer.current()
+    ins = t.emit("vector", f"{name} dst={out.ap()} src={x.ap()}", reads=[x.region()], writes=[out.region()])
+    if out is dst:
+        return dst
+    out.made_by = ins
+    return _ret(dst, out)
+
+
+@_dst_first(lambda a: _tiles(a, 2))
+def bn_stats(data=None, dtype=None, dst=None, **kw):
+    """Per-partition statistics of up to bn_stats_fmax (512) elements, six
+    values: (count, mean, variance * count) of the even-indexed elements,
+    then of the odd-indexed ones (the published layout, meant for bn_aggr);
+    one VectorE instruction, max(MIN_II, N) cycles."""
+    x = nl._operand(data)
+    n = x.elements_per_partition() if isinstance(x, Tensor) else 0
     if n > nl.tile_size.bn_stats_fmax:
         tracer.fail(f"bn_stats over {n} elements per partition: at most {nl.tile_size.bn_stats_fmax}")
-    out = new_tile("sbuf", (x.shape[0], 6), "fp32", "bn_stats result")
-    nl._memset(out, 0.0)
-    s1 = nl.sum(x, axis=1, dtype="fp32", keepdims=True)
-    s2 = nl.sum(nl.square(x, dtype="fp32"), axis=1, keepdims=True)
-    mean = nl._tensor_scalar(s1, 1.0 / n, "multiply", "fp32")
-    ex2 = nl._tensor_scalar(s2, 1.0 / n, "multiply", "fp32")
-    nl._assign(out[:, 0:1], float(n))
-    nl._assign(out[:, 1:2], mean)
-    nl._assign(out[:, 2:3], nl._binary(ex2, nl._binary(mean, mean, "multiply"), "subtract"))
-    return _ret(dst, out)
+    return _stats("bn_stats", x, 6, dtype, dst, "bn_stats result")
 
 
+@_dst_first(lambda a: _tiles(a, 2))
 def bn_aggr(data=None, dtype=None, dst=None, **kw):
-    """[P, 6k] bn_stats results -> [P, 2]: mean and variance of everything
-    they summarize (count-weighted means of means and of variance + mean^2)."""
+    """[P, 3k] (count, mean, variance * count) triples -- one or more
+    bn_stats results side by side -> [P, 2]: the mean and variance of
+    everything they summarize; one VectorE instruction, max(MIN_II,
+    13 * (N / 3)) cycles."""
     st = nl._operand(data)
-    k = st.elements_per_partition() // 6
-    if k * 6 != st.elements_per_partition() or k < 1:
-        tracer.fail("bn_aggr takes bn_stats results, six values per group")
-    P = st.shape[0]
-    cnt, mean, var = (Tensor(st.space, st.dtype, (P, k), (st.strides[0], 6 * st.strides[-1]),
-                                st.offset + c * st.strides[-1], None, st.alloc, st.part0) for c in range(3))
-    total = nl.sum(cnt, axis=1, keepdims=True)
-    inv = nl.reciprocal(total)
-    m = nl.multiply(nl.sum(nl.multiply(cnt, mean), axis=1, keepdims=True), inv)
-    ex2 = nl.multiply(nl.sum(nl.multiply(cnt, nl.add(var, nl.multiply(mean, mean))), axis=1, keepdims=True), inv)
-    out = new_tile("sbuf", (P, 2), "fp32", "bn_aggr result")
-    nl._assign(out[:, 0:1], m)
-    nl._assign(out[:, 1:2], nl.subtract(ex2, nl.multiply(m, m)))
-    return _ret(dst, out)
+    n = st.elements_per_partition() if isinstance(st, Tensor) else 0
+    if n < 3 or n % 3:
+        tracer.fail(f"bn_aggr takes bn_stats results ((count, mean, variance*count) triples), got {n} "
+                    "elements per partition")
+    return _stats("bn_aggr", st, 2, dtype, dst, "bn_aggr result")
 
 
 _CMP = {"<": "is_lt", "<=": "is_le", ">": "is_gt", ">=": "is_ge"}

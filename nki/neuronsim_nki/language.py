@@ -221,7 +221,7 @@ def _memset(t, value):
 
 # ------------------------------------------------------------------ memory
 
-def _dma(dst, src):
+def _dma(dst, src, engine="sync"):
     t = tracer.current()
     if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
             src.elements_per_partition() * src.shape[0]:
@@ -233,7 +233,10 @@ def _dma(dst, src):
         fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
     idx = len(t.dmas)
     t.dmas.append((dst.ap(), src.ap()))
-    t.emit("sync", f"dma_copy desc=d{idx}", reads=[src.region()], writes=[dst.region()], dma=idx)
+    t.emit(engine, f"dma_copy desc=d{idx}", reads=[src.region()], writes=[dst.region()], dma=idx)
+
+
+STORE_ENGINE = "gpsimd"
 
 
 def _masked_rows(view, mask, what):
@@ -303,7 +306,12 @@ def store(dst, value, mask=None, **kw):
         value = copy(value)
     if value.dtype != dst.dtype:
         value = copy(value, dtype=dst.dtype)
-    _dma(dst, value)
+    # stores are triggered from GpSimd's queue, loads from SyncE's: the
+    # published Mamba profiles (SDK fused_mamba.rst, mamba_v2 and
+    # mamba_v1_profile_4k_chan) show the output stores on qGpSimdIO0 and the
+    # loads on qSyncIO0, so a store waiting for its data does not hold up
+    # the next loads behind it
+    _dma(dst, value, engine=STORE_ENGINE)
 
 
 # -------------------------------------------------------------- elementwise
@@ -360,8 +368,9 @@ def _binary(x, y, op, dtype=None, engine="vector"):
         if out is not None:
             return out
         out = new_tile("sbuf", x.shape, dt, f"{alu} result")
-        t.remember(key, t.emit(engine, f"tensor_tensor dst={out.ap()} src0={x.ap()} src1={y.ap()} op={alu}",
-                               reads=[x.region(), y.region()], writes=[out.region()]), out)
+        out.made_by = t.emit(engine, f"tensor_tensor dst={out.ap()} src0={x.ap()} src1={y.ap()} op={alu}",
+                             reads=[x.region(), y.region()], writes=[out.region()])
+        t.remember(key, out.made_by, out)
         return out
     if isinstance(x, Tensor):
         return _tensor_scalar(x, float(y), alu, dtype)
@@ -388,8 +397,9 @@ def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
         return out
     out = new_tile("sbuf", x.shape, dt, f"{alu} result")
     reads = [x.region()] + ([s.region()] if isinstance(s, Tensor) else [])
-    t.remember(key, t.emit("vector", f"tensor_scalar dst={out.ap()} src={x.ap()} op0={alu} scalar0={sv}{rev}",
-                           reads=reads, writes=[out.region()]), out)
+    out.made_by = t.emit("vector", f"tensor_scalar dst={out.ap()} src={x.ap()} op0={alu} scalar0={sv}{rev}",
+                         reads=reads, writes=[out.region()])
+    t.remember(key, out.made_by, out)
     return out
 
 
@@ -441,8 +451,8 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None):
         reads.append(bias.region())
     elif bias is not None:
         b = repr(float(bias))
-    tracer.current().emit("scalar", f"activation dst={out.ap()} src={x.ap()} func={func} "
-                          f"scale={sc} bias={b}", reads=reads, writes=[out.region()])
+    out.made_by = tracer.current().emit("scalar", f"activation dst={out.ap()} src={x.ap()} func={func} "
+                                        f"scale={sc} bias={b}", reads=reads, writes=[out.region()])
     return out
 
 
@@ -478,8 +488,8 @@ def copy(x, dtype=None, engine="vector", **kw):
     if engine == "gpsimd" and x.space == "psum":
         fail("tensor_copy on GpSimd cannot read PSUM (copy it on the vector or scalar engine)")
     out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else x.dtype, "nl.copy result")
-    tracer.current().emit(engine, f"tensor_copy dst={out.ap()} src={x.ap()}", reads=[x.region()],
-                          writes=[out.region()])
+    out.made_by = tracer.current().emit(engine, f"tensor_copy dst={out.ap()} src={x.ap()}", reads=[x.region()],
+                                        writes=[out.region()])
     return out
 
 
@@ -496,6 +506,28 @@ def _retarget_load(dst, value):
     t.retract_last()
     t.emit("sync", ins.text, reads=ins.reads, writes=[dst.region()], dma=ins.dma)
     value.loaded_by = None
+    return True
+
+
+def _retarget_compute(dst, value):
+    """`tile[...] = <computation>`: the instruction that made the fresh
+    tile writes `dst` itself when nothing has used the tile yet (it is the
+    last instruction traced) -- no copy, as the compiler places a result
+    where it is assigned; compute engines cast on output at no cost (the
+    published nki.isa pages), so the destination's dtype may differ."""
+    t = tracer.current()
+    ins = value.made_by
+    old = f"dst={value.ap()}"
+    if not t.instrs or t.instrs[-1] is not ins or dst.space not in ("sbuf", "psum") or \
+            dst.shape[0] != value.shape[0] or \
+            dst.elements_per_partition() != value.elements_per_partition() or \
+            not ins.writes or ins.writes[0] != value.region() or old not in ins.text or \
+            (dst.space == "psum" and ins.engine == "gpsimd"):
+        return False
+    t.retract_last()
+    t.emit(ins.engine, ins.text.replace(old, f"dst={dst.ap()}", 1), reads=ins.reads,
+           writes=[dst.region()] + ins.writes[1:], dma=ins.dma)
+    value.made_by = None
     return True
 
 
@@ -526,6 +558,8 @@ def _assign(dst, value):
         _assign(dst, out)
         return
     if isinstance(value, Tensor) and value.loaded_by is not None and _retarget_load(dst, value):
+        return
+    if isinstance(value, Tensor) and value.made_by is not None and _retarget_compute(dst, value):
         return
     if isinstance(value, Tensor):
         if value.pending is not None and dst.space == "psum":
@@ -571,8 +605,8 @@ def _reduce(op, x, axis, dtype=None, keepdims=False, negate=False):
     kept = [d if (i == 0 or not (mask >> (i - 1)) & 1) else 1 for i, d in enumerate(x.shape)]
     out = new_tile("sbuf", kept, _result_dtype(x, dtype=dtype), f"nl.{op} result")
     neg = " negate" if negate else ""
-    tracer.current().emit("vector", f"tensor_reduce dst={out.ap()} src={x.ap()} op={op} axes={mask}{neg}",
-                          reads=[x.region()], writes=[out.region()])
+    out.made_by = tracer.current().emit("vector", f"tensor_reduce dst={out.ap()} src={x.ap()} op={op} "
+                                        f"axes={mask}{neg}", reads=[x.region()], writes=[out.region()])
     if keepdims:
         return out
     keep = [i for i in range(nd) if i == 0 or not (mask >> (i - 1)) & 1]
@@ -581,7 +615,9 @@ def _reduce(op, x, axis, dtype=None, keepdims=False, negate=False):
         shape, strides = [shape[0], 1], [strides[0], 1]
     # the kept axes' own strides: reducing inner axes (2 and 4 of 5) leaves
     # axes whose strides are not the first ones of the result tile
-    return Tensor(out.space, out.dtype, shape, strides, out.offset, None, out.alloc, out.part0)
+    view = Tensor(out.space, out.dtype, shape, strides, out.offset, None, out.alloc, out.part0)
+    view.made_by = out.made_by
+    return view
 
 
 def sum(x, axis, dtype=None, keepdims=False, **kw):  # noqa: A001

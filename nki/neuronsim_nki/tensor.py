@@ -258,6 +258,7 @@ class Tensor:
         self.pax = pax                 # a tile's partition axis (> 0: block dims before nl.par_dim)
         self.pending = None            # a matmul not yet placed (see language.matmul)
         self.loaded_by = None          # the DMA that filled this fresh tile (language.load)
+        self.made_by = None            # the compute instruction that wrote this fresh tile
         self.loaded_from = None        # and the HBM view it read
         self.rows_wanted = None        # an index ran past the first axis (allowed under a mask)
         self.overrun = None

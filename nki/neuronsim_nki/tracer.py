@@ -18,6 +18,7 @@ Scheduling rules (why, in short):
 """
 from __future__ import annotations
 
+import collections
 import os
 import sys
 import weakref
@@ -149,6 +150,9 @@ def buckets(r):
     return [(r[0], r[1], k) for k in range(r[4] // size, (max(r[5], r[4] + 1) - 1) // size + 1)]
 
 
+CSE_WINDOW = 64          # results kept for reuse after the kernel drops them
+
+
 class Region(tuple):
     """(space, key, p_lo, p_hi, b_lo, b_hi) of an on-chip tile, remembering
     which allocation it lies in (not part of its value: allocations reuse
@@ -196,6 +200,7 @@ class Trace:
         # again without reuse)
         self.cse = cse
         self.cse_results = {}
+        self.cse_keep = collections.OrderedDict()   # the latest results, kept for reuse
         self.cse_shared = set()
         self.cse_broken = False
         self.uses = {}
@@ -282,6 +287,13 @@ class Trace:
         """Records instruction ins, whose fresh result is out, for reuse."""
         if self.cse:
             self.cse_results[key] = (ins.index, weakref.ref(out))
+            # the latest CSE_WINDOW results stay at hand after the kernel
+            # drops them (a value recomputed in the next iteration of an
+            # outer loop, as in Mamba v3's state loop around its sequence
+            # tiles); their tiles live on only if reused
+            self.cse_keep[id(out)] = out
+            if len(self.cse_keep) > CSE_WINDOW:
+                self.cse_keep.popitem(last=False)
 
     def psum_banks_in_use(self):
         """PSUM banks held by live tiles (the first pass frees a tile only
@@ -372,6 +384,10 @@ class Trace:
         """Takes back the last instruction (to re-emit it changed): its
         accesses leave the history and those it had pruned return."""
         ins = self.instrs.pop()
+        for r in ins.writes:
+            # what it wrote is not there any more (reuse and broadcast checks)
+            if isinstance(r, Region) and self.last_write.get(r.alloc_id) == ins.index:
+                self.last_write[r.alloc_id] = -1
         pruned, added = ins.pruned
         for b, entry in added:
             hist = self.history[entry[2]]

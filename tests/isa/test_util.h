@@ -31,7 +31,8 @@ inline std::vector<std::string> example_files()
 	static const char *names[] = { "matmul_gelu.nsasm", "softmax_rows.nsasm",
 				       "masked_select.nsasm", "causal_mask.nsasm",
 				       "embedding_gather.nsasm", "pipeline_fp8.nsasm",
-				       "dropout_rng.nsasm", "selective_scan.nsasm" };
+				       "dropout_rng.nsasm", "selective_scan.nsasm",
+				       "layer_stats.nsasm" };
 	std::vector<std::string> v;
 	for (const char *n : names)
 		v.push_back(std::string(NSIM_EXAMPLES_DIR) + "/" + n);

@@ -233,6 +233,74 @@ def test_identical_computations_are_done_once():
     assert res.program.count("op=multiply") == 2
 
 
+def test_bn_stats_and_bn_aggr_are_the_published_instructions():
+    """nisa.bn_stats writes (count, mean, variance*count) of the even then the
+    odd elements (the published layout) with one VectorE instruction;
+    bn_aggr combines any number of them into (mean, variance); results
+    assigned into a tile are computed there (no copy); both take dst first
+    in the 0.8 form, as does tensor_tensor_scan."""
+    @nki.jit
+    def stats(a):
+        out = nl.ndarray((128, 12), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        st = nl.ndarray((128, 12), dtype=nl.float32, buffer=nl.sbuf)
+        for j in nl.affine_range(2):
+            st[:, j * 6:(j + 1) * 6] = nisa.bn_stats(x[:, j * 512:(j + 1) * 512], dtype=nl.float32)
+        nl.store(out, value=st)
+        return out
+
+    @nki.jit
+    def mean_var(a):
+        out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        st = nl.ndarray((128, 12), dtype=nl.float32, buffer=nl.sbuf)
+        for j in nl.affine_range(2):
+            nisa.bn_stats(st[:, j * 6:(j + 1) * 6], x[:, j * 512:(j + 1) * 512])      # 0.8: dst first
+        mv = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.bn_aggr(mv, st)
+        nl.store(out, value=mv)
+        return out
+
+    @nki.jit
+    def scan(a, b):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        h = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(h, nl.load(a), nl.load(b), 0.0, np.multiply, np.add)
+        nl.store(out, value=h)
+        return out
+    rng = np.random.default_rng(6)
+    a = (rng.standard_normal((128, 1024)) * 3 + 1).astype(np.float32)
+    y, res = nki.simulate(stats, a)
+    for j in range(2):
+        part = a[:, j * 512:(j + 1) * 512].astype(np.float64)
+        for h in range(2):
+            e = part[:, h::2]
+            got = y[:, j * 6 + h * 3:j * 6 + h * 3 + 3]
+            np.testing.assert_allclose(got[:, 0], e.shape[1])
+            np.testing.assert_allclose(got[:, 1], e.mean(1), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got[:, 2], e.var(1) * e.shape[1], rtol=1e-5)
+    assert res.program.count("bn_stats ") == 2 and "tensor_copy" not in res.program
+    y, res = nki.simulate(mean_var, a)
+    np.testing.assert_allclose(y[:, 0], a.astype(np.float64).mean(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y[:, 1], a.astype(np.float64).var(1), rtol=1e-5)
+    assert res.program.count("bn_aggr ") == 1 and "tensor_copy" not in res.program
+    u, v = rng.random((2, 128, 64)).astype(np.float32)
+    ref = np.zeros_like(u)
+    acc = np.zeros(128, np.float32)
+    for i in range(64):
+        acc = u[:, i] * acc + v[:, i]
+        ref[:, i] = acc
+    np.testing.assert_allclose(nki.simulate(scan, u, v)[0], ref, rtol=1e-5)
+
+    @nki.jit
+    def too_wide(a):
+        out = nl.ndarray((128, 6), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nisa.bn_stats(nl.load(a)))
+        return out
+    with pytest.raises(nki.NKIError, match="at most 512"):
+        nki.simulate(too_wide, a)
+
+
 def test_loop_reduce_accumulates_into_its_destination():
     @nki.jit
     def total(a):

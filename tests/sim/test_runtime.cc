@@ -23,7 +23,8 @@ std::vector<std::string> examples()
 {
 	std::vector<std::string> v;
 	for (const char *n : { "matmul_gelu", "softmax_rows", "masked_select", "causal_mask",
-			       "embedding_gather", "pipeline_fp8", "dropout_rng", "selective_scan" })
+			       "embedding_gather", "pipeline_fp8", "dropout_rng", "selective_scan",
+			       "layer_stats" })
 		v.push_back(read_file(std::string(NSIM_EXAMPLES_DIR) + "/" + n + ".nsasm"));
 	return v;
 }
@@ -344,6 +345,43 @@ TEST(RuntimeEnv, VisibleCoresTargetAndMode)
 	unsetenv("NEURON_PLATFORM_TARGET_OVERRIDE");
 	unsetenv("NEURON_RT_VISIBLE_CORES");
 	EXPECT_EQ(nsim_execute(nullptr, nullptr, nullptr), NSIM_UNINITIALIZED);
+}
+
+// bn_stats / bn_aggr (published layout, nki.isa.bn_stats: count, mean,
+// variance*count of the even then the odd elements; bn_aggr: mean and
+// variance over the triples; the layout itself is checked through the NKI
+// frontend, tests/python/test_nki_api.py): the example program's per-row
+// results match a double-precision reference.
+TEST_F(Runtime, BnStatsAndBnAggrGiveRowMeanAndVariance)
+{
+	std::string text = read_file(std::string(NSIM_EXAMPLES_DIR) + "/layer_stats.nsasm");
+	std::vector<uint8_t> x(128 * 1024 * 4);
+	std::vector<double> mean(128), var(128);
+	for (int p = 0; p < 128; p++) {
+		double s = 0, s2 = 0;
+		for (int j = 0; j < 1024; j++) {
+			float v = (float)(p % 7) + std::sin(0.37 * j + p) * (1.0f + 0.01f * j);
+			memcpy(&x[(p * 1024 + j) * 4], &v, 4);
+			s += v;
+		}
+		mean[p] = s / 1024;
+		for (int j = 0; j < 1024; j++) {
+			float v;
+			memcpy(&v, &x[(p * 1024 + j) * 4], 4);
+			s2 += (v - mean[p]) * (v - mean[p]);
+		}
+		var[p] = s2 / 1024;
+	}
+	start("trn2");
+	SimRun r = run_program(text, 0, { { "x", x } });
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	for (int p = 0; p < 128; p++) {
+		float m, v;
+		memcpy(&m, &r.out["mv"][p * 8], 4);
+		memcpy(&v, &r.out["mv"][p * 8 + 4], 4);
+		EXPECT_NEAR(m, mean[p], 1e-5 * (1 + std::fabs(mean[p]))) << p;
+		EXPECT_NEAR(v, var[p], 1e-5 * (1 + var[p])) << p;
+	}
 }
 
 }  // namespace

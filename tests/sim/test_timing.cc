@@ -126,6 +126,23 @@ TEST_F(Timing, VectorPerformanceModesOnTrn2)
 		      "tensor_copy dst=sbuf:bf16[0:128]+8192{1x2048} src=sbuf:bf16[0:128]{1x2048}", 4, 2048);
 }
 
+TEST_F(Timing, BnStatsAndBnAggrFollowTheirPublishedCosts)
+{
+	// nki.isa.bn_stats: max(MIN_II, N); nki.isa.bn_aggr: max(MIN_II, 13*(N/3))
+	// VectorE cycles (SDK nki/api/nki/isa/__init__.py at 716f08dc)
+	start("trn1");
+	for (uint32_t n : { 16u, 512u }) {
+		std::string src = "sbuf:fp32[0:128]{1x" + std::to_string(n) + "}";
+		expect_stream("trn1", "vector", 1120, "bn_stats dst=sbuf:fp32[0:128]+4096{1x6} src=" + src, 4,
+			      n > 64 ? n : 64);
+	}
+	for (uint32_t groups : { 2u, 32u, 96u }) {
+		std::string src = "sbuf:fp32[0:128]{1x" + std::to_string(3 * groups) + "}";
+		expect_stream("trn1", "vector", 1120, "bn_aggr dst=sbuf:fp32[0:128]+4096{1x2} src=" + src, 4,
+			      13 * groups > 64 ? 13 * groups : 64);
+	}
+}
+
 TEST_F(Timing, DependentInstructionsSeeTheStaticOverhead)
 {
 	start("trn2");
