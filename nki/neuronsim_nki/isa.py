@@ -239,8 +239,62 @@ def _affine_fields(coef, offset, sizes, what):
     return f"base={offset} pmul={coef.get(0, 0)} mul={mul}", [sizes[a] for a in axes]
 
 
-def iota(expr=None, dtype=None, dst=None, mask=None, **kw):
-    """The values of an index expression, e.g. nisa.iota(i_p * 4 + i_f, dtype=nl.int32), on GpSimd."""
+def _pattern_view(t, pattern, what):
+    """A [P, num_w, .., num_x] view of tile t for an access pattern
+    [[step_w, num_w], ..., [step_x, num_x]] (NKI 0.8 iota / affine_select):
+    the pattern's sizes split t's free elements in order."""
+    if not isinstance(t, Tensor) or t.space == "hbm":
+        fail(f"{what}: dst and on_true_tile are on-chip tiles")
+    try:
+        steps = [int(st) for st, _ in pattern]
+        nums = [int(n) for _, n in pattern]
+    except (TypeError, ValueError):
+        fail(f"{what}: pattern is a list of [step, num] pairs, got {pattern!r}")
+    if not 1 <= len(nums) <= 4 or min(nums) < 1:
+        fail(f"{what}: pattern has 1 to 4 [step, num] pairs with num >= 1, got {pattern!r}")
+    total = int(__import__("math").prod(nums))
+    if total != t.elements_per_partition():
+        fail(f"{what}: the pattern covers {total} elements per partition, the tile has "
+             f"{t.elements_per_partition()}")
+    dims = [d for d in t.free_dims() if d[1] > 1]
+    if len(dims) > 1 or (dims and dims[0][0] != 1):
+        fail(f"{what}: the tile's free elements must be contiguous to take a pattern")
+    strides, acc = [], 1
+    for n in reversed(nums):
+        strides.insert(0, acc)
+        acc *= n
+    return Tensor(t.space, t.dtype, (t.nparts, *nums), (0, *strides), t.offset, None, t.alloc, t.part0), steps
+
+
+def _pattern_fields(steps, offset, channel_multiplier):
+    return f"base={int(offset)} pmul={int(channel_multiplier)} mul={','.join(str(s) for s in steps)}"
+
+
+def iota(*args, expr=None, dtype=None, dst=None, mask=None, pattern=None, offset=0, channel_multiplier=0, **kw):
+    """The values of an index expression, e.g. nisa.iota(i_p * 4 + i_f,
+    dtype=nl.int32), on GpSimd; or the NKI 0.8 form iota(dst, pattern,
+    offset=0, channel_multiplier=0): dst[c, w, z, y, x] = offset +
+    c * channel_multiplier + w * step_w + ... + x * step_x."""
+    if args and isinstance(args[0], Tensor) or pattern is not None:
+        if args and isinstance(args[0], Tensor):
+            dst, rest = args[0], list(args[1:])
+        else:
+            rest = list(args)
+        pattern = rest.pop(0) if rest and pattern is None else pattern
+        offset = rest.pop(0) if rest else offset
+        channel_multiplier = rest.pop(0) if rest else channel_multiplier
+        if dst is None or pattern is None:
+            fail("nisa.iota(dst, pattern, offset=0, channel_multiplier=0): dst and pattern are needed")
+        if dst.space != "sbuf":
+            fail("nisa.iota writes SBUF")
+        view, steps = _pattern_view(dst, pattern, "nisa.iota")
+        tracer.current().emit("gpsimd", f"iota dst={view.ap()} {_pattern_fields(steps, offset, channel_multiplier)}",
+                              writes=[view.region()])
+        return dst
+    if args:
+        expr = args[0]
+        if len(args) > 1:
+            dtype = args[1]
     from .tensor import affine_form
     coef, offset, sizes = affine_form(expr)
     fields, shape = _affine_fields(coef, offset, sizes, "nisa.iota")
@@ -249,9 +303,44 @@ def iota(expr=None, dtype=None, dst=None, mask=None, **kw):
     return _ret(dst, out)
 
 
-def affine_select(pred=None, on_true_tile=None, on_false_value=None, dtype=None, dst=None, mask=None, **kw):
+def affine_select(*args, pred=None, on_true_tile=None, on_false_value=None, dtype=None, dst=None, mask=None,
+                  pattern=None, channel_multiplier=0, cmp_op=None, offset=0, **kw):
     """on_true_tile where an affine predicate over the tile's indices holds
-    (e.g. i_q - i_k >= 0 for a causal mask), on_false_value elsewhere; GpSimd."""
+    (e.g. i_q - i_k >= 0 for a causal mask), on_false_value elsewhere; GpSimd.
+    NKI 0.8 form: affine_select(dst, pattern, channel_multiplier,
+    on_true_tile, on_false_value, cmp_op=nl.equal, offset=0), the predicate
+    cmp_op(offset + c * channel_multiplier + sum(step * index), 0)."""
+    if args and isinstance(args[0], Tensor) or pattern is not None:
+        names = ["pattern", "channel_multiplier", "on_true_tile", "on_false_value", "cmp_op", "offset"]
+        vals = dict(pattern=pattern, channel_multiplier=channel_multiplier, on_true_tile=on_true_tile,
+                    on_false_value=on_false_value, cmp_op=cmp_op, offset=offset)
+        rest = list(args)
+        if rest and isinstance(rest[0], Tensor):
+            dst = rest.pop(0)
+        for n, v in zip(names, rest):
+            vals[n] = v
+        if dst is None or vals["pattern"] is None or vals["on_true_tile"] is None or vals["on_false_value"] is None:
+            fail("nisa.affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, "
+                 "cmp_op=nl.equal, offset=0): dst, pattern, on_true_tile and on_false_value are needed")
+        src = nl._operand(vals["on_true_tile"])
+        if src.space != "sbuf" or dst.space != "sbuf":
+            fail("nisa.affine_select reads and writes SBUF")
+        if src.nparts != dst.nparts:
+            fail(f"nisa.affine_select: dst has {dst.nparts} partitions, on_true_tile {src.nparts}")
+        cmp = nl.op_name(vals["cmp_op"] if vals["cmp_op"] is not None else "is_equal")
+        if cmp not in _CMP.values() and cmp not in ("is_equal", "not_equal"):
+            fail(f"nisa.affine_select cmp_op {vals['cmp_op']!r}: a comparison (nl.equal, nl.greater_equal, ...)")
+        dview, steps = _pattern_view(dst, vals["pattern"], "nisa.affine_select")
+        sview, _ = _pattern_view(src, vals["pattern"], "nisa.affine_select")
+        fields = _pattern_fields(steps, vals["offset"], vals["channel_multiplier"])
+        tracer.current().emit("gpsimd", f"affine_select dst={dview.ap()} src={sview.ap()} cmp={cmp} {fields} "
+                              f"fill={float(vals['on_false_value'])!r}", reads=[sview.region()],
+                              writes=[dview.region()])
+        return dst
+    if args:
+        pred = args[0]
+        on_true_tile = args[1] if len(args) > 1 else on_true_tile
+        on_false_value = args[2] if len(args) > 2 else on_false_value
     from .tensor import Mask, affine_form
     if not isinstance(pred, Mask) or len(pred.terms) != 1:
         fail("nisa.affine_select takes one comparison of an index expression with an integer")
@@ -269,6 +358,41 @@ def affine_select(pred=None, on_true_tile=None, on_false_value=None, dtype=None,
     tracer.current().emit("gpsimd", f"affine_select dst={out.ap()} src={src.ap()} cmp={_CMP[op]} {fields} "
                           f"fill={fill!r}", reads=[src.region()], writes=[out.region()])
     return _ret(dst, out)
+
+
+VirtualRegister = nl.VirtualRegister
+
+
+def register_alloc(x=None):
+    """A register holding x (0 if not given)."""
+    v = nl._static_int(x if x is not None else 0)
+    if v is None:
+        fail(f"nisa.register_alloc({x!r}): an int")
+    return VirtualRegister(v)
+
+
+def register_move(dst, src):
+    """dst = src (an int or another register)."""
+    v = nl._static_int(src)
+    if not isinstance(dst, VirtualRegister) or v is None:
+        fail("nisa.register_move(dst, src): dst a register, src an int or register")
+    dst.value = v
+    return dst
+
+
+def register_load(dst, src, **kw):
+    fail("nisa.register_load: a register loaded from device memory drives run-time control flow, which "
+         "the simulator's ISA does not have (registers set while tracing -- register_alloc / register_move "
+         "-- are supported)")
+
+
+def register_store(dst, src, **kw):
+    """Writes a register's value into a [1, 1] int32 tile (a memset)."""
+    v = nl._static_int(src)
+    if v is None or not isinstance(dst, Tensor) or dst.space == "hbm":
+        fail("nisa.register_store(dst, src): dst an on-chip tile, src a register or int")
+    nl._memset(dst, v)
+    return dst
 
 
 def __getattr__(name):

@@ -116,6 +116,55 @@ def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
         body_fun(i)
 
 
+class VirtualRegister:
+    """A sequencer register (nisa.register_alloc): here a value known while
+    tracing, which loops (nl.fori_loop, nl.while_loop) and index arithmetic
+    read as an int."""
+
+    def __init__(self, value=0):
+        self.value = int(value)
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+    def __repr__(self):
+        return f"VirtualRegister({self.value})"
+
+
+WHILE_LOOP_LIMIT = 1 << 20      # iterations a traced while_loop may run
+
+
+def _static_int(v):
+    """v as a trace-time int (an int, or a register holding one), else None."""
+    v = getattr(v, "value", v)
+    return None if isinstance(v, bool) or not isinstance(v, int) else v
+
+
+def while_loop(init, body_fun, **kw):
+    """nl.while_loop(init, body_fun): r = init; while r != 0: r = body_fun(r).
+    The condition must be known while tracing (an int, or a register set
+    from one with nisa.register_alloc / register_move): the body is traced
+    once per iteration, as the device loop runs it.  A condition read from
+    device memory (nisa.register_load) needs run-time control flow, which
+    the simulator's ISA does not have; it is refused by name."""
+    r = _static_int(init)
+    if r is None:
+        fail(f"nl.while_loop init={init!r}: only conditions known while tracing (ints, registers holding "
+             "one) are supported; a condition loaded from device memory needs run-time control flow")
+    n = 0
+    while r != 0:
+        n += 1
+        if n > WHILE_LOOP_LIMIT:
+            fail(f"nl.while_loop ran {WHILE_LOOP_LIMIT} iterations without its condition reaching 0")
+        nxt = body_fun(VirtualRegister(r))
+        r = _static_int(nxt)
+        if r is None:
+            fail(f"nl.while_loop body returned {nxt!r}: the next condition must be known while tracing "
+                 "(an int or a register holding one)")
+
+
 class nc:
     """nl.nc(n): the NeuronCores of a logical core an SPMD grid dimension is
     spread over (nl.spmd_dim(size, nl.nc(2)))."""
@@ -425,6 +474,31 @@ def maximum(x, y, dtype=None, **kw):
 
 def minimum(x, y, dtype=None, **kw):
     return _binary(x, y, "min", dtype)
+
+
+def equal(x, y, dtype=None, **kw):
+    """1 where x == y, else 0 (elementwise; also a comparison operator name)."""
+    return _binary(x, y, "is_equal", dtype)
+
+
+def not_equal(x, y, dtype=None, **kw):
+    return _binary(x, y, "not_equal", dtype)
+
+
+def greater(x, y, dtype=None, **kw):
+    return _binary(x, y, "is_gt", dtype)
+
+
+def greater_equal(x, y, dtype=None, **kw):
+    return _binary(x, y, "is_ge", dtype)
+
+
+def less(x, y, dtype=None, **kw):
+    return _binary(x, y, "is_lt", dtype)
+
+
+def less_equal(x, y, dtype=None, **kw):
+    return _binary(x, y, "is_le", dtype)
 
 
 def power(x, y, dtype=None, **kw):

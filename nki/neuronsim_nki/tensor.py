@@ -370,8 +370,16 @@ class Tensor:
     def nparts(self):
         return self.shape[self.pax] if self.shape else 1
 
-    def ap(self):
-        """The operand's .nsasm access pattern."""
+    def ap(self, pattern=None, offset=None, dtype=None, **kw):
+        """ap(): the operand's .nsasm access pattern (used by the tracer).
+        ap(pattern=[[stride, count], ...], offset=None): NKI 0.8's explicit
+        access pattern over the tensor's storage, a new view (as
+        torch.as_strided): on HBM the pairs are element strides over the
+        tensor; on chip the first pair is the partitions ([row size, count]:
+        consecutive partitions) and the rest walk each partition's bytes
+        from the view's start (+ offset elements)."""
+        if pattern is not None or offset is not None or dtype is not None or kw:
+            return self._explicit_ap(pattern, offset, dtype, kw)
         self.materialize()
         dims = ",".join(f"{s}x{n}" for s, n in self.free_dims())
         esz = SIZES[self.dtype]
@@ -383,6 +391,52 @@ class Tensor:
         byte = self.alloc.offset + self.offset * esz
         off = f"+{byte}" if byte else ""
         return f"{self.space}:{self.dtype}[{self.part0}:{self.part0 + self.nparts}]{off}{{{dims}}}"
+
+    def storage_elems(self):
+        """Elements of the whole HBM tensor this view lies in."""
+        full = tracer.current().tensors.get(self.name, self)
+        n = 1
+        for d in full.shape:
+            n *= d
+        return n
+
+    def _explicit_ap(self, pattern, offset, dtype, kw):
+        if kw:
+            fail(f"tensor.ap: {', '.join(sorted(kw))} (indirect access) is not supported by the simulator yet")
+        if dtype is not None and isa_dtype(dtype) != self.dtype:
+            fail("tensor.ap(dtype=...): reinterpreting storage is not supported by the simulator yet")
+        try:
+            pairs = [(int(st), int(n)) for st, n in pattern]
+        except (TypeError, ValueError):
+            fail(f"tensor.ap: pattern is a list of [stride, count] pairs, got {pattern!r}")
+        if not pairs or len(pairs) > 5 or min(n for _, n in pairs) < 1:
+            fail(f"tensor.ap: 1 to 5 [stride, count] pairs with count >= 1, got {pattern!r}")
+        self.materialize()
+        base = self.offset + (int(offset) if offset is not None else 0)
+        if self.space == "hbm":
+            lo = base + sum(min(0, st * (n - 1)) for st, n in pairs)
+            hi = base + sum(max(0, st * (n - 1)) for st, n in pairs)
+            if lo < 0 or hi >= self.storage_elems():
+                fail(f"tensor.ap {pattern!r} (offset {base}) reaches elements [{lo}, {hi}] outside "
+                     f"{self.name}'s {self.storage_elems()}")
+            return Tensor("hbm", self.dtype, tuple(n for _, n in pairs), tuple(st for st, _ in pairs), base,
+                          self.name)
+        (pst, parts), free = pairs[0], pairs[1:]
+        row = self.elements_per_partition()
+        if parts > 128 - self.part0 or (parts > 1 and pst != row):
+            fail(f"tensor.ap {pattern!r}: the first pair walks the partitions ([{row}, count], "
+                 f"at most {128 - self.part0} from partition {self.part0})")
+        if len(free) > 4:
+            fail("tensor.ap: at most 4 free dimensions on chip")
+        esz = SIZES[self.dtype]
+        lo = base + sum(min(0, st * (n - 1)) for st, n in free)
+        hi = base + sum(max(0, st * (n - 1)) for st, n in free)
+        if lo < 0 or (hi + 1) * esz > self.alloc.size:
+            fail(f"tensor.ap {pattern!r} (offset {base}) reaches bytes [{lo * esz}, {(hi + 1) * esz}) "
+                 f"outside the tile's {self.alloc.size} bytes per partition")
+        free = free or [(1, 1)]
+        return Tensor(self.space, self.dtype, (parts, *(n for _, n in free)), (0, *(st for st, _ in free)), base,
+                      None, self.alloc, self.part0)
 
     def region(self):
         """(space, key, p_lo, p_hi, b_lo, b_hi): what the operand touches."""

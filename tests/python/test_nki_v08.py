@@ -2,6 +2,7 @@
 as objects, nl.fori_loop) next to the same kernels in the older style, each
 checked against NumPy."""
 import numpy as np
+import pytest
 
 import neuronsim_nki as nki
 import neuronsim_nki.isa as nisa
@@ -110,3 +111,93 @@ def test_fori_loop_refuses_bounds_it_cannot_know():
         return out
     with pytest.raises(nki.NKIError, match="upper=2.5"):
         k(np.ones((128, 4), np.float32))
+
+
+def test_iota_and_affine_select_take_access_patterns():
+    """NKI 0.8: iota(dst, pattern, offset, channel_multiplier) and
+    affine_select(dst, pattern, channel_multiplier, on_true_tile,
+    on_false_value, cmp_op=, offset=) with [[step, num], ...] patterns; the
+    nl comparisons are operators and elementwise functions."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((3, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        idx = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.iota(idx, [[8, 8], [1, 8]], offset=3, channel_multiplier=100)
+        f = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(f, idx)
+        nl.store(out[0], value=f)
+        x = nl.load(a)
+        m = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.affine_select(m, [[-1, 64]], 1, x, -9.0, cmp_op=nl.greater_equal)    # p - j >= 0
+        nl.store(out[1], value=m)
+        nl.store(out[2], value=nl.less(x, 0.5, dtype=nl.float32))
+        return out
+    a = np.random.default_rng(0).random((128, 64), dtype=np.float32)
+    y, _ = nki.simulate(k, a)
+    p, j = np.arange(128)[:, None], np.arange(64)[None, :]
+    np.testing.assert_array_equal(y[0], 3 + 100 * p + 8 * (j // 8) + j % 8)
+    np.testing.assert_array_equal(y[1], np.where(p - j >= 0, a, -9.0))
+    np.testing.assert_array_equal(y[2], (a < 0.5).astype(np.float32))
+
+    @nki.jit
+    def bad(a):
+        out = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.shared_hbm)
+        idx = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.iota(idx, [[1, 60]])
+        nl.store(out, value=idx)
+        return out
+    with pytest.raises(nki.NKIError, match="pattern covers 60 elements per partition"):
+        nki.simulate(bad, a)
+
+
+def test_tensor_ap_while_loop_and_registers():
+    """tensor.ap(pattern=[[stride, count], ...], offset=) views storage
+    explicitly (on HBM and on chip); nl.while_loop runs while its condition,
+    known while tracing (an int or a register from register_alloc /
+    register_move), is nonzero; a condition loaded from device memory is
+    refused by name."""
+    @nki.jit
+    def odd_columns(a):
+        out = nl.ndarray((64, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a.ap(pattern=[[64, 64], [1, 32]]))              # every other row
+        y = nl.ndarray((64, 16), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(y, x.ap(pattern=[[32, 64], [2, 16]], offset=1))   # the odd columns
+        nl.store(out, value=y)
+        return out
+    a = np.random.default_rng(1).random((128, 32), dtype=np.float32)
+    np.testing.assert_array_equal(nki.simulate(odd_columns, a)[0], a[::2, 1::2])
+
+    @nki.jit
+    def halvings(a):
+        out = nl.ndarray((4, 128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        r = nisa.register_alloc(8)
+        step = [0]
+
+        def body(c):
+            nl.store(out[step[0]], value=nl.multiply(x, float(int(c))))
+            step[0] += 1
+            nisa.register_move(c, int(c) // 2)
+            return c
+        nl.while_loop(r, body)
+        return out
+    y, _ = nki.simulate(halvings, a)
+    np.testing.assert_allclose(y, np.stack([a * 8, a * 4, a * 2, a]), rtol=1e-6)
+
+    @nki.jit
+    def dynamic(a, n):
+        out = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        r = nisa.register_alloc()
+        nisa.register_load(r, nl.load(n))
+        nl.while_loop(r, lambda c: 0)
+        nl.store(out, value=nl.load(a))
+        return out
+    with pytest.raises(nki.NKIError, match="register_load: a register loaded from device memory"):
+        nki.simulate(dynamic, a, np.ones((1, 1), np.int32))
+    with pytest.raises(nki.NKIError, match="outside"):
+        @nki.jit
+        def past_end(a):
+            out = nl.ndarray((128, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+            nl.store(out, value=nl.load(a.ap(pattern=[[64, 128], [1, 32]])))
+            return out
+        nki.simulate(past_end, a)
