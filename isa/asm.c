@@ -36,6 +36,8 @@ typedef struct asm_ctx {
 	uint32_t     nlines_cap[ISA_NUM_ENGINES + 2];
 	bool         seen_target;
 	int          target_line, sem_line, scratch_line;  /* header directives */
+	uint32_t    *dma_slots;      /* descriptor name hash: index + 1, 0 = empty */
+	uint32_t     dma_slot_cap;   /* a power of two, kept over twice n_dma */
 } asm_ctx;
 
 #define LINES_TENSOR ISA_NUM_ENGINES
@@ -55,6 +57,53 @@ static isa_status asm_fail(asm_ctx *c, isa_status code, const char *field,
 	isa_fail(c->diag, code, -1, -1, field, "%s", detail);
 	isa_diag_set_line(c->diag, c->line);
 	return code;
+}
+
+/* Descriptor names are looked up by hash: programs traced from big kernels
+ * carry hundreds of thousands of them, and a linear search per reference
+ * made assembling quadratic. */
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;                 /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+/* the slot holding `name`, or the empty slot where it would go */
+static uint32_t *dma_slot(const asm_ctx *c, const char *name)
+{
+	uint32_t mask = c->dma_slot_cap - 1, i = name_hash(name) & mask;
+	while (c->dma_slots[i] && strcmp(c->p->dma[c->dma_slots[i] - 1].name, name) != 0)
+		i = (i + 1) & mask;
+	return &c->dma_slots[i];
+}
+
+/* index of descriptor `name`, or -1 */
+static int64_t dma_find(const asm_ctx *c, const char *name)
+{
+	if (!c->dma_slot_cap)
+		return -1;
+	uint32_t v = *dma_slot(c, name);
+	return v ? (int64_t)v - 1 : -1;
+}
+
+/* enters descriptor `idx` (already in p->dma) into the hash */
+static bool dma_index(asm_ctx *c, uint32_t idx)
+{
+	if (2ull * (idx + 1) >= c->dma_slot_cap) {
+		uint32_t cap = c->dma_slot_cap ? 2 * c->dma_slot_cap : 1024;
+		uint32_t *slots = calloc(cap, sizeof(*slots));
+		if (!slots)
+			return false;
+		free(c->dma_slots);
+		c->dma_slots = slots;
+		c->dma_slot_cap = cap;
+		for (uint32_t k = 0; k < idx; k++)
+			*dma_slot(c, c->p->dma[k].name) = k + 1;
+	}
+	*dma_slot(c, c->p->dma[idx].name) = idx + 1;
+	return true;
 }
 
 static bool record_line(asm_ctx *c, int which, uint32_t idx)
@@ -357,15 +406,15 @@ static isa_status parse_field(asm_ctx *c, int op, const isa_field *f, const char
 		    (f->kind == ISA_FK_SEM && in->u[f->slot] == ISA_SEM_NONE))
 			return asm_fail(c, ISA_E_BAD_VALUE, f->key, "'%.60s'", val);
 		return ISA_OK;
-	case ISA_FK_DESC:
-		for (uint32_t i = 0; i < c->p->n_dma; i++) {
-			if (strcmp(c->p->dma[i].name, val) == 0) {
-				in->u[f->slot] = i;
-				return ISA_OK;
-			}
+	case ISA_FK_DESC: {
+		int64_t i = dma_find(c, val);
+		if (i >= 0) {
+			in->u[f->slot] = (uint32_t)i;
+			return ISA_OK;
 		}
 		return asm_fail(c, ISA_E_BAD_DESC, f->key,
 				"undefined descriptor '%.60s' (declare it with .dma first)", val);
+	}
 	case ISA_FK_IVEC: {
 		char buf[128];
 		size_t n = strlen(val);
@@ -548,9 +597,8 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 		return asm_fail(c, ISA_E_SYNTAX, "dma", ".dma NAME MODE dst=AP src=AP [index=AP]");
 	if (!isa_name_valid(tok[1]))
 		return asm_fail(c, ISA_E_BAD_DESC, "dma.name", "bad name '%.60s'", tok[1]);
-	for (uint32_t i = 0; i < p->n_dma; i++)
-		if (strcmp(p->dma[i].name, tok[1]) == 0)
-			return asm_fail(c, ISA_E_DUPLICATE_NAME, "dma.name", "descriptor '%s'", tok[1]);
+	if (dma_find(c, tok[1]) >= 0)
+		return asm_fail(c, ISA_E_DUPLICATE_NAME, "dma.name", "descriptor '%s'", tok[1]);
 	int mode = isa_dma_mode_from_name(tok[2]);
 	if (mode < 0)
 		return asm_fail(c, ISA_E_BAD_DESC, "dma.mode", "'%.60s' (direct, gather or scatter)",
@@ -586,7 +634,10 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 	if (!isa_grow((void **)&p->dma, &p->cap_dma, p->n_dma + 1, sizeof(d)) ||
 	    !record_line(c, LINES_DMA, p->n_dma))
 		return asm_fail(c, ISA_E_NOMEM, "dma", "descriptor table");
-	p->dma[p->n_dma++] = d;
+	p->dma[p->n_dma] = d;
+	if (!dma_index(c, p->n_dma))
+		return asm_fail(c, ISA_E_NOMEM, "dma", "descriptor names");
+	p->n_dma++;
 	return ISA_OK;
 }
 
@@ -772,6 +823,7 @@ isa_status isa_asm_lines(const char *text, size_t len, isa_program **out, int **
 	c.p = NULL;
 
 free_all:
+	free(c.dma_slots);
 	for (int i = 0; i < ISA_NUM_ENGINES + 2; i++)
 		free(c.lines[i]);
 	free(buf);

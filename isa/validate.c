@@ -11,6 +11,7 @@
 #include "validate.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 isa_status v_fail(vctx *v, isa_status code, const char *field, const char *fmt, ...)
@@ -475,6 +476,38 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 
 /* ---------------------------------------------------------- program */
 
+/* The first descriptor whose name an earlier one has (-1: none; -2: out of
+ * memory): sorting the indices by name keeps this n log n for programs with
+ * hundreds of thousands of descriptors. */
+static _Thread_local const isa_program *sort_prog;   /* qsort has no context argument */
+
+static int cmp_dma_name(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strncmp(sort_prog->dma[x].name, sort_prog->dma[y].name, ISA_MAX_NAME + 1);
+	return c ? c : (x > y) - (x < y);
+}
+
+static int64_t first_duplicate_dma(const isa_program *p)
+{
+	if (p->n_dma < 2)
+		return -1;
+	uint32_t *idx = malloc(p->n_dma * sizeof(*idx));
+	if (!idx)
+		return -2;
+	for (uint32_t i = 0; i < p->n_dma; i++)
+		idx[i] = i;
+	sort_prog = p;
+	qsort(idx, p->n_dma, sizeof(*idx), cmp_dma_name);
+	int64_t first = -1;
+	for (uint32_t k = 1; k < p->n_dma; k++)
+		if (strncmp(p->dma[idx[k]].name, p->dma[idx[k - 1]].name, ISA_MAX_NAME + 1) == 0 &&
+		    (first < 0 || idx[k] < first))
+			first = idx[k];
+	free(idx);
+	return first;
+}
+
 isa_status isa_validate(const isa_program *p, isa_diag *diag)
 {
 	vctx v = { .p = p, .diag = diag, .engine = -1, .index = -1 };
@@ -501,12 +534,14 @@ isa_status isa_validate(const isa_program *p, isa_diag *diag)
 
 	if ((st = check_tensors(&v)) != ISA_OK)
 		return st;
+	int64_t dup = first_duplicate_dma(p);
+	if (dup == -2)
+		return isa_fail(diag, ISA_E_NOMEM, -1, -1, "dma", "checking descriptor names");
 	for (uint32_t i = 0; i < p->n_dma; i++) {
 		v.index = i;
-		for (uint32_t j = 0; j < i; j++)
-			if (strncmp(p->dma[i].name, p->dma[j].name, ISA_MAX_NAME + 1) == 0)
-				return v_fail(&v, ISA_E_DUPLICATE_NAME, "dma.name", "descriptor '%s'",
-					      p->dma[i].name);
+		if ((int64_t)i == dup)
+			return v_fail(&v, ISA_E_DUPLICATE_NAME, "dma.name", "descriptor '%s'",
+				      p->dma[i].name);
 		if ((st = check_dma_desc(&v, &p->dma[i])) != ISA_OK)
 			return st;
 	}

@@ -77,6 +77,12 @@ class Convention:
         widened exactly to float32 is fine: it is rounded back)."""
         raise NotImplementedError
 
+    def device_bytes(self, value, dtype):
+        """The value's bytes as the device holds `dtype`, when the convention
+        has them at hand (bf16 bits, saving the widening and rounding back);
+        None otherwise."""
+        return None
+
 
 _conventions = []
 
@@ -235,6 +241,10 @@ class Kernel:
         arrays = {}
         for t, a in ins:
             conv = None if isinstance(a, np.ndarray) else _convention_of(a)
+            raw = None if conv is None else conv.device_bytes(a, t.dtype)
+            if raw is not None:
+                arrays[t.name] = (raw, t.dtype)
+                continue
             a = a if conv is None else conv.host_array(a)
             if t.dtype in ("bf16", "fp8_e4m3", "fp8_e5m2") and a.dtype.name in EXT_TO_ISA:
                 a = a.astype(np.float32)          # exact: the simulator rounds back to the same values

@@ -34,6 +34,12 @@ class TorchConvention(_nki.Convention):
         t = value.detach().cpu()
         return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
 
+    def device_bytes(self, value, dtype):
+        t = value.detach()
+        if dtype != "bf16" or t.dtype != torch.bfloat16 or t.device.type != "cpu":
+            return None
+        return t.contiguous().view(torch.int16).numpy().tobytes()
+
     def run(self, kernel, program, ins, outs, multi):
         devices = {a.device.type for _, a in ins}
         if devices == {"cpu"}:

@@ -400,7 +400,8 @@ def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trac
             _check(lib.nsim_tensor_set_create(ctypes.byref(s)), "tensor set")
         for name, spec in inputs.items():
             arr, dtype = spec if isinstance(spec, tuple) else (spec, _dtype_of(spec))
-            data = to_device(arr, dtype)
+            # bytes: already the tensor's device bytes (e.g. bf16 bits)
+            data = bytes(arr) if isinstance(arr, (bytes, bytearray, memoryview)) else to_device(arr, dtype)
             t = ctypes.c_void_p()
             _check(lib.nsim_tensor_allocate(0, max(len(data), 1), name.encode(), ctypes.byref(t)),
                    f"allocating input '{name}'")
