@@ -25,6 +25,8 @@ import weakref
 
 from neuronsim import ENGINES, TARGETS, chip_info, target_info
 
+from .schedule import schedule
+
 ENGINE_ID = {e: i for i, e in enumerate(ENGINES)}
 # semaphores: one per engine (its signals), then DMA_POOL completion slots
 DMA_POOL = 128
@@ -150,6 +152,7 @@ def buckets(r):
     return [(r[0], r[1], k) for k in range(r[4] // size, (max(r[5], r[4] + 1) - 1) // size + 1)]
 
 
+SCHEDULE = True          # list-schedule the traced instructions (schedule.py)
 CSE_WINDOW = 64          # results kept for reuse after the kernel drops them
 
 
@@ -402,20 +405,24 @@ class Trace:
         """The .nsasm text: tensor table, DMA descriptors, engine streams."""
         n_dma = len(self.dmas)
         pool = min(DMA_POOL, max(n_dma, 1))
+        info = chip_info(self.target)
+        order = schedule(self.instrs, info["clock_mhz"],
+                         info["dma_engines"] * info["dma_engine_bytes_per_second"] / 1e9) \
+            if SCHEDULE else self.instrs
         needs_signal = set()
-        for ins in self.instrs:
+        for ins in order:
             for d in ins.deps:
                 if d.dma is None and d.engine != ins.engine:
                     needs_signal.add(d)
         count = dict.fromkeys(ENGINES, 0)
-        for ins in self.instrs:
+        for ins in order:
             if ins in needs_signal:
                 count[ins.engine] += 1
                 ins.signal = count[ins.engine]
         streams = {e: [] for e in ENGINES}
         waited = {e: {} for e in ENGINES}          # what each engine has already waited for
         dma_gen = {}
-        for ins in self.instrs:
+        for ins in order:
             out = streams[ins.engine]
             need = {}
             for d in ins.deps:
