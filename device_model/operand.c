@@ -247,3 +247,15 @@ dm_fault_kind dm_check_finite(const dm_binding *b, const float *vals, uint64_t n
 					    isnan(vals[i]) ? "NaN" : "Inf");
 	return DM_OK;
 }
+
+dm_fault_kind dm_write_results(dm_core *c, const dm_binding *b, const dm_view *dv, const float *vals,
+			       int engine, int64_t index, const char *what, dm_fault *fault)
+{
+	dm_fault_kind k = dm_check_finite(b, vals, (uint64_t)dv->nparts * dv->nfree, engine, index, what,
+					  fault);
+	if (k)
+		return k;
+	dm_view_write(dv, vals);
+	dm_psum_mark(c, dv);
+	return DM_OK;
+}

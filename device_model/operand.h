@@ -66,4 +66,9 @@ dm_fault_kind dm_fault_set(dm_fault *f, dm_fault_kind kind, int engine, int64_t 
 dm_fault_kind dm_check_finite(const dm_binding *b, const float *vals, uint64_t n, int engine,
 			      int64_t index, const char *what, dm_fault *fault);
 
+/* the end of every fp32-computing instruction: the numeric check, the
+ * write (casting to the view's dtype) and the PSUM mark */
+dm_fault_kind dm_write_results(dm_core *c, const dm_binding *b, const dm_view *dv, const float *vals,
+			       int engine, int64_t index, const char *what, dm_fault *fault);
+
 #endif /* NSIM_DM_OPERAND_H */

@@ -15,17 +15,6 @@ static dm_fault_kind nomem(dm_fault *f, int engine, int64_t index)
 	return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "statistics staging");
 }
 
-static dm_fault_kind write_out(dm_core *c, const dm_binding *b, const dm_view *dv, const float *y,
-			       uint64_t n, int engine, int64_t index, const char *what, dm_fault *f)
-{
-	dm_fault_kind k = dm_check_finite(b, y, n, engine, index, what, f);
-	if (k)
-		return k;
-	dm_view_write(dv, y);
-	dm_psum_mark(c, dv);
-	return DM_OK;
-}
-
 dm_fault_kind dm_op_bn_stats(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			     const isa_instr *in, dm_fault *f)
 {
@@ -53,7 +42,7 @@ dm_fault_kind dm_op_bn_stats(dm_core *c, const dm_binding *b, int engine, int64_
 			y[p * 6 + half * 3 + 2] = (float)m2;
 		}
 	}
-	return write_out(c, b, &dv, y, P * 6, engine, index, "bn_stats dst", f);
+	return dm_write_results(c, b, &dv, y, engine, index, "bn_stats dst", f);
 }
 
 dm_fault_kind dm_op_bn_aggr(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -87,5 +76,5 @@ dm_fault_kind dm_op_bn_aggr(dm_core *c, const dm_binding *b, int engine, int64_t
 		y[p * 2 + 0] = (float)mean;
 		y[p * 2 + 1] = total > 0.0 ? (float)(m2 / total) : 0.0f;
 	}
-	return write_out(c, b, &dv, y, P * 2, engine, index, "bn_aggr dst", f);
+	return dm_write_results(c, b, &dv, y, engine, index, "bn_aggr dst", f);
 }

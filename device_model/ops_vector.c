@@ -41,13 +41,7 @@ static dm_fault_kind nomem(dm_fault *f, int engine, int64_t index)
 static dm_fault_kind finish(dm_core *c, const dm_binding *b, const dm_view *dv, const float *v,
 			    int engine, int64_t index, const isa_instr *in, dm_fault *f)
 {
-	dm_fault_kind k = dm_check_finite(b, v, (uint64_t)dv->nparts * dv->nfree, engine, index,
-					  isa_op_name(in->opcode), f);
-	if (k)
-		return k;
-	dm_view_write(dv, v);
-	dm_psum_mark(c, dv);
-	return DM_OK;
+	return dm_write_results(c, b, dv, v, engine, index, isa_op_name(in->opcode), f);
 }
 
 /* per-partition scalar operand: immediate, or column [P,1] of an AP */
