@@ -110,6 +110,52 @@ def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, *
     return _ret(dst, nl._activation(func, data, dtype, scale, bias))
 
 
+def _neg(v):
+    """-v for an immediate or a [P, 1] tile (negated on VectorE)."""
+    return nl._tensor_scalar(nl._operand(v), -1.0, "multiply", "fp32") if isinstance(v, Tensor) else -float(v)
+
+
+def activate2(dst=None, op=None, data=None, imm0=0.0, imm1=0.0, op0=None, op1=None, relu_param=0.0,
+              reverse0=False, reverse1=False, reduce_op=None, reduce_res=None, reduce_cmd=None, **kw):
+    """NKI 0.8 activate2 (NeuronCore-v4 and newer, ScalarE): op((data op0
+    imm0) op1 imm1) for the six published (op0, op1) pairs.  ScalarE's
+    activation instruction computes func(data * scale + bias), which is each
+    of them: one instruction, the activation's cost."""
+    if tracer.target_info(tracer.current().target)["core_version"] < 4:
+        fail(f"nisa.activate2 needs NeuronCore-v4 or newer (trn3); the kernel's target is "
+             f"{tracer.current().target}")
+    if reduce_op is not None or reduce_res is not None:
+        fail("nisa.activate2 with a reduction is not supported by the simulator yet")
+    if float(relu_param) != 0.0:
+        fail("nisa.activate2 relu_param is not supported by the simulator yet")
+    n0 = "bypass" if op0 is None else nl.op_name(op0)
+    n1 = "bypass" if op1 is None else nl.op_name(op1)
+    if n0 == "bypass" and (n1 != "bypass" or reverse0):
+        fail("nisa.activate2: op1 and reverse0 need op0")
+    if n1 == "bypass" and reverse1:
+        fail("nisa.activate2: reverse1 needs op1")
+    scale, bias = 1.0, 0.0
+    if n0 == "multiply":
+        scale = imm0
+    elif n0 == "add":
+        bias = imm0
+    elif n0 == "subtract":                 # data - imm0, or imm0 - data reversed
+        scale, bias = (-1.0, imm0) if reverse0 else (1.0, _neg(imm0))
+    elif n0 != "bypass":
+        fail(f"nisa.activate2 op0 {n0}: multiply, add, subtract or bypass")
+    if n1 != "bypass":
+        if n0 != "multiply" or n1 not in ("add", "subtract"):
+            fail(f"nisa.activate2 (op0, op1) = ({n0}, {n1}): the published pairs are (multiply, add), "
+                 "(multiply, subtract), (multiply|add|subtract|bypass, bypass)")
+        if n1 == "add":
+            bias = imm1
+        elif reverse1:                     # imm1 - data * imm0
+            scale, bias = _neg(imm0), imm1
+        else:
+            bias = _neg(imm1)
+    return activation(op=op, data=data, bias=bias, scale=scale, dst=dst)
+
+
 @_dst_first(lambda a: isinstance(a[0], Tensor))
 def tensor_reduce(op=None, data=None, axis=None, dst=None, dtype=None, negate=False, keepdims=False, **kw):
     alu = nl.op_name(op)

@@ -201,3 +201,31 @@ def test_tensor_ap_while_loop_and_registers():
             nl.store(out, value=nl.load(a.ap(pattern=[[64, 128], [1, 32]])))
             return out
         nki.simulate(past_end, a)
+
+
+def test_activate2_on_neuroncore_v4():
+    """nisa.activate2(dst, op, data, imm0, imm1, op0, op1, reverse0/1): the
+    published (op0, op1) pairs as ScalarE's func(data * scale + bias), on
+    NeuronCore-v4 (trn3) only, as documented."""
+    @nki.jit
+    def k(a, s):
+        out = nl.ndarray((3, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        x, sc = nl.load(a), nl.load(s)
+        forms = [(nl.multiply, nl.add, False), (nl.multiply, nl.subtract, True), (nl.subtract, None, False)]
+        for i, (o0, o1, r1) in enumerate(forms):
+            y = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.activate2(y, nl.exp, x, imm0=sc if i == 0 else 0.5, imm1=0.25, op0=o0, op1=o1, reverse1=r1)
+            nl.store(out[i], value=y)
+        return out
+    rng = np.random.default_rng(0)
+    a, s = rng.random((128, 64), dtype=np.float32), rng.random((128, 1), dtype=np.float32)
+    k._target = "trn3"
+    y, r = nki.simulate(k, a, s)
+    np.testing.assert_allclose(y[0], np.exp(a * s + 0.25), rtol=1e-5)
+    np.testing.assert_allclose(y[1], np.exp(0.25 - a * 0.5), rtol=1e-5)
+    np.testing.assert_allclose(y[2], np.exp(a - 0.5), rtol=1e-5)
+    assert r.program.count("activation ") == 3
+    k._target = "trn2"
+    with pytest.raises(nki.NKIError, match="activate2 needs NeuronCore-v4"):
+        nki.simulate(k, a, s)
+    k._target = None
