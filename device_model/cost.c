@@ -162,6 +162,18 @@ static dm_cost cost_reduce(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(n, 1));
 }
 
+/* Not published (nki.isa.exponential gives no cost): costed as ScalarE's
+ * activation, max(MIN_II, N), + MIN_II when it also writes row sums */
+static dm_cost cost_exponential(const dm_chip *ch, int engine, const isa_instr *in,
+				const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	uint64_t c = u64max(ch->min_ii, free_n(in, ISA_AP_SRC));
+	if ((in->ap_mask >> ISA_AP_AUX) & 1u)
+		c += ch->min_ii;
+	return pipelined(ch, engine, c);
+}
+
 /* HW (nki.isa.bn_stats, SDK nki/api/nki/isa/__init__.py at 716f08dc):
  * max(MIN_II, N) VectorE cycles */
 static dm_cost cost_bn_stats(const dm_chip *ch, int engine, const isa_instr *in,

@@ -108,6 +108,40 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 	return DM_OK;
 }
 
+dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	float *mx;
+	dm_fault_kind k;
+	VIEW(sv, ISA_AP_SRC, false, "src");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	uint64_t n = sv.nfree, P = sv.nparts;
+	float *x = dm_tmp(c, 0, P * n), *acc = dm_tmp(c, 3, P);
+	if (!x || !acc)
+		return nomem(f, engine, index);
+	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &mx, engine, index, f)))
+		return k;
+	dm_view_read(&sv, x);
+	for (uint64_t p = 0; p < P; p++) {
+		float *row = x + p * n, a = 0.0f;
+		for (uint64_t j = 0; j < n; j++) {
+			row[j] = dm_act_f32(ISA_ACT_exp, row[j] - mx[p]);
+			a += row[j];               /* the sum the accumulator keeps, in order */
+		}
+		acc[p] = a;
+	}
+	if ((k = finish(c, b, &dv, x, engine, index, in, f)))
+		return k;
+	if ((in->ap_mask >> ISA_AP_AUX) & 1u) {
+		dm_view rv;
+		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+		dm_view_write(&rv, acc);
+		dm_psum_mark(c, &rv);
+	}
+	return DM_OK;
+}
+
 dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				  const isa_instr *in, dm_fault *f)
 {

@@ -60,4 +60,10 @@ err = max(np.abs(mv[:, 0] - x.mean(1)).max(), np.abs(mv[:, 1] - x.var(1)).max())
 print(f"mean, var of row 0 = {mv[0]}   max |(mean, var) - numpy| = {err:.2e}")
 assert err < 1e-4
 
+s4 = rng.standard_normal((128, 256)).astype(np.float32)
+y4 = run("softmax_v4", {"x": s4}, ["y"])["y"]
+err = np.abs(y4 - torch.softmax(torch.tensor(s4), dim=1).numpy()).max()
+print(f"trn3 VectorE exponential: max |softmax - torch| = {err:.2e}")
+assert err < 1e-5
+
 print(f"\ntraces (open in ui.perfetto.dev or chrome://tracing) and summaries: {OUT}")

@@ -276,6 +276,29 @@ static isa_status rule_tensor_reduce(vctx *v, const isa_instr *in)
 	return ISA_OK;
 }
 
+/* exponential: VectorE from NeuronCore-v4 (nki.isa.exponential); max an
+ * immediate or a per-partition column; reduce_dst one value per partition */
+static isa_status rule_exponential(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	isa_status st;
+	if (v->ti->core_version < 4)
+		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "exponential needs NeuronCore-v4 or newer (%s is %s)",
+			      v->ti->name, v->ti->core);
+	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
+		return st;
+	if (v_has(in, ISA_AP_SRC1) &&
+	    (st = v_per_partition(v, &in->ap[ISA_AP_SRC1], "max", s, "src")) != ISA_OK)
+		return st;
+	if (v_has(in, ISA_AP_AUX)) {
+		const isa_ap *r = &in->ap[ISA_AP_AUX];
+		if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
+			return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst", "one element on each of dst's %u partitions",
+				      d->nparts);
+	}
+	return ISA_OK;
+}
+
 /* bn_stats: at most 512 source elements per partition (the hardware limit,
  * nl.tile_size.bn_stats_fmax), six results per partition */
 static isa_status rule_bn_stats(vctx *v, const isa_instr *in)
@@ -462,6 +485,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_tensor_scalar]           = rule_tensor_scalar,
 	[ISA_OP_tensor_reduce]           = rule_tensor_reduce,
 	[ISA_OP_tensor_partition_reduce] = rule_tensor_partition_reduce,
+	[ISA_OP_exponential]             = rule_exponential,
 	[ISA_OP_bn_stats]                = rule_bn_stats,
 	[ISA_OP_bn_aggr]                 = rule_bn_aggr,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,

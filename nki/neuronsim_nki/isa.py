@@ -72,6 +72,15 @@ class engine:
     gpsimd = "gpsimd"
 
 
+class reduce_cmd:
+    """The VectorE/ScalarE accumulator commands of reducing instructions."""
+    idle = "idle"
+    reset = "reset"
+    reset_reduce = "reset_reduce"
+    reduce = "reduce"
+    load_reduce = "load_reduce"
+
+
 unknown_engine, tensor_engine, vector_engine = engine.unknown, engine.tensor, engine.vector
 scalar_engine, gpsimd_engine = engine.scalar, engine.gpsimd
 
@@ -108,6 +117,42 @@ def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, *
     if func not in ACTIVATIONS:
         fail(f"unsupported activation {op!r} (the ISA has {', '.join(ACTIVATIONS)})")
     return _ret(dst, nl._activation(func, data, dtype, scale, bias))
+
+
+def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=None, reduce_init=0.0, **kw):
+    """NKI 0.8 exponential (NeuronCore-v4 and newer, VectorE): dst =
+    exp(src - max_value), max_value a number or a [P, 1] tile; with
+    reduce_res (reduce_cmd reset_reduce, or idle) also the row sums.  One
+    VectorE instruction.  Accumulating across instructions (reduce_cmd
+    reduce / load_reduce) is not supported yet."""
+    if tracer.target_info(tracer.current().target)["core_version"] < 4:
+        fail(f"nisa.exponential needs NeuronCore-v4 or newer (trn3); the kernel's target is "
+             f"{tracer.current().target}")
+    if reduce_cmd not in (None, "idle", "reset_reduce", "reset"):
+        fail(f"nisa.exponential reduce_cmd={reduce_cmd!r}: accumulating across instructions is not "
+             "supported by the simulator yet (reset_reduce / idle are)")
+    x = nl._operand(src)
+    if not isinstance(dst, Tensor) or not isinstance(x, Tensor):
+        fail("nisa.exponential(dst, src, max_value=0.0, reduce_res=None): dst and src are tiles")
+    reads = [x.region()]
+    if isinstance(max_value, Tensor):
+        m = nl._operand(max_value)
+        if m.nparts != x.nparts or m.elements_per_partition() != 1:
+            fail(f"nisa.exponential max_value is a number or a [{x.nparts}, 1] tile")
+        mv = m.ap()
+        reads.append(m.region())
+    else:
+        mv = repr(float(max_value))
+    writes = [dst.region()]
+    red = ""
+    if reduce_res is not None:
+        if reduce_res.nparts != x.nparts or reduce_res.elements_per_partition() != 1:
+            fail(f"nisa.exponential reduce_res is a [{x.nparts}, 1] tile")
+        red = f" reduce_dst={reduce_res.ap()}"
+        writes.append(reduce_res.region())
+    tracer.current().emit("vector", f"exponential dst={dst.ap()} src={x.ap()} max={mv}{red}", reads=reads,
+                          writes=writes)
+    return dst
 
 
 def _neg(v):

@@ -410,6 +410,14 @@ def _binary(x, y, op, dtype=None, engine="vector"):
                 return _tensor_scalar(x, y, alu, dtype)
             if x.shape == (y.shape[0], 1) and alu in ("add", "multiply", "max", "min"):
                 return _tensor_scalar(y, x, alu, dtype)
+            # a [1, F] row against [P, F]: broadcast across partitions first
+            # (NumPy's rule, which nl arithmetic follows), as broadcast_to does
+            if len(x.shape) == len(y.shape) and x.shape[1:] == y.shape[1:] and 1 in (x.shape[0], y.shape[0]):
+                if y.shape[0] == 1:
+                    y = _operand(broadcast_to(y, x.shape))
+                else:
+                    x = _operand(broadcast_to(x, y.shape))
+                return _binary(x, y, op, dtype, engine)
             fail(f"operand shapes {list(x.shape)} and {list(y.shape)} differ")
         dt = _result_dtype(x, y, dtype=dtype)
         key = (engine, "tensor_tensor", alu, dt, x.shape, x.ap(), y.ap(), (x.alloc.id, y.alloc.id))

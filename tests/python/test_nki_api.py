@@ -413,3 +413,20 @@ def test_tensor_copy_runs_on_the_engine_it_names():
         assert res.stats["engine_busy_ps"][busy] > 0, eng
     with pytest.raises(nki.NKIError, match="not 'tensor'"):
         copy_on(a, nisa.tensor_engine)
+
+
+def test_nl_arithmetic_broadcasts_a_row_across_partitions():
+    """nl arithmetic between [P, F] and [1, F] broadcasts the row across the
+    partitions first (NumPy's rule), either operand order."""
+    @nki.jit
+    def k(a, r):
+        out = nl.ndarray((2, 128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+        x, row = nl.load(a), nl.load(r)
+        nl.store(out[0], value=nl.multiply(x, row))
+        nl.store(out[1], value=nl.subtract(row, x))
+        return out
+    rng = np.random.default_rng(8)
+    a, r = rng.random((128, 1024), dtype=np.float32), rng.random((1, 1024), dtype=np.float32)
+    y, _ = nki.simulate(k, a, r)
+    np.testing.assert_allclose(y[0], a * r, rtol=1e-6)
+    np.testing.assert_allclose(y[1], r - a, rtol=1e-6)

@@ -229,3 +229,35 @@ def test_activate2_on_neuroncore_v4():
     with pytest.raises(nki.NKIError, match="activate2 needs NeuronCore-v4"):
         nki.simulate(k, a, s)
     k._target = None
+
+
+def test_exponential_on_neuroncore_v4():
+    """nisa.exponential(dst, src, max_value, reduce_res): one VectorE
+    instruction on NeuronCore-v4 (trn3) writing exp(src - max) and the row
+    sums (a softmax with it matches NumPy); refused on older targets, and
+    by the ISA's validator too."""
+    @nki.jit
+    def softmax(a):
+        out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.load(a)
+        m = nl.max(x, axis=1, keepdims=True)
+        e = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.sbuf)
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.exponential(e, x, max_value=m, reduce_res=s, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+        nl.store(out, value=nl.divide(e, s))
+        return out
+    a = np.random.default_rng(9).standard_normal((128, 256)).astype(np.float32)
+    softmax._target = "trn3"
+    y, r = nki.simulate(softmax, a)
+    ref = np.exp(a - a.max(1, keepdims=True))
+    np.testing.assert_allclose(y, ref / ref.sum(1, keepdims=True), rtol=1e-5)
+    assert r.program.count("exponential ") == 1
+    softmax._target = "trn2"
+    with pytest.raises(nki.NKIError, match="exponential needs NeuronCore-v4"):
+        nki.simulate(softmax, a)
+    softmax._target = None
+    import neuronsim
+    prog = (".target trn2\n.engine vector\nexponential dst=sbuf:fp32[0:128]{1x8} src=sbuf:fp32[0:128]+64{1x8} "
+            "max=0.0\nend\n")
+    with pytest.raises(neuronsim.NeuronSimError, match="NeuronCore-v4"):
+        neuronsim.assemble(prog)

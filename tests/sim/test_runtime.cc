@@ -24,7 +24,7 @@ std::vector<std::string> examples()
 	std::vector<std::string> v;
 	for (const char *n : { "matmul_gelu", "softmax_rows", "masked_select", "causal_mask",
 			       "embedding_gather", "pipeline_fp8", "dropout_rng", "selective_scan",
-			       "layer_stats" })
+			       "layer_stats", "softmax_v4" })
 		v.push_back(read_file(std::string(NSIM_EXAMPLES_DIR) + "/" + n + ".nsasm"));
 	return v;
 }
