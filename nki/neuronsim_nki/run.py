@@ -2,7 +2,8 @@
 kernel file unmodified on the simulator (TARGET: a row of the ISA's target
 table, e.g. trn2).  For this process only, the
 imports `nki`, `nki.language`, `nki.isa`, `neuronxcc.nki`,
-`neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim_nki
+`neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim_nki, and
+`torch_neuronx.nki` / `torch_neuronx.nki_op` to torch_neuronsim.nki
 (nothing is installed under those names).  At exit it prints a table of the
 kernels the file simulated."""
 from __future__ import annotations
@@ -27,6 +28,19 @@ def install_aliases():
     aliases = {"nki": ours, "nki.language": language, "nki.isa": isa, "nki.typing": typing, "neuronxcc": pkg,
                "neuronxcc.nki": ours, "neuronxcc.nki.language": language, "neuronxcc.nki.isa": isa,
                "neuronxcc.nki.typing": typing}
+    # `from torch_neuronx import nki_op, nki`: the torch calling convention
+    # (imports torch, so only when a script asks for it)
+    tnx = types.ModuleType("torch_neuronx")
+
+    def _torch_side(attr):
+        if attr not in ("nki", "nki_op"):
+            raise AttributeError(f"torch_neuronx.{attr} is not provided by the simulator (nki, nki_op are)")
+        import torch_neuronsim.nki as tn
+        if attr == "nki":
+            return tn
+        return tn.nki_op
+    tnx.__getattr__ = _torch_side
+    aliases["torch_neuronx"] = tnx
     for name, mod in aliases.items():
         existing = sys.modules.get(name)
         if existing is not None and existing is not mod:

@@ -54,3 +54,62 @@ def test_bf16_cpu_tensors_run_on_the_simulator():
     import pytest
     with pytest.raises(nki.NKIError, match="one kind per call"):
         kernels.tensor_add(a.to("neuron"), b)
+
+
+def test_nki_op_registers_a_custom_operator_with_autograd():
+    """@nki_op("lib::name", mutates_args={}) makes a function calling NKI
+    kernels a PyTorch custom operator (torch.ops.lib.name), on `neuron` and
+    CPU tensors; register_autograd gives it a backward (here another
+    kernel), as the SDK's pytorch-native-overview.rst describes."""
+    import neuronsim_nki.language as nl
+
+    @nki.jit
+    def scale(x, s):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.multiply(nl.load(x), s))
+        return out
+
+    @nki.nki_op("nsimtest::triple", mutates_args={})
+    def triple(x: torch.Tensor) -> torch.Tensor:
+        return scale(x, 3.0)
+
+    @triple.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    def backward(ctx, grad):
+        return scale(grad.contiguous(), 3.0)
+
+    triple.register_autograd(backward)
+    x = torch.randn(128, 64, device="neuron")
+    torch.testing.assert_close(torch.ops.nsimtest.triple(x).cpu(), x.cpu() * 3, rtol=1e-6, atol=1e-6)
+    xc = torch.randn(128, 64, requires_grad=True)
+    y = triple(xc)
+    y.sum().backward()
+    torch.testing.assert_close(y.detach(), xc.detach() * 3, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(xc.grad, torch.full_like(xc, 3.0))
+
+
+def test_torch_neuronx_nki_op_resolves_under_nki_run(tmp_path, neuronsim):
+    """`from torch_neuronx import nki_op, nki` (the SDK's example) works
+    unmodified under `neuronsim nki run`."""
+    import subprocess
+    script = tmp_path / "op.py"
+    script.write_text(
+        "import torch\n"
+        "from torch_neuronx import nki_op, nki\n"
+        "import nki.language as nl\n"
+        "@nki.jit\n"
+        "def my_kernel(x):\n"
+        "    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, value=nl.exp(nl.load(x)))\n"
+        "    return out\n"
+        "@nki_op('nsimtest2::my_op', mutates_args={})\n"
+        "def my_op(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return my_kernel(x)\n"
+        "x = torch.randn(128, 64, device='neuron')\n"
+        "assert torch.allclose(my_op(x).cpu(), x.cpu().exp(), rtol=1e-5, atol=1e-6)\n"
+        "print('ok')\n")
+    r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "ok" in r.stdout

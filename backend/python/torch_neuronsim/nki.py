@@ -62,7 +62,21 @@ class TorchConvention(_nki.Convention):
 
 _nki.register_convention(TorchConvention())
 
+
+def nki_op(name, mutates_args=(), device_types=None, schema=None):
+    """@nki_op("mylib::my_op", mutates_args={}): the decorated function --
+    which calls NKI kernels on its tensors -- becomes the PyTorch custom
+    operator `name` (torch.library.custom_op; explicit type annotations
+    give its schema), callable as a function and as torch.ops.mylib.my_op,
+    in eager mode and under torch.compile.  For training, give it a
+    backward with .register_autograd(backward, setup_context=...), as
+    torch.library documents (the SDK's pytorch-native-overview.rst)."""
+    def wrap(fn):
+        return torch.library.custom_op(name, fn, mutates_args=mutates_args if mutates_args is not None else (),
+                                       device_types=device_types, schema=schema)
+    return wrap
+
 globals().update({name: getattr(_nki, name) for name in _nki.__all__})
-__all__ = list(_nki.__all__) + ["TorchConvention"]
+__all__ = list(_nki.__all__) + ["TorchConvention", "nki_op"]
 sys.modules[__name__ + ".language"] = _nki.language
 sys.modules[__name__ + ".isa"] = _nki.isa
