@@ -832,6 +832,34 @@ def _ones_row():
     return t.ones_row
 
 
+def static_cast(input_data, dtype, **kw):
+    """nl.static_cast(data, dtype): a scalar or array cast to dtype.  On the
+    host (NumPy arrays, as kernel test harnesses use it) the array in that
+    dtype -- bf16 / fp8 through ml_dtypes when it is installed, those types
+    having no NumPy dtype of their own; inside a kernel, a tile copied with a
+    cast (tensor_copy)."""
+    import numpy as np
+    dt = isa_dtype(dtype)
+    if isinstance(input_data, Tensor):
+        return copy(input_data, dtype=dt)
+    if isinstance(input_data, (bool, int, float, np.generic)):
+        return int(input_data) if dt.startswith(("int", "uint")) else float(input_data)
+    arr = np.asarray(input_data)
+    npdt = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32, "int16": np.int16, "int8": np.int8,
+            "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}.get(dt)
+    if npdt is not None:
+        return arr.astype(npdt)
+    try:
+        import ml_dtypes
+    except ImportError:
+        fail(f"nl.static_cast of a host array to {NKI_NAME.get(dt, dt)}: NumPy has no such dtype; install "
+             "ml_dtypes, or pass a torch tensor of that dtype")
+    ext = {"bf16": ml_dtypes.bfloat16, "fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
+    if dt not in ext:
+        fail(f"nl.static_cast to {dt!r} on the host is not supported")
+    return arr.astype(ext[dt])
+
+
 def broadcast_to(src, shape, **kw):
     """A [1, F] tile across partitions: [P, F] (TensorE multiplies a ones
     column by it, as partition broadcasts are done on the hardware); or a

@@ -430,3 +430,26 @@ def test_nl_arithmetic_broadcasts_a_row_across_partitions():
     y, _ = nki.simulate(k, a, r)
     np.testing.assert_allclose(y[0], a * r, rtol=1e-6)
     np.testing.assert_allclose(y[1], r - a, rtol=1e-6)
+
+
+def test_static_cast_on_host_arrays_and_tiles():
+    """nl.static_cast casts a host array (as kernel harnesses use it) or,
+    inside a kernel, a tile; host bf16 needs ml_dtypes, refused by name
+    without it."""
+    a = np.array([[1.7, -2.2]], np.float64)
+    h = nl.static_cast(a, nl.float16)
+    assert h.dtype == np.float16 and np.array_equal(h, a.astype(np.float16))
+    assert nl.static_cast(3.9, nl.int32) == 3
+
+    @nki.jit
+    def to_int(x):
+        out = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.static_cast(nl.load(x), nl.int32))
+        return out
+    x = np.array([[1.0, 2.0, -3.0, 4.0]] * 128, np.float32)
+    np.testing.assert_array_equal(nki.simulate(to_int, x)[0], x.astype(np.int32))
+    try:
+        import ml_dtypes  # noqa: F401
+    except ImportError:
+        with pytest.raises(nki.NKIError, match="install ml_dtypes"):
+            nl.static_cast(a, nl.bfloat16)
