@@ -215,6 +215,7 @@ class Kernel:
             ret = None
             for flat in range(int(np.prod(grid))):
                 t.grid, t.grid_index = grid, tuple(int(v) for v in np.unravel_index(flat, grid))
+                t.grid_explicit = bool(self.grid)
                 t.hbm_calls = 0
                 ret = self.func(*pos, **kw)
             if last_use is None:             # the first pass only measures liveness

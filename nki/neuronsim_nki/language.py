@@ -903,6 +903,34 @@ def num_programs(axis=0):
     return t.grid[axis] if axis < len(t.grid) else 1
 
 
+def program_ndim():
+    """The number of dimensions of the SPMD launch grid (0 without one)."""
+    t = tracer.current()
+    return len(t.grid) if t.grid_explicit else 0
+
+
+class _FInfo:
+    def __init__(self, bits, eps, tiny, mx):
+        self.bits, self.eps, self.tiny, self.max, self.min = bits, eps, tiny, mx, -mx
+        self.smallest_normal = tiny
+
+
+_FINFO = {"fp32": _FInfo(32, 2.0 ** -23, 2.0 ** -126, float.fromhex("0x1.fffffep127")),
+          "bf16": _FInfo(16, 2.0 ** -7, 2.0 ** -126, float.fromhex("0x1.fep127")),
+          "fp16": _FInfo(16, 2.0 ** -10, 2.0 ** -14, 65504.0),
+          "fp8_e4m3": _FInfo(8, 2.0 ** -3, 2.0 ** -6, 448.0),
+          "fp8_e5m2": _FInfo(8, 2.0 ** -2, 2.0 ** -14, 57344.0)}
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (bits, eps, tiny, max, min), as
+    numpy.finfo gives them, bf16 and fp8 included."""
+    dt = isa_dtype(dtype)
+    if dt not in _FINFO:
+        fail(f"nl.finfo({dtype!r}): a float dtype (float32, bfloat16, float16, float8_e4m3, float8_e5m2)")
+    return _FINFO[dt]
+
+
 def device_print(*a, **k):
     pass
 

@@ -218,6 +218,7 @@ class Trace:
         self.history = ({}, {})      # (reads, writes)
         self.names = set()
         self.grid, self.grid_index = (), ()     # SPMD launch grid and this instance
+        self.grid_explicit = False             # launched as kernel[grid](...)
         self.shared = {}                       # (n-th nl.ndarray on HBM) -> tensor, across instances
         self.hbm_calls = 0
         self.open_regions = weakref.WeakSet()  # allocations with an open accumulation group

@@ -453,3 +453,21 @@ def test_static_cast_on_host_arrays_and_tiles():
     except ImportError:
         with pytest.raises(nki.NKIError, match="install ml_dtypes"):
             nl.static_cast(a, nl.bfloat16)
+
+
+def test_program_ndim_and_finfo():
+    """nl.program_ndim() is the launch grid's rank (0 without a grid);
+    nl.finfo gives float limits, bf16 included (as numpy.finfo would)."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), float(nl.program_ndim())))
+        return out
+    a = np.zeros((128, 4), np.float32)
+    assert (nki.simulate(k, a)[0] == 0).all()
+    assert (k[2, 1](a) == 2).all()
+    assert nl.finfo(nl.float32).max == float(np.finfo(np.float32).max)
+    assert nl.finfo(nl.float16).min == float(np.finfo(np.float16).min)
+    assert nl.finfo(nl.bfloat16).max == float.fromhex("0x1.fep127") and nl.finfo(nl.bfloat16).eps == 2.0 ** -7
+    with pytest.raises(nki.NKIError, match="a float dtype"):
+        nl.finfo(nl.int32)
