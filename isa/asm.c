@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "name_index.h"
+
 #define MAX_TOKENS 32
 #define MAX_LINE   (1u << 26)   /* const data lines can be long */
 
@@ -36,8 +38,7 @@ typedef struct asm_ctx {
 	uint32_t     nlines_cap[ISA_NUM_ENGINES + 2];
 	bool         seen_target;
 	int          target_line, sem_line, scratch_line;  /* header directives */
-	uint32_t    *dma_slots;      /* descriptor name hash: index + 1, 0 = empty */
-	uint32_t     dma_slot_cap;   /* a power of two, kept over twice n_dma */
+	isa_name_index dma_names;    /* descriptor names, for lookups by name */
 } asm_ctx;
 
 #define LINES_TENSOR ISA_NUM_ENGINES
@@ -57,53 +58,6 @@ static isa_status asm_fail(asm_ctx *c, isa_status code, const char *field,
 	isa_fail(c->diag, code, -1, -1, field, "%s", detail);
 	isa_diag_set_line(c->diag, c->line);
 	return code;
-}
-
-/* Descriptor names are looked up by hash: programs traced from big kernels
- * carry hundreds of thousands of them, and a linear search per reference
- * made assembling quadratic. */
-static uint32_t name_hash(const char *s)
-{
-	uint32_t h = 2166136261u;                 /* FNV-1a */
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h;
-}
-
-/* the slot holding `name`, or the empty slot where it would go */
-static uint32_t *dma_slot(const asm_ctx *c, const char *name)
-{
-	uint32_t mask = c->dma_slot_cap - 1, i = name_hash(name) & mask;
-	while (c->dma_slots[i] && strcmp(c->p->dma[c->dma_slots[i] - 1].name, name) != 0)
-		i = (i + 1) & mask;
-	return &c->dma_slots[i];
-}
-
-/* index of descriptor `name`, or -1 */
-static int64_t dma_find(const asm_ctx *c, const char *name)
-{
-	if (!c->dma_slot_cap)
-		return -1;
-	uint32_t v = *dma_slot(c, name);
-	return v ? (int64_t)v - 1 : -1;
-}
-
-/* enters descriptor `idx` (already in p->dma) into the hash */
-static bool dma_index(asm_ctx *c, uint32_t idx)
-{
-	if (2ull * (idx + 1) >= c->dma_slot_cap) {
-		uint32_t cap = c->dma_slot_cap ? 2 * c->dma_slot_cap : 1024;
-		uint32_t *slots = calloc(cap, sizeof(*slots));
-		if (!slots)
-			return false;
-		free(c->dma_slots);
-		c->dma_slots = slots;
-		c->dma_slot_cap = cap;
-		for (uint32_t k = 0; k < idx; k++)
-			*dma_slot(c, c->p->dma[k].name) = k + 1;
-	}
-	*dma_slot(c, c->p->dma[idx].name) = idx + 1;
-	return true;
 }
 
 static bool record_line(asm_ctx *c, int which, uint32_t idx)
@@ -407,7 +361,7 @@ static isa_status parse_field(asm_ctx *c, int op, const isa_field *f, const char
 			return asm_fail(c, ISA_E_BAD_VALUE, f->key, "'%.60s'", val);
 		return ISA_OK;
 	case ISA_FK_DESC: {
-		int64_t i = dma_find(c, val);
+		int64_t i = isa_name_index_find(&c->dma_names, c->p, val);
 		if (i >= 0) {
 			in->u[f->slot] = (uint32_t)i;
 			return ISA_OK;
@@ -597,7 +551,7 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 		return asm_fail(c, ISA_E_SYNTAX, "dma", ".dma NAME MODE dst=AP src=AP [index=AP]");
 	if (!isa_name_valid(tok[1]))
 		return asm_fail(c, ISA_E_BAD_DESC, "dma.name", "bad name '%.60s'", tok[1]);
-	if (dma_find(c, tok[1]) >= 0)
+	if (isa_name_index_find(&c->dma_names, p, tok[1]) >= 0)
 		return asm_fail(c, ISA_E_DUPLICATE_NAME, "dma.name", "descriptor '%s'", tok[1]);
 	int mode = isa_dma_mode_from_name(tok[2]);
 	if (mode < 0)
@@ -635,7 +589,7 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 	    !record_line(c, LINES_DMA, p->n_dma))
 		return asm_fail(c, ISA_E_NOMEM, "dma", "descriptor table");
 	p->dma[p->n_dma] = d;
-	if (!dma_index(c, p->n_dma))
+	if (!isa_name_index_add(&c->dma_names, p, p->n_dma))
 		return asm_fail(c, ISA_E_NOMEM, "dma", "descriptor names");
 	p->n_dma++;
 	return ISA_OK;
@@ -823,7 +777,7 @@ isa_status isa_asm_lines(const char *text, size_t len, isa_program **out, int **
 	c.p = NULL;
 
 free_all:
-	free(c.dma_slots);
+	isa_name_index_free(&c.dma_names);
 	for (int i = 0; i < ISA_NUM_ENGINES + 2; i++)
 		free(c.lines[i]);
 	free(buf);

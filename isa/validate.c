@@ -10,6 +10,8 @@
  */
 #include "validate.h"
 
+#include "name_index.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -477,34 +479,18 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 /* ---------------------------------------------------------- program */
 
 /* The first descriptor whose name an earlier one has (-1: none; -2: out of
- * memory): sorting the indices by name keeps this n log n for programs with
- * hundreds of thousands of descriptors. */
-static _Thread_local const isa_program *sort_prog;   /* qsort has no context argument */
-
-static int cmp_dma_name(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	int c = strncmp(sort_prog->dma[x].name, sort_prog->dma[y].name, ISA_MAX_NAME + 1);
-	return c ? c : (x > y) - (x < y);
-}
-
+ * memory), through the assembler's name index: linear in the descriptors. */
 static int64_t first_duplicate_dma(const isa_program *p)
 {
-	if (p->n_dma < 2)
-		return -1;
-	uint32_t *idx = malloc(p->n_dma * sizeof(*idx));
-	if (!idx)
-		return -2;
-	for (uint32_t i = 0; i < p->n_dma; i++)
-		idx[i] = i;
-	sort_prog = p;
-	qsort(idx, p->n_dma, sizeof(*idx), cmp_dma_name);
+	isa_name_index ix = { 0 };
 	int64_t first = -1;
-	for (uint32_t k = 1; k < p->n_dma; k++)
-		if (strncmp(p->dma[idx[k]].name, p->dma[idx[k - 1]].name, ISA_MAX_NAME + 1) == 0 &&
-		    (first < 0 || idx[k] < first))
-			first = idx[k];
-	free(idx);
+	for (uint32_t i = 0; i < p->n_dma && first == -1; i++) {
+		if (isa_name_index_find(&ix, p, p->dma[i].name) >= 0)
+			first = i;
+		else if (!isa_name_index_add(&ix, p, i))
+			first = -2;
+	}
+	isa_name_index_free(&ix);
 	return first;
 }
 
