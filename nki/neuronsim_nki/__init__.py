@@ -152,24 +152,23 @@ class Kernel:
         """(program text, input tensors with their arrays, output tensors,
         structure).  Two passes (see tracer.Trace): the first, silent, finds
         each tile's last use; the second allocates by it."""
-        with contextlib.redirect_stdout(io.StringIO()):
-            first = self._trace_pass(None, args, kwargs)
-            if first.cse_broken:
-                # the kernel wrote into a result it got twice: trace it
-                # without reusing results, each one a tile of its own
-                first = self._trace_pass(None, args, kwargs, cse=False)
-        if not first.cse:
-            return self._trace_pass(first, args, kwargs, cse=False)[1:]
         try:
-            return self._trace_pass(first, args, kwargs)[1:]
+            return self._two_passes(args, kwargs, cse=True)
         except NKIError as e:
             if "overflow" not in str(e):
                 raise
         # results kept for reuse do not fit beside the kernel's own tiles:
         # trace it as written
+        return self._two_passes(args, kwargs, cse=False)
+
+    def _two_passes(self, args, kwargs, cse):
         with contextlib.redirect_stdout(io.StringIO()):
-            first = self._trace_pass(None, args, kwargs, cse=False)
-        return self._trace_pass(first, args, kwargs, cse=False)[1:]
+            first = self._trace_pass(None, args, kwargs, cse)
+            if first.cse_broken:
+                # the kernel wrote into a result it got twice: trace it
+                # without reusing results, each one a tile of its own
+                first = self._trace_pass(None, args, kwargs, cse=False)
+        return self._trace_pass(first, args, kwargs, cse=first.cse)[1:]
 
     def _trace_pass(self, first, args, kwargs, cse=True):
         last_use = first.uses if first is not None else None

@@ -152,6 +152,8 @@ def buckets(r):
     return [(r[0], r[1], k) for k in range(r[4] // size, (max(r[5], r[4] + 1) - 1) // size + 1)]
 
 
+DIVERGED = ("the kernel took a different path in its second tracing pass "
+            "(does it depend on something other than its arguments?)")
 SCHEDULE = True          # list-schedule the traced instructions (schedule.py)
 CSE_WINDOW = 64          # results kept for reuse after the kernel drops them
 
@@ -253,8 +255,7 @@ class Trace:
             return self.choices[-1]
         k, self.n_choices = self.n_choices, self.n_choices + 1
         if k >= len(self.choices):
-            raise NKIError("the kernel took a different path in its second tracing pass "
-                           "(does it depend on something other than its arguments?)")
+            raise NKIError(DIVERGED)
         return self.choices[k]
 
     def reuse(self, key):
@@ -282,8 +283,7 @@ class Trace:
         if not self.choose(lambda: out is not None):
             return None
         if out is None:
-            raise NKIError("the kernel took a different path in its second tracing pass "
-                           "(does it depend on something other than its arguments?)")
+            raise NKIError(DIVERGED)
         self.cse_shared.add(out.alloc.id)
         return out
 

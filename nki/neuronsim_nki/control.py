@@ -1,0 +1,145 @@
+"""nki.language's control surface on the simulator: loop ranges
+(affine/sequential/static, fori_loop, while_loop), sequencer registers,
+the SPMD launch grid (program_id, num_programs, program_ndim, spmd_dim)
+and float limits (finfo).  Loops run while tracing: their bounds and
+conditions must be known then (the ISA has no run-time control flow).
+Re-exported by language.py."""
+from __future__ import annotations
+
+from . import tracer
+from .tensor import isa_dtype
+from .tracer import fail
+
+
+def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
+    """nl.fori_loop(lower, upper, body_fun, step=1): body_fun(i) for i in
+    range(lower, upper, step).  With bounds known while tracing (Python
+    ints) the body is traced once per iteration, the instructions the device
+    loop runs; bounds held in registers (nisa.register_load) are not
+    supported yet and are refused by name."""
+    for what, v in (("lower", lower), ("upper", upper)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            fail(f"nl.fori_loop {what}={v!r}: only bounds known while tracing (ints) are supported")
+    if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+        fail(f"nl.fori_loop step={step!r}: a positive int")
+    for i in range(lower, upper, step):
+        body_fun(i)
+
+
+class VirtualRegister:
+    """A sequencer register (nisa.register_alloc): here a value known while
+    tracing, which loops (nl.fori_loop, nl.while_loop) and index arithmetic
+    read as an int."""
+
+    def __init__(self, value=0):
+        self.value = int(value)
+
+    def __int__(self):
+        return self.value
+
+    __index__ = __int__
+
+    def __repr__(self):
+        return f"VirtualRegister({self.value})"
+
+
+WHILE_LOOP_LIMIT = 1 << 20      # iterations a traced while_loop may run
+
+
+def _static_int(v):
+    """v as a trace-time int (an int, or a register holding one), else None."""
+    v = getattr(v, "value", v)
+    return None if isinstance(v, bool) or not isinstance(v, int) else v
+
+
+def while_loop(init, body_fun, **kw):
+    """nl.while_loop(init, body_fun): r = init; while r != 0: r = body_fun(r).
+    The condition must be known while tracing (an int, or a register set
+    from one with nisa.register_alloc / register_move): the body is traced
+    once per iteration, as the device loop runs it.  A condition read from
+    device memory (nisa.register_load) needs run-time control flow, which
+    the simulator's ISA does not have; it is refused by name."""
+    r = _static_int(init)
+    if r is None:
+        fail(f"nl.while_loop init={init!r}: only conditions known while tracing (ints, registers holding "
+             "one) are supported; a condition loaded from device memory needs run-time control flow")
+    n = 0
+    while r != 0:
+        n += 1
+        if n > WHILE_LOOP_LIMIT:
+            fail(f"nl.while_loop ran {WHILE_LOOP_LIMIT} iterations without its condition reaching 0")
+        nxt = body_fun(VirtualRegister(r))
+        r = _static_int(nxt)
+        if r is None:
+            fail(f"nl.while_loop body returned {nxt!r}: the next condition must be known while tracing "
+                 "(an int or a register holding one)")
+
+
+class nc:
+    """nl.nc(n): the NeuronCores of a logical core an SPMD grid dimension is
+    spread over (nl.spmd_dim(size, nl.nc(2)))."""
+
+    def __init__(self, n):
+        self.n = int(n)
+
+
+def spmd_dim(size, cores=None):
+    """A launch-grid dimension of `size` instances on each of `cores`
+    (nl.nc(n)): size * n instances, core k taking those whose index is k
+    modulo n.  They run one after another in one simulated program (values
+    as on LNC=2 hardware; their time is not split across cores)."""
+    if cores is not None and not isinstance(cores, nc):
+        fail(f"nl.spmd_dim(size, nl.nc(n)): got {cores!r}")
+    return int(size) * (cores.n if cores is not None else 1)
+
+
+def affine_range(*args, **kw):
+    """Iterations may overlap on the hardware (no loop-carried dependency)."""
+    return range(*args)
+
+
+def sequential_range(*args, **kw):
+    return range(*args)
+
+
+def static_range(*args, **kw):
+    return range(*args)
+
+
+def program_id(axis=0):
+    """This instance's index along `axis` of the SPMD launch grid."""
+    t = tracer.current()
+    return t.grid_index[axis] if axis < len(t.grid_index) else 0
+
+
+def num_programs(axis=0):
+    t = tracer.current()
+    return t.grid[axis] if axis < len(t.grid) else 1
+
+
+def program_ndim():
+    """The number of dimensions of the SPMD launch grid (0 without one)."""
+    t = tracer.current()
+    return len(t.grid) if t.grid_explicit else 0
+
+
+class _FInfo:
+    def __init__(self, bits, eps, tiny, mx):
+        self.bits, self.eps, self.tiny, self.max, self.min = bits, eps, tiny, mx, -mx
+        self.smallest_normal = tiny
+
+
+_FINFO = {"fp32": _FInfo(32, 2.0 ** -23, 2.0 ** -126, float.fromhex("0x1.fffffep127")),
+          "bf16": _FInfo(16, 2.0 ** -7, 2.0 ** -126, float.fromhex("0x1.fep127")),
+          "fp16": _FInfo(16, 2.0 ** -10, 2.0 ** -14, 65504.0),
+          "fp8_e4m3": _FInfo(8, 2.0 ** -3, 2.0 ** -6, 448.0),
+          "fp8_e5m2": _FInfo(8, 2.0 ** -2, 2.0 ** -14, 57344.0)}
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (bits, eps, tiny, max, min), as
+    numpy.finfo gives them, bf16 and fp8 included."""
+    dt = isa_dtype(dtype)
+    if dt not in _FINFO:
+        fail(f"nl.finfo({dtype!r}): a float dtype (float32, bfloat16, float16, float8_e4m3, float8_e5m2)")
+    return _FINFO[dt]
