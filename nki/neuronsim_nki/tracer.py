@@ -186,7 +186,8 @@ class Trace:
         if target not in TARGETS:
             raise NKIError(f"unknown target {target!r} ({', '.join(TARGETS)})")
         self.target = target
-        self.dma_queues = chip_info(target)["dma_queues"]
+        self.chip = chip_info(target)
+        self.dma_queues = self.chip["dma_queues"]
         geo = target_info(target)
         sbuf, psum, banks = geo["sbuf_partition_bytes"], geo["psum_partition_bytes"], geo["psum_banks"]
         self.recording = last_use is None
@@ -406,7 +407,7 @@ class Trace:
         """The .nsasm text: tensor table, DMA descriptors, engine streams."""
         n_dma = len(self.dmas)
         pool = min(DMA_POOL, max(n_dma, 1))
-        info = chip_info(self.target)
+        info = self.chip
         order = schedule(self.instrs, info["clock_mhz"],
                          info["dma_engines"] * info["dma_engine_bytes_per_second"] / 1e9) \
             if SCHEDULE else self.instrs
