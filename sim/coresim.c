@@ -27,6 +27,7 @@
  */
 #include "coresim.h"
 
+#include "busy_union.h"
 #include "cost.h"
 #include "ops.h"
 #include "evqueue.h"
@@ -81,6 +82,7 @@ typedef struct sim {
 	/* DMA engines and queues */
 	uint64_t       dma_free[32];
 	uint64_t       queue_last[ISA_NUM_DMA_QUEUES][32];
+	nsim_busy_union dma_union;      /* when any DMA engine moves data */
 	bool           timed;           /* false in functional mode */
 	bool           compute;         /* false in timing mode */
 	dm_fault_kind  fault;
@@ -220,6 +222,9 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		s->dma_free[k] = fin;
 		s->queue_last[q][k] = fin;
 		st->dma_busy_ps += fin - start;
+		if (!nsim_busy_union_add(&s->dma_union, t, start, fin))
+			return dm_fault_set(&s->r->fault, DM_FAULT_NOMEM, engine, (int)s->e[engine].pc, 0,
+					    "DMA activity intervals");
 		end = umax(end, fin);
 		first = start < first ? start : first;
 		used++;
@@ -595,6 +600,8 @@ static void sim_finish(sim *s)
 		}
 	}
 	r->stats.total_ps = s->end - r->start_ps;
+	r->stats.dma_active_ps = nsim_busy_union_total(&s->dma_union);
+	nsim_busy_union_free(&s->dma_union);
 	for (int k = 0; k < ISA_NUM_ENGINES; k++)
 		r->stats.instructions += r->stats.engine_instructions[k];
 }

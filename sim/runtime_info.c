@@ -133,7 +133,7 @@ size_t nsim_struct_size(const char *name)
 #define STAT(f) { #f, sizeof(((nsim_exec_stats *)0)->f) / sizeof(uint64_t) }
 static const struct { const char *name; unsigned words; } stat_fields[] = {
 	STAT(total_ps), STAT(engine_busy_ps), STAT(engine_instructions), STAT(dma_transfers),
-	STAT(dma_bytes), STAT(dma_busy_ps), STAT(hbm_read_bytes), STAT(hbm_write_bytes),
+	STAT(dma_bytes), STAT(dma_busy_ps), STAT(dma_active_ps), STAT(hbm_read_bytes), STAT(hbm_write_bytes),
 	STAT(matmul_flops), STAT(matmul_instructions), STAT(instructions), STAT(sbuf_read_bytes),
 	STAT(sbuf_write_bytes), STAT(psum_read_bytes), STAT(psum_write_bytes), STAT(op_instructions),
 	STAT(op_busy_ps),

@@ -71,6 +71,7 @@ typedef struct nsim_exec_stats {
 	uint64_t dma_transfers;
 	uint64_t dma_bytes;
 	uint64_t dma_busy_ps;              /* summed over DMA engines */
+	uint64_t dma_active_ps;            /* at least one DMA engine moving data */
 	uint64_t hbm_read_bytes, hbm_write_bytes;
 	uint64_t matmul_flops;             /* 2*K*M*N per multiply_moving */
 	uint64_t matmul_instructions;

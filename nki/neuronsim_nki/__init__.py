@@ -115,6 +115,9 @@ class KernelResult:
     stats: dict = field(repr=False, default_factory=dict)
     trace: str | None = None
     races: list | None = None          # with simulate(..., check_races=True)
+    # time at least one DMA engine moves data, as the profiler's
+    # dma_active_time_percent (profile-schema-reference.rst)
+    dma_active_percent: float = 0.0
 
 
 HISTORY_LIMIT = 1024        # simulated runs Kernel.history keeps (each holds its program text)
@@ -256,7 +259,8 @@ class Kernel:
         result = KernelResult(st["total_ps"] / 1e6,
                               {e: 100.0 * v / total for e, v in st["engine_busy_ps"].items()},
                               st["hbm_read_bytes"], st["hbm_write_bytes"], st["instructions"], program, st,
-                              str(trace) if trace else None, races)
+                              str(trace) if trace else None, races,
+                              100.0 * st["dma_active_ps"] / total)
         self.last_result = result
         Kernel.history.append((self.func.__name__, self.target, result))
         Kernel.runs += 1

@@ -55,12 +55,12 @@ def report(out=sys.stdout):
         return
     out.write(f"\n{'kernel':28s} {'target':6s} {'latency us':>11s}  "
               + " ".join(f"{e:>7s}" for e in ENGINES)
-              + f" {'HBM MB':>8s}\n")
+              + f" {'dma':>7s} {'HBM MB':>8s}\n")
     if Kernel.runs > len(rows):
         out.write(f"({Kernel.runs - len(rows)} earlier runs not kept: the history holds the last {len(rows)})\n")
     for name, target, r in rows:
         act = " ".join(f"{r.engine_active_percent[e]:6.1f}%" for e in ENGINES)
-        out.write(f"{name:28s} {target:6s} {r.latency_us:11.2f}  {act} "
+        out.write(f"{name:28s} {target:6s} {r.latency_us:11.2f}  {act} {r.dma_active_percent:6.1f}% "
                   f"{(r.hbm_read_bytes + r.hbm_write_bytes) / 1e6:8.3f}\n")
 
 

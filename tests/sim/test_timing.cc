@@ -275,6 +275,24 @@ TEST_F(Timing, MoreDmaEnginesGiveProportionallyMoreBandwidth)
 	EXPECT_NEAR(t256 / t128, 2.0, 0.05);
 }
 
+// The profiler's DMA active time is "time when at least one DMA packet is
+// transferring" (SDK tools/neuron-explorer/profile-schema-reference.rst): the
+// union of the engines' busy intervals.  16 engines moving at once are
+// active for one engine's span, not sixteen; one engine alone is active for
+// exactly its busy time; the union never exceeds the run.
+TEST_F(Timing, DmaActiveTimeIsWhenAnyEngineMovesData)
+{
+	start("trn2");
+	SimRun all = run_program(dma_program(128, 4096));   // 16 KiB per row, all 16 engines
+	ASSERT_EQ(all.status, NSIM_SUCCESS) << all.error;
+	double per_engine = all.stats.dma_busy_ps / 16.0;
+	EXPECT_NEAR((double)all.stats.dma_active_ps, per_engine, 0.02 * per_engine);
+	EXPECT_LE(all.stats.dma_active_ps, all.stats.total_ps);
+	SimRun one = run_program(dma_program(4, 2048));     // one engine
+	ASSERT_EQ(one.status, NSIM_SUCCESS) << one.error;
+	EXPECT_EQ(one.stats.dma_active_ps, one.stats.dma_busy_ps);
+}
+
 // k cores copying HBM -> HBM on all their DMA engines at once: bandwidth
 // grows with the engines in use until the chip's HBM (2.9 TB/s on trn2, each
 // byte read and written) is the limit, and never beyond it.
