@@ -39,6 +39,11 @@ typedef struct dm_chip {
 	uint32_t    dma_desc_overhead_ps;/* per descriptor (contiguous chunk) */
 	uint32_t    dma_issue_latency_ps;/* queue -> first byte */
 	uint32_t    dma_chunk_bytes;     /* descriptors split contiguous runs at this */
+	/* A whole NEFF execution, as nki.benchmark and the profiler time it:
+	 * the runtime's start-up before the kernel's first instruction and its
+	 * tear-down after the last (applied with NSIM_EXEC_STANDALONE) */
+	uint32_t    exec_startup_ps;
+	uint32_t    exec_teardown_ps;
 	/* HBM: the part's standard and per-pin data rate; its timing preset
 	 * is derived from these (dm_hbm_preset_for_target, hbm_presets.c) */
 	const char *hbm_standard;        /* "HBM3": a standard hbm_presets.c knows */

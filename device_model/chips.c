@@ -37,6 +37,14 @@ static const dm_chip chips[] = {
 		.dma_desc_overhead_ps = 90000,
 		.dma_issue_latency_ps = 1300000,          /* HW: ~1300 ns descriptor-to-start */
 		.dma_chunk_bytes = 4096,                  /* HW: >= 4 KiB saturates */
+		/* "every NEFF execution involves certain start-up and tear-down
+		 * overhead" (SDK nki/guides/tutorials/fused_mamba.rst); its profile
+		 * (nki/img/mamba_v1_profile.png, 172.93 us) shows the runtime's
+		 * preamble on every engine until ~12.3 us, the kernel's first
+		 * instruction there, and its postamble from the last store's end
+		 * (~168.7 us) to the end: ~4 us.  The page states no generation:
+		 * the same figures for every one */
+		.exec_startup_ps = 12300000, .exec_teardown_ps = 4000000,
 		.hbm_bytes = 32ull << 30, .hbm_stacks = 2,/* HW Generations: 32 GiB, 2 stacks */
 		/* HW: 820 GB/s per chip = 2 stacks x 16 pseudo-channels x 64 bits at
 		 * 3.2 Gb/s per pin (819 GB/s): HBM2E */
@@ -58,6 +66,7 @@ static const dm_chip chips[] = {
 		.dma_desc_overhead_ps = 27500,
 		.dma_issue_latency_ps = 1300000,
 		.dma_chunk_bytes = 4096,
+		.exec_startup_ps = 12300000, .exec_teardown_ps = 4000000,
 		.hbm_bytes = 96ull << 30, .hbm_stacks = 4,
 		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) over 4 stacks x
 		 * 32 pseudo-channels x 32 bits: 5.666 Gb/s per pin, HBM3 */
@@ -78,6 +87,7 @@ static const dm_chip chips[] = {
 		.dma_desc_overhead_ps = 17500,
 		.dma_issue_latency_ps = 1300000,
 		.dma_chunk_bytes = 4096,
+		.exec_startup_ps = 12300000, .exec_teardown_ps = 4000000,
 		.hbm_bytes = 144ull << 30, .hbm_stacks = 4,
 		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) over 4 stacks x 32
 		 * pseudo-channels x 32 bits: 9.57 Gb/s per pin, HBM3E class */

@@ -548,19 +548,21 @@ static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 	s->compute = r->mode != NSIM_MODE_TIMING;
 	if (s->compute)
 		dm_core_reset(r->core);
+	uint64_t t0 = r->start_ps + (s->timed ? r->startup_ps : 0);
 	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
 		eng *e = &s->e[k];
 		e->stream = r->prog->stream[k];
 		e->n = r->prog->n_instr[k];
-		e->issue_at = e->done_at = e->busy_until = r->start_ps;
+		e->issue_at = e->done_at = e->busy_until = t0;
 		e->wait_from = e->waited_ps = 0;
 		e->npw = 0;
 		if (!e->n)
 			continue;
 		e->state = ENG_READY;
 		s->barrier_needed++;
-		push(s, r->start_ps, EV_ENGINE, (uint32_t)k, 0);
+		push(s, t0, EV_ENGINE, (uint32_t)k, 0);
 	}
+	s->end = t0;
 }
 
 static void sim_event(sim *s, const nsim_event *ev, uint64_t *events)
@@ -599,6 +601,8 @@ static void sim_finish(sim *s)
 			s->end = umax(s->end, s->e[k].done_at);
 		}
 	}
+	if (s->timed)
+		s->end += r->teardown_ps;
 	r->stats.total_ps = s->end - r->start_ps;
 	r->stats.dma_active_ps = nsim_busy_union_total(&s->dma_union);
 	nsim_busy_union_free(&s->dma_union);

@@ -32,6 +32,9 @@ typedef struct nsim_run {
 	const trc_observer *obs;
 	nsim_mem_timing     mem;
 	uint64_t            start_ps;       /* device time the run starts at */
+	/* the runtime's NEFF start-up before the first instruction and
+	 * tear-down after the last (0 unless a standalone execution) */
+	uint64_t            startup_ps, teardown_ps;
 	/* called every 256 events (may be NULL): instructions retired
 	 * so far and the current simulated time */
 	void              (*progress)(void *ctx, uint64_t instructions, uint64_t now_ps);

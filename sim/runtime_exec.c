@@ -218,6 +218,10 @@ static nsim_status execute(nsim_model *const *models, const nsim_tensor_set *con
 	for (int i = 0; i < n; i++) {
 		setup_run(&runs[i], models[i], &rt.cores[models[i]->core], &hbm, start,
 			  i == 0 ? &prog : NULL);
+		if (opt && (opt->flags & NSIM_EXEC_STANDALONE)) {
+			runs[i].startup_ps = rt.chip->exec_startup_ps;
+			runs[i].teardown_ps = rt.chip->exec_teardown_ps;
+		}
 		rp[i] = &runs[i];
 	}
 

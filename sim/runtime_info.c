@@ -54,6 +54,8 @@ nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out)
 	out->hbm_bytes = c->hbm_bytes;
 	out->hbm_bytes_per_second = dm_chip_hbm_bytes_per_second(c);
 	out->peak_flops_per_second = dm_chip_peak_flops(c);
+	out->exec_startup_ps = c->exec_startup_ps;
+	out->exec_teardown_ps = c->exec_teardown_ps;
 	return NSIM_SUCCESS;
 }
 

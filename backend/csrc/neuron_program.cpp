@@ -237,7 +237,8 @@ void run_program(const Program &prog, int dev, const char *op, const std::vector
 	nsim_exec_stats stats;   // filled whole by nsim_model_stats (5 KiB: no zeroing first)
 	{
 		std::lock_guard<std::mutex> g(g_exec_lock);
-		nsim_exec_options opt = { op, next_program_start_ps(dev) };
+		// the stream already charges the launch overhead (launch_overhead_ps)
+		nsim_exec_options opt = { op, next_program_start_ps(dev), 0 };
 		check_status(nsim_execute_ex(m, sets[0].get(), sets[1].get(), &opt), "program execution");
 		nsim_model_stats(m, &stats);
 	}

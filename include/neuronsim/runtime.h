@@ -144,7 +144,14 @@ typedef struct nsim_exec_options {
 	                               the program's slice in traces and its summary row */
 	uint64_t    not_before_ps;  /* device time before which it cannot start (host
 	                               launch overhead, transfers): the core idles until then */
+	uint32_t    flags;          /* NSIM_EXEC_* */
 } nsim_exec_options;
+/* A whole NEFF execution as nki.benchmark and the profiler time it: the
+ * runtime's start-up before the first instruction and its tear-down after
+ * the last are part of the run (the chip's published figures).  Without it
+ * a run is the program's instructions alone (what a framework that accounts
+ * for launch overhead itself, like the torch plugin, wants). */
+#define NSIM_EXEC_STANDALONE 1u
 nsim_status nsim_execute_ex(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs,
 			    const nsim_exec_options *opt);
 /* n models on n distinct cores, simulated together from a common start (the
@@ -191,6 +198,8 @@ typedef struct nsim_chip_info {
 	uint64_t    hbm_bytes;
 	uint64_t    hbm_bytes_per_second;   /* the HBM model's peak (its derived preset) */
 	uint64_t    peak_flops_per_second;  /* TensorE bf16: 2 x 128 x 128 per cycle */
+	uint64_t    exec_startup_ps;        /* a standalone execution's NEFF start-up */
+	uint64_t    exec_teardown_ps;       /* ... and tear-down (NSIM_EXEC_STANDALONE) */
 } nsim_chip_info;
 nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out);
 

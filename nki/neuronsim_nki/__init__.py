@@ -253,7 +253,7 @@ class Kernel:
                 a = a.astype(np.float32)          # exact: the simulator rounds back to the same values
             arrays[t.name] = (a, t.dtype)
         res = neuronsim.run(program, arrays, {o.name: (o.shape, o.dtype) for o in outs}, target=self.target,
-                            label=self.func.__name__, trace=trace)
+                            label=self.func.__name__, trace=trace, standalone=True)
         st = res.stats
         total = st["total_ps"] or 1
         result = KernelResult(st["total_ps"] / 1e6,

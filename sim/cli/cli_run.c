@@ -350,7 +350,7 @@ int nsim_cli_run(int argc, char **argv)
 		goto free_tensors;
 	}
 	const char *base = strrchr(prog_path, '/');
-	nsim_exec_options eo = { base ? base + 1 : prog_path, 0 };
+	nsim_exec_options eo = { base ? base + 1 : prog_path, 0, 0 };   /* the program alone */
 	st = nsim_execute_ex(m, in_set, out_set, &eo);
 	if (trace && nsim_profile_stop())
 		fprintf(stderr, "neuronsim: %s\n", nsim_last_error());

@@ -307,8 +307,11 @@ def test_fused_attention_and_selective_scan_match_numpy():
         np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
         assert r.races == []
         lat[kernel.__name__] = r.latency_us
-    # one scan instruction beats a per-step loop of three
-    assert lat["selective_scan_isa"] < lat["selective_scan"] / 3
+    # one scan instruction beats a per-step loop of three (the kernels' own
+    # time: without the NEFF start-up and tear-down both pay)
+    chip = neuronsim.chip_info(nki.jit(lambda: None).target)
+    neff_us = (chip["exec_startup_ps"] + chip["exec_teardown_ps"]) / 1e6
+    assert lat["selective_scan_isa"] - neff_us < (lat["selective_scan"] - neff_us) / 3
 
 
 def test_instruction_dtype_rules():

@@ -41,7 +41,7 @@ struct SimRun {
 };
 
 inline SimRun run_program(const std::string &text, int core = 0,
-		       const std::map<std::string, std::vector<uint8_t>> &data = {})
+		       const std::map<std::string, std::vector<uint8_t>> &data = {}, uint32_t flags = 0)
 {
 	SimRun r;
 	std::vector<uint8_t> bin = to_binary(text);
@@ -73,7 +73,8 @@ inline SimRun run_program(const std::string &text, int core = 0,
 		nsim_tensor_set_add(t->kind == ISA_TK_INPUT ? in : out, t->name, dev);
 		owned.push_back(dev);
 	}
-	r.status = nsim_execute(m, in, out);
+	nsim_exec_options opt{ nullptr, 0, flags };
+	r.status = nsim_execute_ex(m, in, out, &opt);
 	if (r.status)
 		r.error = nsim_last_error();
 	nsim_model_stats(m, &r.stats);

@@ -293,6 +293,32 @@ TEST_F(Timing, DmaActiveTimeIsWhenAnyEngineMovesData)
 	EXPECT_EQ(one.stats.dma_active_ps, one.stats.dma_busy_ps);
 }
 
+// A standalone execution is a whole NEFF run as nki.benchmark and the
+// profiler time it: "every NEFF execution involves certain start-up and
+// tear-down overhead" (SDK nki/guides/tutorials/fused_mamba.rst); its
+// profile (nki/img/mamba_v1_profile.png) shows the kernel's first
+// instruction ~12.3 us in and ~4 us of tear-down after its last store.  The
+// program's own work is shifted, not changed.
+TEST_F(Timing, StandaloneExecutionsIncludeTheNeffStartUpAndTearDown)
+{
+	for (const char *target : { "trn1", "trn2", "trn3" }) {
+		start(target);
+		std::string prog = dma_program(128, 4096);
+		prog.replace(prog.find("trn2"), 4, target);
+		SimRun bare = run_program(prog), whole = run_program(prog, 0, {}, NSIM_EXEC_STANDALONE);
+		ASSERT_EQ(bare.status, NSIM_SUCCESS) << bare.error;
+		ASSERT_EQ(whole.status, NSIM_SUCCESS) << whole.error;
+		EXPECT_EQ(whole.stats.total_ps - bare.stats.total_ps, 12300000u + 4000000u) << target;
+		EXPECT_EQ(whole.stats.dma_busy_ps, bare.stats.dma_busy_ps) << target;
+		EXPECT_EQ(whole.stats.dma_active_ps, bare.stats.dma_active_ps) << target;
+	}
+	// functional mode has no time to add
+	start("trn2", NSIM_MODE_FUNCTIONAL);
+	SimRun f = run_program(dma_program(8, 1024), 0, {}, NSIM_EXEC_STANDALONE);
+	ASSERT_EQ(f.status, NSIM_SUCCESS) << f.error;
+	EXPECT_EQ(f.stats.total_ps, 0u);
+}
+
 // k cores copying HBM -> HBM on all their DMA engines at once: bandwidth
 // grows with the engines in use until the chip's HBM (2.9 TB/s on trn2, each
 // byte read and written) is the limit, and never beyond it.

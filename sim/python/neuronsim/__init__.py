@@ -43,8 +43,11 @@ class _Config(ctypes.Structure):
                 ("progress", ctypes.c_int)]
 
 
+NSIM_EXEC_STANDALONE = 1            # include/neuronsim/runtime.h
+
+
 class _ExecOptions(ctypes.Structure):
-    _fields_ = [("label", ctypes.c_char_p), ("not_before_ps", ctypes.c_uint64)]
+    _fields_ = [("label", ctypes.c_char_p), ("not_before_ps", ctypes.c_uint64), ("flags", ctypes.c_uint32)]
 
 
 class _TargetInfo(ctypes.Structure):
@@ -71,7 +74,8 @@ class _ChipInfo(ctypes.Structure):
                 ("cores", ctypes.c_uint32), ("clock_mhz", ctypes.c_uint32 * 5), ("dma_engines", ctypes.c_uint32),
                 ("dma_queues", ctypes.c_uint32), ("dma_engine_bytes_per_second", ctypes.c_uint64),
                 ("hbm_stacks", ctypes.c_uint32), ("hbm_bytes", ctypes.c_uint64),
-                ("hbm_bytes_per_second", ctypes.c_uint64), ("peak_flops_per_second", ctypes.c_uint64)]
+                ("hbm_bytes_per_second", ctypes.c_uint64), ("peak_flops_per_second", ctypes.c_uint64),
+                ("exec_startup_ps", ctypes.c_uint64), ("exec_teardown_ps", ctypes.c_uint64)]
 
 
 # operand roles of isa_field_info.role (isa.h): part of the library's ABI
@@ -186,7 +190,8 @@ def chip_info(target=None) -> dict:
     """The chip `target` simulates (None: the running runtime's), from the
     device model's chip table: core name, HBM standard, cores, per-engine
     clocks (MHz), DMA engines, queues and per-engine rate, HBM stacks, bytes
-    and bandwidth, TensorE bf16 peak FLOP/s."""
+    and bandwidth, TensorE bf16 peak FLOP/s, a standalone execution's NEFF
+    start-up and tear-down (ps)."""
     lib = _load()
     info = _ChipInfo()
     if lib.nsim_chip_info_get(target.encode() if target else None, ctypes.byref(info)):
@@ -381,12 +386,15 @@ def _stats(words):
 
 
 def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trace=None, summary=None,
-        trace_detail=0) -> Result:
+        trace_detail=0, standalone=False) -> Result:
     """Executes `program` (bytes or .nsasm text) on core 0.
 
     inputs: {tensor name: (array, dtype)} or {name: array} (dtype from the
     array: float32 -> fp32, ...); outputs: {name: (shape, dtype)}.  trace /
-    summary: paths written for this execution (a .json trace is Chrome JSON)."""
+    summary: paths written for this execution (a .json trace is Chrome JSON).
+    standalone: time it as a whole NEFF execution (nki.benchmark, the
+    profiler), the runtime's start-up and tear-down included
+    (NSIM_EXEC_STANDALONE)."""
     lib = _load()
     init(target)
     if isinstance(program, str):
@@ -422,7 +430,7 @@ def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trac
                                  str(summary).encode() if summary else None, trace_detail, 0)
             _check(lib.nsim_profile_start_opts(ctypes.byref(po)), "starting the trace")
             profiling = True
-        eo = _ExecOptions(label.encode() if label else None, 0)
+        eo = _ExecOptions(label.encode() if label else None, 0, NSIM_EXEC_STANDALONE if standalone else 0)
         st = lib.nsim_execute_ex(model, sets[0], sets[1], ctypes.byref(eo))
         if profiling:
             profiling = False
