@@ -48,7 +48,8 @@ int neuron_stats(char *buf, int len)
 	};
 	for (int e = 0; e < ISA_NUM_ENGINES; e++)
 		v.emplace_back(std::string(isa_engine_name(e)) + "_busy_ps", s.engine_busy_ps[e]);
-	v.insert(v.end(), { { "dma_busy_ps", s.dma_busy_ps }, { "dma_bytes", s.dma_bytes },
+	v.insert(v.end(), { { "dma_busy_ps", s.dma_busy_ps }, { "dma_active_ps", s.dma_active_ps },
+			    { "dma_bytes", s.dma_bytes },
 			    { "hbm_read_bytes", s.hbm_read_bytes }, { "hbm_write_bytes", s.hbm_write_bytes },
 			    { "matmul_flops", s.matmul_flops } });
 	std::string all;

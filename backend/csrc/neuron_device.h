@@ -24,6 +24,7 @@ struct Stats {
 	// summed over executed programs (simulated ps / bytes / flops)
 	uint64_t engine_busy_ps[5] = {};   // tensor, vector, scalar, gpsimd, sync
 	uint64_t dma_busy_ps = 0, dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
+	uint64_t dma_active_ps = 0;        // any DMA engine moving data (the profiler's DMA active)
 	uint64_t matmul_flops = 0;
 };
 

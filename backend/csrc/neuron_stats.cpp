@@ -97,6 +97,7 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	for (int e = 0; e < 5; e++)
 		g_stats.engine_busy_ps[e] += st.engine_busy_ps[e];
 	g_stats.dma_busy_ps += st.dma_busy_ps;
+	g_stats.dma_active_ps += st.dma_active_ps;
 	g_stats.dma_bytes += st.dma_bytes;
 	g_stats.hbm_read_bytes += st.hbm_read_bytes;
 	g_stats.hbm_write_bytes += st.hbm_write_bytes;

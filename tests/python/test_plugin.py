@@ -224,6 +224,18 @@ def test_strict_mode_names_the_op_and_stats_count_fallbacks():
         assert key in s
 
 
+def test_stats_report_dma_active_time_as_the_profiler_defines_it():
+    """dma_active_ps: time when at least one DMA engine moves data (SDK
+    tools/neuron-explorer/profile-schema-reference.rst), the union of the
+    engines' busy intervals, so at most their sum."""
+    torch_neuronsim.reset_stats()
+    x = torch.randn(256, 512, device="neuron")
+    (x * 2.0).cpu()
+    s = torch_neuronsim.stats()
+    assert 0 < s["dma_active_ps"] < s["dma_busy_ps"]
+    assert s["dma_active_ps"] <= s["simulated_time_ns"] * 1000
+
+
 def test_streams_and_events_report_simulated_time():
     dev = 6
     s = torch.neuron.Stream(dev)
