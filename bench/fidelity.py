@@ -53,6 +53,14 @@ def find(dirs, name):
     return None
 
 
+def need(dirs, name, where):
+    """The file `name` under dirs, or a Skip saying where it comes from."""
+    path = find(dirs, name)
+    if path is None:
+        raise Skip(f"{name} not found ({where})")
+    return path
+
+
 def load_module(path):
     from neuronsim_nki.run import install_aliases
     try:
@@ -102,10 +110,7 @@ MM_ROWS = [("C-01", "nki_matmul_tiled_", 51800.0, 10.98), ("C-02", "nki_matmul_h
 
 def matmul_row(kname, quick):
     def run(dirs):
-        path = find(dirs, MM_FILE)
-        if path is None:
-            raise Skip(f"{MM_FILE} not found (aws-neuron/nki-samples, src/nki_samples/tutorials/matrix_multiplication)")
-        mod = load_module(path)
+        mod = load_module(need(dirs, MM_FILE, "aws-neuron/nki-samples, src/nki_samples/tutorials/matrix_multiplication"))
         K, M, N = (2048, 2048, 2048) if quick else (8192, 4096, 8192)
         rng = np.random.default_rng(0)
         res = simulate(getattr(mod, kname), "trn1", bf16((K, M), rng), bf16((K, N), rng))
@@ -115,10 +120,7 @@ def matmul_row(kname, quick):
 
 def layernorm_row(version, quick):
     def run(dirs):
-        path = find(dirs, "layernorm_nki_kernel.py")
-        if path is None:
-            raise Skip("layernorm_nki_kernel.py not found (nki-samples before commit 8370e11, tutorials/layernorm)")
-        mod = load_module(path)
+        mod = load_module(need(dirs, "layernorm_nki_kernel.py", "nki-samples before commit 8370e11, tutorials/layernorm"))
         rows, cols = (512, 8192) if quick else (4096, 8192)      # the script's default shape
         rng = np.random.default_rng(0)
         x = rng.random((rows, cols), dtype=np.float32)
@@ -155,10 +157,7 @@ def span_active(trace_path, track):
 
 def mamba_row(version, channels, seq, quick, span=False):
     def run(dirs):
-        path = find(dirs, "mamba_nki_kernels.py")
-        if path is None:
-            raise Skip("mamba_nki_kernels.py not found (aws-neuron/nki-samples, tutorials/fused_mamba)")
-        mod = load_module(path)
+        mod = load_module(need(dirs, "mamba_nki_kernels.py", "aws-neuron/nki-samples, tutorials/fused_mamba"))
         c, s = (min(channels, 256), min(seq, 512)) if quick else (channels, seq)
         st = 16
         rng = np.random.default_rng(0)
@@ -258,9 +257,7 @@ def doc_kernels(path):
 
 def kopt_row(version, quick):
     def run(dirs):
-        doc = find(dirs, KOPT_DOC)
-        if doc is None:
-            raise Skip(f"{KOPT_DOC} not found (aws-neuron/aws-neuron-sdk, nki/guides/tutorials)")
+        doc = need(dirs, KOPT_DOC, "aws-neuron/aws-neuron-sdk, nki/guides/tutorials")
         kernels = doc_kernels(doc)
         if len(kernels) != 5:
             raise Skip(f"{doc}: expected the starter and v2..v5 kernels, found {len(kernels)} @nki.jit blocks")
@@ -276,6 +273,18 @@ def kopt_row(version, quick):
         res = simulate(mod.matrix_multiply_kernel, "trn2", lhsT, rhs)
         return res, {"dma": res.dma_active_percent}, f"lhsT[{K},{M}] @ rhs[{K},{N}] fp32"
     return run
+
+
+def attempt(run, dirs, head):
+    """run(dirs), or None after printing why the row cannot run or fails
+    (a kernel the frontend cannot trace yet: which and why) after `head`."""
+    try:
+        return run(dirs)
+    except Skip as e:
+        print(f"{head}cannot run: {e}")
+    except Exception as e:
+        print(f"{head}fails: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
+    return None
 
 
 def rows(quick):
@@ -313,15 +322,10 @@ def main():
         if want and rid not in want:
             continue
         t0 = time.perf_counter()
-        try:
-            res, extra, shape = run(args.dirs)
-        except Skip as e:
-            print(f"{rid:5} {name:34} {target:6} {pub:9.1f}us {'--':>11} {'--':>8}  cannot run: {e}")
+        got = attempt(run, args.dirs, f"{rid:5} {name:34} {target:6} {pub:9.1f}us {'--':>11} {'--':>8}  ")
+        if got is None:
             continue
-        except Exception as e:   # a kernel the frontend cannot trace yet: say which and why
-            print(f"{rid:5} {name:34} {target:6} {pub:9.1f}us {'--':>11} {'--':>8}  "
-                  f"fails: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
-            continue
+        res, extra, shape = got
         host = time.perf_counter() - t0
         sim = res.latency_us
         err = 100.0 * (sim - pub) / pub
@@ -347,14 +351,10 @@ def main():
             break
         t0 = time.perf_counter()
         name = f"matmul tutorial {version} (engine active)"
-        try:
-            res, extra, shape = kopt_row(version, args.quick)(args.dirs)
-        except Skip as e:
-            print(f"C-11  {name:34} trn2   cannot run: {e}")
+        got = attempt(kopt_row(version, args.quick), args.dirs, f"C-11  {name:34} trn2   ")
+        if got is None:
             continue
-        except Exception as e:   # a kernel the frontend cannot trace yet: say which and why
-            print(f"C-11  {name:34} trn2   fails: {type(e).__name__}: {str(e).splitlines()[0][:150]}")
-            continue
+        res, extra, shape = got
         act = dict(res.engine_active_percent)
         act.update(extra)
         worst_points += [abs(act[k] - v) for k, v in pub_act.items()]

@@ -542,7 +542,6 @@ static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 	s->r = r;
 	s->q = q;
 	s->idx = idx;
-	s->end = r->start_ps;
 	s->chip = r->core->chip;
 	s->timed = r->mode != NSIM_MODE_FUNCTIONAL;
 	s->compute = r->mode != NSIM_MODE_TIMING;
