@@ -178,7 +178,8 @@ class Kernel:
         sig = inspect.signature(self.func)
         bound = sig.bind(*args, **kwargs)
         files = {os.path.abspath(inspect.getsourcefile(self.func) or "<kernel>")}
-        t = tracer.Trace(self.target, files, last_use, first.choices if first is not None else None, cse)
+        t = tracer.Trace(self.target, files, last_use, first.choices if first is not None else None, cse,
+                         first.use_seq if first is not None else None)
         prev, tracer._current = tracer._current, t
         try:
             ins = []

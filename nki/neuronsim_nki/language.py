@@ -488,11 +488,13 @@ def _retarget_load(dst, value):
     has used its fresh tile yet (it is the last instruction traced)."""
     t = tracer.current()
     ins = value.loaded_by
-    if ins is None or not t.instrs or t.instrs[-1] is not ins or dst.space != "sbuf" or \
-            dst.shape != value.shape or dst.dtype != value.dtype:
+    if ins is None or dst.space != "sbuf" or dst.shape != value.shape or dst.dtype != value.dtype:
+        return False
+    dst_ap = dst.ap()              # (a spilled dst comes back first: then the load is not last)
+    if not t.instrs or t.instrs[-1] is not ins:
         return False
     d = t.dmas[ins.dma]
-    t.dmas[ins.dma] = (dst.ap(), d[1])
+    t.dmas[ins.dma] = (dst_ap, d[1])
     t.retract_last()
     t.emit("sync", ins.text, reads=ins.reads, writes=[dst.region()], dma=ins.dma)
     value.loaded_by = None

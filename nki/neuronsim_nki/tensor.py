@@ -388,6 +388,7 @@ class Tensor:
             pstride = self.strides[0] if self.shape else 1
             off = f"+{self.offset * esz}" if self.offset else ""
             return f"hbm({self.name}):{self.dtype}[{pstride}x{rows}]{off}{{{dims}}}"
+        tracer.current().access(self.alloc)
         byte = self.alloc.offset + self.offset * esz
         off = f"+{byte}" if byte else ""
         return f"{self.space}:{self.dtype}[{self.part0}:{self.part0 + self.nparts}]{off}{{{dims}}}"

@@ -18,6 +18,7 @@ Scheduling rules (why, in short):
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import os
 import sys
@@ -76,6 +77,7 @@ class Allocation:
     def __init__(self, space, nparts, offset, size, name):
         self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
         self.open_group = None     # PSUM region a matmul accumulation group is writing
+        self.spilled = None        # the HBM tensor holding it while spilled (see Trace.spill)
 
 
 class Allocator:
@@ -89,6 +91,22 @@ class Allocator:
                             # multi-buffering does
 
     def alloc(self, size, what):
+        off = self.try_alloc(size, what)
+        if off is None:
+            fail(self.overflow(size, what))
+        return off
+
+    def overflow(self, size, what):
+        size = self.bank if self.bank else (max(size, 1) + 63) // 64 * 64
+        used = self.capacity - sum(n for _, n in self.free)
+        unit = "banks" if self.bank else "bytes per partition"
+        have = (used // self.bank, self.capacity // self.bank) if self.bank else (used, self.capacity)
+        return (f"{what}: {self.space.upper()} overflow: {size} more bytes per partition needed, "
+                f"{have[0]} of {have[1]} {unit} in use")
+
+    def try_alloc(self, size, what):
+        """The offset of `size` bytes per partition, or None when no free
+        range holds them."""
         size = max(size, 1)
         if self.bank:
             if size > self.bank:
@@ -114,11 +132,7 @@ class Allocator:
                 self.free.sort()
                 self.cursor = start + size
                 return start
-        used = self.capacity - sum(n for _, n in self.free)
-        unit = "banks" if self.bank else "bytes per partition"
-        have = (used // self.bank, self.capacity // self.bank) if self.bank else (used, self.capacity)
-        fail(f"{what}: {self.space.upper()} overflow: {size} more bytes per partition needed, "
-             f"{have[0]} of {have[1]} {unit} in use")
+        return None
 
     def release(self, off, size):
         size = self.bank if self.bank else (max(size, 1) + 63) // 64 * 64
@@ -182,7 +196,7 @@ class Trace:
     soon as that instruction is traced (and, failing that, when Python drops
     the tile), so capacity errors mean the live tiles do not fit."""
 
-    def __init__(self, target, source_files, last_use=None, choices=None, cse=True):
+    def __init__(self, target, source_files, last_use=None, choices=None, cse=True, use_seq=None):
         if target not in TARGETS:
             raise NKIError(f"unknown target {target!r} ({', '.join(TARGETS)})")
         self.target = target
@@ -210,6 +224,10 @@ class Trace:
         self.cse_shared = set()
         self.cse_broken = False
         self.uses = {}
+        # allocation id -> the instruction counts at which it is used, in
+        # order: recorded by the first pass, read by the second to spill the
+        # tile needed furthest ahead (see make_room)
+        self.use_seq = {} if self.recording else (use_seq or {})
         self.n_allocs = 0
         self.live = []
         self.source_files = source_files
@@ -226,6 +244,11 @@ class Trace:
         self.hbm_calls = 0
         self.open_regions = weakref.WeakSet()  # allocations with an open accumulation group
         self.last_write = {}                   # allocation id -> index of the last instruction writing it
+        # SBUF spilling (second pass, traced as written: see make_room)
+        self.spills = []                       # (HBM tensor name, partitions, bytes each, scratch offset)
+        self.scratch = 0                       # bytes of internal HBM the spills take
+        self.n_spill_instrs = 0                # spill / reload DMAs traced (not the kernel's own)
+        self.pinned = set()                    # allocations the instruction being traced uses
 
     def unique(self, base):
         name, k = base, 1
@@ -240,7 +263,9 @@ class Trace:
         alloc = self.sbuf if space == "sbuf" else self.psum
         if not self.recording:
             self.release_dead()
-        off = alloc.alloc(bytes_per_partition, what)
+        off = alloc.try_alloc(bytes_per_partition, what)
+        if off is None:
+            off = self.make_room(alloc, bytes_per_partition, what)
         a = Allocation(space, nparts, off, bytes_per_partition, what)
         a.id = self.n_allocs
         self.n_allocs += 1
@@ -308,11 +333,97 @@ class Trace:
     def touch(self, a):
         """An instruction being traced uses allocation a."""
         if self.recording:
-            self.uses[a.id] = len(self.instrs)
+            now = len(self.instrs)
+            self.uses[a.id] = now
+            seq = self.use_seq.setdefault(a.id, [])
+            if not seq or seq[-1] != now:
+                seq.append(now)
+        self.access(a)
+
+    def access(self, a):
+        """Allocation a's address is about to be used: a spilled tile comes
+        back first, and it stays until the instruction is traced."""
+        if self.recording:
+            return
+        if a.spilled is not None:
+            self.reload(a)
+        self.pinned.add(a.id)
+
+    # ------------------------------------------------------------ spilling
+
+    def make_room(self, alloc, size, what):
+        """SBUF full: as the hardware compiler does (the published Mamba
+        profiles show its qSyncSpillReload / qScalarSpillReload DMA queues,
+        SDK nki/guides/tutorials/fused_mamba.rst), live tiles go to HBM until
+        `size` bytes per partition fit -- first the one whose next use is
+        furthest ahead (the whole program is known, as it is to a compiler:
+        the first pass recorded every use), which keeps a loop's working set
+        from thrashing as least-recently-used would;
+        a spilled tile returns when next used (access).  Only in the
+        second pass of a kernel traced as written: with results kept for
+        reuse an overflow means tracing again without them (Kernel.trace),
+        and PSUM does not spill."""
+        if self.recording or self.cse or alloc is not self.sbuf:
+            fail(alloc.overflow(size, what))
+        now = len(self.instrs) - self.n_spill_instrs
+        while True:
+            victims = [(self.next_use(aid, now), aid, fin.peek()[0]) for aid, fin in self.live
+                       if fin.alive and aid not in self.pinned and fin.peek()[0].space == "sbuf"]
+            if not victims:
+                fail(alloc.overflow(size, what) + " (no tile left to spill: the instruction's own operands "
+                     "do not fit)")
+            self.spill(max(victims, key=lambda v: (v[0], -v[1]))[2])
+            off = alloc.try_alloc(size, what)
+            if off is not None:
+                return off
+
+    def next_use(self, aid, now):
+        """The first-pass instruction count of allocation aid's next use at
+        or after now (infinity: none)."""
+        seq = self.use_seq.get(aid, ())
+        k = bisect.bisect_left(seq, now)
+        return seq[k] if k < len(seq) else float("inf")
+
+    def _spill_dma(self, dst, src, reads, writes):
+        idx = len(self.dmas)
+        self.dmas.append((dst, src))
+        self.emit("sync", f"dma_copy desc=d{idx}", reads, writes, dma=idx, spill=True)
+        self.n_spill_instrs += 1
+
+    def _spill_aps(self, a, name):
+        sb = f"sbuf:uint8[0:{a.nparts}]" + (f"+{a.offset}" if a.offset else "") + f"{{1x{a.size}}}"
+        hbm = f"hbm({name}):uint8[{a.size}x{a.nparts}]{{1x{a.size}}}"
+        return sb, hbm, Region(("sbuf", 0, 0, a.nparts, a.offset, a.offset + a.size), a.id), \
+            ("hbm", name, 0, 1, 0, a.nparts * a.size)
+
+    def spill(self, a):
+        """Tile a's bytes to an HBM tensor of its own; its SBUF is freed."""
+        name = self.unique("spill")
+        off = (self.scratch + 63) // 64 * 64
+        self.spills.append((name, a.nparts, a.size, off))
+        self.scratch = off + a.nparts * a.size
+        sb, hbm, reg, hreg = self._spill_aps(a, name)
+        self._spill_dma(hbm, sb, [reg], [hreg])
+        a.free.detach()
+        self.sbuf.release(a.offset, a.size)
+        self.live = [(aid, fin) for aid, fin in self.live if aid != a.id]
+        a.spilled, a.offset = name, None
+
+    def reload(self, a):
+        """A spilled tile back into SBUF (wherever there is room)."""
+        off = self.sbuf.try_alloc(a.size, a.name)
+        if off is None:
+            off = self.make_room(self.sbuf, a.size, a.name)
+        name, a.spilled, a.offset = a.spilled, None, off
+        a.free = weakref.finalize(a, self.sbuf.release, off, a.size)
+        self.live.append((a.id, a.free))
+        sb, hbm, reg, hreg = self._spill_aps(a, name)
+        self._spill_dma(sb, hbm, [hreg], [reg])
 
     def release_dead(self):
-        """Frees the regions of tiles whose last instruction has been traced."""
-        now = len(self.instrs)
+        """Frees the regions of tiles whose last instruction has been traced
+        (counted as the first pass counted: without spill DMAs)."""
+        now = len(self.instrs) - self.n_spill_instrs
         keep = []
         for aid, fin in self.live:
             if not fin.alive:
@@ -323,14 +434,19 @@ class Trace:
                 keep.append((aid, fin))
         self.live = keep
 
-    def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True):
+    def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True, spill=False):
+        """spill: a spill or reload DMA, which moves a tile's bytes without
+        changing its value (no write to the kernel's eyes) while the
+        instruction that needed it is still being traced."""
         # the source line only goes into the program the second pass writes
         ins = Instr(engine, text, list(reads), list(writes), "" if self.recording else kernel_line(self), dma)
+        if not spill:
+            self.pinned.clear()
         if closes_groups and not text.startswith(("multiply_moving", "load_stationary")):
             for r in ins.reads + ins.writes:
                 if r[0] == "psum":
                     self.close_groups(r)
-        for r in ins.writes:
+        for r in ins.writes if not spill else ():
             if isinstance(r, Region):
                 self.last_write[r.alloc_id] = len(self.instrs)
                 if r.alloc_id in self.cse_shared:
@@ -458,11 +574,13 @@ class Trace:
             if waited["sync"].get(DMA_SEM0 + slot, 0) < gen:
                 streams["sync"].append(f"    sem_wait sem={DMA_SEM0 + slot} cond=is_ge value={gen}")
         lines = [f"; generated by neuronsim_nki from {', '.join(sorted(self.source_files))} (do not edit)",
-                 f".target {self.target}", f".semaphores {DMA_SEM0 + pool}", ".scratch 0"]
+                 f".target {self.target}", f".semaphores {DMA_SEM0 + pool}", f".scratch {self.scratch}"]
         for t in inputs:
             lines.append(f".tensor {t.name} input {t.dtype} [{','.join(map(str, t.shape))}]")
         for t in outputs:
             lines.append(f".tensor {t.name} output {t.dtype} [{','.join(map(str, t.shape))}]")
+        for name, nparts, size, off in self.spills:
+            lines.append(f".tensor {name} internal uint8 [{nparts},{size}] offset={off}")
         for t, data in self.constants:
             lines.append(f".tensor {t.name} const {t.dtype} [{','.join(map(str, t.shape))}] data={data.hex()}")
         for i, d in enumerate(self.dmas):
