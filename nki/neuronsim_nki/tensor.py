@@ -281,7 +281,8 @@ class Tensor:
         key = key if isinstance(key, tuple) else (key,)
         if len(key) != len(self.shape):
             fail(f"{len(key)} grid subscripts for a tensor of rank {len(self.shape)}")
-        dims, offset, part0 = {}, self.offset, self.part0
+        dims, offset, part0, over = {}, self.offset, self.part0, None
+        first = min((g for k in key if isinstance(k, (Index, GridExpr)) for g, _, _ in k.terms()[0]), default=None)
         for ax, k in enumerate(key):
             if isinstance(k, int):
                 terms, off = [], k
@@ -293,7 +294,9 @@ class Tensor:
             for _, st, n in terms:
                 lo, hi = lo + min(0, st * (n - 1)), hi + max(0, st * (n - 1))
             if lo < 0 or hi >= self.shape[ax]:
-                fail(f"index on axis {ax} reaches [{lo}, {hi}], outside [0, {self.shape[ax]})")
+                msg = f"index on axis {ax} reaches [{lo}, {hi}], outside [0, {self.shape[ax]})"
+                terms = self._clamp_rows(ax, terms, off, lo, hi, first, msg)
+                over = (next(n for g, _, n in k.terms()[0] if g == first), msg)
             if self.space != "hbm" and ax == 0:
                 if len(terms) != 1 or terms[0][1] != 1:
                     fail("a tile's partition index must be a contiguous nl.arange range")
@@ -313,7 +316,24 @@ class Tensor:
             fail("the partition index must come from the first axis of the index grid")
         shape = [dims[g][1] for g in order]
         strides = [0 if dims[g][0] == "p" else dims[g][0] for g in order]
-        return Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+        view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
+        if over:
+            view.rows_wanted, view.overrun = over
+        return view
+
+    def _clamp_rows(self, ax, terms, off, lo, hi, first, msg):
+        """An HBM grid view whose first axis runs past the end along the
+        view's first (partition) grid axis, as `in[i_p + i_k, i_f]` does in a
+        partial last tile: the view keeps the rows that lie inside, and
+        load/store check that the mask cuts off the rest (as for slices)."""
+        row = [t for t in terms if t[0] == first]
+        if self.space != "hbm" or ax != 0 or lo < 0 or len(row) != 1 or row[0][1] <= 0:
+            fail(msg)
+        g, st, n = row[0]
+        inside = (self.shape[0] - 1 - (hi - st * (n - 1))) // st + 1
+        if inside < 1:
+            fail(msg)
+        return [(g, st, inside) if t[0] == first else t for t in terms]
 
     def __getitem__(self, key):
         self.materialize()

@@ -471,3 +471,36 @@ def test_program_ndim_and_finfo():
     assert nl.finfo(nl.bfloat16).max == float.fromhex("0x1.fep127") and nl.finfo(nl.bfloat16).eps == 2.0 ** -7
     with pytest.raises(nki.NKIError, match="a float dtype"):
         nl.finfo(nl.int32)
+
+
+def test_mask_cuts_a_combined_partition_index_past_the_end():
+    """`in[i_p + i_k, i_f]` with `mask=(i_p < rows)` in a partial last tile
+    (nki-samples contributed/maxpooling.py): the rows past the end are not
+    moved, the ones inside are; a missing mask is still an error."""
+    k = 3
+
+    @nki.jit
+    def window_max(x):
+        h, w = x.shape
+        h_out = h - (k - 1)
+        out = nl.ndarray((h_out, w), dtype=x.dtype, buffer=nl.shared_hbm)
+        for t in nl.affine_range((h + 127) // 128):
+            i_p, i_k, i_f = nl.mgrid[0:128, 0:k, 0:w]
+            rows = nl.load(x[t * 128 + i_p + i_k, i_f], mask=(t * 128 + i_p < h_out))
+            m = nl.max(rows, axis=[1])
+            i_o, i_g = nl.mgrid[0:128, 0:w]
+            nl.store(out[t * 128 + i_o, i_g], value=m, mask=(t * 128 + i_o < h_out))
+        return out
+
+    x = np.random.default_rng(3).standard_normal((200, 16)).astype(np.float32)
+    ref = np.stack([x[i:i + k].max(0) for i in range(200 - (k - 1))])
+    np.testing.assert_array_equal(window_max(x), ref)
+
+    @nki.jit
+    def unmasked(x):
+        out = nl.ndarray((128, 16), dtype=x.dtype, buffer=nl.shared_hbm)
+        i_p, i_k, i_f = nl.mgrid[0:128, 0:k, 0:16]
+        nl.store(out, value=nl.max(nl.load(x[72 + i_p + i_k, i_f]), axis=[1]))
+        return out
+    with pytest.raises(nki.NKIError, match=r"index on axis 0 reaches \[72, 201\], outside \[0, 200\)"):
+        unmasked(x)
