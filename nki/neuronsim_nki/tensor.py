@@ -3,6 +3,8 @@ indexing (integers, slices, nl.arange index expressions) and their .nsasm
 operand text and memory regions."""
 from __future__ import annotations
 
+import math
+
 from . import tracer
 from neuronsim import DTYPE_SIZES as SIZES
 
@@ -549,12 +551,22 @@ def new_tile(space, shape, dtype, what="tile", pax=0):
     nparts = shape[pax]
     free = 1
     strides = [0] * len(shape)
+    t = tracer.current()
+    banks = 1
     for ax in range(len(shape) - 1, -1, -1):
         if ax == pax:
             continue
+        if space == "psum" and ax == pax - 1:
+            # PSUM blocks (nl.ndarray((B, nl.par_dim(128), F), buffer=nl.psum)):
+            # one bank each, so every block is a whole accumulation target
+            bank = t.psum.bank // SIZES[dtype]
+            if free > bank:
+                fail(f"{what}: a PSUM block of {free * SIZES[dtype]} bytes per partition does not fit a "
+                     f"bank ({t.psum.bank} bytes)")
+            free, banks = bank, math.prod(shape[:pax])
         strides[ax] = free
         free *= shape[ax]
-    alloc = tracer.current().allocate(space, nparts, free * SIZES[dtype], what)
+    alloc = t.allocate(space, nparts, free * SIZES[dtype], what, banks)
     return Tensor(space, dtype, shape, strides, 0, None, alloc, 0, pax)
 
 

@@ -90,6 +90,12 @@ class Allocator:
                             # buffers loads ahead the way a compiler's
                             # multi-buffering does
 
+    def rounded(self, size):
+        """Bytes per partition an allocation of `size` takes: whole PSUM
+        banks, or 64-byte units of SBUF."""
+        size = max(size, 1)
+        return -(-size // self.bank) * self.bank if self.bank else (size + 63) // 64 * 64
+
     def alloc(self, size, what):
         off = self.try_alloc(size, what)
         if off is None:
@@ -97,24 +103,21 @@ class Allocator:
         return off
 
     def overflow(self, size, what):
-        size = self.bank if self.bank else (max(size, 1) + 63) // 64 * 64
+        size = self.rounded(size)
         used = self.capacity - sum(n for _, n in self.free)
         unit = "banks" if self.bank else "bytes per partition"
         have = (used // self.bank, self.capacity // self.bank) if self.bank else (used, self.capacity)
         return (f"{what}: {self.space.upper()} overflow: {size} more bytes per partition needed, "
                 f"{have[0]} of {have[1]} {unit} in use")
 
-    def try_alloc(self, size, what):
+    def try_alloc(self, size, what, banks=1):
         """The offset of `size` bytes per partition, or None when no free
-        range holds them."""
-        size = max(size, 1)
-        if self.bank:
-            if size > self.bank:
-                fail(f"{what}: {size} bytes per partition do not fit a PSUM bank ({self.bank} bytes: "
-                     f"at most {self.bank // 4} fp32 elements per partition)")
-            size = self.bank
-        else:
-            size = (size + 63) // 64 * 64
+        range holds them.  PSUM: `banks` consecutive banks at most (a tile
+        with block dimensions takes one bank per block)."""
+        if self.bank and size > self.bank * banks:
+            fail(f"{what}: {size} bytes per partition do not fit a PSUM bank ({self.bank} bytes: "
+                 f"at most {self.bank // 4} fp32 elements per partition)")
+        size = self.rounded(size)
         order = sorted(range(len(self.free)), key=lambda i: (self.free[i][0] + self.free[i][1] <= self.cursor,
                                                              self.free[i][0]))
         for i in order:
@@ -135,7 +138,7 @@ class Allocator:
         return None
 
     def release(self, off, size):
-        size = self.bank if self.bank else (max(size, 1) + 63) // 64 * 64
+        size = self.rounded(size)
         self.free.append((off, size))
         self.free.sort()
         merged = []
@@ -257,13 +260,13 @@ class Trace:
         self.names.add(name)
         return name
 
-    def allocate(self, space, nparts, bytes_per_partition, what):
+    def allocate(self, space, nparts, bytes_per_partition, what, banks=1):
         if nparts > 128:
             fail(f"{what}: partition dimension {nparts} exceeds the 128 partitions (nl.tile_size.pmax)")
         alloc = self.sbuf if space == "sbuf" else self.psum
         if not self.recording:
             self.release_dead()
-        off = alloc.try_alloc(bytes_per_partition, what)
+        off = alloc.try_alloc(bytes_per_partition, what, banks)
         if off is None:
             off = self.make_room(alloc, bytes_per_partition, what)
         a = Allocation(space, nparts, off, bytes_per_partition, what)

@@ -504,3 +504,37 @@ def test_mask_cuts_a_combined_partition_index_past_the_end():
         return out
     with pytest.raises(nki.NKIError, match=r"index on axis 0 reaches \[72, 201\], outside \[0, 200\)"):
         unmasked(x)
+
+
+def test_psum_tile_with_block_dimensions_takes_a_bank_per_block():
+    """nl.ndarray((B, nl.par_dim(M), F), buffer=nl.psum): each block is a
+    whole PSUM bank (2 KiB per partition), an accumulation target of its
+    own, even when F is smaller; B blocks take B of the 8 banks."""
+    @nki.jit
+    def blocks(lhsT, rhs):
+        K, M = lhsT.shape
+        out = nl.ndarray((M, 4 * 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.ndarray((4, nl.par_dim(M), 256), dtype=nl.float32, buffer=nl.psum)
+        a = nl.load(lhsT)
+        for b in nl.affine_range(4):
+            for kk in nl.affine_range(2):        # two accumulating matmuls per block
+                nisa.nc_matmul(dst=acc[b], stationary=a, moving=nl.load(rhs[:, kk, b * 256:(b + 1) * 256]))
+        for b in nl.affine_range(4):
+            s = nl.ndarray((M, 256), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=s, src=acc[b])
+            nl.store(out[:, b * 256:(b + 1) * 256], value=s)
+        return out
+    rng = np.random.default_rng(5)
+    lhsT = rng.standard_normal((128, 64)).astype(np.float32)
+    rhs = rng.standard_normal((128, 2, 1024)).astype(np.float32)
+    got, res = nki.simulate(blocks, lhsT, rhs)
+    np.testing.assert_allclose(got, lhsT.T @ (rhs[:, 0] + rhs[:, 1]), rtol=1e-4, atol=1e-4)
+    dsts = {line.split("dst=")[1].split()[0] for line in res.program.splitlines() if "multiply_moving" in line}
+    offsets = sorted(int(d.split("+")[1].split("{")[0]) if "+" in d else 0 for d in dsts)
+    assert offsets == [0, 2048, 4096, 6144]
+
+    @nki.jit
+    def too_big(a):
+        return nl.ndarray((2, nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)
+    with pytest.raises(nki.NKIError, match=r"PSUM block of 4096 bytes per partition does not fit a bank"):
+        too_big(np.zeros((2, 2), np.float32))
