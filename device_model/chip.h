@@ -39,6 +39,9 @@ typedef struct dm_chip {
 	uint32_t    dma_desc_overhead_ps;/* per descriptor (contiguous chunk) */
 	uint32_t    dma_issue_latency_ps;/* queue -> first byte */
 	uint32_t    dma_chunk_bytes;     /* descriptors split contiguous runs at this */
+	/* DMA transpose: share of the copy rate (percent) reading HBM / SBUF;
+	 * 0 where the generation has none */
+	uint32_t    dma_transpose_hbm_pct, dma_transpose_sbuf_pct;
 	/* A whole NEFF execution, as nki.benchmark and the profiler time it:
 	 * the runtime's start-up before the kernel's first instruction and its
 	 * tear-down after the last (applied with NSIM_EXEC_STANDALONE) */

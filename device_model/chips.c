@@ -66,6 +66,10 @@ static const dm_chip chips[] = {
 		.dma_desc_overhead_ps = 27500,
 		.dma_issue_latency_ps = 1300000,
 		.dma_chunk_bytes = 4096,
+		/* "DMA transpose on trn2 up to 90% of DMA copy throughput, SBUF-to-SBUF
+		 * transpose up to 50%" (CALIBRATION.md, SDK nki-dma-overview.rst);
+		 * trn3: no other figure */
+		.dma_transpose_hbm_pct = 90, .dma_transpose_sbuf_pct = 50,
 		.exec_startup_ps = 12300000, .exec_teardown_ps = 4000000,
 		.hbm_bytes = 96ull << 30, .hbm_stacks = 4,
 		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) over 4 stacks x
@@ -87,6 +91,10 @@ static const dm_chip chips[] = {
 		.dma_desc_overhead_ps = 17500,
 		.dma_issue_latency_ps = 1300000,
 		.dma_chunk_bytes = 4096,
+		/* "DMA transpose on trn2 up to 90% of DMA copy throughput, SBUF-to-SBUF
+		 * transpose up to 50%" (CALIBRATION.md, SDK nki-dma-overview.rst);
+		 * trn3: no other figure */
+		.dma_transpose_hbm_pct = 90, .dma_transpose_sbuf_pct = 50,
 		.exec_startup_ps = 12300000, .exec_teardown_ps = 4000000,
 		.hbm_bytes = 144ull << 30, .hbm_stacks = 4,
 		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) over 4 stacks x 32

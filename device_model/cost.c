@@ -298,25 +298,37 @@ static uint64_t dma_descs_per_row(const dm_chip *chip, const isa_dma_desc *d)
 dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d)
 {
 	dm_dma_shape sh;
-	sh.rows = d->mode == ISA_DMA_DIRECT ? d->dst.nparts : d->index.nparts;
+	sh.rows = isa_dma_mode_indexed(d->mode) ? d->index.nparts : d->dst.nparts;
 	sh.src_row = isa_ap_free_elems(&d->src) * isa_dtype_size(d->src.dtype);
 	sh.dst_row = isa_ap_free_elems(&d->dst) * isa_dtype_size(d->dst.dtype);
 	/* reshaping transfer: rows of the destination, bytes conserved */
-	if (d->mode == ISA_DMA_DIRECT && d->src.nparts != d->dst.nparts)
+	if (!isa_dma_mode_indexed(d->mode) && d->src.nparts != d->dst.nparts)
 		sh.src_row = sh.dst_row * isa_dtype_size(d->src.dtype) / isa_dtype_size(d->dst.dtype);
 	/* scatter_add reads each destination row back before writing it: the
 	 * engine moves those bytes too, and they are HBM reads */
 	sh.rmw_row = d->mode == ISA_DMA_SCATTER_ADD ? sh.dst_row : 0;
 	sh.row_bytes = (sh.src_row > sh.dst_row ? sh.src_row : sh.dst_row) + sh.rmw_row;
 	sh.descs_per_row = dma_descs_per_row(chip, d);
+	sh.rate_pct = 100;
+	if (d->mode == ISA_DMA_TRANSPOSE) {
+		/* the engines' transpose mode writes whole destination rows (one
+		 * descriptor per chunk of a row), at the published share of the
+		 * copy rate */
+		uint64_t chunks = (sh.dst_row + chip->dma_chunk_bytes - 1) / chip->dma_chunk_bytes;
+		sh.descs_per_row = chunks ? chunks : 1;
+		sh.rate_pct = d->src.space == ISA_SPACE_HBM ? chip->dma_transpose_hbm_pct
+							    : chip->dma_transpose_sbuf_pct;
+		if (!sh.rate_pct)
+			sh.rate_pct = 100;    /* validated: no transpose on this generation */
+	}
 	return sh;
 }
 
 uint64_t dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *sh, uint64_t rows)
 {
 	uint64_t bytes = rows * sh->row_bytes, descs = rows * sh->descs_per_row;
-	return descs * chip->dma_desc_overhead_ps +
-	       (bytes * 1000000u + chip->dma_engine_rate - 1) / chip->dma_engine_rate;
+	uint64_t rate = (uint64_t)chip->dma_engine_rate * sh->rate_pct;   /* bytes/us x 100 */
+	return descs * chip->dma_desc_overhead_ps + (bytes * 100000000u + rate - 1) / rate;
 }
 
 void dm_dma_rows_per_engine(const dm_chip *chip, const isa_dma_desc *d, uint64_t total_rows,
@@ -329,7 +341,7 @@ void dm_dma_rows_per_engine(const dm_chip *chip, const isa_dma_desc *d, uint64_t
 		return;
 	/* the partition the first row sits on: the on-chip side's (indirect:
 	 * the index's, whose partitions the rows follow) */
-	const isa_ap *onchip = d->mode != ISA_DMA_DIRECT             ? &d->index
+	const isa_ap *onchip = isa_dma_mode_indexed(d->mode)          ? &d->index
 			       : d->dst.space != ISA_SPACE_HBM ? &d->dst
 			       : d->src.space != ISA_SPACE_HBM ? &d->src
 							       : NULL;

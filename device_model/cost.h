@@ -41,6 +41,7 @@ typedef struct dm_dma_shape {
 	uint64_t rmw_row;          /* scatter_add: destination bytes read back per row */
 	uint64_t row_bytes;        /* bytes an engine moves per row */
 	uint64_t descs_per_row;
+	uint32_t rate_pct;         /* of the engine's copy rate: 100, less for a transpose */
 } dm_dma_shape;
 
 dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d);

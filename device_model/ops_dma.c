@@ -192,6 +192,14 @@ dm_fault_kind dm_exec_dma(dm_core *c, const dm_binding *b, int engine, int64_t i
 	    (k = dm_view_of(c, b, &desc->dst, true, &dv, engine, index, "dma dst", f)))
 		return k;
 
+	if (desc->mode == ISA_DMA_TRANSPOSE) {
+		/* dst[p][k] = src[k][p]: shapes and equal 2-byte dtypes validated */
+		for (uint32_t p = 0; p < dv.nparts; p++)
+			for (uint64_t j = 0; j < dv.nfree; j++)
+				memcpy(dm_view_elem(&dv, p, j), dm_view_elem(&sv, (uint32_t)j, p), dv.esz);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
 	if (desc->mode == ISA_DMA_DIRECT) {
 		if (dv.nfree == sv.nfree && dv.nparts == sv.nparts) {
 			for (uint32_t p = 0; p < dv.nparts; p++)

@@ -571,7 +571,7 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 			st = parse_ap(c, tok[i] + 4, "dma.src", &d.src);
 			have_src = true;
 		} else if (strncmp(tok[i], "index=", 6) == 0 && !have_index &&
-			   mode != ISA_DMA_DIRECT) {
+			   isa_dma_mode_indexed(mode)) {
 			st = parse_ap(c, tok[i] + 6, "dma.index", &d.index);
 			have_index = true;
 		} else {
@@ -580,9 +580,9 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 		if (st != ISA_OK)
 			return st;
 	}
-	if (!have_dst || !have_src || (mode != ISA_DMA_DIRECT && !have_index))
+	if (!have_dst || !have_src || (isa_dma_mode_indexed(mode) && !have_index))
 		return asm_fail(c, ISA_E_MISSING_OPERAND, "dma", "descriptor '%s' needs dst=, src=%s",
-				d.name, mode != ISA_DMA_DIRECT ? " and index=" : "");
+				d.name, isa_dma_mode_indexed(mode) ? " and index=" : "");
 	if (p->n_dma >= ISA_MAX_DMA_DESCS)
 		return asm_fail(c, ISA_E_LIMIT, "dma", "more than %u descriptors", ISA_MAX_DMA_DESCS);
 	if (!isa_grow((void **)&p->dma, &p->cap_dma, p->n_dma + 1, sizeof(d)) ||

@@ -163,9 +163,9 @@ int isa_builder_dma(isa_program *p, const char *name, int mode, const isa_ap *ds
 		isa_fail(diag, ISA_E_LIMIT, -1, -1, "dma", "more than %u descriptors", ISA_MAX_DMA_DESCS);
 		return -1;
 	}
-	if ((mode != ISA_DMA_DIRECT) != (index != NULL)) {
+	if (isa_dma_mode_indexed(mode) != (index != NULL)) {
 		isa_fail(diag, ISA_E_MISSING_OPERAND, -1, p->n_dma, "dma.index",
-			 "gather/scatter need an index operand, direct transfers none");
+			 "gather/scatter need an index operand, direct and transpose transfers none");
 		return -1;
 	}
 	if (!isa_grow((void **)&p->dma, &p->cap_dma, p->n_dma + 1, sizeof(isa_dma_desc))) {

@@ -205,7 +205,7 @@ isa_status isa_disasm(const isa_program *p, char **text, size_t *len, isa_diag *
 		isa_text_ap(&t, p, &d->dst);
 		isa_text_printf(&t, " src=");
 		isa_text_ap(&t, p, &d->src);
-		if (d->mode != ISA_DMA_DIRECT) {
+		if (isa_dma_mode_indexed(d->mode)) {
 			isa_text_printf(&t, " index=");
 			isa_text_ap(&t, p, &d->index);
 		}

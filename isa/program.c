@@ -139,7 +139,7 @@ static isa_status decode_dma(isa_reader *r, isa_dma_desc *d, int64_t i, isa_diag
 		return st;
 	if ((st = isa_decode_ap(r, &d->src, -1, i, "dma.src", diag)) != ISA_OK)
 		return st;
-	if (mode != ISA_DMA_DIRECT)
+	if (isa_dma_mode_indexed(mode))
 		return isa_decode_ap(r, &d->index, -1, i, "dma.index", diag);
 	return ISA_OK;
 }
@@ -336,7 +336,7 @@ isa_status isa_program_encode(const isa_program *p, uint8_t **buf, size_t *len,
 		isa_wr_u8(&w, d->mode);
 		isa_encode_ap(&w, &d->dst);
 		isa_encode_ap(&w, &d->src);
-		if (d->mode != ISA_DMA_DIRECT)
+		if (isa_dma_mode_indexed(d->mode))
 			isa_encode_ap(&w, &d->index);
 	}
 	for (int e = 0; e < ISA_NUM_ENGINES; e++)

@@ -269,7 +269,7 @@ static const char *const tensor_kind_names[ISA_NUM_TENSOR_KINDS] = {
 	"input", "output", "internal", "const"
 };
 static const char *const dma_mode_names[ISA_NUM_DMA_MODES] = { "direct", "gather", "scatter",
-									   "scatter_add" };
+									   "scatter_add", "transpose" };
 
 const char *isa_tensor_kind_name(int k)
 {
@@ -282,6 +282,11 @@ int isa_tensor_kind_from_name(const char *s)
 		if (strcmp(s, tensor_kind_names[i]) == 0)
 			return i;
 	return -1;
+}
+
+bool isa_dma_mode_indexed(int m)
+{
+	return m == ISA_DMA_GATHER || m == ISA_DMA_SCATTER || m == ISA_DMA_SCATTER_ADD;
 }
 
 const char *isa_dma_mode_name(int m)

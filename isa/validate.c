@@ -402,6 +402,33 @@ static isa_status check_tensors(vctx *v)
 	return ISA_OK;
 }
 
+/* DMA transpose (nki.isa.dma_transpose, 2-D): dst[i][j] = src[j][i], so
+ * dst has a row per source element of a row and an element per source row;
+ * the published constraints: 2-byte dtypes, no cast, dst in SBUF,
+ * NeuronCore-v3 and later (the DMA engines' transpose mode) */
+static isa_status check_dma_transpose(vctx *v, const isa_dma_desc *d, uint64_t nd, uint64_t ns)
+{
+	if (v->ti->core_version < 3)
+		return v_fail(v, ISA_E_BAD_VALUE, "dma.mode", "descriptor '%s': DMA transpose needs "
+			      "NeuronCore-v3 or newer (%s is %s)", d->name, v->ti->name, v->ti->core);
+	if (d->index.space || d->index.ndims)
+		return v_fail(v, ISA_E_BAD_VALUE, "dma.index", "descriptor '%s': index operand on a "
+			      "transpose", d->name);
+	if (d->dst.space != ISA_SPACE_SBUF || d->src.space == ISA_SPACE_PSUM)
+		return v_fail(v, ISA_E_BAD_SPACE, "dma.dst", "descriptor '%s': a DMA transpose writes "
+			      "SBUF from HBM or SBUF", d->name);
+	if (d->dst.dtype != d->src.dtype || isa_dtype_size(d->dst.dtype) != 2)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst", "descriptor '%s': a DMA transpose moves "
+			      "2-byte elements without a cast (%s -> %s)", d->name,
+			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
+	if (d->dst.nparts != ns || nd != d->src.nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.dst", "descriptor '%s': transposing [%u, %llu] "
+			      "needs a [%llu, %u] destination, got [%u, %llu]", d->name, d->src.nparts,
+			      (unsigned long long)ns, (unsigned long long)ns, d->src.nparts, d->dst.nparts,
+			      (unsigned long long)nd);
+	return ISA_OK;
+}
+
 static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 {
 	const unsigned any = SP_HBM | SP_SBUF | SP_PSUM;
@@ -427,6 +454,8 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 			      d->name, isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
 
 	uint64_t nd = isa_ap_free_elems(&d->dst), ns = isa_ap_free_elems(&d->src);
+	if (d->mode == ISA_DMA_TRANSPOSE)
+		return check_dma_transpose(v, d, nd, ns);
 	if (d->mode == ISA_DMA_DIRECT) {
 		uint64_t td, ts;
 		if (d->index.space || d->index.ndims)

@@ -240,7 +240,7 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	st->dma_bytes += rows * row_bytes;
 	count_onchip(st, &d->src, rows * src_row, false);
 	count_onchip(st, &d->dst, rows * dst_row, true);
-	if (d->mode != ISA_DMA_DIRECT)   /* the row indices, one word per row */
+	if (isa_dma_mode_indexed(d->mode))   /* the row indices, one word per row */
 		count_onchip(st, &d->index, rows * isa_dtype_size(d->index.dtype), false);
 	if (d->src.space == ISA_SPACE_HBM)
 		st->hbm_read_bytes += rows * src_row;

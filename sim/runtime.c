@@ -520,7 +520,7 @@ static void footprint(const isa_program *p, uint64_t *sbuf, uint64_t *psum)
 	for (uint32_t d = 0; d < p->n_dma; d++) {
 		footprint_ap(&p->dma[d].dst, hw);
 		footprint_ap(&p->dma[d].src, hw);
-		if (p->dma[d].mode != ISA_DMA_DIRECT)
+		if (isa_dma_mode_indexed(p->dma[d].mode))
 			footprint_ap(&p->dma[d].index, hw);
 	}
 	*sbuf = *psum = 0;

@@ -240,8 +240,11 @@ typedef enum isa_dma_mode {
 	ISA_DMA_SCATTER,              /* dst row = index[p]     */
 	ISA_DMA_SCATTER_ADD,          /* dst row index[p] += src row p (read-modify-write,
 	                                 NKI atomic_rmw; rows in order, so repeats add up) */
+	ISA_DMA_TRANSPOSE,            /* dst[i][j] = src[j][i] (NKI dma_transpose; 2-byte
+	                                 dtypes, dst in SBUF, NeuronCore-v3 and later) */
 	ISA_NUM_DMA_MODES
 } isa_dma_mode;
+
 
 typedef struct isa_dma_desc {
 	char     name[ISA_MAX_NAME + 1];
@@ -333,6 +336,7 @@ const char *isa_status_name(int status);          /* "TRUNCATED", ... */
 const char *isa_status_summary(int status);       /* "truncated input", ... */
 const char *isa_tensor_kind_name(int kind);       /* "input", ... or NULL */
 const char *isa_dma_mode_name(int mode);          /* "direct", ... or NULL */
+bool        isa_dma_mode_indexed(int mode);       /* gather/scatter: it takes an index operand */
 
 /* Table sizes, for callers in other languages that read the tables at run
  * time instead of copying them (the Python bindings). */

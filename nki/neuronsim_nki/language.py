@@ -178,7 +178,7 @@ def _memset(t, value):
 
 # ------------------------------------------------------------------ memory
 
-def _dma(dst, src, engine="sync"):
+def _dma(dst, src, engine="sync", mode="direct"):
     t = tracer.current()
     if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
             src.elements_per_partition() * src.shape[0]:
@@ -189,7 +189,7 @@ def _dma(dst, src, engine="sync"):
     if "psum" in (dst.space, src.space):
         fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
     idx = len(t.dmas)
-    t.dmas.append((dst.ap(), src.ap()))
+    t.dmas.append((dst.ap(), src.ap(), mode))
     t.emit(engine, f"dma_copy desc=d{idx}", reads=[src.region()], writes=[dst.region()], dma=idx)
 
 
@@ -494,7 +494,7 @@ def _retarget_load(dst, value):
     if not t.instrs or t.instrs[-1] is not ins:
         return False
     d = t.dmas[ins.dma]
-    t.dmas[ins.dma] = (dst_ap, d[1])
+    t.dmas[ins.dma] = (dst_ap, d[1], d[2])
     t.retract_last()
     t.emit("sync", ins.text, reads=ins.reads, writes=[dst.region()], dma=ins.dma)
     value.loaded_by = None

@@ -389,7 +389,7 @@ class Trace:
 
     def _spill_dma(self, dst, src, reads, writes):
         idx = len(self.dmas)
-        self.dmas.append((dst, src))
+        self.dmas.append((dst, src, "direct"))
         self.emit("sync", f"dma_copy desc=d{idx}", reads, writes, dma=idx, spill=True)
         self.n_spill_instrs += 1
 
@@ -587,7 +587,7 @@ class Trace:
         for t, data in self.constants:
             lines.append(f".tensor {t.name} const {t.dtype} [{','.join(map(str, t.shape))}] data={data.hex()}")
         for i, d in enumerate(self.dmas):
-            lines.append(f".dma d{i} direct dst={d[0]} src={d[1]}")
+            lines.append(f".dma d{i} {d[2]} dst={d[0]} src={d[1]}")
         for e in ENGINES:
             if streams[e] or e == "sync":
                 lines.append(f"\n.engine {e}")

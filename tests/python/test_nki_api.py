@@ -538,3 +538,35 @@ def test_psum_tile_with_block_dimensions_takes_a_bank_per_block():
         return nl.ndarray((2, nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.psum)
     with pytest.raises(nki.NKIError, match=r"PSUM block of 4096 bytes per partition does not fit a bank"):
         too_big(np.zeros((2, 2), np.float32))
+
+
+def test_dma_transpose_from_hbm_and_from_sbuf():
+    """nisa.dma_transpose (dst-first and returning forms): a DMA in the
+    engines' transpose mode; values as NumPy's .T, at the published share of
+    the copy rate (the C++ timing test checks the rates); NeuronCore-v2 and
+    4-byte dtypes are refused by name."""
+    @nki.jit
+    def both(x):
+        A, B = x.shape
+        out = nl.ndarray((B, A), dtype=x.dtype, buffer=nl.shared_hbm)
+        out2 = nl.ndarray((B, A), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((B, A), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(t, x)                      # HBM -> SBUF
+        nl.store(out, value=t)
+        s = nl.load(x)
+        nl.store(out2, value=nisa.dma_transpose(s, axes=(1, 0)))   # SBUF -> SBUF
+        return out, out2
+    import torch
+    import torch_neuronsim.nki  # noqa: F401  (bf16 as CPU torch tensors)
+    x = torch.randn(128, 96).to(torch.bfloat16)
+    (a, b), res = nki.simulate(both, x)
+    want = x.float().numpy().T
+    np.testing.assert_array_equal(np.asarray(a, np.float32), want)
+    np.testing.assert_array_equal(np.asarray(b, np.float32), want)
+    assert sum(".dma" in line and " transpose " in line for line in res.program.splitlines()) == 2
+
+    with pytest.raises(nki.NKIError, match="2-byte elements"):
+        nki.simulate(both, np.zeros((128, 96), np.float32))
+    both._target = "trn1"
+    with pytest.raises(nki.NKIError, match=r"dma_transpose needs NeuronCore-v3 or newer \(trn1"):
+        nki.simulate(both, x)

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 namespace {
@@ -317,6 +318,59 @@ TEST_F(Timing, StandaloneExecutionsIncludeTheNeffStartUpAndTearDown)
 	SimRun f = run_program(dma_program(8, 1024), 0, {}, NSIM_EXEC_STANDALONE);
 	ASSERT_EQ(f.status, NSIM_SUCCESS) << f.error;
 	EXPECT_EQ(f.stats.total_ps, 0u);
+}
+
+// DMA transpose (nki.isa.dma_transpose): dst[i][j] = src[j][i] in the DMA
+// engines' transpose mode, "up to 90% of DMA copy throughput" reading HBM and
+// "up to 50%" SBUF to SBUF on trn2 (CALIBRATION.md, SDK
+// nki/get-started/about/nki-dma-overview.rst): the data part of the same
+// rows takes 1/0.9 and 1/0.5 of a copy's; NeuronCore-v2 has no such mode.
+static std::string one_dma_program(const char *target, const char *mode, const char *src, bool store)
+{
+	std::ostringstream s;
+	s << ".target " << target << "\n.semaphores 1\n.tensor x input bf16 [128,64]\n"
+	  << ".tensor y output bf16 [64,128]\n"
+	  << ".dma t " << mode << " dst=sbuf:bf16[0:64]{1x128} src=" << src << "\n"
+	  << ".dma s direct dst=hbm(y):bf16[128x64]{1x128} src=sbuf:bf16[0:64]{1x128}\n"
+	  << ".engine sync\ndma_copy desc=t queue=0 sem=0 value=1\nsem_wait sem=0 cond=is_ge value=1\n";
+	if (store)
+		s << "dma_copy desc=s queue=0 sem=0 value=1\nsem_wait sem=0 cond=is_ge value=2\n";
+	s << "end\n";
+	return s.str();
+}
+
+TEST_F(Timing, DmaTransposeTransposesAtThePublishedShareOfTheCopyRate)
+{
+	start("trn2");
+	std::vector<uint8_t> x(128 * 64 * 2);
+	for (size_t i = 0; i < x.size() / 2; i++) {     // bf16 bit patterns of distinct values
+		uint16_t v = (uint16_t)(0x3f80 + i % 1024);
+		memcpy(&x[2 * i], &v, 2);
+	}
+	const char *hbm_rows = "hbm(x):bf16[64x128]{1x64}";      // x as 128 rows of 64
+	SimRun t = run_program(one_dma_program("trn2", "transpose", hbm_rows, true), 0, { { "x", x } });
+	ASSERT_EQ(t.status, NSIM_SUCCESS) << t.error;
+	const std::vector<uint8_t> &y = t.out["y"];
+	for (int i = 0; i < 64; i++)
+		for (int j = 0; j < 128; j++)
+			ASSERT_EQ(memcmp(&y[2 * (i * 128 + j)], &x[2 * (j * 64 + i)], 2), 0) << i << "," << j;
+
+	// 64 destination rows of 256 bytes either way, one descriptor each
+	auto data_ps = [&](const char *mode, const char *src) {
+		SimRun r = run_program(one_dma_program("trn2", mode, src, false), 0, { { "x", x } });
+		EXPECT_EQ(r.status, NSIM_SUCCESS) << r.error;
+		return (double)r.stats.dma_busy_ps - 64 * 27500.0;
+	};
+	double copy = data_ps("direct", "hbm(x):bf16[128x64]{1x128}");   // the same bytes, as rows of 128
+	EXPECT_NEAR(data_ps("transpose", hbm_rows) / copy, 1 / 0.9, 0.01);
+	EXPECT_NEAR(data_ps("transpose", "sbuf:bf16[0:128]+4096{1x64}") / copy, 1 / 0.5, 0.01);
+
+	isa_program *p = nullptr;
+	isa_diag d{};
+	std::string old = one_dma_program("trn1", "transpose", hbm_rows, true);
+	EXPECT_NE(isa_asm(old.data(), old.size(), &p, &d), ISA_OK);
+	EXPECT_NE(std::string(d.msg).find("DMA transpose needs NeuronCore-v3"), std::string::npos) << d.msg;
+	isa_program_free(p);
 }
 
 // k cores copying HBM -> HBM on all their DMA engines at once: bandwidth
