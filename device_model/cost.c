@@ -240,6 +240,15 @@ static dm_cost cost_affine_select(const dm_chip *ch, int engine, const isa_instr
 	return pipelined(ch, engine, 150 + free_n(in, ISA_AP_SRC));
 }
 
+/* nc_n_gather: no published cost; as a GpSimd tensor_copy of the gathered
+ * elements (dst's free size) */
+static dm_cost cost_gather(const dm_chip *ch, int engine, const isa_instr *in,
+			   const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_DST)));
+}
+
 /* Triggering a DMA occupies the issuing sequencer for one MIN_II (its
  * descriptors are prebuilt); the transfer's own time is the DMA model's. */
 static dm_cost cost_dma(const dm_chip *ch, int engine, const isa_instr *in,

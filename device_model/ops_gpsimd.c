@@ -1,5 +1,6 @@
 /*
- * ops_gpsimd.c -- GpSimd index tools: iota and affine_select.  The affine
+ * ops_gpsimd.c -- GpSimd index tools: iota, affine_select and the
+ * within-partition gather nc_n_gather.  The affine
  * expression base + pmul*p + sum(mul_k * i_k) is evaluated exactly in 64-bit
  * integers; p counts partitions from the operand's first (0-based), i_k the
  * free indices, outermost first (missing multipliers are 0).
@@ -39,6 +40,40 @@ dm_fault_kind dm_op_iota(dm_core *c, const dm_binding *b, int engine, int64_t in
 		for (uint64_t e = 0; e < n; e++)
 			x[p * n + e] = affine(in, &dv, in->ap[ISA_AP_DST].ndims, p, e);
 	dm_view_write_i64(&dv, x);
+	return DM_OK;
+}
+
+/* dst[p, j] = src[p, indices[p, j]] over src's flattened free elements;
+ * an index past them is a fault naming it (the hardware's is undefined) */
+dm_fault_kind dm_op_nc_n_gather(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv, iv;
+	dm_fault_kind k;
+	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)) ||
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_SRC1], false, &iv, engine, index, "indices", f)))
+		return k;
+	uint64_t n = dv.nfree, P = dv.nparts;
+	int64_t *idx = (int64_t *)dm_tmp(c, 0, 2 * P * n);
+	if (!idx)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "nc_n_gather staging");
+	dm_view_read_i64(&iv, idx);
+	for (uint64_t p = 0; p < P; p++)
+		for (uint64_t j = 0; j < n; j++) {
+			int64_t e = idx[p * n + j];
+			if (e < 0 || (uint64_t)e >= sv.nfree)
+				return dm_fault_set(f, DM_FAULT_OOB, engine, index, (uint64_t)e,
+						    "nc_n_gather: indices[%llu, %llu] = %lld outside the %llu "
+						    "elements of a src partition", (unsigned long long)p,
+						    (unsigned long long)j, (long long)e,
+						    (unsigned long long)sv.nfree);
+		}
+	/* values move as bits: dst's dtype is src's */
+	for (uint64_t p = 0; p < P; p++)
+		for (uint64_t j = 0; j < n; j++)
+			memcpy(dm_view_elem(&dv, (uint32_t)p, j),
+			       dm_view_elem(&sv, (uint32_t)p, (uint64_t)idx[p * n + j]), dv.esz);
+	dm_psum_mark(c, &dv);
 	return DM_OK;
 }
 

@@ -390,6 +390,26 @@ static isa_status rule_affine_select(vctx *v, const isa_instr *in)
 	return check_affine(v, in, &in->ap[ISA_AP_SRC]);
 }
 
+/* nc_n_gather (nki.isa.nc_n_gather): all three in SBUF (GpSimd cannot
+ * reach PSUM), the same partitions, dst's dtype is data's, uint32 indices,
+ * one per gathered element; indices in range are checked when it runs */
+static isa_status rule_nc_n_gather(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC], *i = &in->ap[ISA_AP_SRC1];
+	if (d->space != ISA_SPACE_SBUF || s->space != ISA_SPACE_SBUF || i->space != ISA_SPACE_SBUF)
+		return v_fail(v, ISA_E_BAD_SPACE, "dst", "nc_n_gather reads and writes SBUF only");
+	if (d->dtype != s->dtype)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "nc_n_gather keeps src's dtype (%s -> %s)",
+			      isa_dtype_name(s->dtype), isa_dtype_name(d->dtype));
+	if (i->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, "indices", "nc_n_gather indices are uint32, not %s",
+			      isa_dtype_name(i->dtype));
+	if (d->nparts != s->nparts || i->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "indices", "nc_n_gather: dst, src and indices span "
+			      "the same partitions (%u, %u, %u)", d->nparts, s->nparts, i->nparts);
+	return v_same_count(v, d, "dst", i, "indices");
+}
+
 /* ------------------------------------------------- random numbers (PRNG) */
 
 /* NKI ISA rules: rng on VectorE from NeuronCore-v2, GpSimd from v3;
@@ -493,6 +513,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_memset]                  = rule_no_operands,
 	[ISA_OP_iota]                    = rule_iota,
 	[ISA_OP_affine_select]           = rule_affine_select,
+	[ISA_OP_nc_n_gather]             = rule_nc_n_gather,
 	[ISA_OP_rng]                     = rule_rng,
 	[ISA_OP_rand_set_state]          = rule_rand_set_state,
 	[ISA_OP_rand_get_state]          = rule_rand_get_state,

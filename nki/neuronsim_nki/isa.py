@@ -258,6 +258,33 @@ def dma_transpose(src=None, dst=None, axes=None, dtype=None, dge_mode=None, prio
     return out
 
 
+@_dst_first(lambda a: _tiles(a, 3))
+def nc_n_gather(data=None, indices=None, dst=None, name=None, **kw):
+    """dst[p, j] = data[p, indices[p, j]] on GpSimd: each partition gathers
+    from its own elements (data's free dims flattened) at uint32 positions;
+    everything in SBUF, dst keeps data's dtype and takes indices' shape.
+    nc_n_gather(dst, data, indices) or nc_n_gather(data, indices) returning
+    a new tile.  Its cost is not published: costed as a GpSimd copy of the
+    gathered elements."""
+    if kw:
+        fail(f"nisa.nc_n_gather: {', '.join(sorted(kw))} is not supported")
+    x, idx = nl._operand(data), nl._operand(indices)
+    if not isinstance(x, Tensor) or not isinstance(idx, Tensor) or x.space != "sbuf" or idx.space != "sbuf":
+        fail("nisa.nc_n_gather gathers from an SBUF tile at the positions of an SBUF tile of indices")
+    if idx.dtype != "uint32":
+        fail(f"nisa.nc_n_gather: indices are uint32, not {idx.dtype}")
+    if x.nparts != idx.nparts:
+        fail(f"nisa.nc_n_gather: data and indices span the same partitions ({x.nparts} vs {idx.nparts})")
+    out = dst if dst is not None else new_tile("sbuf", idx.shape, x.dtype, "nc_n_gather result")
+    if out.space != "sbuf" or out.dtype != x.dtype or out.nparts != idx.nparts or \
+            out.elements_per_partition() != idx.elements_per_partition():
+        fail(f"nisa.nc_n_gather: dst is an SBUF tile of {x.dtype} shaped like indices {list(idx.shape)}, "
+             f"got {out.space} {list(out.shape)} {out.dtype}")
+    tracer.current().emit("gpsimd", f"nc_n_gather dst={out.ap()} src={x.ap()} indices={idx.ap()}",
+                          reads=[x.region(), idx.region()], writes=[out.region()])
+    return out
+
+
 def _scan_dst_first(a, kw):
     """tensor_tensor_scan(dst, data0, data1, initial, op0, op1) -- not the
     older (data0, data1, initial, op0, op1), whose fourth is an operator."""

@@ -570,3 +570,32 @@ def test_dma_transpose_from_hbm_and_from_sbuf():
     both._target = "trn1"
     with pytest.raises(nki.NKIError, match=r"dma_transpose needs NeuronCore-v3 or newer \(trn1"):
         nki.simulate(both, x)
+
+
+def test_nc_n_gather_within_partitions():
+    """nisa.nc_n_gather (dst-first and returning forms): each partition
+    gathers from its own flattened elements at uint32 positions, on GpSimd;
+    an index past a row is a runtime fault naming it."""
+    @nki.jit
+    def gather(x, idx):
+        out = nl.ndarray(idx.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        out2 = nl.ndarray(idx.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        data, i = nl.load(x), nl.load(idx)
+        g = nl.ndarray(idx.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.nc_n_gather(g, data, i)
+        nl.store(out, value=g)
+        nl.store(out2, value=nisa.nc_n_gather(data, i))
+        return out, out2
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((128, 8, 32)).astype(np.float32)       # free dims flattened: 256 per row
+    idx = rng.integers(0, 256, (128, 48)).astype(np.uint32)
+    (a, b), res = nki.simulate(gather, x, idx)
+    want = np.take_along_axis(x.reshape(128, 256), idx.astype(np.int64), axis=1)
+    np.testing.assert_array_equal(a, want)
+    np.testing.assert_array_equal(b, want)
+    assert res.engine_active_percent["gpsimd"] > 0
+    idx[3, 7] = 300
+    with pytest.raises(Exception, match=r"indices\[3, 7\] = 300 outside the 256 elements"):
+        gather(x, idx)
+    with pytest.raises(nki.NKIError, match="indices are uint32, not int32"):
+        gather(x, idx.astype(np.int32))

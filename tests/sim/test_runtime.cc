@@ -384,4 +384,39 @@ TEST_F(Runtime, BnStatsAndBnAggrGiveRowMeanAndVariance)
 	}
 }
 
+// nc_n_gather (nki.isa.nc_n_gather): each partition gathers from its own
+// row at uint32 positions; an index past the row is a fault that names it,
+// reported as a status, never a host crash.
+TEST_F(Runtime, NcNGatherPicksElementsWithinEachPartition)
+{
+	std::string text = read_file(std::string(NSIM_EXAMPLES_DIR) + "/row_gather.nsasm");
+	std::vector<uint8_t> x(128 * 256 * 4), idx(128 * 64 * 4);
+	for (int p = 0; p < 128; p++) {
+		for (int j = 0; j < 256; j++) {
+			float v = (float)(p * 1000 + j);
+			memcpy(&x[(p * 256 + j) * 4], &v, 4);
+		}
+		for (int j = 0; j < 64; j++) {
+			uint32_t e = (uint32_t)((j * 37 + p * 11) % 256);
+			memcpy(&idx[(p * 64 + j) * 4], &e, 4);
+		}
+	}
+	start("trn2");
+	SimRun r = run_program(text, 0, { { "x", x }, { "idx", idx } });
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	for (int p = 0; p < 128; p++)
+		for (int j = 0; j < 64; j++) {
+			float got;
+			memcpy(&got, &r.out["out"][(p * 64 + j) * 4], 4);
+			ASSERT_EQ(got, (float)(p * 1000 + (j * 37 + p * 11) % 256)) << p << "," << j;
+		}
+	EXPECT_GT(r.stats.engine_busy_ps[ISA_ENGINE_GPSIMD], 0u);
+
+	uint32_t bad = 256;
+	memcpy(&idx[(5 * 64 + 3) * 4], &bad, 4);
+	SimRun f = run_program(text, 0, { { "x", x }, { "idx", idx } });
+	EXPECT_EQ(f.status, NSIM_EXEC_OOB);
+	EXPECT_NE(f.error.find("indices[5, 3] = 256 outside the 256 elements"), std::string::npos) << f.error;
+}
+
 }  // namespace
