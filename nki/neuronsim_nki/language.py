@@ -189,8 +189,13 @@ def _dma(dst, src, engine="sync", mode="direct"):
     if "psum" in (dst.space, src.space):
         fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
     idx = len(t.dmas)
-    t.dmas.append((dst.ap(), src.ap(), mode))
-    t.emit(engine, f"dma_copy desc=d{idx}", reads=[src.region()], writes=[dst.region()], dma=idx)
+    dst_ap, src_ap = dst.ap(), src.ap()
+    t.dmas.append((dst_ap, src_ap, mode))
+    src_region, dst_region = src.region(), dst.region()
+    ins = t.emit(engine, f"dma_copy desc=d{idx}", reads=[src_region], writes=[dst_region], dma=idx)
+    if mode == "direct" and dst.space == "sbuf" and src.space == "hbm" and dst.dtype == src.dtype and \
+            not t.recording:
+        t.note_load(dst.alloc, dst_ap, dst_region, src_ap, src_region, ins.index)
 
 
 STORE_ENGINE = "gpsimd"

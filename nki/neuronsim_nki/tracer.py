@@ -78,6 +78,9 @@ class Allocation:
         self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
         self.open_group = None     # PSUM region a matmul accumulation group is writing
         self.spilled = None        # the HBM tensor holding it while spilled (see Trace.spill)
+        # (source AP, source region, dst AP head, dst AP dims, byte offset, loading
+        # instruction index) of the DMA that filled all of it from HBM (see note_load)
+        self.source = None
 
 
 class Allocator:
@@ -250,8 +253,11 @@ class Trace:
         # SBUF spilling (second pass, traced as written: see make_room)
         self.spills = []                       # (HBM tensor name, partitions, bytes each, scratch offset)
         self.scratch = 0                       # bytes of internal HBM the spills take
-        self.n_spill_instrs = 0                # spill / reload DMAs traced (not the kernel's own)
+        # instructions traced minus the kernel's own, as the first pass counted
+        # them: spill / reload DMAs added, loads taken back (see spill)
+        self.n_spill_instrs = 0
         self.pinned = set()                    # allocations the instruction being traced uses
+        self.away = weakref.WeakValueDictionary()   # allocation id -> a spilled allocation
 
     def unique(self, base):
         name, k = base, 1
@@ -399,8 +405,37 @@ class Trace:
         return sb, hbm, Region(("sbuf", 0, 0, a.nparts, a.offset, a.offset + a.size), a.id), \
             ("hbm", name, 0, 1, 0, a.nparts * a.size)
 
+    def note_load(self, a, dst_ap, dst_region, src_ap, src_region, index):
+        """A DMA (instruction `index`) filled all of allocation a from HBM:
+        while nothing else writes it, evicting it needs no spill store -- it
+        is loaded again from the same place, as a compiler rematerializes a
+        value it can recompute."""
+        if dst_region[2] != 0 or dst_region[3] != a.nparts or dst_region[4] != a.offset or \
+                dst_region[5] - dst_region[4] < a.size:
+            return
+        head, dims = dst_ap[:dst_ap.index("]") + 1], dst_ap[dst_ap.index("{"):]
+        a.source = (src_ap, src_region, head, dims, dst_region[4] - a.offset, index)
+
     def spill(self, a):
-        """Tile a's bytes to an HBM tensor of its own; its SBUF is freed."""
+        """Tile a's bytes to an HBM tensor of its own (or nowhere, when it
+        still holds what one load brought: see note_load); its SBUF is freed."""
+        if a.source is not None and self.last_write.get(a.id) == a.source[5]:
+            last = self.instrs[-1] if self.instrs else None
+            if last is not None and last.index == a.source[5] and last.dma == len(self.dmas) - 1:
+                # loaded by the instruction just traced and not used yet: the
+                # compiler would not load it now at all -- take the load and
+                # its descriptor back (DMA numbers stay dense); it is loaded
+                # when it is needed, still a copy of its source
+                self.retract_last()
+                self.dmas.pop()
+                self.n_spill_instrs -= 1
+                self.last_write[a.id] = a.source[5]
+            a.free.detach()
+            self.sbuf.release(a.offset, a.size)
+            self.live = [(aid, fin) for aid, fin in self.live if aid != a.id]
+            a.spilled, a.offset = a.source, None
+            self.away[a.id] = a
+            return
         name = self.unique("spill")
         off = (self.scratch + 63) // 64 * 64
         self.spills.append((name, a.nparts, a.size, off))
@@ -411,15 +446,24 @@ class Trace:
         self.sbuf.release(a.offset, a.size)
         self.live = [(aid, fin) for aid, fin in self.live if aid != a.id]
         a.spilled, a.offset = name, None
+        self.away[a.id] = a
 
-    def reload(self, a):
-        """A spilled tile back into SBUF (wherever there is room)."""
-        off = self.sbuf.try_alloc(a.size, a.name)
+    def reload(self, a, off=None):
+        """A spilled tile back into SBUF (at `off`, else wherever there is room)."""
+        if off is None:
+            off = self.sbuf.try_alloc(a.size, a.name)
         if off is None:
             off = self.make_room(self.sbuf, a.size, a.name)
+        self.away.pop(a.id, None)
         name, a.spilled, a.offset = a.spilled, None, off
         a.free = weakref.finalize(a, self.sbuf.release, off, a.size)
         self.live.append((a.id, a.free))
+        if isinstance(name, tuple):       # loaded again from its source
+            src_ap, src_region, head, dims, rel, _ = name
+            byte = off + rel
+            reg = Region(("sbuf", 0, 0, a.nparts, off, off + a.size), a.id)
+            self._spill_dma(head + (f"+{byte}" if byte else "") + dims, src_ap, [src_region], [reg])
+            return
         sb, hbm, reg, hreg = self._spill_aps(a, name)
         self._spill_dma(sb, hbm, [hreg], [reg])
 
@@ -427,15 +471,33 @@ class Trace:
         """Frees the regions of tiles whose last instruction has been traced
         (counted as the first pass counted: without spill DMAs)."""
         now = len(self.instrs) - self.n_spill_instrs
-        keep = []
+        keep, freed = [], False
         for aid, fin in self.live:
             if not fin.alive:
                 continue
             if self.last_use.get(aid, -1) < now:
                 fin()
+                freed = True
             else:
                 keep.append((aid, fin))
         self.live = keep
+        if freed and self.away:
+            self.prefetch(now)
+
+    def prefetch(self, now):
+        """Space came free: spilled tiles come back into it now, the one
+        needed soonest first, while they fit without evicting anything --
+        their reload overlaps the work before their next use, as a compiler
+        pipelines its reloads instead of issuing each at its use."""
+        waiting = sorted((self.next_use(aid, now), aid) for aid in list(self.away.keys()))
+        for _, aid in waiting:
+            a = self.away.get(aid)
+            if a is None or a.spilled is None:
+                continue
+            off = self.sbuf.try_alloc(a.size, a.name)
+            if off is None:
+                break
+            self.reload(a, off)
 
     def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True, spill=False):
         """spill: a spill or reload DMA, which moves a tile's bytes without
@@ -445,6 +507,8 @@ class Trace:
         ins = Instr(engine, text, list(reads), list(writes), "" if self.recording else kernel_line(self), dma)
         if not spill:
             self.pinned.clear()
+            if self.away:            # tiles are spilled: reload them as soon as room frees
+                self.release_dead()
         if closes_groups and not text.startswith(("multiply_moving", "load_stationary")):
             for r in ins.reads + ins.writes:
                 if r[0] == "psum":
