@@ -485,18 +485,25 @@ class Trace:
             self.prefetch(now)
 
     def prefetch(self, now):
-        """Space came free: spilled tiles come back into it now, the one
-        needed soonest first, while they fit without evicting anything --
-        their reload overlaps the work before their next use, as a compiler
-        pipelines its reloads instead of issuing each at its use."""
-        waiting = sorted((self.next_use(aid, now), aid) for aid in list(self.away.keys()))
-        for _, aid in waiting:
+        """Spilled tiles come back as early as they can: the one needed
+        soonest returns now, into free room or in place of resident tiles
+        needed later than it (so SBUF always holds the tiles needed soonest)
+        -- its reload then overlaps the work before its use, as a compiler
+        pipelines reloads instead of issuing each at its use."""
+        while self.away:
+            u, aid = min((self.next_use(i, now), i) for i in list(self.away.keys()))
             a = self.away.get(aid)
-            if a is None or a.spilled is None:
-                continue
+            if a is None or u == float("inf"):
+                return
             off = self.sbuf.try_alloc(a.size, a.name)
-            if off is None:
-                break
+            while off is None:
+                victims = [(self.next_use(i, now), i, fin.peek()[0]) for i, fin in self.live
+                           if fin.alive and i not in self.pinned and fin.peek()[0].space == "sbuf"]
+                far = max(victims, key=lambda v: (v[0], -v[1]), default=None)
+                if far is None or far[0] <= u:
+                    return
+                self.spill(far[2])
+                off = self.sbuf.try_alloc(a.size, a.name)
             self.reload(a, off)
 
     def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True, spill=False):
