@@ -364,11 +364,13 @@ class Trace:
         """SBUF full: as the hardware compiler does (the published Mamba
         profiles show its qSyncSpillReload / qScalarSpillReload DMA queues,
         SDK nki/guides/tutorials/fused_mamba.rst), live tiles go to HBM until
-        `size` bytes per partition fit -- first the one whose next use is
-        furthest ahead (the whole program is known, as it is to a compiler:
-        the first pass recorded every use), which keeps a loop's working set
-        from thrashing as least-recently-used would;
-        a spilled tile returns when next used (access).  Only in the
+        `size` bytes per partition fit -- first those that cost no store
+        (copies of what a load brought: see note_load), then the others,
+        each time the one whose next use is furthest ahead (the whole
+        program is known, as it is to a compiler: the first pass recorded
+        every use), which keeps a loop's working set from thrashing as
+        least-recently-used would; a spilled tile returns before its next
+        use (prefetch) or at it (access).  Only in the
         second pass of a kernel traced as written: with results kept for
         reuse an overflow means tracing again without them (Kernel.trace),
         and PSUM does not spill."""
@@ -419,7 +421,7 @@ class Trace:
     def spill(self, a):
         """Tile a's bytes to an HBM tensor of its own (or nowhere, when it
         still holds what one load brought: see note_load); its SBUF is freed."""
-        if a.source is not None and self.last_write.get(a.id) == a.source[5]:
+        if self.pristine(a):
             last = self.instrs[-1] if self.instrs else None
             if last is not None and last.index == a.source[5] and last.dma == len(self.dmas) - 1:
                 # loaded by the instruction just traced and not used yet: the
@@ -484,21 +486,36 @@ class Trace:
         if freed and self.away:
             self.prefetch(now)
 
+    def pristine(self, a):
+        """Allocation a still holds what one load brought (evicting it
+        needs no store)."""
+        return a.source is not None and self.last_write.get(a.id) == a.source[5]
+
     def prefetch(self, now):
-        """Spilled tiles come back as early as they can: the one needed
-        soonest returns now, into free room or in place of resident tiles
-        needed later than it (so SBUF always holds the tiles needed soonest)
-        -- its reload then overlaps the work before its use, as a compiler
-        pipelines reloads instead of issuing each at its use."""
+        """Tiles evicted as copies of what a load brought (see note_load)
+        come back as early as they can: the one needed soonest is loaded
+        again now, into free room or in place of resident copies needed
+        later -- the load then overlaps the work before its use, as a
+        compiler pipelines its loads instead of issuing each at its use.  A
+        tile spilled with a store comes back at its use only (brought back
+        early it tends to be evicted again: a store and a reload for
+        nothing), and so does one that would be needed later than every
+        resident tile."""
         while self.away:
-            u, aid = min((self.next_use(i, now), i) for i in list(self.away.keys()))
+            u, aid = min(((self.next_use(i, now), i) for i, x in list(self.away.items())
+                          if isinstance(x.spilled, tuple)), default=(float("inf"), None))
             a = self.away.get(aid)
             if a is None or u == float("inf"):
+                return
+            resident = [self.next_use(i, now) for i, fin in self.live
+                        if fin.alive and i not in self.pinned and fin.peek()[0].space == "sbuf"]
+            if not resident or u >= max(resident):
                 return
             off = self.sbuf.try_alloc(a.size, a.name)
             while off is None:
                 victims = [(self.next_use(i, now), i, fin.peek()[0]) for i, fin in self.live
-                           if fin.alive and i not in self.pinned and fin.peek()[0].space == "sbuf"]
+                           if fin.alive and i not in self.pinned and fin.peek()[0].space == "sbuf" and
+                           self.pristine(fin.peek()[0])]
                 far = max(victims, key=lambda v: (v[0], -v[1]), default=None)
                 if far is None or far[0] <= u:
                     return
@@ -513,9 +530,9 @@ class Trace:
         # the source line only goes into the program the second pass writes
         ins = Instr(engine, text, list(reads), list(writes), "" if self.recording else kernel_line(self), dma)
         if not spill:
-            self.pinned.clear()
             if self.away:            # tiles are spilled: reload them as soon as room frees
-                self.release_dead()
+                self.release_dead()  # (this instruction's operands stay: still pinned)
+            self.pinned.clear()
         if closes_groups and not text.startswith(("multiply_moving", "load_stationary")):
             for r in ins.reads + ins.writes:
                 if r[0] == "psum":

@@ -107,7 +107,8 @@ def test_sbuf_spills_live_tiles_to_hbm_and_reloads_them(scaled):
     reload DMA queues in the published Mamba profiles (fused_mamba.rst)
     show; values are unchanged.  A tile that still holds what one load
     brought is not stored: it is loaded again from its source
-    (rematerialized); one written since is spilled to a tensor of its own."""
+    (rematerialized) -- or, not used yet, loaded only when room frees; one
+    written since is spilled to a tensor of its own."""
     @nki.jit
     def k(a):
         out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -135,7 +136,9 @@ def test_sbuf_spills_live_tiles_to_hbm_and_reloads_them(scaled):
         assert spills and all(" internal uint8 [128,2048] " in line for line in spills)
         assert extra == 2 * len(spills)
     else:
-        assert not spills and extra > 0      # loaded again from `a`, nothing stored
+        # nothing stored: the loads whose tiles would be evicted before any
+        # use are issued later, when room frees, so each tile is loaded once
+        assert not spills and extra == 0
 
 
 def test_psum_bank_overflow_and_bank_count():
