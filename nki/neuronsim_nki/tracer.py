@@ -77,7 +77,7 @@ class Allocation:
     def __init__(self, space, nparts, offset, size, name):
         self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
         self.open_group = None     # PSUM region a matmul accumulation group is writing
-        self.spilled = None        # the HBM tensor holding it while spilled (see Trace.spill)
+        self.spilled = None        # while evicted: its spill tensor's name, or its source (Trace.spill)
         # (source AP, source region, dst AP head, dst AP dims, byte offset, loading
         # instruction index) of the DMA that filled all of it from HBM (see note_load)
         self.source = None
@@ -364,14 +364,13 @@ class Trace:
         """SBUF full: as the hardware compiler does (the published Mamba
         profiles show its qSyncSpillReload / qScalarSpillReload DMA queues,
         SDK nki/guides/tutorials/fused_mamba.rst), live tiles go to HBM until
-        `size` bytes per partition fit -- first those that cost no store
-        (copies of what a load brought: see note_load), then the others,
-        each time the one whose next use is furthest ahead (the whole
-        program is known, as it is to a compiler: the first pass recorded
-        every use), which keeps a loop's working set from thrashing as
-        least-recently-used would; a spilled tile returns before its next
-        use (prefetch) or at it (access).  Only in the
-        second pass of a kernel traced as written: with results kept for
+        `size` bytes per partition fit -- each time the one whose next use
+        is furthest ahead (the whole program is known, as it is to a
+        compiler: the first pass recorded every use), which keeps a loop's
+        working set from thrashing as least-recently-used would; a copy of
+        what a load brought costs no store (see note_load); a spilled tile
+        returns before its next use (prefetch) or at it (access).  Only in
+        the second pass of a kernel traced as written: with results kept for
         reuse an overflow means tracing again without them (Kernel.trace),
         and PSUM does not spill."""
         if self.recording or self.cse or alloc is not self.sbuf:
@@ -432,11 +431,7 @@ class Trace:
                 self.dmas.pop()
                 self.n_spill_instrs -= 1
                 self.last_write[a.id] = a.source[5]
-            a.free.detach()
-            self.sbuf.release(a.offset, a.size)
-            self.live = [(aid, fin) for aid, fin in self.live if aid != a.id]
-            a.spilled, a.offset = a.source, None
-            self.away[a.id] = a
+            self._evict(a, a.source)
             return
         name = self.unique("spill")
         off = (self.scratch + 63) // 64 * 64
@@ -444,10 +439,15 @@ class Trace:
         self.scratch = off + a.nparts * a.size
         sb, hbm, reg, hreg = self._spill_aps(a, name)
         self._spill_dma(hbm, sb, [reg], [hreg])
+        self._evict(a, name)
+
+    def _evict(self, a, where):
+        """a's SBUF is freed; `where` says how it comes back: its spill
+        tensor's name, or its source (note_load's tuple) to load again."""
         a.free.detach()
         self.sbuf.release(a.offset, a.size)
         self.live = [(aid, fin) for aid, fin in self.live if aid != a.id]
-        a.spilled, a.offset = name, None
+        a.spilled, a.offset = where, None
         self.away[a.id] = a
 
     def reload(self, a, off=None):
