@@ -23,6 +23,7 @@ typedef enum dm_fault_kind {
 	DM_FAULT_NUMERIC,        /* NaN/Inf produced with numeric checking on */
 	DM_FAULT_NOMEM,          /* host memory */
 	DM_FAULT_DEADLOCK,       /* every engine waits (raised by the simulator) */
+	DM_FAULT_NO_PEER,        /* a peer operation on a core without a paired core */
 } dm_fault_kind;
 
 typedef struct dm_fault {
@@ -85,5 +86,9 @@ dm_fault_kind dm_exec(dm_core *c, const dm_binding *b, int engine, int64_t index
 /* DMA descriptor `d` functionally (a whole transfer). */
 dm_fault_kind dm_exec_dma(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			  const isa_dma_desc *d, dm_fault *fault);
+/* The same, its on-chip destination in core `dst` (a peer transfer writes the
+ * paired core's SBUF); the source and HBM are `c`'s and `b`'s. */
+dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dst, const dm_binding *b, int engine,
+			     int64_t index, const isa_dma_desc *d, dm_fault *fault);
 
 #endif /* NSIM_DM_CORE_H */

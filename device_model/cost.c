@@ -333,6 +333,11 @@ dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d)
 	return sh;
 }
 
+uint64_t dm_peer_signal_ps(const dm_chip *chip)
+{
+	return (uint64_t)chip->dma_issue_latency_ps + chip->dma_desc_overhead_ps;
+}
+
 uint64_t dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *sh, uint64_t rows)
 {
 	uint64_t bytes = rows * sh->row_bytes, descs = rows * sh->descs_per_row;

@@ -45,6 +45,11 @@ typedef struct dm_dma_shape {
 } dm_dma_shape;
 
 dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d);
+/* picoseconds from a sem_signal with `peer` to the paired core's semaphore
+ * changing: a remote semaphore update is a small write the DMA fabric
+ * carries (nki.isa core_barrier: "each NeuronCore writes a semaphore to each
+ * other core"), so it pays the DMA issue latency and one descriptor */
+uint64_t     dm_peer_signal_ps(const dm_chip *chip);
 /* picoseconds one DMA engine is busy moving `rows` rows of `shape` */
 uint64_t     dm_dma_engine_ps(const dm_chip *chip, const dm_dma_shape *shape, uint64_t rows);
 /* How a transfer's rows fall on the DMA engines: each engine serves a

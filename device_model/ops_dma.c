@@ -186,11 +186,20 @@ static dm_fault_kind read_index(dm_core *c, const dm_binding *b, const isa_dma_d
 dm_fault_kind dm_exec_dma(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			  const isa_dma_desc *desc, dm_fault *f)
 {
+	return dm_exec_dma_to(c, c, b, engine, index, desc, f);
+}
+
+/* The source is read from core `c`, on-chip destinations are written in
+ * `dc` (the paired core for a peer transfer, else `c`). */
+dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int engine, int64_t index,
+			     const isa_dma_desc *desc, dm_fault *f)
+{
 	dm_view dv, sv;
 	dm_fault_kind k;
 	if ((k = dm_view_of(c, b, &desc->src, false, &sv, engine, index, "dma src", f)) ||
-	    (k = dm_view_of(c, b, &desc->dst, true, &dv, engine, index, "dma dst", f)))
+	    (k = dm_view_of(dc, b, &desc->dst, true, &dv, engine, index, "dma dst", f)))
 		return k;
+	c = dc;                 /* PSUM bookkeeping belongs to the written core */
 
 	if (desc->mode == ISA_DMA_TRANSPOSE) {
 		/* dst[p][k] = src[k][p]: shapes and equal 2-byte dtypes validated */

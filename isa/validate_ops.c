@@ -477,16 +477,42 @@ static isa_status rule_sem_wait(vctx *v, const isa_instr *in)
 	return v_alu(v, in->e[0], ISA_AU_CMP, "cond", false);
 }
 
+/* the paired core (LNC=2) exists from NeuronCore-v3 on (nki.isa sendrecv,
+ * core_barrier: "available only on NeuronCore-v3 or newer") */
+static isa_status v_peer(vctx *v, const isa_instr *in)
+{
+	if ((in->flags & ISA_FLAG_PEER) && v->ti->core_version < 3)
+		return v_fail(v, ISA_E_BAD_VALUE, "peer",
+			      "%s peer: cores pair up (LNC=2) on NeuronCore-v3 and newer, not %s",
+			      isa_op_name(in->opcode), v->ti->core);
+	return ISA_OK;
+}
+
 static isa_status rule_sem_signal(vctx *v, const isa_instr *in)
 {
 	if (in->u[0] == ISA_SEM_NONE)
 		return v_fail(v, ISA_E_MISSING_OPERAND, "sem", "sem_signal needs sem=");
+	return v_peer(v, in);
+}
+
+/* dma_copy: descriptor, queue, semaphore and value are field rules and the
+ * descriptor's operands are checked with the DMA table; a peer transfer
+ * writes the paired core's SBUF, row for row */
+static isa_status rule_dma_copy(vctx *v, const isa_instr *in)
+{
+	if (!(in->flags & ISA_FLAG_PEER))
+		return ISA_OK;
+	isa_status st = v_peer(v, in);
+	if (st)
+		return st;
+	const isa_dma_desc *d = &v->p->dma[in->u[0]];
+	if (d->dst.space != ISA_SPACE_SBUF || d->mode != ISA_DMA_DIRECT)
+		return v_fail(v, ISA_E_BAD_SPACE, "peer",
+			      "dma_copy peer: descriptor '%s' must be a direct transfer into SBUF", d->name);
 	return ISA_OK;
 }
 
-/* memset (one operand), dma_copy (descriptor, queue, semaphore and value are
- * field rules; the descriptor's operands are checked with the DMA table),
- * barrier, nop and end have no relation between operands left to check. */
+/* memset (one operand), barrier, nop and end have no relation between operands left to check. */
 static isa_status rule_no_operands(vctx *v, const isa_instr *in)
 {
 	(void)v;
@@ -517,7 +543,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_rng]                     = rule_rng,
 	[ISA_OP_rand_set_state]          = rule_rand_set_state,
 	[ISA_OP_rand_get_state]          = rule_rand_get_state,
-	[ISA_OP_dma_copy]                = rule_no_operands,
+	[ISA_OP_dma_copy]                = rule_dma_copy,
 	[ISA_OP_sem_wait]                = rule_sem_wait,
 	[ISA_OP_sem_signal]              = rule_sem_signal,
 	[ISA_OP_barrier]                 = rule_no_operands,

@@ -67,6 +67,7 @@ typedef struct sim {
 	const dm_chip *chip;
 	nsim_sched    *q;               /* shared by every core of a run */
 	uint32_t       idx;             /* this core's index in the run */
+	struct sim    *peer;            /* the paired core (runs 2j, 2j+1), or NULL */
 	uint64_t       end;             /* last event time of this core */
 	eng            e[ISA_NUM_ENGINES];
 	int64_t        sem[ISA_MAX_SEMAPHORES];
@@ -98,6 +99,25 @@ static uint64_t umax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static bool push(sim *s, uint64_t t, uint32_t kind, uint32_t a, uint64_t b)
 {
 	if (nsim_sched_push(s->q, t, kind | (s->idx << 8), a, b))
+		return true;
+	s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NOMEM, -1, -1, 0, "event queue");
+	return false;
+}
+
+/* a semaphore update on the paired core (nki.isa core_barrier, sendrecv) */
+static bool push_peer_sem(sim *s, int engine, const isa_instr *in, uint64_t t)
+{
+	sim *p = s->peer;
+	if (!p || in->u[0] >= p->r->prog->num_semaphores) {
+		s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
+					!p ? "a peer semaphore update, but this execution has no paired core "
+					     "(peer operations need the two cores of an LNC=2 pair)"
+					   : "peer semaphore %u: the paired core's program declares %u",
+					in->u[0], !p ? 0u : p->r->prog->num_semaphores);
+		return false;
+	}
+	uint64_t at = t + (s->timed ? dm_peer_signal_ps(s->chip) : 0);
+	if (nsim_sched_push(s->q, at, EV_SEM | (p->idx << 8), in->u[0], ((uint64_t)in->e[0] << 32) | in->u[1]))
 		return true;
 	s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NOMEM, -1, -1, 0, "event queue");
 	return false;
@@ -188,9 +208,14 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	const isa_dma_desc *d = &p->dma[in->u[0]];
 	nsim_exec_stats *st = &s->r->stats;
 
+	bool peer = in->flags & ISA_FLAG_PEER;
+	if (peer && !s->peer)
+		return dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
+				    "descriptor '%s' writes the paired core's SBUF, but this execution has no "
+				    "paired core (peer operations need the two cores of an LNC=2 pair)", d->name);
 	if (s->compute) {
-		dm_fault_kind k = dm_exec_dma(s->r->core, &s->r->bind, engine, s->e[engine].pc, d,
-					      &s->r->fault);
+		dm_fault_kind k = dm_exec_dma_to(s->r->core, peer ? s->peer->r->core : s->r->core, &s->r->bind,
+						 engine, s->e[engine].pc, d, &s->r->fault);
 		if (k)
 			return k;
 	}
@@ -460,8 +485,13 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			break;
 		case ISA_OP_sem_signal:
 			/* lands when every earlier instruction of this engine has */
-			push(s, umax(t, e->done_at), EV_SEM, in->u[0],
-			     ((uint64_t)in->e[0] << 32) | in->u[1]);
+			if (in->flags & ISA_FLAG_PEER) {
+				if (!push_peer_sem(s, k, in, umax(t, e->done_at)))
+					return s->fault;
+			} else {
+				push(s, umax(t, e->done_at), EV_SEM, in->u[0],
+				     ((uint64_t)in->e[0] << 32) | in->u[1]);
+			}
 			e->issue_at = t + cyc(s, k, 1);
 			break;
 		case ISA_OP_barrier:
@@ -612,7 +642,9 @@ static void sim_finish(sim *s)
 /*
  * Several cores in one event loop: their engines interleave in simulated
  * time (not host time), so cores sharing a memory-timing model contend for
- * it deterministically.  The first fault on any core stops every core.
+ * it deterministically.  Runs 2j and 2j+1 are paired cores (LNC=2): peer
+ * semaphore updates and peer DMAs go between them.  The first fault on any
+ * core stops every core.
  */
 dm_fault_kind nsim_cores_run(nsim_run **runs, int n)
 {
@@ -627,8 +659,10 @@ dm_fault_kind nsim_cores_run(nsim_run **runs, int n)
 	for (int i = 0; i < n; i++)
 		t0 = runs[i]->start_ps < t0 ? runs[i]->start_ps : t0;
 	q.now = t0;
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		sim_start(&sims[i], runs[i], &q, (uint32_t)i);
+		sims[i].peer = (i ^ 1) < n ? &sims[i ^ 1] : NULL;
+	}
 
 	nsim_event ev;
 	uint64_t events = 0;

@@ -93,6 +93,8 @@ static nsim_status fault_status(const dm_fault *f, const nsim_model *m)
 		return rt_fail(NSIM_EXEC_NUM_ERR, "%snumerical error: %s", where, f->msg);
 	case DM_FAULT_DEADLOCK:
 		return rt_fail(NSIM_TIMEOUT, "%s", f->msg);
+	case DM_FAULT_NO_PEER:
+		return rt_fail(NSIM_EXEC_ERR, "%s%s", where, f->msg);
 	case DM_FAULT_NOMEM:
 		return rt_fail(NSIM_RESOURCE, "%shost memory: %s", where, f->msg);
 	default:
@@ -160,6 +162,12 @@ nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set 
 			       nsim_tensor_set *const *outs, int n)
 {
 	return execute(models, ins, outs, n, NULL);
+}
+
+nsim_status nsim_execute_multi_ex(nsim_model *const *models, const nsim_tensor_set *const *ins,
+				  nsim_tensor_set *const *outs, int n, const nsim_exec_options *opt)
+{
+	return execute(models, ins, outs, n, opt);
 }
 
 /*

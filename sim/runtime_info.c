@@ -6,6 +6,7 @@
  */
 #include "runtime_internal.h"
 
+#include "cost.h"
 #include "numerics.h"
 
 #include <errno.h>
@@ -56,6 +57,7 @@ nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out)
 	out->peak_flops_per_second = dm_chip_peak_flops(c);
 	out->exec_startup_ps = c->exec_startup_ps;
 	out->exec_teardown_ps = c->exec_teardown_ps;
+	out->peer_signal_ps = dm_peer_signal_ps(c);
 	return NSIM_SUCCESS;
 }
 

@@ -161,6 +161,10 @@ typedef enum isa_space {
 #define ISA_FLAG_REVERSE0   0x0002u  /* tensor_scalar: scalar0 <op0> x      */
 #define ISA_FLAG_REVERSE1   0x0004u  /* tensor_scalar: scalar1 <op1> y      */
 #define ISA_FLAG_NEGATE     0x0008u  /* tensor_reduce: negate the result    */
+/* sem_signal: update the semaphore of the paired core (LNC=2: the other
+ * physical core of this logical core); dma_copy: the descriptor writes the
+ * paired core's SBUF.  v3+; a fault when the execution has no paired core. */
+#define ISA_FLAG_PEER       0x0010u
 
 /* ------------------------------------------------------------- operands */
 

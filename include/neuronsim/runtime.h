@@ -155,9 +155,14 @@ typedef struct nsim_exec_options {
 nsim_status nsim_execute_ex(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs,
 			    const nsim_exec_options *opt);
 /* n models on n distinct cores, simulated together from a common start (the
- * latest of their cores' clocks): they share the chip's HBM bandwidth. */
+ * latest of their cores' clocks): they share the chip's HBM bandwidth.
+ * Models 2j and 2j+1 are a paired core (one LNC=2 logical core): their
+ * programs' `peer` semaphore updates and DMAs reach each other.  A tensor in
+ * the sets of several models is one buffer all of them see (shared HBM). */
 nsim_status nsim_execute_multi(nsim_model *const *models, const nsim_tensor_set *const *inputs,
 			       nsim_tensor_set *const *outputs, int n);
+nsim_status nsim_execute_multi_ex(nsim_model *const *models, const nsim_tensor_set *const *inputs,
+				  nsim_tensor_set *const *outputs, int n, const nsim_exec_options *opt);
 nsim_status nsim_model_stats(const nsim_model *m, nsim_exec_stats *out);
 
 /* Profiling: every execution between start and stop goes to a trace
@@ -200,6 +205,7 @@ typedef struct nsim_chip_info {
 	uint64_t    peak_flops_per_second;  /* TensorE bf16: 2 x 128 x 128 per cycle */
 	uint64_t    exec_startup_ps;        /* a standalone execution's NEFF start-up */
 	uint64_t    exec_teardown_ps;       /* ... and tear-down (NSIM_EXEC_STANDALONE) */
+	uint64_t    peer_signal_ps;         /* a semaphore update reaching the paired core */
 } nsim_chip_info;
 nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out);
 

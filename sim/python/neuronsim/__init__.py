@@ -75,7 +75,8 @@ class _ChipInfo(ctypes.Structure):
                 ("dma_queues", ctypes.c_uint32), ("dma_engine_bytes_per_second", ctypes.c_uint64),
                 ("hbm_stacks", ctypes.c_uint32), ("hbm_bytes", ctypes.c_uint64),
                 ("hbm_bytes_per_second", ctypes.c_uint64), ("peak_flops_per_second", ctypes.c_uint64),
-                ("exec_startup_ps", ctypes.c_uint64), ("exec_teardown_ps", ctypes.c_uint64)]
+                ("exec_startup_ps", ctypes.c_uint64), ("exec_teardown_ps", ctypes.c_uint64),
+                ("peer_signal_ps", ctypes.c_uint64)]
 
 
 # operand roles of isa_field_info.role (isa.h): part of the library's ABI

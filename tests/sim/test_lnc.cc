@@ -1,0 +1,162 @@
+// Paired cores (LNC=2): peer semaphore updates and peer DMAs between the two
+// runs of an nsim_execute_multi pair.  Source: nki.isa core_barrier ("each
+// NeuronCore writes a semaphore to each other core ... then waits for the
+// other cores' semaphores") and sendrecv ("sends its src tile to the dst
+// location of the target NeuronCore"), SDK nki/api/nki/isa/__init__.py.
+#include <cstring>
+
+#include "sim_util.h"
+
+namespace {
+
+// Each core loads its own `a`, tells the peer it may write into its receive
+// buffer, sends `a` into the peer's receive buffer once the peer said so,
+// tells the peer its data landed, waits for the peer's data, stores it as `b`.
+const char *kSwap = R"(
+.target trn2
+.semaphores 3
+.scratch 0
+.tensor a input fp32 [128,64]
+.tensor b output fp32 [128,64]
+.dma la direct dst=sbuf:fp32[0:128]{1x64} src=hbm(a):fp32[64x128]{1x64}
+.dma sx direct dst=sbuf:fp32[0:128]+256{1x64} src=sbuf:fp32[0:128]{1x64}
+.dma sb direct dst=hbm(b):fp32[64x128]{1x64} src=sbuf:fp32[0:128]+256{1x64}
+.engine sync
+    dma_copy desc=la queue=0 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=1
+    sem_signal sem=1 op=add value=1 peer
+    sem_wait sem=1 cond=is_ge value=1
+    dma_copy desc=sx queue=1 sem=0 value=1 peer
+    sem_wait sem=0 cond=is_ge value=2
+    sem_signal sem=2 op=add value=1 peer
+    sem_wait sem=2 cond=is_ge value=1
+    dma_copy desc=sb queue=0 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=3
+    end
+)";
+
+struct PairRun {
+	nsim_status status = NSIM_FAILURE;
+	std::string error;
+	nsim_exec_stats stats[2]{};
+	std::vector<float> out[2];
+};
+
+// the program on cores 0 and 1 as one pair, core c's `a` filled with c + 1
+PairRun run_pair(const std::string &text, int n = 2)
+{
+	PairRun r;
+	std::vector<uint8_t> bin = to_binary(text);
+	std::vector<nsim_model *> models(n, nullptr);
+	std::vector<nsim_tensor_set *> ins(n, nullptr), outs(n, nullptr);
+	std::vector<nsim_tensor *> ts;
+	const uint64_t bytes = 128 * 64 * 4;
+	for (int c = 0; c < n; c++) {
+		EXPECT_EQ(nsim_load(bin.data(), bin.size(), c, &models[c]), NSIM_SUCCESS) << nsim_last_error();
+		nsim_tensor *a = nullptr, *b = nullptr;
+		nsim_tensor_allocate(c, bytes, "a", &a);
+		nsim_tensor_allocate(c, bytes, "b", &b);
+		std::vector<float> v(128 * 64, (float)(c + 1));
+		nsim_tensor_write(a, v.data(), 0, bytes);
+		nsim_tensor_memset(b, 0, 0, bytes);
+		ts.push_back(a);
+		ts.push_back(b);
+		nsim_tensor_set_create(&ins[c]);
+		nsim_tensor_set_create(&outs[c]);
+		nsim_tensor_set_add(ins[c], "a", a);
+		nsim_tensor_set_add(outs[c], "b", b);
+	}
+	nsim_exec_options opt{ "pair", 0, 0 };
+	r.status = nsim_execute_multi_ex(models.data(), ins.data(), outs.data(), n, &opt);
+	if (r.status)
+		r.error = nsim_last_error();
+	for (int c = 0; c < n; c++) {
+		if (c < 2) {
+			nsim_model_stats(models[c], &r.stats[c]);
+			r.out[c].resize(128 * 64);
+			nsim_tensor_read(ts[2 * c + 1], r.out[c].data(), 0, bytes);
+		}
+		nsim_unload(models[c]);
+		nsim_tensor_set_free(ins[c]);
+		nsim_tensor_set_free(outs[c]);
+	}
+	for (nsim_tensor *t : ts)
+		nsim_tensor_free(t);
+	return r;
+}
+
+class Lnc : public RuntimeTest {};
+
+TEST_F(Lnc, PeerDmaWritesThePairedCoresSbuf)
+{
+	start("trn2");
+	PairRun r = run_pair(kSwap);
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	for (int c = 0; c < 2; c++)
+		for (float x : r.out[c])
+			ASSERT_EQ(x, (float)(2 - c)) << "core " << c << " holds the other core's data";
+}
+
+TEST_F(Lnc, PeerSemaphoreUpdatesTakeTheDmaFabricsLatency)
+{
+	// the handshake before the send is one peer update after each core's
+	// load: the send cannot start before the load plus that latency
+	start("trn2");
+	nsim_chip_info ci{};
+	ASSERT_EQ(nsim_chip_info_get("trn2", &ci), NSIM_SUCCESS);
+	PairRun r = run_pair(kSwap);
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	uint64_t peer = ci.peer_signal_ps;
+	// the DMA issue latency (~1300 ns, HARDWARE.md "DMA") plus a descriptor
+	EXPECT_GT(peer, 1300000u);
+	EXPECT_LT(peer, 1500000u);
+	// on the critical path: load, "ready" update, send, "landed" update,
+	// store -- three DMAs (each at least the issue latency) and two updates
+	EXPECT_GE(r.stats[0].total_ps, 3 * 1300000ull + 2 * peer);
+	EXPECT_LT(r.stats[0].total_ps, 3 * 1300000ull + 2 * peer + 2000000ull) << "32 KiB moves take < 2 us";
+	EXPECT_EQ(r.stats[0].total_ps, r.stats[1].total_ps) << "symmetric programs end together";
+}
+
+TEST_F(Lnc, PeerOperationsWithoutAPairedCoreFault)
+{
+	start("trn2");
+	SimRun r = run_program(kSwap);
+	EXPECT_EQ(r.status, NSIM_EXEC_ERR);
+	EXPECT_NE(r.error.find("no paired core"), std::string::npos) << r.error;
+	// an odd run out of three has no partner either
+	PairRun t = run_pair(kSwap, 3);
+	EXPECT_EQ(t.status, NSIM_EXEC_ERR);
+}
+
+TEST_F(Lnc, PeerOperationsNeedNeuronCoreV3)
+{
+	std::string text = kSwap;
+	text.replace(text.find("trn2"), 4, "trn1");
+	isa_program *p = nullptr;
+	isa_diag d{};
+	EXPECT_NE(isa_asm(text.data(), text.size(), &p, &d), ISA_OK);
+	EXPECT_NE(std::string(d.msg).find("NeuronCore-v3"), std::string::npos) << d.msg;
+	isa_program_free(p);
+}
+
+TEST_F(Lnc, PeerDmaOnlyIntoSbuf)
+{
+	std::string text = kSwap;
+	text.replace(text.find("desc=sb queue=0 sem=0 value=1"), 29, "desc=sb queue=0 sem=0 value=1 peer");
+	isa_program *p = nullptr;
+	isa_diag d{};
+	EXPECT_NE(isa_asm(text.data(), text.size(), &p, &d), ISA_OK);
+	EXPECT_NE(std::string(d.msg).find("direct transfer into SBUF"), std::string::npos) << d.msg;
+	isa_program_free(p);
+}
+
+TEST_F(Lnc, PairedRunsAreDeterministic)
+{
+	start("trn2");
+	PairRun a = run_pair(kSwap), b = run_pair(kSwap);
+	ASSERT_EQ(a.status, NSIM_SUCCESS) << a.error;
+	EXPECT_EQ(a.stats[0].total_ps, b.stats[0].total_ps);
+	EXPECT_EQ(a.stats[1].total_ps, b.stats[1].total_ps);
+}
+
+} // namespace
