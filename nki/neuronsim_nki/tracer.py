@@ -19,12 +19,13 @@ Scheduling rules (why, in short):
 from __future__ import annotations
 
 import bisect
+import math
 import collections
 import os
 import sys
 import weakref
 
-from neuronsim import ENGINES, TARGETS, chip_info, target_info
+from neuronsim import DTYPE_SIZES as SIZES, ENGINES, TARGETS, chip_info, target_info
 
 from .schedule import schedule
 
@@ -252,6 +253,9 @@ class Trace:
         self.last_write = {}                   # allocation id -> index of the last instruction writing it
         # SBUF spilling (second pass, traced as written: see make_room)
         self.spills = []                       # (HBM tensor name, partitions, bytes each, scratch offset)
+        # nl.shared_hbm arrays the kernel made and did not return, which the
+        # cores of an LNC=2 pair share: bound from outside like an output
+        self.shared_external = set()
         self.scratch = 0                       # bytes of internal HBM the spills take
         # instructions traced minus the kernel's own, as the first pass counted
         # them: spill / reload DMAs added, loads taken back (see spill)
@@ -670,6 +674,20 @@ class Trace:
             lines.append(f".tensor {t.name} input {t.dtype} [{','.join(map(str, t.shape))}]")
         for t in outputs:
             lines.append(f".tensor {t.name} output {t.dtype} [{','.join(map(str, t.shape))}]")
+        # HBM arrays the kernel made for itself (not returned): its own scratch
+        declared = {x.name for x in list(inputs) + list(outputs)} | self.shared_external
+        scratch = self.scratch
+        for name, x in self.tensors.items():
+            if name in declared:
+                continue
+            off = (scratch + 63) // 64 * 64
+            nbytes = SIZES[x.dtype] * math.prod(x.shape)
+            lines.append(f".tensor {name} internal {x.dtype} [{','.join(map(str, x.shape))}] offset={off}")
+            scratch = off + nbytes
+        lines[3] = f".scratch {scratch}"
+        for name in sorted(self.shared_external):
+            x = self.tensors[name]
+            lines.append(f".tensor {name} output {x.dtype} [{','.join(map(str, x.shape))}]")
         for name, nparts, size, off in self.spills:
             lines.append(f".tensor {name} internal uint8 [{nparts},{size}] offset={off}")
         for t, data in self.constants:
