@@ -34,7 +34,7 @@ import numpy as np
 
 import neuronsim
 
-from . import isa, language, tracer, typing
+from . import isa, language, lnc, tracer, typing
 from .tensor import Tensor, hbm_tensor
 from .race import find_races
 from .tracer import NKIError
@@ -118,6 +118,9 @@ class KernelResult:
     # time at least one DMA engine moves data, as the profiler's
     # dma_active_time_percent (profile-schema-reference.rst)
     dma_active_percent: float = 0.0
+    # an LNC=2 run: each core's stats and program (core 0's are the above)
+    cores: list = field(repr=False, default_factory=list)
+    programs: list = field(repr=False, default_factory=list)
 
 
 HISTORY_LIMIT = 1024        # simulated runs Kernel.history keeps (each holds its program text)
@@ -133,12 +136,16 @@ class Kernel:
         self.func = func
         self._target = target
         self.grid = grid
+        self._core = None          # tracing one core of an LNC=2 pair (lnc.py)
         self.last_result = None
         functools.update_wrapper(self, func)
 
     def __getitem__(self, grid):
         """kernel[gx, gy](...): an SPMD launch; nl.program_id(axis) numbers
-        the instances, which run one after another in one program."""
+        the instances, which run one after another in one program -- except
+        kernel[2] (NKI 0.8's LNC=2 bracket) and nl.spmd_dim(n, nl.nc(2)) on
+        NeuronCore-v3 and later: the two cores of the logical core run their
+        instances at once (lnc.py)."""
         grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         if not grid or any(not isinstance(g, int) or g < 1 for g in grid):
             raise NKIError(f"launch grid {grid!r}: positive integers")
@@ -155,6 +162,10 @@ class Kernel:
         """(program text, input tensors with their arrays, output tensors,
         structure).  Two passes (see tracer.Trace): the first, silent, finds
         each tile's last use; the second allocates by it."""
+        return self._trace_full(args, kwargs)[1:]
+
+    def _trace_full(self, args, kwargs):
+        """(Trace, program, inputs, outputs, structure)."""
         try:
             return self._two_passes(args, kwargs, cse=True)
         except NKIError as e:
@@ -171,7 +182,7 @@ class Kernel:
                 # the kernel wrote into a result it got twice: trace it
                 # without reusing results, each one a tile of its own
                 first = self._trace_pass(None, args, kwargs, cse=False)
-        return self._trace_pass(first, args, kwargs, cse=first.cse)[1:]
+        return self._trace_pass(first, args, kwargs, cse=first.cse)
 
     def _trace_pass(self, first, args, kwargs, cse=True):
         last_use = first.uses if first is not None else None
@@ -216,8 +227,13 @@ class Kernel:
                     kw[name] = bind(name, value)
             grid = self.grid or (1,)
             ret = None
+            t.lnc_rank = self._core
+            place = lnc.core_of(self.grid) if self._core is not None else None
             for flat in range(int(np.prod(grid))):
-                t.grid, t.grid_index = grid, tuple(int(v) for v in np.unravel_index(flat, grid))
+                index = tuple(int(v) for v in np.unravel_index(flat, grid))
+                if place is not None and place(index) != self._core:
+                    continue               # the other core's instance
+                t.grid, t.grid_index = grid, index
                 t.grid_explicit = bool(self.grid)
                 t.hbm_calls = 0
                 ret = self.func(*pos, **kw)
@@ -229,6 +245,11 @@ class Kernel:
                         any(o is i for i, _ in ins):
                     raise NKIError(f"{self.func.__name__} must return the HBM tensors it created with "
                                    f"nl.ndarray(..., buffer=nl.shared_hbm); got {o!r}")
+            if self._core is not None:
+                # shared HBM arrays not returned are bound from outside, one
+                # buffer for both cores; private ones stay in this core's scratch
+                t.shared_external = {x.name for x in t.shared.values()
+                                     if not x.private and not any(x is o for o in outs)}
             program = t.program([i for i, _ in ins], outs)
             return t, program, ins, outs, isinstance(ret, (tuple, list))
         finally:
@@ -236,12 +257,12 @@ class Kernel:
 
     def simulate(self, *args, trace=None, check_races=False, **kwargs):
         """(outputs as NumPy arrays, KernelResult) of one simulated run."""
+        if self.grid and lnc.is_pair(self.target, self.grid):
+            return self._simulate_pair(args, kwargs, trace, check_races)
         return self.run_traced(*self.trace(*args, **kwargs), trace=trace, check_races=check_races)
 
-    def run_traced(self, program, ins, outs, multi, trace=None, check_races=False):
-        """Runs a traced program on the simulator: host arrays in (NumPy, or
-        what a registered convention turns into NumPy), NumPy out."""
-        races = find_races(program) if check_races else None
+    def _device_inputs(self, ins):
+        """{tensor name: (host array or device bytes, dtype)} of the inputs."""
         arrays = {}
         for t, a in ins:
             conv = None if isinstance(a, np.ndarray) else _convention_of(a)
@@ -253,19 +274,64 @@ class Kernel:
             if t.dtype in ("bf16", "fp8_e4m3", "fp8_e5m2") and a.dtype.name in EXT_TO_ISA:
                 a = a.astype(np.float32)          # exact: the simulator rounds back to the same values
             arrays[t.name] = (a, t.dtype)
-        res = neuronsim.run(program, arrays, {o.name: (o.shape, o.dtype) for o in outs}, target=self.target,
-                            label=self.func.__name__, trace=trace, standalone=True)
-        st = res.stats
-        total = st["total_ps"] or 1
-        result = KernelResult(st["total_ps"] / 1e6,
-                              {e: 100.0 * v / total for e, v in st["engine_busy_ps"].items()},
-                              st["hbm_read_bytes"], st["hbm_write_bytes"], st["instructions"], program, st,
+        return arrays
+
+    def _result(self, cores, program, trace, races):
+        """The KernelResult of a run: per-core stats merged (the latest end,
+        engine and DMA activity as the mean of the cores' shares)."""
+        total = max(st["total_ps"] for st in cores) or 1
+        busy = {e: sum(st["engine_busy_ps"][e] for st in cores) / len(cores) for e in cores[0]["engine_busy_ps"]}
+        result = KernelResult(total / 1e6, {e: 100.0 * v / total for e, v in busy.items()},
+                              sum(st["hbm_read_bytes"] for st in cores), sum(st["hbm_write_bytes"] for st in cores),
+                              sum(st["instructions"] for st in cores), program, cores[0],
                               str(trace) if trace else None, races,
-                              100.0 * st["dma_active_ps"] / total)
+                              100.0 * sum(st["dma_active_ps"] for st in cores) / len(cores) / total, cores)
         self.last_result = result
         Kernel.history.append((self.func.__name__, self.target, result))
         Kernel.runs += 1
+        return result
+
+    def run_traced(self, program, ins, outs, multi, trace=None, check_races=False):
+        """Runs a traced program on the simulator: host arrays in (NumPy, or
+        what a registered convention turns into NumPy), NumPy out."""
+        races = find_races(program) if check_races else None
+        res = neuronsim.run(program, self._device_inputs(ins), {o.name: (o.shape, o.dtype) for o in outs},
+                            target=self.target, label=self.func.__name__, trace=trace, standalone=True)
+        result = self._result([res.stats], program, trace, races)
         values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
+        return (tuple(values) if multi else values[0]), result
+
+    def _simulate_pair(self, args, kwargs, trace, check_races):
+        """An LNC=2 launch: each core's program traced on its own, both run
+        as one paired core.  KernelResult.program is core 0's; .programs
+        holds both."""
+        for a in list(args) + list(kwargs.values()):
+            if not isinstance(a, np.ndarray) and _convention_of(a) is not None:
+                raise NKIError(f"{self.func.__name__}: LNC=2 launches (kernel[2]) take NumPy arrays in the "
+                               "simulator; the torch plugin runs one core's program")
+        traced = []
+        for core in (0, 1):
+            k = Kernel(self.func, self._target, self.grid)
+            k._core = core
+            traced.append(k._trace_full(args, kwargs))
+        (t0, p0, ins0, outs0, multi), (t1, p1, ins1, outs1, _) = traced
+        lnc.check_pair(self.func.__name__, t0, ins0, outs0, t1, ins1, outs1)
+        outputs = {o.name: (o.shape, o.dtype) for o in outs0}
+        aliases = [{}, {o1.name: o0.name for o0, o1 in zip(outs0, outs1)}]
+        ext = [{x.hbm_key: x for x in t.shared.values() if x.name in t.shared_external} for t in (t0, t1)]
+        for key in sorted(set(ext[0]) | set(ext[1])):
+            owner = ext[0].get(key) or ext[1][key]
+            outputs[owner.name] = (owner.shape, owner.dtype)
+            for core in (0, 1):
+                x = ext[core].get(key)
+                if x is not None and x.name != owner.name:
+                    aliases[core][x.name] = owner.name
+        races = (find_races(p0) + find_races(p1)) if check_races else None
+        res = neuronsim.run_multi([p0, p1], self._device_inputs(ins0), outputs, aliases=aliases,
+                                  target=self.target, label=self.func.__name__, trace=trace, standalone=True)
+        result = self._result(res.cores, p0, trace, races)
+        result.programs = [p0, p1]
+        values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs0]
         return (tuple(values) if multi else values[0]), result
 
     def __call__(self, *args, **kwargs):

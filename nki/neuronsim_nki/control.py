@@ -83,14 +83,23 @@ class nc:
         self.n = int(n)
 
 
+class _SpmdDim(int):
+    """A launch-grid dimension made by nl.spmd_dim: an int (its instance
+    count) that remembers how many cores it is spread over."""
+    cores = 1
+
+
 def spmd_dim(size, cores=None):
     """A launch-grid dimension of `size` instances on each of `cores`
-    (nl.nc(n)): size * n instances, core k taking those whose index is k
-    modulo n.  They run one after another in one simulated program (values
-    as on LNC=2 hardware; their time is not split across cores)."""
+    (nl.nc(n)): size * n instances, core k taking those whose index along
+    the dimension is k modulo n.  With nl.nc(2) on NeuronCore-v3 and later
+    the two cores of an LNC=2 pair run their instances concurrently (see
+    lnc.py); otherwise the instances run one after another in one program."""
     if cores is not None and not isinstance(cores, nc):
         fail(f"nl.spmd_dim(size, nl.nc(n)): got {cores!r}")
-    return int(size) * (cores.n if cores is not None else 1)
+    d = _SpmdDim(int(size) * (cores.n if cores is not None else 1))
+    d.cores = cores.n if cores is not None else 1
+    return d
 
 
 def affine_range(*args, **kw):

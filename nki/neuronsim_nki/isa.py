@@ -548,3 +548,7 @@ def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
     raise tracer.NKIError(f"nki.isa.{name} is not supported by the simulator yet (docs/nki.md lists what is)")
+
+
+# LNC=2 (NeuronCore-v3+): the two cores of a logical core (lnc.py)
+from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401

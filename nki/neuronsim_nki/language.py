@@ -142,6 +142,8 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
                 fail(f"SPMD instances create different HBM tensors ({list(out.shape)} vs {list(shape)})")
             return out
         out = hbm_tensor(t.unique(name or "out"), shape, dt)
+        out.hbm_key = key
+        out.private = getattr(buffer, "name", buffer) == private_hbm
         t.tensors[out.name] = out
         t.shared[key] = out
         return out

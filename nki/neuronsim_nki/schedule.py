@@ -25,7 +25,7 @@ MIN_II = 64
 OVERHEAD = 100                       # cycles until a compute result is readable
 DMA_LATENCY_NS = 1300.0              # HW: descriptor-to-start latency
 REORDERED = ("vector", "scalar")
-KEEP_ORDER_OPS = ("rng", "rand_set_state", "rand_get_state")
+KEEP_ORDER_OPS = ("rng", "rand_set_state", "rand_get_state", "sem_signal", "sem_wait")
 
 
 def _elems(ins):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
-           "target_info", "chip_info", "memory_allocated", "running_target", "tables", "op_fields",
+           "target_info", "chip_info", "run_multi", "memory_allocated", "running_target", "tables", "op_fields",
            "ENGINES", "ENGINE_TRACKS", "OPCODES", "TARGETS", "ACTIVATIONS", "ALU_OPS"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -122,6 +122,8 @@ def _load():
         "nsim_tensor_set_add": (i32, [vp, ctypes.c_char_p, vp]),
         "nsim_tensor_set_free": (None, [vp]),
         "nsim_execute_ex": (i32, [vp, vp, vp, ctypes.POINTER(_ExecOptions)]),
+        "nsim_execute_multi_ex": (i32, [ctypes.POINTER(vp), ctypes.POINTER(vp), ctypes.POINTER(vp), i32,
+                                        ctypes.POINTER(_ExecOptions)]),
         "nsim_model_stats": (i32, [vp, vp]),
         "nsim_profile_start_opts": (i32, [ctypes.POINTER(_ProfileOptions)]),
         "nsim_profile_stop": (i32, []),
@@ -369,6 +371,7 @@ def from_device(buf: bytes, dtype: str, shape) -> np.ndarray:
 class Result:
     outputs: dict
     stats: dict = field(default_factory=dict)
+    cores: list = field(default_factory=list)     # run_multi: each program's stats
 
     @property
     def latency_us(self):
@@ -396,17 +399,34 @@ def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trac
     standalone: time it as a whole NEFF execution (nki.benchmark, the
     profiler), the runtime's start-up and tear-down included
     (NSIM_EXEC_STANDALONE)."""
+    return run_multi([program], inputs, outputs, target=target, label=label, trace=trace, summary=summary,
+                     trace_detail=trace_detail, standalone=standalone)
+
+
+def run_multi(programs, inputs: dict, outputs: dict, *, aliases=None, target="trn2", label=None, trace=None,
+              summary=None, trace_detail=0, standalone=False) -> Result:
+    """Executes programs[i] on core i, all in one simulated timeline
+    (nsim_execute_multi): programs 2j and 2j+1 are a paired core (LNC=2),
+    and every program sees the same HBM buffers.
+
+    inputs / outputs as for run(): one buffer per name, bound in every
+    program under that name; aliases[i] ({program tensor name: buffer name})
+    binds program i's tensor to a buffer of another name.  The Result's stats
+    are program 0's; .cores holds each program's."""
     lib = _load()
     init(target)
-    if isinstance(program, str):
-        program = assemble(program)
-    model = ctypes.c_void_p()
-    _check(lib.nsim_load(program, len(program), 0, ctypes.byref(model)), "loading the program")
-    tensors, sets = [], [ctypes.c_void_p(), ctypes.c_void_p()]
+    programs = [assemble(p) if isinstance(p, str) else p for p in programs]
+    aliases = aliases or [{} for _ in programs]
+    if len(aliases) != len(programs):
+        raise NeuronSimError(f"run_multi: {len(aliases)} alias maps for {len(programs)} programs")
+    models, tensors, sets = [], [], []
     profiling = False
     try:
-        for s in sets:
-            _check(lib.nsim_tensor_set_create(ctypes.byref(s)), "tensor set")
+        for i, program in enumerate(programs):
+            m = ctypes.c_void_p()
+            _check(lib.nsim_load(program, len(program), i, ctypes.byref(m)), f"loading the program on core {i}")
+            models.append(m)
+        buffers, outs = {}, {}
         for name, spec in inputs.items():
             arr, dtype = spec if isinstance(spec, tuple) else (spec, _dtype_of(spec))
             # bytes: already the tensor's device bytes (e.g. bf16 bits)
@@ -416,44 +436,63 @@ def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trac
                    f"allocating input '{name}'")
             tensors.append(t)
             _check(lib.nsim_tensor_write(t, data, 0, len(data)), f"writing input '{name}'")
-            _check(lib.nsim_tensor_set_add(sets[0], name.encode(), t), f"binding input '{name}'")
-        outs = {}
+            buffers[name] = (t, 0)
         for name, (shape, dtype) in outputs.items():
             nbytes = int(np.prod(shape)) * _size(dtype)
             t = ctypes.c_void_p()
             _check(lib.nsim_tensor_allocate(0, max(nbytes, 1), name.encode(), ctypes.byref(t)),
                    f"allocating output '{name}'")
             tensors.append(t)
-            _check(lib.nsim_tensor_set_add(sets[1], name.encode(), t), f"binding output '{name}'")
+            buffers[name] = (t, 1)
             outs[name] = (t, shape, dtype, nbytes)
+        for i in range(len(programs)):
+            pair = [ctypes.c_void_p(), ctypes.c_void_p()]
+            sets.append(pair)
+            for s_ in pair:
+                _check(lib.nsim_tensor_set_create(ctypes.byref(s_)), "tensor set")
+            bound = dict(buffers)
+            for pname, bname in aliases[i].items():
+                if bname not in buffers:
+                    raise NeuronSimError(f"run_multi: program {i} binds '{pname}' to '{bname}', which is neither "
+                                         "an input nor an output")
+                bound[pname] = buffers[bname]
+            for name, (t, kind) in bound.items():
+                _check(lib.nsim_tensor_set_add(pair[kind], name.encode(), t), f"binding '{name}'")
         if trace or summary:
             po = _ProfileOptions(str(trace).encode() if trace else None,
                                  str(summary).encode() if summary else None, trace_detail, 0)
             _check(lib.nsim_profile_start_opts(ctypes.byref(po)), "starting the trace")
             profiling = True
         eo = _ExecOptions(label.encode() if label else None, 0, NSIM_EXEC_STANDALONE if standalone else 0)
-        st = lib.nsim_execute_ex(model, sets[0], sets[1], ctypes.byref(eo))
+        n = len(programs)
+        st = lib.nsim_execute_multi_ex((ctypes.c_void_p * n)(*models), (ctypes.c_void_p * n)(*[p[0] for p in sets]),
+                                       (ctypes.c_void_p * n)(*[p[1] for p in sets]), n, ctypes.byref(eo))
         if profiling:
             profiling = False
             _check(lib.nsim_profile_stop(), "writing the trace")
-        _check(st, "executing the program")
-        words = (ctypes.c_uint64 * sum(n for _, n in tables().STAT_FIELDS))()
-        _check(lib.nsim_model_stats(model, ctypes.byref(words)), "statistics")
+        _check(st, "executing the program" if n == 1 else "executing the programs")
+        per_core = []
+        for m in models:
+            words = (ctypes.c_uint64 * sum(k for _, k in tables().STAT_FIELDS))()
+            _check(lib.nsim_model_stats(m, ctypes.byref(words)), "statistics")
+            per_core.append(_stats(list(words)))
         result = {}
         for name, (t, shape, dtype, nbytes) in outs.items():
             buf = ctypes.create_string_buffer(max(nbytes, 1))
             _check(lib.nsim_tensor_read(t, buf, 0, nbytes), f"reading output '{name}'")
             result[name] = from_device(buf.raw[:nbytes], dtype, shape)
-        return Result(result, _stats(list(words)))
+        return Result(result, per_core[0], per_core)
     finally:
         if profiling:
             lib.nsim_profile_stop()
-        for s in sets:
-            if s:
-                lib.nsim_tensor_set_free(s)
+        for pair in sets:
+            for s_ in pair:
+                if s_:
+                    lib.nsim_tensor_set_free(s_)
         for t in tensors:
             lib.nsim_tensor_free(t)
-        lib.nsim_unload(model)
+        for m in models:
+            lib.nsim_unload(m)
 
 
 def _dtype_of(arr):
