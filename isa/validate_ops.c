@@ -492,6 +492,10 @@ static isa_status rule_sem_signal(vctx *v, const isa_instr *in)
 {
 	if (in->u[0] == ISA_SEM_NONE)
 		return v_fail(v, ISA_E_MISSING_OPERAND, "sem", "sem_signal needs sem=");
+	if ((in->flags & ISA_FLAG_PEER) && (in->flags & ISA_FLAG_REMOTE))
+		return v_fail(v, ISA_E_BAD_VALUE, "remote", "sem_signal: peer or remote, not both");
+	if (in->u[2] && !(in->flags & ISA_FLAG_REMOTE))
+		return v_fail(v, ISA_E_BAD_VALUE, "rank", "sem_signal rank=%u without remote", in->u[2]);
 	return v_peer(v, in);
 }
 

@@ -68,6 +68,8 @@ typedef struct sim {
 	nsim_sched    *q;               /* shared by every core of a run */
 	uint32_t       idx;             /* this core's index in the run */
 	struct sim    *peer;            /* the paired core (runs 2j, 2j+1), or NULL */
+	struct sim    *all;             /* every core of the run (remote semaphore updates) */
+	uint32_t       nall;
 	uint64_t       end;             /* last event time of this core */
 	eng            e[ISA_NUM_ENGINES];
 	int64_t        sem[ISA_MAX_SEMAPHORES];
@@ -104,16 +106,25 @@ static bool push(sim *s, uint64_t t, uint32_t kind, uint32_t a, uint64_t b)
 	return false;
 }
 
-/* a semaphore update on the paired core (nki.isa core_barrier, sendrecv) */
-static bool push_peer_sem(sim *s, int engine, const isa_instr *in, uint64_t t)
+/* a semaphore update on another core: the paired one (nki.isa core_barrier,
+ * sendrecv) or a collective's rank (nki.collectives) */
+static bool push_remote_sem(sim *s, int engine, const isa_instr *in, uint64_t t)
 {
-	sim *p = s->peer;
+	bool peer = in->flags & ISA_FLAG_PEER;
+	sim *p = peer ? s->peer : in->u[2] < s->nall ? &s->all[in->u[2]] : NULL;
 	if (!p || in->u[0] >= p->r->prog->num_semaphores) {
-		s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
-					!p ? "a peer semaphore update, but this execution has no paired core "
-					     "(peer operations need the two cores of an LNC=2 pair)"
-					   : "peer semaphore %u: the paired core's program declares %u",
-					in->u[0], !p ? 0u : p->r->prog->num_semaphores);
+		if (!p && peer)
+			s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
+						"a peer semaphore update, but this execution has no paired core "
+						"(peer operations need the two cores of an LNC=2 pair)");
+		else if (!p)
+			s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
+						"a semaphore update on rank %u, but this execution runs %u core(s)",
+						in->u[2], s->nall);
+		else
+			s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
+						"remote semaphore %u: that core's program declares %u",
+						in->u[0], p->r->prog->num_semaphores);
 		return false;
 	}
 	uint64_t at = t + (s->timed ? dm_peer_signal_ps(s->chip) : 0);
@@ -485,8 +496,8 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			break;
 		case ISA_OP_sem_signal:
 			/* lands when every earlier instruction of this engine has */
-			if (in->flags & ISA_FLAG_PEER) {
-				if (!push_peer_sem(s, k, in, umax(t, e->done_at)))
+			if (in->flags & (ISA_FLAG_PEER | ISA_FLAG_REMOTE)) {
+				if (!push_remote_sem(s, k, in, umax(t, e->done_at)))
 					return s->fault;
 			} else {
 				push(s, umax(t, e->done_at), EV_SEM, in->u[0],
@@ -643,8 +654,9 @@ static void sim_finish(sim *s)
  * Several cores in one event loop: their engines interleave in simulated
  * time (not host time), so cores sharing a memory-timing model contend for
  * it deterministically.  Runs 2j and 2j+1 are paired cores (LNC=2): peer
- * semaphore updates and peer DMAs go between them.  The first fault on any
- * core stops every core.
+ * semaphore updates and peer DMAs go between them; a remote semaphore
+ * update names its run (a collective's rank).  The first fault on any core
+ * stops every core.
  */
 dm_fault_kind nsim_cores_run(nsim_run **runs, int n)
 {
@@ -662,6 +674,8 @@ dm_fault_kind nsim_cores_run(nsim_run **runs, int n)
 	for (int i = 0; i < n; i++) {
 		sim_start(&sims[i], runs[i], &q, (uint32_t)i);
 		sims[i].peer = (i ^ 1) < n ? &sims[i ^ 1] : NULL;
+		sims[i].all = sims;
+		sims[i].nall = (uint32_t)n;
 	}
 
 	nsim_event ev;

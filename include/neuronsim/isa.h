@@ -165,6 +165,10 @@ typedef enum isa_space {
  * physical core of this logical core); dma_copy: the descriptor writes the
  * paired core's SBUF.  v3+; a fault when the execution has no paired core. */
 #define ISA_FLAG_PEER       0x0010u
+/* sem_signal: update the semaphore of core `rank` of this execution (a
+ * collective's ranks: nsim_execute_multi's runs); a fault when there is no
+ * such run */
+#define ISA_FLAG_REMOTE     0x0020u
 
 /* ------------------------------------------------------------- operands */
 

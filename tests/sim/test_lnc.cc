@@ -159,4 +159,56 @@ TEST_F(Lnc, PairedRunsAreDeterministic)
 	EXPECT_EQ(a.stats[1].total_ps, b.stats[1].total_ps);
 }
 
+// Three cores meet: each tells the two others it arrived (remote updates by
+// rank), waits for both, then stores its input.  A core whose program ends
+// early still receives the others' updates.
+TEST_F(Lnc, RemoteSemaphoreUpdatesReachTheNamedRank)
+{
+	start("trn2");
+	std::string meet = R"(
+.target trn2
+.semaphores 2
+.scratch 0
+.tensor a input fp32 [128,64]
+.tensor b output fp32 [128,64]
+.dma la direct dst=sbuf:fp32[0:128]{1x64} src=hbm(a):fp32[64x128]{1x64}
+.dma sb direct dst=hbm(b):fp32[64x128]{1x64} src=sbuf:fp32[0:128]{1x64}
+.engine sync
+    sem_signal sem=1 op=add value=1 remote rank=0
+    sem_signal sem=1 op=add value=1 remote rank=1
+    sem_signal sem=1 op=add value=1 remote rank=2
+    sem_wait sem=1 cond=is_ge value=3
+    dma_copy desc=la queue=0 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=1
+    dma_copy desc=sb queue=0 sem=0 value=1
+    sem_wait sem=0 cond=is_ge value=2
+    end
+)";
+	PairRun r = run_pair(meet, 3);
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	for (int c = 0; c < 2; c++)
+		for (float x : r.out[c])
+			ASSERT_EQ(x, (float)(c + 1));
+	nsim_chip_info ci{};
+	ASSERT_EQ(nsim_chip_info_get("trn2", &ci), NSIM_SUCCESS);
+	EXPECT_GE(r.stats[0].total_ps, ci.peer_signal_ps + 2 * 1300000ull) << "the meeting costs a remote update";
+	// a rank outside the execution is a fault, not a hang
+	std::string lost = meet;
+	lost.replace(lost.find("rank=2"), 6, "rank=5");
+	PairRun f = run_pair(lost, 3);
+	EXPECT_EQ(f.status, NSIM_EXEC_ERR);
+	EXPECT_NE(f.error.find("rank 5"), std::string::npos) << f.error;
+}
+
+TEST_F(Lnc, RankNeedsRemote)
+{
+	std::string text = ".target trn2\n.semaphores 2\n.scratch 0\n.engine sync\n"
+			   "    sem_signal sem=1 op=add value=1 rank=1\n    end\n";
+	isa_program *p = nullptr;
+	isa_diag d{};
+	EXPECT_NE(isa_asm(text.data(), text.size(), &p, &d), ISA_OK);
+	EXPECT_NE(std::string(d.msg).find("without remote"), std::string::npos) << d.msg;
+	isa_program_free(p);
+}
+
 } // namespace
