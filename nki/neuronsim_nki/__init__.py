@@ -34,15 +34,17 @@ import numpy as np
 
 import neuronsim
 
-from . import isa, language, lnc, tracer, typing
+from . import collectives, isa, language, lnc, tracer, typing
 from .tensor import Tensor, hbm_tensor
 from .race import find_races
 from .tracer import NKIError
 
 __all__ = ["jit", "trace", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
-           "typing", "NKIError", "KernelResult", "par_dim", "Convention", "register_convention"]
+           "typing", "collectives", "simulate_ranks", "per_rank", "NKIError", "KernelResult", "par_dim",
+           "Convention", "register_convention"]
 
 par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kernels write it
+simulate_ranks, per_rank = collectives.simulate_ranks, collectives.per_rank
 
 # NumPy arrays bind as the ISA dtype of the same name (neuronsim.DTYPES);
 # bf16 results come back widened to float32
@@ -137,6 +139,7 @@ class Kernel:
         self._target = target
         self.grid = grid
         self._core = None          # tracing one core of an LNC=2 pair (lnc.py)
+        self._rank = None          # (rank, ranks): tracing one rank of simulate_ranks (collectives.py)
         self.last_result = None
         functools.update_wrapper(self, func)
 
@@ -228,6 +231,8 @@ class Kernel:
             grid = self.grid or (1,)
             ret = None
             t.lnc_rank = self._core
+            if self._rank is not None:
+                t.cc_rank, t.cc_world = self._rank
             place = lnc.core_of(self.grid) if self._core is not None else None
             for flat in range(int(np.prod(grid))):
                 index = tuple(int(v) for v in np.unravel_index(flat, grid))
@@ -250,6 +255,8 @@ class Kernel:
                 # buffer for both cores; private ones stay in this core's scratch
                 t.shared_external = {x.name for x in t.shared.values()
                                      if not x.private and not any(x is o for o in outs)}
+            elif self._rank is not None:
+                t.shared_external = set(t.cc_staging)     # ranks share only the collectives' staging
             program = t.program([i for i, _ in ins], outs)
             return t, program, ins, outs, isinstance(ret, (tuple, list))
         finally:

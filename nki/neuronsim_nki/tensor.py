@@ -424,6 +424,24 @@ class Tensor:
         return n
 
     def _explicit_ap(self, pattern, offset, dtype, kw):
+        if "scalar_offset" in kw:
+            # a register known while tracing (nki.collectives.rank_id, a
+            # register_alloc value) moves the view by that many steps of the
+            # tensor's dimension indirect_dim
+            so, dim = kw.pop("scalar_offset"), kw.pop("indirect_dim", 0)
+            if self.space != "hbm":
+                fail("tensor.ap(scalar_offset=...): on HBM tensors")
+            v = getattr(so, "value", so)
+            if isinstance(v, bool) or not isinstance(v, int):
+                fail(f"tensor.ap(scalar_offset={so!r}): only offsets known while tracing (an int, a register "
+                     "holding one); an offset read from device memory needs run-time addressing")
+            if not 0 <= int(dim) < len(self.shape):
+                fail(f"tensor.ap: indirect_dim {dim} of a {len(self.shape)}-D tensor")
+            if not 0 <= v < self.shape[int(dim)]:
+                fail(f"tensor.ap: scalar_offset {v} outside dimension {dim} of size {self.shape[int(dim)]}")
+            offset = (int(offset) if offset is not None else 0) + v * self.strides[int(dim)]
+            if pattern is None:
+                fail("tensor.ap(scalar_offset=...) needs pattern=")
         if kw:
             fail(f"tensor.ap: {', '.join(sorted(kw))} (indirect access) is not supported by the simulator yet")
         if dtype is not None and isa_dtype(dtype) != self.dtype:

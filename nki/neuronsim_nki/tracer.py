@@ -264,6 +264,13 @@ class Trace:
         self.pipes = {}
         self.recv_at = {}
         self.last_peer = None                  # the latest instruction of the peer protocol
+        # nki.collectives (collectives.py): this program's rank and the
+        # launch's rank count (None: not a rank launch), the calls made, the
+        # staging buffers all ranks share, the arrivals waited for so far
+        self.cc_rank = self.cc_world = None
+        self.cc_log = []
+        self.cc_staging = set()
+        self.cc_expected = 0
         self.min_semaphores = 0                # what the peer protocol's semaphore ids need
         self.scratch = 0                       # bytes of internal HBM the spills take
         # instructions traced minus the kernel's own, as the first pass counted
