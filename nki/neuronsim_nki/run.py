@@ -1,7 +1,7 @@
 """`neuronsim nki run FILE.py [--target TARGET] [ARGS...]`: runs an NKI
 kernel file unmodified on the simulator (TARGET: a row of the ISA's target
 table, e.g. trn2).  For this process only, the
-imports `nki`, `nki.language`, `nki.isa`, `nki.collectives`, `neuronxcc.nki`,
+imports `nki`, `nki.language`, `nki.isa`, `nki.collectives`, `nki.lnc`, `neuronxcc.nki`,
 `neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim_nki, and
 `torch_neuronx.nki` / `torch_neuronx.nki_op` to torch_neuronsim.nki
 (nothing is installed under those names).  At exit it prints a table of the
@@ -21,12 +21,12 @@ from . import Kernel
 
 def install_aliases():
     import neuronsim_nki as ours
-    from . import collectives, isa, language, typing
+    from . import collectives, isa, language, lnc, typing
     pkg = types.ModuleType("neuronxcc")
     pkg.__path__ = []
     pkg.nki = ours
     aliases = {"nki": ours, "nki.language": language, "nki.isa": isa, "nki.typing": typing,
-               "nki.collectives": collectives, "neuronxcc": pkg,
+               "nki.collectives": collectives, "nki.lnc": lnc, "neuronxcc": pkg,
                "neuronxcc.nki": ours, "neuronxcc.nki.language": language, "neuronxcc.nki.isa": isa,
                "neuronxcc.nki.typing": typing}
     # `from torch_neuronx import nki_op, nki`: the torch calling convention
