@@ -69,6 +69,9 @@ typedef struct dm_core {
 	 * program start (dm_core_reset) */
 	uint32_t                rng[2][ISA_NUM_PARTITIONS][24];
 	bool                    rng_used;    /* moved from power-on since the last reset */
+	/* each engine sequencer's 64 x 32-bit registers (HW: "each sequencer
+	 * has 64 x 32-bit registers"); zero at each program start */
+	int32_t                 reg[ISA_NUM_ENGINES][64];
 	/* scratch for operand staging (grown on demand) */
 	float                  *tmp[4];
 	uint64_t                tmp_cap[4];

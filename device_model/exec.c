@@ -50,6 +50,7 @@ void dm_core_reset(dm_core *c)
 	if (c->rng_used)
 		dm_rng_default_state(c);
 	memset(c->psum_written, 0, sizeof(c->psum_written));
+	memset(c->reg, 0, sizeof(c->reg));
 	c->stat_k = c->stat_m = 0;
 }
 

@@ -2,9 +2,13 @@
  * ops_control.c -- instructions with no effect on data.  sem_wait,
  * sem_signal, barrier, nop and end are sequencing, carried out by the
  * simulator's engine model; dma_copy's data moves when the simulator runs
- * its descriptor (dm_exec_dma) on the DMA engines.
+ * its descriptor (dm_exec_dma) on the DMA engines.  The register
+ * instructions move a 32-bit integer between SBUF and a sequencer register,
+ * or compute one from registers.
  */
 #include "ops.h"
+
+#include <string.h>
 
 #define NO_DATA_EFFECT(name)                                                               \
 	dm_fault_kind dm_op_##name(dm_core *c, const dm_binding *b, int engine, int64_t index, \
@@ -20,3 +24,36 @@ NO_DATA_EFFECT(barrier)
 NO_DATA_EFFECT(nop)
 NO_DATA_EFFECT(end)
 NO_DATA_EFFECT(dma_copy)
+
+dm_fault_kind dm_op_reg_load(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			     const isa_instr *in, dm_fault *f)
+{
+	dm_view v;
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &v, engine, index, "src", f);
+	if (k)
+		return k;
+	memcpy(&c->reg[engine][in->u[0]], dm_view_elem(&v, 0, 0), 4);
+	return DM_OK;
+}
+
+dm_fault_kind dm_op_reg_store(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			      const isa_instr *in, dm_fault *f)
+{
+	dm_view v;
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &v, engine, index, "dst", f);
+	if (k)
+		return k;
+	memcpy(dm_view_elem(&v, 0, 0), &c->reg[engine][in->u[0]], 4);
+	return DM_OK;
+}
+
+/* 32-bit two's complement: the result wraps as the sequencer's ALU does */
+dm_fault_kind dm_op_reg_alu(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			    const isa_instr *in, dm_fault *f)
+{
+	(void)b, (void)index, (void)f;
+	int64_t a = c->reg[engine][in->u[1]];
+	int64_t y = in->u[2] < 64 ? c->reg[engine][in->u[2]] : (int32_t)in->imm[0].bits;
+	c->reg[engine][in->u[0]] = (int32_t)(uint32_t)(uint64_t)dm_alu_i64(in->e[0], a, y);
+	return DM_OK;
+}

@@ -67,3 +67,8 @@ print(f"trn3 VectorE exponential: max |softmax - torch| = {err:.2e}")
 assert err < 1e-5
 
 print(f"\ntraces (open in ui.perfetto.dev or chrome://tracing) and summaries: {OUT}")
+
+x = rng.standard_normal((64, 256)).astype(np.float32)
+o = run("dynamic_row", {"x": x, "idx": np.array([[3]], np.int32)}, ["out", "r"])
+print(f"r = {int(o['r'][0, 0])}   rows {8 * 7}..{8 * 7 + 7} of x copied: {np.array_equal(o['out'], x[56:64])}")
+assert int(o["r"][0, 0]) == 7 and np.array_equal(o["out"], x[56:64])

@@ -504,6 +504,16 @@ static isa_status rule_sem_signal(vctx *v, const isa_instr *in)
  * writes the paired core's SBUF, row for row */
 static isa_status rule_dma_copy(vctx *v, const isa_instr *in)
 {
+	if (in->nivec) {
+		/* dyn=reg,stride,side: an HBM side's offset moves by a register */
+		const isa_dma_desc *d = &v->p->dma[in->u[0]];
+		if (in->nivec != 3 || in->ivec[0] < 0 || in->ivec[0] > 63 || (in->ivec[2] != 0 && in->ivec[2] != 1))
+			return v_fail(v, ISA_E_BAD_VALUE, "dyn", "dyn=REG,STRIDE,SIDE: a register 0..63, a byte "
+				      "stride, 0 (dst) or 1 (src)");
+		if ((in->ivec[2] ? d->src.space : d->dst.space) != ISA_SPACE_HBM || d->mode != ISA_DMA_DIRECT)
+			return v_fail(v, ISA_E_BAD_SPACE, "dyn", "descriptor '%s': dyn= moves the HBM side of a "
+				      "direct transfer", d->name);
+	}
 	if (!(in->flags & ISA_FLAG_PEER))
 		return ISA_OK;
 	isa_status st = v_peer(v, in);
@@ -514,6 +524,46 @@ static isa_status rule_dma_copy(vctx *v, const isa_instr *in)
 		return v_fail(v, ISA_E_BAD_SPACE, "peer",
 			      "dma_copy peer: descriptor '%s' must be a direct transfer into SBUF", d->name);
 	return ISA_OK;
+}
+
+/* ------------------------------------------------------------ registers */
+
+/* one 32-bit integer in SBUF: what a sequencer register reads or writes */
+static isa_status v_reg_word(vctx *v, const isa_ap *ap, const char *field)
+{
+	isa_status st = v_check_ap(v, ap, field, SP_SBUF);
+	if (st)
+		return st;
+	if (ap->dtype != ISA_DT_int32 && ap->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, field, "a register holds an int32 or uint32, not %s",
+			      isa_dtype_name(ap->dtype));
+	if (ap->nparts != 1 || isa_ap_free_elems(ap) != 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, field, "one element ([1, 1]), got %u x %llu", ap->nparts,
+			      (unsigned long long)isa_ap_free_elems(ap));
+	return ISA_OK;
+}
+
+static isa_status rule_reg_load(vctx *v, const isa_instr *in)
+{
+	return v_reg_word(v, &in->ap[ISA_AP_SRC], "src");
+}
+
+static isa_status rule_reg_store(vctx *v, const isa_instr *in)
+{
+	return v_reg_word(v, &in->ap[ISA_AP_DST], "dst");
+}
+
+/* integer arithmetic, comparisons and bit operations; no float-only ones */
+static isa_status rule_reg_alu(vctx *v, const isa_instr *in)
+{
+	if (in->e[0] == ISA_ALU_divide || in->e[0] == ISA_ALU_pow)
+		return v_fail(v, ISA_E_BAD_OPERATOR, "op", "reg_alu: '%s' is not a sequencer operation",
+			      isa_alu_name(in->e[0]));
+	if (in->u[2] != 64 && in->imm[0].bits)
+		return v_fail(v, ISA_E_BAD_VALUE, "imm", "reg_alu: b= or imm=, not both");
+	if (in->u[2] == 64 && in->imm[0].kind != ISA_IMM_I32)
+		return v_fail(v, ISA_E_BAD_VALUE, "imm", "reg_alu: an integer immediate");
+	return v_alu(v, in->e[0], ISA_AU_TS, "op", true);
 }
 
 /* memset (one operand), barrier, nop and end have no relation between operands left to check. */
@@ -551,6 +601,9 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_sem_wait]                = rule_sem_wait,
 	[ISA_OP_sem_signal]              = rule_sem_signal,
 	[ISA_OP_barrier]                 = rule_no_operands,
+	[ISA_OP_reg_load]                = rule_reg_load,
+	[ISA_OP_reg_alu]                 = rule_reg_alu,
+	[ISA_OP_reg_store]               = rule_reg_store,
 	[ISA_OP_nop]                     = rule_no_operands,
 	[ISA_OP_end]                     = rule_no_operands,
 };

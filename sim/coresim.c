@@ -213,11 +213,43 @@ static uint64_t dma_slice_end(sim *s, uint64_t start, const dm_dma_shape *sh, ui
 	return end;
 }
 
+/* A dma_copy with dyn=REG,STRIDE,SIDE: the descriptor with that HBM side's
+ * offset moved by the issuing engine's register times the stride (bounds
+ * are the functional side's: dm_exec_dma faults outside the tensor).  In
+ * timing-only mode registers hold no loaded values: the offset stays. */
+static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_desc *out)
+{
+	int64_t delta = (int64_t)s->r->core->reg[engine][in->ivec[0]] * in->ivec[1];
+	isa_ap *side = in->ivec[2] ? &out->src : &out->dst;
+	if (delta < 0 && (uint64_t)-delta > side->offset)
+		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
+				    "descriptor '%s': dyn offset %lld bytes before the start of tensor '%s'",
+				    out->name, (long long)delta, s->r->prog->tensors[side->tensor].name);
+	side->offset = (uint64_t)((int64_t)side->offset + delta);
+	int64_t lo, hi;
+	uint64_t have = isa_tensor_bytes(&s->r->prog->tensors[side->tensor]);
+	if (!isa_ap_byte_range(side, &lo, &hi) || lo < 0 || (uint64_t)hi > have)
+		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
+				    "descriptor '%s': dyn offset %lld bytes (register %d = %d) reaches past the "
+				    "%llu bytes of tensor '%s'", out->name, (long long)delta, in->ivec[0],
+				    s->r->core->reg[engine][in->ivec[0]], (unsigned long long)have,
+				    s->r->prog->tensors[side->tensor].name);
+	return DM_OK;
+}
+
 static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t t)
 {
 	const isa_program *p = s->r->prog;
 	const isa_dma_desc *d = &p->dma[in->u[0]];
 	nsim_exec_stats *st = &s->r->stats;
+	isa_dma_desc moved;
+	if (in->nivec) {
+		moved = *d;
+		dm_fault_kind fk = dyn_desc(s, engine, in, &moved);
+		if (fk)
+			return fk;
+		d = &moved;
+	}
 
 	bool peer = in->flags & ISA_FLAG_PEER;
 	if (peer && !s->peer)
@@ -521,6 +553,23 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			e->state = ENG_DONE;
 			e->done_at = umax(e->done_at, t);
 			return DM_OK;
+		case ISA_OP_reg_load:
+		case ISA_OP_reg_alu:
+		case ISA_OP_reg_store: {
+			/* the sequencer's own work: a cycle, no engine pipeline */
+			if (s->compute) {
+				dm_fault_kind fk = dm_exec(s->r->core, &s->r->bind, k, e->pc, in, &s->r->fault);
+				if (fk)
+					return fk;
+			}
+			if (in->opcode != ISA_OP_reg_alu)
+				count_onchip(st, &in->ap[in->opcode == ISA_OP_reg_load ? ISA_AP_SRC : ISA_AP_DST], 4,
+					     in->opcode == ISA_OP_reg_store);
+			e->issue_at = t + cyc(s, k, 1);
+			e->done_at = umax(e->done_at, e->issue_at);
+			report_instr(s, k, in, t, e->issue_at, 0, 0);
+			break;
+		}
 		case ISA_OP_nop:
 			/* a deliberate delay keeps the engine occupied: counted busy,
 			 * so a track's slices add up to the engine's busy time */

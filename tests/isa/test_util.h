@@ -32,7 +32,8 @@ inline std::vector<std::string> example_files()
 				       "masked_select.nsasm", "causal_mask.nsasm",
 				       "embedding_gather.nsasm", "pipeline_fp8.nsasm",
 				       "dropout_rng.nsasm", "selective_scan.nsasm",
-				       "layer_stats.nsasm", "softmax_v4.nsasm", "row_gather.nsasm" };
+				       "layer_stats.nsasm", "softmax_v4.nsasm", "row_gather.nsasm",
+				       "dynamic_row.nsasm" };
 	std::vector<std::string> v;
 	for (const char *n : names)
 		v.push_back(std::string(NSIM_EXAMPLES_DIR) + "/" + n);
