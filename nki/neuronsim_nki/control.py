@@ -15,11 +15,13 @@ def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
     """nl.fori_loop(lower, upper, body_fun, step=1): body_fun(i) for i in
     range(lower, upper, step).  With bounds known while tracing (Python
     ints) the body is traced once per iteration, the instructions the device
-    loop runs; bounds held in registers (nisa.register_load) are not
-    supported yet and are refused by name."""
+    loop runs; bounds computed at run time (nisa.scalar_load,
+    nisa.register_load) are refused by name."""
     for what, v in (("lower", lower), ("upper", upper)):
         if isinstance(v, bool) or not isinstance(v, int):
-            fail(f"nl.fori_loop {what}={v!r}: only bounds known while tracing (ints) are supported")
+            fail(f"nl.fori_loop {what}={v!r}: only bounds known while tracing (ints) are supported; a bound "
+                 "computed at run time (an NkiScalar, a loaded register) needs run-time branches, which the "
+                 "simulator's ISA does not have")
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         fail(f"nl.fori_loop step={step!r}: a positive int")
     for i in range(lower, upper, step):

@@ -552,3 +552,6 @@ def __getattr__(name):
 
 # LNC=2 (NeuronCore-v3+): the two cores of a logical core (lnc.py)
 from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401
+
+# run-time integers in sequencer registers (scalar.py)
+from .scalar import NkiScalar, scalar_load, scalar_store  # noqa: E402,F401

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from . import language as nl
 from . import tracer
+from .scalar import ENGINE as SCALAR_ENGINE, dyn_operands
 from .tensor import Mask, Tensor, isa_dtype, new_tile
 from .tracer import fail
 
@@ -23,6 +24,17 @@ def _dma(dst, src, engine="sync", mode="direct"):
     dst_ap, src_ap = dst.ap(), src.ap()
     t.dmas.append((dst_ap, src_ap, mode))
     src_region, dst_region = src.region(), dst.region()
+    dyn = dyn_operands(dst, src)
+    if dyn is not None:
+        # an offset computed on the device: the DMA starts from the engine
+        # holding the scalar and may touch any of its tensor
+        if mode != "direct":
+            fail("scalar_offset on a transposing or indirect DMA is not supported by the simulator yet")
+        text, reg, whole = dyn
+        reads, writes = [reg] + ([whole] if getattr(src, "dyn", None) is not None else [src_region]), \
+            [whole] if getattr(dst, "dyn", None) is not None else [dst_region]
+        t.emit(SCALAR_ENGINE, f"dma_copy desc=d{idx} {text}", reads=reads, writes=writes, dma=idx)
+        return
     ins = t.emit(engine, f"dma_copy desc=d{idx}", reads=[src_region], writes=[dst_region], dma=idx)
     if mode == "direct" and dst.space == "sbuf" and src.space == "hbm" and dst.dtype == src.dtype and \
             not t.recording:
@@ -61,9 +73,11 @@ def load(src, dtype=None, mask=None, **kw):
         return tile
     src2 = src if len(src.shape) > 1 else Tensor("hbm", src.dtype, (src.shape[0], 1), (src.strides[0], 1),
                                                  src.offset, src.name)
+    src2.dyn = getattr(src, "dyn", None)
     _dma(tile[0:rows] if rows != shape[0] else tile, src2[0:rows] if rows != src2.shape[0] else src2)
-    tile.loaded_by = tracer.current().instrs[-1] if rows == shape[0] else None
-    tile.loaded_from = src2 if rows == shape[0] else None
+    pristine = rows == shape[0] and getattr(src2, "dyn", None) is None
+    tile.loaded_by = tracer.current().instrs[-1] if pristine else None
+    tile.loaded_from = src2 if pristine else None
     if dtype is not None and isa_dtype(dtype) != src.dtype:
         return nl.copy(tile, dtype=dtype)
     return tile

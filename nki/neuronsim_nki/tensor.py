@@ -338,6 +338,11 @@ class Tensor:
         return [(g, st, inside) if t[0] == first else t for t in terms]
 
     def __getitem__(self, key):
+        if getattr(self, "dyn", None) is not None:
+            fail("a view with a run-time scalar_offset is used whole (index the tensor before .ap(...))")
+        from .scalar import NkiScalar
+        if any(isinstance(k, NkiScalar) for k in (key if isinstance(key, tuple) else (key,))):
+            fail("an NkiScalar indexes a tensor only at run time: pass it as .ap(pattern, scalar_offset=...)")
         self.materialize()
         if any(isinstance(k, GridExpr) for k in (key if isinstance(key, tuple) else (key,))):
             return self._grid_view(key)
@@ -431,6 +436,16 @@ class Tensor:
             so, dim = kw.pop("scalar_offset"), kw.pop("indirect_dim", 0)
             if self.space != "hbm":
                 fail("tensor.ap(scalar_offset=...): on HBM tensors")
+            from .scalar import NkiScalar
+            if isinstance(so, NkiScalar):
+                # computed on the device: the DMA moves by it at run time
+                if not 0 <= int(dim) < len(self.shape):
+                    fail(f"tensor.ap: indirect_dim {dim} of a {len(self.shape)}-D tensor")
+                if kw:
+                    fail(f"tensor.ap: {', '.join(sorted(kw))} is not supported by the simulator yet")
+                view = self._explicit_ap(pattern, offset, dtype, {})
+                view.dyn = (so, self.strides[int(dim)])
+                return view
             v = getattr(so, "value", so)
             if isinstance(v, bool) or not isinstance(v, int):
                 fail(f"tensor.ap(scalar_offset={so!r}): only offsets known while tracing (an int, a register "
