@@ -25,26 +25,36 @@ NO_DATA_EFFECT(nop)
 NO_DATA_EFFECT(end)
 NO_DATA_EFFECT(dma_copy)
 
+/* the one int32 an operand names, for a register to read or write */
+static dm_fault_kind reg_word(dm_core *c, const dm_binding *b, int engine, int64_t index,
+			      const isa_instr *in, int slot, dm_fault *f, uint8_t **word)
+{
+	dm_view v;
+	dm_fault_kind k = dm_view_of(c, b, &in->ap[slot], slot == ISA_AP_DST, &v, engine, index,
+				     slot == ISA_AP_DST ? "dst" : "src", f);
+	if (!k)
+		*word = dm_view_elem(&v, 0, 0);
+	return k;
+}
+
 dm_fault_kind dm_op_reg_load(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			     const isa_instr *in, dm_fault *f)
 {
-	dm_view v;
-	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, &v, engine, index, "src", f);
-	if (k)
-		return k;
-	memcpy(&c->reg[engine][in->u[0]], dm_view_elem(&v, 0, 0), 4);
-	return DM_OK;
+	uint8_t *w;
+	dm_fault_kind k = reg_word(c, b, engine, index, in, ISA_AP_SRC, f, &w);
+	if (!k)
+		memcpy(&c->reg[engine][in->u[0]], w, 4);
+	return k;
 }
 
 dm_fault_kind dm_op_reg_store(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			      const isa_instr *in, dm_fault *f)
 {
-	dm_view v;
-	dm_fault_kind k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &v, engine, index, "dst", f);
-	if (k)
-		return k;
-	memcpy(dm_view_elem(&v, 0, 0), &c->reg[engine][in->u[0]], 4);
-	return DM_OK;
+	uint8_t *w;
+	dm_fault_kind k = reg_word(c, b, engine, index, in, ISA_AP_DST, f, &w);
+	if (!k)
+		memcpy(w, &c->reg[engine][in->u[0]], 4);
+	return k;
 }
 
 /* 32-bit two's complement: the result wraps as the sequencer's ALU does */

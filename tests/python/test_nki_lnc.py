@@ -162,29 +162,6 @@ def test_a_sendrecv_only_one_core_makes_is_refused_before_it_deadlocks():
         lopsided[2](np.ones((128, 4), np.float32))
 
 
-def test_lnc2_runs_are_deterministic_and_traced_per_core(tmp_path):
-    @nki.jit
-    def swap(a):
-        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-        me = nl.program_id(0)
-        rows = slice(me * 128, (me + 1) * 128)
-        got = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.sendrecv(src=nl.load(a[rows, :]), dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
-        nl.store(out[rows, :], value=got)
-        return out
-    a = np.arange(256 * 16, dtype=np.float32).reshape(256, 16)
-    o1, r1 = nki.simulate(swap[2], a, trace=tmp_path / "lnc.pftrace")
-    o2, r2 = nki.simulate(swap[2], a)
-    np.testing.assert_array_equal(o1, o2)
-    assert [c["total_ps"] for c in r1.cores] == [c["total_ps"] for c in r2.cores]
-    assert (tmp_path / "lnc.pftrace").stat().st_size > 0
-
-
-CLI_KERNELS = '''
-import numpy as np
-import nki, nki.language as nl, nki.isa as nisa, nki.collectives as ncc
-from nki.collectives import ReplicaGroup
-
 @nki.jit
 def swap(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -195,6 +172,22 @@ def swap(a):
     nl.store(out[rows, :], value=got)
     return out
 
+def test_lnc2_runs_are_deterministic_and_traced_per_core(tmp_path):
+    a = np.arange(256 * 16, dtype=np.float32).reshape(256, 16)
+    o1, r1 = nki.simulate(swap[2], a, trace=tmp_path / "lnc.pftrace")
+    o2, r2 = nki.simulate(swap[2], a)
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(o1, np.vstack([a[128:], a[:128]]))
+    assert [c["total_ps"] for c in r1.cores] == [c["total_ps"] for c in r2.cores]
+    assert (tmp_path / "lnc.pftrace").stat().st_size > 0
+
+
+CLI_KERNELS = '''
+import numpy as np
+import nki, nki.language as nl, nki.isa as nisa, nki.collectives as ncc
+from nki.collectives import ReplicaGroup
+
+SWAP_SOURCE
 @nki.jit
 def allsum(x, replica_group):
     src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
@@ -215,9 +208,10 @@ print("lnc ok")
 
 
 def test_neuronsim_nki_run_takes_lnc2_and_collective_kernels(tmp_path, neuronsim):
+    import inspect
     import subprocess
     script = tmp_path / "k.py"
-    script.write_text(CLI_KERNELS)
+    script.write_text(CLI_KERNELS.replace("SWAP_SOURCE", inspect.getsource(swap.func)))
     r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "lnc ok" in r.stdout

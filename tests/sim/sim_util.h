@@ -112,11 +112,14 @@ protected:
 };
 
 // The same program on cores 0..n-1 at once (nsim_execute_multi), each with
-// its own input "a" and output "b" of `bytes` bytes.
+// its own input "a" and output "b" of `bytes` bytes; with fill_a, core c's
+// "a" holds fill_a(c) in every fp32 word (else it is left as allocated) and
+// "b" starts zeroed.  Runs 2j and 2j+1 are paired cores.
 struct MultiRun {
 	nsim_status status = NSIM_FAILURE;
 	std::string error;
 	std::vector<nsim_exec_stats> stats;
+	std::vector<std::vector<float>> out;     // each core's "b" (with fill_a)
 	uint64_t dma_bytes() const
 	{
 		uint64_t b = 0;
@@ -133,7 +136,8 @@ struct MultiRun {
 	}
 };
 
-inline MultiRun run_on_cores(const std::vector<uint8_t> &bin, int n, uint64_t bytes)
+inline MultiRun run_on_cores(const std::vector<uint8_t> &bin, int n, uint64_t bytes,
+			     float (*fill_a)(int core) = nullptr)
 {
 	MultiRun r;
 	std::vector<nsim_model *> models(n, nullptr);
@@ -144,6 +148,11 @@ inline MultiRun run_on_cores(const std::vector<uint8_t> &bin, int n, uint64_t by
 		nsim_tensor *a = nullptr, *b = nullptr;
 		nsim_tensor_allocate(c, bytes, "a", &a);
 		nsim_tensor_allocate(c, bytes, "b", &b);
+		if (fill_a) {
+			std::vector<float> v(bytes / 4, fill_a(c));
+			nsim_tensor_write(a, v.data(), 0, bytes);
+			nsim_tensor_memset(b, 0, 0, bytes);
+		}
 		ts.push_back(a);
 		ts.push_back(b);
 		nsim_tensor_set_create(&ins[c]);
@@ -151,13 +160,18 @@ inline MultiRun run_on_cores(const std::vector<uint8_t> &bin, int n, uint64_t by
 		nsim_tensor_set_add(ins[c], "a", a);
 		nsim_tensor_set_add(outs[c], "b", b);
 	}
-	r.status = nsim_execute_multi(models.data(), ins.data(), outs.data(), n);
+	nsim_exec_options opt{ "cores", 0, 0 };
+	r.status = nsim_execute_multi_ex(models.data(), ins.data(), outs.data(), n, &opt);
 	if (r.status)
 		r.error = nsim_last_error();
 	for (int c = 0; c < n; c++) {
 		nsim_exec_stats st{};
 		nsim_model_stats(models[c], &st);
 		r.stats.push_back(st);
+		if (fill_a) {
+			r.out.emplace_back(bytes / 4);
+			nsim_tensor_read(ts[2 * c + 1], r.out.back().data(), 0, bytes);
+		}
 		nsim_unload(models[c]);
 		nsim_tensor_set_free(ins[c]);
 		nsim_tensor_set_free(outs[c]);

@@ -35,54 +35,15 @@ const char *kSwap = R"(
     end
 )";
 
-struct PairRun {
-	nsim_status status = NSIM_FAILURE;
-	std::string error;
-	nsim_exec_stats stats[2]{};
-	std::vector<float> out[2];
-};
-
-// the program on cores 0 and 1 as one pair, core c's `a` filled with c + 1
-PairRun run_pair(const std::string &text, int n = 2)
+float core_plus_one(int c)
 {
-	PairRun r;
-	std::vector<uint8_t> bin = to_binary(text);
-	std::vector<nsim_model *> models(n, nullptr);
-	std::vector<nsim_tensor_set *> ins(n, nullptr), outs(n, nullptr);
-	std::vector<nsim_tensor *> ts;
-	const uint64_t bytes = 128 * 64 * 4;
-	for (int c = 0; c < n; c++) {
-		EXPECT_EQ(nsim_load(bin.data(), bin.size(), c, &models[c]), NSIM_SUCCESS) << nsim_last_error();
-		nsim_tensor *a = nullptr, *b = nullptr;
-		nsim_tensor_allocate(c, bytes, "a", &a);
-		nsim_tensor_allocate(c, bytes, "b", &b);
-		std::vector<float> v(128 * 64, (float)(c + 1));
-		nsim_tensor_write(a, v.data(), 0, bytes);
-		nsim_tensor_memset(b, 0, 0, bytes);
-		ts.push_back(a);
-		ts.push_back(b);
-		nsim_tensor_set_create(&ins[c]);
-		nsim_tensor_set_create(&outs[c]);
-		nsim_tensor_set_add(ins[c], "a", a);
-		nsim_tensor_set_add(outs[c], "b", b);
-	}
-	nsim_exec_options opt{ "pair", 0, 0 };
-	r.status = nsim_execute_multi_ex(models.data(), ins.data(), outs.data(), n, &opt);
-	if (r.status)
-		r.error = nsim_last_error();
-	for (int c = 0; c < n; c++) {
-		if (c < 2) {
-			nsim_model_stats(models[c], &r.stats[c]);
-			r.out[c].resize(128 * 64);
-			nsim_tensor_read(ts[2 * c + 1], r.out[c].data(), 0, bytes);
-		}
-		nsim_unload(models[c]);
-		nsim_tensor_set_free(ins[c]);
-		nsim_tensor_set_free(outs[c]);
-	}
-	for (nsim_tensor *t : ts)
-		nsim_tensor_free(t);
-	return r;
+	return (float)(c + 1);
+}
+
+// the program on cores 0..n-1 (0 and 1 a pair), core c's `a` filled with c + 1
+MultiRun run_pair(const std::string &text, int n = 2)
+{
+	return run_on_cores(to_binary(text), n, 128 * 64 * 4, core_plus_one);
 }
 
 class Lnc : public RuntimeTest {};
@@ -90,7 +51,7 @@ class Lnc : public RuntimeTest {};
 TEST_F(Lnc, PeerDmaWritesThePairedCoresSbuf)
 {
 	start("trn2");
-	PairRun r = run_pair(kSwap);
+	MultiRun r = run_pair(kSwap);
 	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
 	for (int c = 0; c < 2; c++)
 		for (float x : r.out[c])
@@ -104,7 +65,7 @@ TEST_F(Lnc, PeerSemaphoreUpdatesTakeTheDmaFabricsLatency)
 	start("trn2");
 	nsim_chip_info ci{};
 	ASSERT_EQ(nsim_chip_info_get("trn2", &ci), NSIM_SUCCESS);
-	PairRun r = run_pair(kSwap);
+	MultiRun r = run_pair(kSwap);
 	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
 	uint64_t peer = ci.peer_signal_ps;
 	// the DMA issue latency (~1300 ns, HARDWARE.md "DMA") plus a descriptor
@@ -124,7 +85,7 @@ TEST_F(Lnc, PeerOperationsWithoutAPairedCoreFault)
 	EXPECT_EQ(r.status, NSIM_EXEC_ERR);
 	EXPECT_NE(r.error.find("no paired core"), std::string::npos) << r.error;
 	// an odd run out of three has no partner either
-	PairRun t = run_pair(kSwap, 3);
+	MultiRun t = run_pair(kSwap, 3);
 	EXPECT_EQ(t.status, NSIM_EXEC_ERR);
 }
 
@@ -153,7 +114,7 @@ TEST_F(Lnc, PeerDmaOnlyIntoSbuf)
 TEST_F(Lnc, PairedRunsAreDeterministic)
 {
 	start("trn2");
-	PairRun a = run_pair(kSwap), b = run_pair(kSwap);
+	MultiRun a = run_pair(kSwap), b = run_pair(kSwap);
 	ASSERT_EQ(a.status, NSIM_SUCCESS) << a.error;
 	EXPECT_EQ(a.stats[0].total_ps, b.stats[0].total_ps);
 	EXPECT_EQ(a.stats[1].total_ps, b.stats[1].total_ps);
@@ -184,7 +145,7 @@ TEST_F(Lnc, RemoteSemaphoreUpdatesReachTheNamedRank)
     sem_wait sem=0 cond=is_ge value=2
     end
 )";
-	PairRun r = run_pair(meet, 3);
+	MultiRun r = run_pair(meet, 3);
 	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
 	for (int c = 0; c < 2; c++)
 		for (float x : r.out[c])
@@ -195,7 +156,7 @@ TEST_F(Lnc, RemoteSemaphoreUpdatesReachTheNamedRank)
 	// a rank outside the execution is a fault, not a hang
 	std::string lost = meet;
 	lost.replace(lost.find("rank=2"), 6, "rank=5");
-	PairRun f = run_pair(lost, 3);
+	MultiRun f = run_pair(lost, 3);
 	EXPECT_EQ(f.status, NSIM_EXEC_ERR);
 	EXPECT_NE(f.error.find("rank 5"), std::string::npos) << f.error;
 }
