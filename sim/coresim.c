@@ -67,8 +67,7 @@ typedef struct sim {
 	const dm_chip *chip;
 	nsim_sched    *q;               /* shared by every core of a run */
 	uint32_t       idx;             /* this core's index in the run */
-	struct sim    *peer;            /* the paired core (runs 2j, 2j+1), or NULL */
-	struct sim    *all;             /* every core of the run (remote semaphore updates) */
+	struct sim    *all;             /* every core of the run: runs 2j, 2j+1 are paired */
 	uint32_t       nall;
 	uint64_t       end;             /* last event time of this core */
 	eng            e[ISA_NUM_ENGINES];
@@ -106,12 +105,18 @@ static bool push(sim *s, uint64_t t, uint32_t kind, uint32_t a, uint64_t b)
 	return false;
 }
 
+/* the paired core (LNC=2: runs 2j and 2j+1), or NULL */
+static sim *peer_of(sim *s)
+{
+	return (s->idx ^ 1u) < s->nall ? &s->all[s->idx ^ 1u] : NULL;
+}
+
 /* a semaphore update on another core: the paired one (nki.isa core_barrier,
  * sendrecv) or a collective's rank (nki.collectives) */
 static bool push_remote_sem(sim *s, int engine, const isa_instr *in, uint64_t t)
 {
 	bool peer = in->flags & ISA_FLAG_PEER;
-	sim *p = peer ? s->peer : in->u[2] < s->nall ? &s->all[in->u[2]] : NULL;
+	sim *p = peer ? peer_of(s) : in->u[2] < s->nall ? &s->all[in->u[2]] : NULL;
 	if (!p || in->u[0] >= p->r->prog->num_semaphores) {
 		if (!p && peer)
 			s->fault = dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
@@ -214,26 +219,21 @@ static uint64_t dma_slice_end(sim *s, uint64_t start, const dm_dma_shape *sh, ui
 }
 
 /* A dma_copy with dyn=REG,STRIDE,SIDE: the descriptor with that HBM side's
- * offset moved by the issuing engine's register times the stride (bounds
- * are the functional side's: dm_exec_dma faults outside the tensor).  In
+ * offset moved by the issuing engine's register times the stride; outside
+ * its tensor it faults (the tensor's neighbours in HBM stay untouched).  In
  * timing-only mode registers hold no loaded values: the offset stays. */
 static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_desc *out)
 {
-	int64_t delta = (int64_t)s->r->core->reg[engine][in->ivec[0]] * in->ivec[1];
+	int32_t reg = s->r->core->reg[engine][in->ivec[0]];
 	isa_ap *side = in->ivec[2] ? &out->src : &out->dst;
-	if (delta < 0 && (uint64_t)-delta > side->offset)
-		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
-				    "descriptor '%s': dyn offset %lld bytes before the start of tensor '%s'",
-				    out->name, (long long)delta, s->r->prog->tensors[side->tensor].name);
-	side->offset = (uint64_t)((int64_t)side->offset + delta);
-	int64_t lo, hi;
+	int64_t off = (int64_t)side->offset + (int64_t)reg * in->ivec[1], lo, hi;
 	uint64_t have = isa_tensor_bytes(&s->r->prog->tensors[side->tensor]);
-	if (!isa_ap_byte_range(side, &lo, &hi) || lo < 0 || (uint64_t)hi > have)
+	side->offset = off < 0 ? 0 : (uint64_t)off;
+	if (off < 0 || !isa_ap_byte_range(side, &lo, &hi) || lo < 0 || (uint64_t)hi > have)
 		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
-				    "descriptor '%s': dyn offset %lld bytes (register %d = %d) reaches past the "
-				    "%llu bytes of tensor '%s'", out->name, (long long)delta, in->ivec[0],
-				    s->r->core->reg[engine][in->ivec[0]], (unsigned long long)have,
-				    s->r->prog->tensors[side->tensor].name);
+				    "descriptor '%s': dyn offset (register %d = %d, times %d bytes) reaches past the "
+				    "edges of tensor '%s' (%llu bytes)", out->name, in->ivec[0], reg, in->ivec[1],
+				    s->r->prog->tensors[side->tensor].name, (unsigned long long)have);
 	return DM_OK;
 }
 
@@ -251,13 +251,13 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		d = &moved;
 	}
 
-	bool peer = in->flags & ISA_FLAG_PEER;
-	if (peer && !s->peer)
+	sim *peer = in->flags & ISA_FLAG_PEER ? peer_of(s) : NULL;
+	if ((in->flags & ISA_FLAG_PEER) && !peer)
 		return dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
 				    "descriptor '%s' writes the paired core's SBUF, but this execution has no "
 				    "paired core (peer operations need the two cores of an LNC=2 pair)", d->name);
 	if (s->compute) {
-		dm_fault_kind k = dm_exec_dma_to(s->r->core, peer ? s->peer->r->core : s->r->core, &s->r->bind,
+		dm_fault_kind k = dm_exec_dma_to(s->r->core, peer ? peer->r->core : s->r->core, &s->r->bind,
 						 engine, s->e[engine].pc, d, &s->r->fault);
 		if (k)
 			return k;
@@ -722,7 +722,6 @@ dm_fault_kind nsim_cores_run(nsim_run **runs, int n)
 	q.now = t0;
 	for (int i = 0; i < n; i++) {
 		sim_start(&sims[i], runs[i], &q, (uint32_t)i);
-		sims[i].peer = (i ^ 1) < n ? &sims[i ^ 1] : NULL;
 		sims[i].all = sims;
 		sims[i].nall = (uint32_t)n;
 	}

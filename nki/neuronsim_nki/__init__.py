@@ -128,6 +128,13 @@ class KernelResult:
 HISTORY_LIMIT = 1024        # simulated runs Kernel.history keeps (each holds its program text)
 
 
+def _values(outputs, outs, multi, suffix=""):
+    """The kernel's results as NumPy arrays (a tuple when it returned
+    several): buffer o.name + suffix of the run's outputs for each output."""
+    values = [outputs[o.name + suffix].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
+    return tuple(values) if multi else values[0]
+
+
 class Kernel:
     # (name, target, KernelResult) of the latest simulated runs, oldest let go
     # past HISTORY_LIMIT so a long session stays bounded; runs counts them all
@@ -304,9 +311,7 @@ class Kernel:
         races = find_races(program) if check_races else None
         res = neuronsim.run(program, self._device_inputs(ins), {o.name: (o.shape, o.dtype) for o in outs},
                             target=self.target, label=self.func.__name__, trace=trace, standalone=True)
-        result = self._result([res.stats], program, trace, races)
-        values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
-        return (tuple(values) if multi else values[0]), result
+        return _values(res.outputs, outs, multi), self._result([res.stats], program, trace, races)
 
     def _simulate_pair(self, args, kwargs, trace, check_races):
         """An LNC=2 launch: each core's program traced on its own, both run
@@ -338,8 +343,7 @@ class Kernel:
                                   target=self.target, label=self.func.__name__, trace=trace, standalone=True)
         result = self._result(res.cores, p0, trace, races)
         result.programs = [p0, p1]
-        values = [res.outputs[o.name].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs0]
-        return (tuple(values) if multi else values[0]), result
+        return _values(res.outputs, outs0, multi), result
 
     def __call__(self, *args, **kwargs):
         if tracer._current is not None:            # a kernel called from a kernel: inline

@@ -28,7 +28,7 @@ import math
 
 from . import tracer
 from .control import VirtualRegister
-from .lnc import PEER_SEM0, MAX_PIPES
+from .lnc import MAX_PIPES, PEER_SEM0, sync_point
 from .tensor import Tensor, hbm_tensor
 from .tracer import NKIError, fail
 
@@ -77,11 +77,9 @@ def simulate_ranks(kernel, ranks, *args, trace=None, **kwargs):
     """Runs `kernel` on `ranks` ranks, rank r on core r of the chip.
     Returns ([rank 0's outputs, rank 1's, ...], KernelResult) -- the result's
     .cores and .programs hold each rank's stats and program."""
-    import numpy as np
-
     import neuronsim
 
-    from . import Kernel
+    from . import Kernel, _values
     k0 = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
     if not isinstance(ranks, int) or ranks < 1:
         raise NKIError(f"simulate_ranks: ranks is a positive int, got {ranks!r}")
@@ -121,16 +119,7 @@ def simulate_ranks(kernel, ranks, *args, trace=None, **kwargs):
                               label=k0.func.__name__, trace=trace, standalone=True)
     result = k0._result(res.cores, traced[0][1], trace, None)
     result.programs = [p for _, p, *_ in traced]
-    values = []
-    for r, (t, program, ins, outs, multi) in enumerate(traced):
-        v = [res.outputs[f"{o.name}@{r}"].astype(np.dtype(_np_dtype(o.dtype)), copy=False) for o in outs]
-        values.append(tuple(v) if multi else v[0])
-    return values, result
-
-
-def _np_dtype(dt):
-    from . import ISA_TO_NP
-    return ISA_TO_NP[dt]
+    return [_values(res.outputs, outs, multi, f"@{r}") for r, (_, _, _, outs, multi) in enumerate(traced)], result
 
 
 # ------------------------------------------------------------ the calls
@@ -199,47 +188,26 @@ def _stage(t, what, group, srcs):
         moves.append(t.instrs[-1])
         stages.append(st.reshape((len(group), rows, cols)))
     regions = [st.region() for st in stages]
-    sig = None
     for r in group:
         if r != t.cc_rank:
-            sig = _cc_op(t, f"sem_signal sem={CC_SEM} op=add value=1 remote rank={r}", reads=regions, after=moves)
+            sync_point(t, "sync", f"sem_signal sem={CC_SEM} op=add value=1 remote rank={r}", reads=regions,
+                       after=moves)
     t.cc_expected += len(group) - 1
     if len(group) > 1:
-        _cc_op(t, f"sem_wait sem={CC_SEM} cond=is_ge value={t.cc_expected}", writes=regions,
-               after=(sig,) if sig is not None else ())
+        sync_point(t, "sync", f"sem_wait sem={CC_SEM} cond=is_ge value={t.cc_expected}", writes=regions)
     t.min_semaphores = max(t.min_semaphores, CC_SEM + 1)
     return stages
 
 
-def _cc_op(t, text, reads=(), writes=(), after=()):
-    """A synchronization instruction of the collectives, in program order
-    behind the one before it (every rank meets them in the same order)."""
-    ins = t.emit("sync", text, reads=reads, writes=writes)
-    if not t.recording:
-        if t.last_peer is not None:
-            ins.deps.add(t.last_peer)
-        ins.deps.update(a for a in after if a is not None)
-    t.last_peer = ins
-    return ins
-
-
-def _block(stage, j, r0, r1, c0, c1):
-    """Rows [r0, r1), columns [c0, c1) of slot j of a staging buffer."""
-    return stage[j, r0:r1, c0:c1]
-
-
-_OPS = {"add": "add", "minimum": "minimum", "maximum": "maximum"}
-
-
 def _reduce_op(op, what):
     name = getattr(op, "__name__", op)
-    if name not in _OPS:
+    if name not in ("add", "minimum", "maximum"):
         fail(f"nki.collectives.{what}: op is nl.add, nl.minimum or nl.maximum, got {op!r}")
     from . import language as nl
     return getattr(nl, name)
 
 
-def _reduce_into(dst, stage, rows, cols, row0, op):
+def _reduce_into(dst, stage, cols, row0, op):
     """dst[:, :] = op over the slots of rows [row0, row0 + dst rows), in slot
     order, a tile of 128 rows x COLS columns at a time."""
     from . import isa as nisa
@@ -250,9 +218,9 @@ def _reduce_into(dst, stage, rows, cols, row0, op):
         r1 = min(r0 + 128, d2.shape[0])
         for c0 in range(0, cols, COLS):
             c1 = min(c0 + COLS, cols)
-            acc = nl.load(_block(stage, 0, row0 + r0, row0 + r1, c0, c1))
+            acc = nl.load(stage[0, row0 + r0:row0 + r1, c0:c1])
             for j in range(1, n):
-                acc = op(acc, nl.load(_block(stage, j, row0 + r0, row0 + r1, c0, c1)))
+                acc = op(acc, nl.load(stage[j, row0 + r0:row0 + r1, c0:c1]))
             if d2.space == "hbm":
                 nl.store(d2[r0:r1, c0:c1], value=acc)
             else:
@@ -280,7 +248,7 @@ def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
         if tuple(s.shape) != tuple(d.shape) or s.dtype != d.dtype:
             fail(f"nki.collectives.all_reduce: src {list(s.shape)} {s.dtype} and dst {list(d.shape)} {d.dtype} differ")
     for stage, d in zip(_stage(t, "all_reduce", group, srcs), dsts):
-        _reduce_into(d, stage, stage.shape[1], stage.shape[2], 0, f)
+        _reduce_into(d, stage, stage.shape[2], 0, f)
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None, name=None):
@@ -299,7 +267,7 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim, op, priority=None,
                  f"dst is {list(d.shape)}")
     for stage, d in zip(_stage(t, "reduce_scatter", group, srcs), dsts):
         chunk = stage.shape[1] // n
-        _reduce_into(d, stage, chunk, stage.shape[2], me * chunk, f)
+        _reduce_into(d, stage, stage.shape[2], me * chunk, f)
 
 
 def all_gather(srcs, dsts, replica_group, collective_dim, priority=None, name=None):

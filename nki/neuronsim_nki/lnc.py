@@ -12,6 +12,8 @@ callsite using bracket syntax: kernel[lnc](args)"), nki/api/nki/isa/__init__.py
 with its own program_id. Input arrays use shared_hbm buffers")."""
 from __future__ import annotations
 
+import math
+
 from neuronsim import ENGINES, target_info
 
 from . import tracer
@@ -46,10 +48,7 @@ def core_of(grid):
             fail(f"nl.nc({c}): a logical core has at most 2 physical cores (LNC=2)")
         if c == 2:
             return lambda idx, a=axis: idx[a] % 2
-    total = 1
-    for g in grid:
-        total *= int(g)
-    if total == 2:
+    if math.prod(int(g) for g in grid) == 2:
         return lambda idx: sum(idx)          # the one axis of size 2
     return None
 
@@ -68,7 +67,7 @@ def check_pair(name, t0, ins0, outs0, t1, ins1, outs1):
     if len(outs0) != len(outs1) or any(getattr(a, "hbm_key", None) != getattr(b, "hbm_key", None) or
                                        a.shape != b.shape or a.dtype != b.dtype for a, b in zip(outs0, outs1)):
         fail(f"{name}: under LNC=2 both cores must return the same shared_hbm arrays")
-    if sorted(t0.pipes.items()) != sorted(t1.pipes.items()) or t0.barriers != t1.barriers:
+    if t0.pipes != t1.pipes or t0.barriers != t1.barriers:
         fail(f"{name}: under LNC=2 the cores disagree on their synchronization (core_barrier {t0.barriers} vs "
              f"{t1.barriers}; sendrecv per pipe {dict(t0.pipes)} vs {dict(t1.pipes)}): it would deadlock")
     for key, addr in t0.recv_at.items():
@@ -90,10 +89,11 @@ def _current_pair(what):
     return t
 
 
-def _peer_op(t, engine, text, reads=(), writes=(), dma=None, after=()):
-    """An instruction of the peer protocol: kept in order behind the one
-    before it (both cores meet their synchronization points in the same
-    order) and behind `after`."""
+def sync_point(t, engine, text, reads=(), writes=(), dma=None, after=()):
+    """An instruction of the cores' synchronization (LNC=2 here, the
+    collectives' ranks in collectives.py): kept in order behind the one
+    before it -- every core meets its synchronization points in the same
+    order -- and behind `after`."""
     ins = t.emit(engine, text, reads=reads, writes=writes, dma=dma)
     if not t.recording:
         if t.last_peer is not None:
@@ -127,8 +127,8 @@ def core_barrier(data, cores=(0, 1), engine=None, name=None):
     t.barriers += 1
     t.min_semaphores = max(t.min_semaphores, BARRIER_SEM + 1)
     region = data.region()
-    _peer_op(t, e, f"sem_signal sem={BARRIER_SEM} op=add value=1 peer", reads=[region])
-    _peer_op(t, e, f"sem_wait sem={BARRIER_SEM} cond=is_ge value={t.barriers}", writes=[region])
+    sync_point(t, e, f"sem_signal sem={BARRIER_SEM} op=add value=1 peer", reads=[region])
+    sync_point(t, e, f"sem_wait sem={BARRIER_SEM} cond=is_ge value={t.barriers}", writes=[region])
 
 
 GPSIMD_DMA_LIMIT = {4: 1024, 2: 512, 1: 256}     # bytes per partition, by element size
@@ -173,13 +173,13 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     dst_region, src_region = dst.region(), src.region()
     dst_ap = dst.ap()
     t.recv_at[(pipe_id, n)] = dst_ap
-    _peer_op(t, e, f"sem_signal sem={ready} op=add value=1 peer", writes=[dst_region])
-    wait = _peer_op(t, e, f"sem_wait sem={ready} cond=is_ge value={n}")
+    sync_point(t, e, f"sem_signal sem={ready} op=add value=1 peer", writes=[dst_region])
+    sync_point(t, e, f"sem_wait sem={ready} cond=is_ge value={n}")
     idx = len(t.dmas)
     t.dmas.append((dst_ap, src.ap(), "direct"))
-    move = _peer_op(t, e, f"dma_copy desc=d{idx} peer", reads=[src_region], dma=idx, after=(wait,))
-    _peer_op(t, e, f"sem_signal sem={data} op=add value=1 peer", after=(move,))
-    _peer_op(t, e, f"sem_wait sem={data} cond=is_ge value={n}", writes=[dst_region])
+    sync_point(t, e, f"dma_copy desc=d{idx} peer", reads=[src_region], dma=idx)
+    sync_point(t, e, f"sem_signal sem={data} op=add value=1 peer")
+    sync_point(t, e, f"sem_wait sem={data} cond=is_ge value={n}", writes=[dst_region])
     return dst
 
 

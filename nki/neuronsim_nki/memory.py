@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import language as nl
 from . import tracer
-from .scalar import ENGINE as SCALAR_ENGINE, dyn_operands
+from .scalar import ENGINE as SCALAR_ENGINE, dyn_dma
 from .tensor import Mask, Tensor, isa_dtype, new_tile
 from .tracer import fail
 
@@ -24,15 +24,13 @@ def _dma(dst, src, engine="sync", mode="direct"):
     dst_ap, src_ap = dst.ap(), src.ap()
     t.dmas.append((dst_ap, src_ap, mode))
     src_region, dst_region = src.region(), dst.region()
-    dyn = dyn_operands(dst, src)
+    dyn = dyn_dma(dst, src, dst_region, src_region)
     if dyn is not None:
         # an offset computed on the device: the DMA starts from the engine
-        # holding the scalar and may touch any of its tensor
+        # holding the scalar
         if mode != "direct":
             fail("scalar_offset on a transposing or indirect DMA is not supported by the simulator yet")
-        text, reg, whole = dyn
-        reads, writes = [reg] + ([whole] if getattr(src, "dyn", None) is not None else [src_region]), \
-            [whole] if getattr(dst, "dyn", None) is not None else [dst_region]
+        text, reads, writes = dyn
         t.emit(SCALAR_ENGINE, f"dma_copy desc=d{idx} {text}", reads=reads, writes=writes, dma=idx)
         return
     ins = t.emit(engine, f"dma_copy desc=d{idx}", reads=[src_region], writes=[dst_region], dma=idx)

@@ -34,7 +34,7 @@ def _region(reg):
 
 
 def _alloc(t):
-    used = t.__dict__.setdefault("scalar_regs", set())
+    used = t.scalar_regs
     for r in range(NREGS):
         if r not in used:
             used.add(r)
@@ -49,7 +49,7 @@ class NkiScalar:
 
     def __init__(self, t, reg):
         self.trace, self.reg, self.dtype = t, reg, "int32"
-        weakref.finalize(self, t.__dict__.setdefault("scalar_regs", set()).discard, reg)
+        weakref.finalize(self, t.scalar_regs.discard, reg)
 
     def __repr__(self):
         return f"NkiScalar(reg={self.reg})"
@@ -159,9 +159,10 @@ def scalar_store(dst, value):
     return dst
 
 
-def dyn_operands(dst, src):
-    """(dyn= text, the register's region, the moved side's whole-tensor
-    region) for a DMA with a scalar offset on one side, else None."""
+def dyn_dma(dst, src, dst_region, src_region):
+    """For a DMA with a scalar offset on one side: (its dyn= field, what it
+    reads, what it writes) -- the scalar's register, and the whole tensor on
+    the moved side, whose offset is known only at run time.  None without."""
     dd, sd = getattr(dst, "dyn", None), getattr(src, "dyn", None)
     if dd is None and sd is None:
         return None
@@ -172,14 +173,6 @@ def dyn_operands(dst, src):
     step = stride * DTYPE_SIZES[view.dtype]
     if not INT32[0] <= step <= INT32[1]:
         fail(f"scalar_offset: a step of {step} bytes does not fit the DMA's 32-bit offset field")
-    whole = tracer.current().tensors.get(view.name, view)
-    return f"dyn={scalar.reg},{step},{side}", _region(scalar.reg), ("hbm", view.name, 0, 1, 0,
-                                                                      _bytes(whole))
-
-
-def _bytes(x):
-    from neuronsim import DTYPE_SIZES
-    n = DTYPE_SIZES[x.dtype]
-    for d in x.shape:
-        n *= d
-    return n
+    whole = tracer.current().tensors.get(view.name, view).region()
+    return (f"dyn={scalar.reg},{step},{side}", [_region(scalar.reg), whole if side else src_region],
+            [dst_region if side else whole])
