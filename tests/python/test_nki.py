@@ -102,8 +102,8 @@ def test_sbuf_overflow_names_the_line():
 
 @pytest.mark.parametrize("scaled", [False, True])
 def test_sbuf_spills_live_tiles_to_hbm_and_reloads_them(scaled):
-    """More live tiles than SBUF holds: the one needed furthest ahead goes to
-    HBM and comes back when next used, as the hardware compiler's spill /
+    """More live tiles than SBUF holds: those needed furthest ahead go to
+    HBM and come back when next used, as the hardware compiler's spill /
     reload DMA queues in the published Mamba profiles (fused_mamba.rst)
     show; values are unchanged.  A tile that still holds what one load
     brought is not stored: it is loaded again from its source
