@@ -28,6 +28,10 @@ typedef struct dm_chip {
 	uint32_t    min_ii;              /* minimum initiation interval, cycles */
 	uint32_t    static_overhead;     /* dependent/tiny Vector/GpSimd instr, cycles */
 	uint32_t    scalar_overhead;     /* the same for ScalarE (its activation pipeline) */
+	/* TensorE cycles from an fp32 / tf32 matmul's last moving column to its
+	 * result having left the array (the instruction's end); 16-bit and
+	 * 8-bit: the published 64-cycle latency */
+	uint32_t    mm_fp32_drain;
 	/* v2 port contention (HW On-chip memory): Vector and GpSimd cannot access
 	 * SBUF in parallel; Vector and Scalar cannot access PSUM in parallel */
 	bool        sbuf_vector_gpsimd_shared;

@@ -28,6 +28,7 @@ static const dm_chip chips[] = {
 		 * 264 cycles on v2 (CALIBRATION C-09, nki_perf_guide.rst): MIN_II
 		 * 64 + 200 cycles until the result can be read */
 		.scalar_overhead = 200,
+		.mm_fp32_drain = 64,                      /* HW: 64 cycles; no fp32 figure for v2 */
 		/* HW: v2 contention; v3 lifts both (arbitrated bus, per-bank PSUM) */
 		.sbuf_vector_gpsimd_shared = true, .psum_vector_scalar_shared = true,
 		.dma_engines = 16, .dma_queues = 16,      /* HW DMA */
@@ -59,6 +60,14 @@ static const dm_chip chips[] = {
 		.scalar_elems = 128, .scalar_elems_16bit = 128,
 		.gpsimd_elems = 128,
 		.min_ii = 64, .static_overhead = 100, .scalar_overhead = 200,   /* as v2: no later figure */
+		/* the published trn2 profile of the kernel-optimization tutorial's
+		 * matmul v3 (SDK nki/img/how-to/v3-zoom.png, CALIBRATION C-11): an
+		 * fp32 128x128x512 nc_matmul runs as two TensorMatrix instructions
+		 * issued 0.43 us apart (1024 cycles each at 2.4 GHz), each lasting
+		 * 0.60 us: 0.173 us = 415 cycles after its last column; in v2,
+		 * where each matmul waits for its data, that tail is what makes
+		 * TensorE 34.82 ms active instead of v3's 28.16 ms */
+		.mm_fp32_drain = 415,
 		.dma_engines = 16, .dma_queues = 16,
 		.dma_engine_rate = 27200,
 		/* sustained 23 B/ns (HW DMA): 4096/23 - 4096/27.2 = 27.5 ns; this also
@@ -85,6 +94,7 @@ static const dm_chip chips[] = {
 		.scalar_elems = 128, .scalar_elems_16bit = 256, /* HW: v4 256 for BF16/FP16/FP8 */
 		.gpsimd_elems = 128,
 		.min_ii = 64, .static_overhead = 100, .scalar_overhead = 200,   /* as v2: no later figure */
+		.mm_fp32_drain = 415,                     /* as v3: no later figure */
 		.dma_engines = 16, .dma_queues = 16,
 		.dma_engine_rate = 38400,                 /* HW: 38.4 GB/s (v4) */
 		/* sustained 33 B/ns (HW): 4096/33 - 4096/38.4 = 17.5 ns */

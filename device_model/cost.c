@@ -76,19 +76,21 @@ static dm_cost cost_load_stationary(const dm_chip *ch, int engine, const isa_ins
 
 /* HW: max(min(64, N_stationary), N_moving), x4 for fp32; double_row fp8
  * halves it (v3/v4: "K effectively 256 in BF16 K=128 time"); initiation
- * latency 64 TensorE cycles before results land in PSUM */
+ * latency 64 TensorE cycles before results land in PSUM, an fp32 result
+ * the chip's mm_fp32_drain (the four passes leave the array later) */
 static dm_cost cost_matmul(const dm_chip *ch, int engine, const isa_instr *in,
 			   const dm_cost_ctx *ctx)
 {
-	(void)ch, (void)engine;
+	(void)engine;
 	uint64_t n = free_n(in, ISA_AP_SRC);
 	uint64_t c = u64max(u64min(64, ctx->stat_m), n);
 	int dt = in->ap[ISA_AP_SRC].dtype;
-	if (dt == ISA_DT_fp32 || dt == ISA_DT_tf32)
+	bool fp32 = dt == ISA_DT_fp32 || dt == ISA_DT_tf32;
+	if (fp32)
 		c *= 4;
 	if (in->e[0] == ISA_PERF_DOUBLE_ROW)
 		c = ceil_div(c, 2);
-	dm_cost r = { c, c + 64 };
+	dm_cost r = { c, c + (fp32 ? ch->mm_fp32_drain : 64) };
 	return r;
 }
 

@@ -322,9 +322,16 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 
 /* -------------------------------------------------------------- engines */
 
-/* Busy time is the union of an engine's busy intervals: TensorE's
- * LoadStationary overlapping a MultiplyMoving adds only what sticks out.
- * The trace writer draws the same union, so its slices add up to this. */
+/* Busy (active) time is the union of an engine's instruction intervals,
+ * each from its start to its end -- its `latency`, when its results are
+ * out, not only its issue interval: the profiler's ActiveTime ("processing
+ * at least one instruction ... merging the intervals of all instructions
+ * on the engine", SDK profile-schema-reference.rst; its instruction bars
+ * outlast the issue interval, nki/img/how-to/v3-zoom.png).  Back-to-back
+ * instructions overlap, so a stream counts its issue time plus one tail;
+ * TensorE's LoadStationary overlapping a MultiplyMoving adds only what
+ * sticks out.  The trace writer draws the same union, so its slices add up
+ * to this. */
 static void count_busy(sim *s, int k, int opcode, uint64_t start, uint64_t end)
 {
 	eng *e = &s->e[k];
@@ -467,7 +474,7 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 		e->done_at = umax(e->done_at, start + lat);
 		note_own_writes(e, in, start + lat);
 	}
-	count_busy(s, k, in->opcode, start, start + busy);
+	count_busy(s, k, in->opcode, start, start + lat);
 
 	if (s->compute) {
 		dm_fault_kind fk = dm_exec(s->r->core, &s->r->bind, k, e->pc, in, &s->r->fault);
@@ -487,7 +494,7 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 			count_onchip(st, &in->ap[slot], b, false);
 	}
 	/* the stationary's reads are its load_stationary's (SRC above) */
-	report_instr(s, k, in, start, start + busy, bytes, flops);
+	report_instr(s, k, in, start, start + lat, bytes, flops);
 	return DM_OK;
 }
 

@@ -305,7 +305,9 @@ def test_independent_iterations_are_interleaved(monkeypatch):
     """The traced instructions are list-scheduled (the compiler's scheduler:
     schedule.py, after the Mamba v2 profile's 99.63% VectorE): chains of
     dependent VectorE instructions from independent loop iterations are
-    interleaved, so VectorE does not idle for each result; same values."""
+    interleaved, so VectorE does not idle for each result (each one's
+    pipeline tail overlaps another iteration's work instead of being waited
+    out: less VectorE active time for the same work); same values."""
     import neuronsim_nki.tracer as tracer
 
     @nki.jit
@@ -327,7 +329,7 @@ def test_independent_iterations_are_interleaved(monkeypatch):
     np.testing.assert_allclose(y1, ref, rtol=1e-5)
     np.testing.assert_array_equal(y1, y0)
     assert r1.latency_us < r0.latency_us
-    assert r1.engine_active_percent["vector"] > r0.engine_active_percent["vector"]
+    assert r1.stats["engine_busy_ps"]["vector"] < r0.stats["engine_busy_ps"]["vector"]
 
 
 def test_loop_reduce_accumulates_into_its_destination():

@@ -40,14 +40,40 @@ TEST_F(Timing, BackToBackBf16MatmulsReachTensorPeakAndNeverExceedIt)
 
 TEST_F(Timing, Fp32MatmulIsFourTimesSlower)
 {
+	// 16 more back-to-back matmuls: their issue time, whatever the tails
 	start("trn2");
-	SimRun b = run_program(matmul_program("bf16", 16));
-	SimRun f = run_program(matmul_program("fp32", 16));
-	ASSERT_EQ(b.status, NSIM_SUCCESS) << b.error;
-	ASSERT_EQ(f.status, NSIM_SUCCESS) << f.error;
-	double ratio = (double)f.stats.engine_busy_ps[ISA_ENGINE_TENSOR] /
-		       (double)b.stats.engine_busy_ps[ISA_ENGINE_TENSOR];
+	auto busy = [&](const char *dt, int k) {
+		SimRun r = run_program(matmul_program(dt, k));
+		EXPECT_EQ(r.status, NSIM_SUCCESS) << r.error;
+		return (double)r.stats.engine_busy_ps[ISA_ENGINE_TENSOR];
+	};
+	double ratio = (busy("fp32", 32) - busy("fp32", 16)) / (busy("bf16", 32) - busy("bf16", 16));
 	EXPECT_NEAR(ratio, 4.0, 0.01);
+}
+
+// An fp32 result leaves the array 415 TensorE cycles after the matmul's last
+// moving column on trn2 (the published v3 profile's TensorMatrix bars:
+// device_model/chips.c); 16-bit and trn1 keep the published 64 cycles.  The
+// instruction is active until then, and a reader of its PSUM waits for it.
+TEST_F(Timing, Fp32MatmulResultsLeaveTheArrayAfterTheirDrain)
+{
+	auto run = [&](const char *target, const char *dt) {
+		std::ostringstream s;
+		s << ".target " << target << "\n.semaphores 1\n.engine tensor\n"
+		  << "load_stationary stationary=sbuf:" << dt << "[0:128]{1x128}\n"
+		  << "multiply_moving dst=psum:fp32[0:128]{1x512} moving=sbuf:" << dt << "[0:128]+4096{1x512}\n"
+		  << "sem_signal sem=0\nend\n";
+		SimRun r = run_program(s.str());
+		EXPECT_EQ(r.status, NSIM_SUCCESS) << r.error;
+		return r;
+	};
+	start("trn2");
+	auto ps = [](uint64_t cycles, uint32_t mhz) { return (cycles * 1000000ull + mhz - 1) / mhz; };
+	SimRun f = run("trn2", "fp32");
+	EXPECT_EQ(f.stats.engine_busy_ps[ISA_ENGINE_TENSOR], ps(128, 2400) + ps(2048 + 415, 2400));
+	EXPECT_GE(f.stats.total_ps, ps(128, 2400) + ps(2048 + 415, 2400));
+	SimRun b = run("trn2", "bf16");
+	EXPECT_EQ(b.stats.engine_busy_ps[ISA_ENGINE_TENSOR], ps(32, 2400) + ps(512 + 64, 2400));
 }
 
 TEST_F(Timing, SmallMatmulsPayTheStationaryFloor)
@@ -59,12 +85,14 @@ TEST_F(Timing, SmallMatmulsPayTheStationaryFloor)
 			"multiply_moving dst=psum:fp32[0:128]{1x16} moving=sbuf:bf16[0:128]+1024{1x16}\nend\n";
 	SimRun r = run_program(t);
 	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	// active: the stationary, then the matmul until its result is out (+64)
 	EXPECT_EQ(r.stats.engine_busy_ps[ISA_ENGINE_TENSOR],
-		  (32 * 1000000ull + 2399) / 2400 + (64 * 1000000ull + 2399) / 2400);
+		  (32 * 1000000ull + 2399) / 2400 + (128 * 1000000ull + 2399) / 2400);
 }
 
-// k back-to-back instructions on one engine: busy = k * cycles (in ps, each
-// rounded up), and the run ends `static_overhead` cycles after the last.
+// k back-to-back instructions on one engine: they issue every `cycles` (in
+// ps, each rounded up) and the run ends `static_overhead` cycles after the
+// last, which is also how long the engine is active (the last one's tail).
 void expect_stream(const char *target, const char *engine, uint32_t mhz, const std::string &instr,
 		   int k, uint64_t cycles_each, uint64_t overhead = 100)
 {
@@ -77,9 +105,9 @@ void expect_stream(const char *target, const char *engine, uint32_t mhz, const s
 	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
 	uint64_t per = (cycles_each * 1000000ull + mhz - 1) / mhz;
 	int e = isa_engine_from_name(engine);
-	EXPECT_EQ(r.stats.engine_busy_ps[e], per * k) << instr;
 	uint64_t ovh = (cycles_each + overhead) * 1000000ull;
 	uint64_t expect_total = per * (k - 1) + (ovh + mhz - 1) / mhz;
+	EXPECT_EQ(r.stats.engine_busy_ps[e], expect_total) << instr;
 	EXPECT_EQ(r.stats.total_ps, expect_total) << instr;
 }
 
@@ -198,17 +226,17 @@ TEST_F(Timing, V2SbufPortContentionSerializesVectorAndGpsimd)
 	for (int i = 0; i < 8; i++)
 		body += "tensor_scalar dst=sbuf:fp32[0:128]+16384{1x1024} src=sbuf:fp32[0:128]{1x1024} op0=add scalar0=1.0\n";
 	body += "end\n";
+	// each engine's issue time: 8 x 1024 cycles at its clock
+	auto issue = [](uint32_t mhz) { return 8 * ((1024 * 1000000ull + mhz - 1) / mhz); };
 	start("trn1");
 	SimRun v1 = run_program(".target trn1\n" + body);
 	ASSERT_EQ(v1.status, NSIM_SUCCESS) << v1.error;
-	uint64_t vec = v1.stats.engine_busy_ps[ISA_ENGINE_VECTOR], gp = v1.stats.engine_busy_ps[ISA_ENGINE_GPSIMD];
-	EXPECT_GE(v1.stats.total_ps, vec + gp);              // serialized
+	EXPECT_GE(v1.stats.total_ps, issue(1120) + issue(1400));     // serialized
 	start("trn2");
 	SimRun v3 = run_program(".target trn2\n" + body);
 	ASSERT_EQ(v3.status, NSIM_SUCCESS) << v3.error;
-	uint64_t vec3 = v3.stats.engine_busy_ps[ISA_ENGINE_VECTOR], gp3 = v3.stats.engine_busy_ps[ISA_ENGINE_GPSIMD];
-	EXPECT_LT(v3.stats.total_ps, vec3 + gp3);            // in parallel
-	EXPECT_GE(v3.stats.total_ps, std::max(vec3, gp3));
+	EXPECT_LT(v3.stats.total_ps, issue(960) + issue(1200));       // in parallel
+	EXPECT_GE(v3.stats.total_ps, std::max(issue(960), issue(1200)));
 }
 
 std::string dma_program(int rows, int elems_per_row)
