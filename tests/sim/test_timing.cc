@@ -52,8 +52,10 @@ TEST_F(Timing, Fp32MatmulIsFourTimesSlower)
 }
 
 // An fp32 result leaves the array 415 TensorE cycles after the matmul's last
-// moving column on trn2 (the published v3 profile's TensorMatrix bars:
-// device_model/chips.c); 16-bit and trn1 keep the published 64 cycles.  The
+// moving column on trn2: the published profile of the kernel-optimization
+// tutorial's matmul v3 (SDK nki/img/how-to/v3-zoom.png) draws each fp32
+// TensorMatrix instruction 0.60 us long, issued every 0.43 us
+// (device_model/chips.c); 16-bit data keeps the published 64 cycles.  The
 // instruction is active until then, and a reader of its PSUM waits for it.
 TEST_F(Timing, Fp32MatmulResultsLeaveTheArrayAfterTheirDrain)
 {
@@ -92,7 +94,10 @@ TEST_F(Timing, SmallMatmulsPayTheStationaryFloor)
 
 // k back-to-back instructions on one engine: they issue every `cycles` (in
 // ps, each rounded up) and the run ends `static_overhead` cycles after the
-// last, which is also how long the engine is active (the last one's tail).
+// last.  The engine is active all that time: the profiler's ActiveTime is
+// the union of instruction intervals, each until its results are out (SDK
+// tools/neuron-explorer/profile-schema-reference.rst), so a stream counts
+// its issue time plus the last instruction's tail.
 void expect_stream(const char *target, const char *engine, uint32_t mhz, const std::string &instr,
 		   int k, uint64_t cycles_each, uint64_t overhead = 100)
 {
