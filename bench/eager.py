@@ -77,7 +77,7 @@ def main():
         out = f()
         host = time.perf_counter() - t
         del out
-        ns = torch_neuronsim.stats()["simulated_time_ns"]
+        ns = torch_neuronsim.stats()["kernel_time_ns"]
         nbytes = moved * n * 4
         gbps = nbytes / ns
         print(f"{name:8} {nbytes / 2**20:10.0f} {ns / 1e3:10.1f} {gbps:8.1f} "
@@ -107,7 +107,7 @@ def main():
         return
     print("\nsmall Llama forward (2 layers, hidden 256, 4 heads, seq 32, fp32), host seconds "
           "per forward")
-    print(f"{'device':8} {'host ms':>9} {'ratio':>7} {'programs':>9} {'fallbacks':>9} {'sim us':>9}")
+    print(f"{'device':8} {'host ms':>9} {'ratio':>7} {'programs':>9} {'fallbacks':>9} {'device us':>9}")
     cfg = LlamaConfig(vocab_size=2048, hidden_size=256, intermediate_size=640, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2)
     torch.manual_seed(0)

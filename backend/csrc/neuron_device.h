@@ -20,7 +20,9 @@ struct Stats {
 	uint64_t host_to_device_bytes = 0, device_to_host_bytes = 0;
 	uint64_t allocated_bytes = 0, peak_allocated_bytes = 0;
 	uint64_t programs_executed = 0, program_cache_hits = 0, program_cache_misses = 0;
-	uint64_t simulated_time_ns = 0;
+	// device time as the stream clocks count it: each program's launch
+	// charge, then its simulated run, and host-link copies (the parts apart)
+	uint64_t launch_ps = 0, kernel_ps = 0, link_ps = 0;
 	// summed over executed programs (simulated ps / bytes / flops)
 	uint64_t engine_busy_ps[5] = {};   // tensor, vector, scalar, gpsimd, sync
 	uint64_t dma_busy_ps = 0, dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;

@@ -153,8 +153,10 @@ void charge_link(int dev, uint64_t bytes)
 	std::lock_guard<std::mutex> g(g_lock);
 	auto &v = g_stream_ps[dev];
 	int s = g_current_stream[dev];
-	if (s >= 0 && (size_t)s < v.size())
+	if (s >= 0 && (size_t)s < v.size()) {
 		v[s] += ps;
+		g_stats.link_ps += ps;
+	}
 }
 
 int stream_new(int dev)

@@ -93,7 +93,7 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	uint64_t overhead_ps = launch_overhead_ps();
 	std::lock_guard<std::mutex> g(g_lock);
 	g_stats.programs_executed++;
-	g_stats.simulated_time_ns += sim_ps / 1000;
+	g_stats.kernel_ps += sim_ps;
 	for (int e = 0; e < 5; e++)
 		g_stats.engine_busy_ps[e] += st.engine_busy_ps[e];
 	g_stats.dma_busy_ps += st.dma_busy_ps;
@@ -123,8 +123,10 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	if (dev >= 0 && dev < 64) {
 		auto &v = g_stream_ps[dev];
 		int s = g_current_stream[dev];
-		if (s >= 0 && (size_t)s < v.size())
+		if (s >= 0 && (size_t)s < v.size()) {
 			v[s] += overhead_ps + sim_ps;
+			g_stats.launch_ps += overhead_ps;
+		}
 	}
 }
 

@@ -236,6 +236,29 @@ def test_stats_report_dma_active_time_as_the_profiler_defines_it():
     assert s["dma_active_ps"] <= s["simulated_time_ns"] * 1000
 
 
+def test_stats_device_time_is_the_stream_clock():
+    """One simulated clock: stats()' device time over some work is what the
+    stream's events measure around it -- each program's launch charge plus
+    its run, plus host-link copies -- and reports the parts apart."""
+    a = torch.randn(64, 64, device="neuron")
+    x = torch.zeros(1 << 16, dtype=torch.uint8)
+    start, end = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    torch_neuronsim.reset_stats()
+    start.record()
+    for _ in range(5):
+        a = (a @ a) * 0.01
+    d = x.to("neuron")
+    end.record()
+    end.synchronize()
+    s = torch_neuronsim.stats()
+    assert s["programs_executed"] >= 10 and s["kernel_time_ns"] > 0 and s["transfer_time_ns"] > 0
+    assert s["launch_time_ns"] == s["programs_executed"] * 15000     # the default launch charge
+    parts = s["kernel_time_ns"] + s["launch_time_ns"] + s["transfer_time_ns"]
+    assert abs(s["simulated_time_ns"] - parts) <= 2                  # each part rounded down to ns
+    assert start.elapsed_time(end) * 1e6 == pytest.approx(s["simulated_time_ns"], abs=2)
+    del d
+
+
 def test_streams_and_events_report_simulated_time():
     dev = 6
     s = torch.neuron.Stream(dev)
@@ -348,3 +371,52 @@ def test_two_threads_on_two_devices():
         index, val = results[dev]
         assert index == dev
         assert torch.equal(val, torch.full((64, 64), float(dev + 1 + 5)))
+
+
+def test_device_properties_name_memory_and_cores():
+    """torch.neuron.get_device_properties / get_device_name as libraries call
+    the torch.cuda ones: the simulated NeuronCore, the chip's HBM, its cores."""
+    import neuronsim
+    info = neuronsim.chip_info(torch_neuronsim.target())
+    p = torch.neuron.get_device_properties(0)
+    assert p.name == torch.neuron.get_device_name("neuron:0") == f"{info['core_name']} ({info['target']}, neuronsim)"
+    assert p.total_memory == info["hbm_bytes"] and p.multi_processor_count == info["cores"]
+    assert torch.neuron.get_device_properties(torch.device("neuron", 1)).target == info["target"]
+    with pytest.raises(ValueError, match=r"device 99 does not exist \(\d+ visible\)"):
+        torch.neuron.get_device_properties(99)
+
+
+def test_mem_get_info_follows_device_allocations():
+    free0, total = torch.neuron.mem_get_info()
+    assert total == torch.neuron.get_device_properties().total_memory and 0 < free0 <= total
+    x = torch.empty(64 << 20, dtype=torch.uint8, device="neuron")     # 64 MiB
+    free1, _ = torch.neuron.mem_get_info(0)
+    assert free0 - free1 >= 64 << 20
+    del x
+
+
+def test_amp_autocast_and_grad_scaler_train_like_cpu():
+    """torch.neuron.amp.autocast is torch.autocast("neuron") (bf16 by
+    default) and GradScaler torch.amp.GradScaler("neuron"): a scaled fp32
+    step gives the CPU's weights."""
+    a = torch.randn(8, 8).neuron()
+    with torch.neuron.amp.autocast():
+        assert (a @ a).dtype == torch.bfloat16
+    with torch.neuron.amp.autocast(dtype=torch.float16):
+        assert (a @ a).dtype == torch.float16
+
+    def step(dev):
+        torch.manual_seed(0)
+        lin = torch.nn.Linear(16, 4).to(dev)
+        opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        scaler = torch.neuron.amp.GradScaler(init_scale=1024.0) if dev == "neuron" else \
+            torch.amp.GradScaler("cpu", init_scale=1024.0)
+        x = torch.linspace(-1, 1, 32).reshape(2, 16).to(dev)
+        loss = lin(x).pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        return lin.weight.detach().cpu(), scaler.get_scale()
+    (w_dev, s_dev), (w_cpu, s_cpu) = step("neuron"), step("cpu")
+    assert s_dev == s_cpu == 1024.0
+    torch.testing.assert_close(w_dev, w_cpu, rtol=1e-5, atol=1e-6)

@@ -77,7 +77,7 @@ torch_neuronsim.reset_stats()
 with torch_neuronsim.profile(None, summary={str(tmp_path / 's.json')!r}, detail="program"):
     c = a @ b
 st = torch_neuronsim.stats()
-print(json.dumps({{"sim_ns": st["simulated_time_ns"], "flops": st["matmul_flops"],
+print(json.dumps({{"sim_ns": st["kernel_time_ns"], "flops": st["matmul_flops"],
                   "v": float(c[0, 0].float().cpu())}}))
 """)
     env = dict(os.environ, NEURON_SIM="1", NEURON_SIM_LAUNCH_OVERHEAD_US="0")

@@ -49,7 +49,12 @@ def stats():
     each way, device memory, programs run on the simulator and their summed
     engine busy time, DMA and HBM traffic, the program cache (hits, misses,
     evictions, entries and bytes against NEURON_SIM_PROGRAM_CACHE_MB), and
-    per native ATen op its program count and simulated time (`native_ops`)."""
+    per native ATen op its program count and simulated time (`native_ops`).
+    `simulated_time_ns` is device time as the stream clocks (and so
+    torch.neuron.Event.elapsed_time) count it, summed over streams:
+    `launch_time_ns`, each program's launch charge, plus `kernel_time_ns`,
+    the programs' simulated runs, plus `transfer_time_ns`, host<->device
+    copies over the host link."""
     out = {name: int(v) for name, _, v in _lines(_lib.neuron_stats)}
     out["fallback_ops"] = {op: int(n) for op, _, n in _lines(_lib.neuron_fallback_ops)}
     native = {}
@@ -88,6 +93,7 @@ def timeline_dropped():
 
 def target():
     """The simulated chip's target name ("trn2"; neuronsim.TARGETS lists them)."""
+    _lib.neuron_device_count()               # starts the runtime if nothing has yet
     return _lib.neuron_target().decode()
 
 

@@ -5,6 +5,7 @@ import ctypes
 import torch
 
 from . import _lib
+from . import amp  # noqa: F401  (torch.neuron.amp)
 
 _neuronsim = True          # marks this module as torch_neuronsim's
 
@@ -108,6 +109,57 @@ def empty_cache():
 
 def reset_peak_memory_stats(device=None):
     _lib.neuron_reset_peak_memory_stats(_index(device))
+
+
+class _NeuronDeviceProperties:
+    """What torch.cuda.get_device_properties reports, for one `neuron`
+    device (a simulated NeuronCore): name, total_memory (the chip's HBM,
+    which the simulator's cores share), multi_processor_count (NeuronCores
+    on the chip), target and core_name."""
+    __slots__ = ("name", "total_memory", "multi_processor_count", "target", "core_name", "index")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw[k])
+
+    def __repr__(self):
+        return (f"_NeuronDeviceProperties(name='{self.name}', total_memory={self.total_memory // 2**20}MB, "
+                f"multi_processor_count={self.multi_processor_count}, target='{self.target}')")
+
+
+def _chip():
+    import neuronsim
+    from . import target
+    return neuronsim.chip_info(target())
+
+
+def _existing(device):
+    idx = _index(device)
+    n = device_count()
+    if not 0 <= idx < n:
+        raise ValueError(f"neuron: device {idx} does not exist ({n} visible)")
+    return idx
+
+
+def get_device_properties(device=None):
+    idx = _existing(device)
+    info = _chip()
+    return _NeuronDeviceProperties(name=f"{info['core_name']} ({info['target']}, neuronsim)",
+                                   total_memory=int(info["hbm_bytes"]), multi_processor_count=int(info["cores"]),
+                                   target=info["target"], core_name=info["core_name"], index=idx)
+
+
+def get_device_name(device=None):
+    return get_device_properties(device).name
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of device memory: the chip's HBM, less what the
+    simulator holds on it (tensors, the caching allocator's blocks, loaded
+    programs) -- shared by the chip's cores, as in the simulator."""
+    _existing(device)
+    total = int(_chip()["hbm_bytes"])
+    return max(0, total - int(_lib.neuron_device_memory_in_use())), total
 
 
 def get_amp_supported_dtype():
