@@ -10,6 +10,7 @@
 #include "neuron_device_internal.h"
 
 #include <c10/core/Allocator.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Storage.h>
 
 #include <algorithm>
@@ -139,6 +140,8 @@ void release_cached_locked(int dev)
 	for (auto &[cap, ptr] : g_cache[dev]) {
 		auto it = g_blocks.find(ptr);
 		g_mem[dev].reserved -= cap;
+		g_mem[dev].released_total += cap;
+		g_mem[dev].segment_releases++;
 		nsim_tensor_free(it->second.t);
 		g_allocs.erase(ptr);
 		g_write_gen[reinterpret_cast<uintptr_t>(ptr)]++;   // a reused block is new data
@@ -158,6 +161,8 @@ void delete_device(void *p)
 		return;
 	Block &b = it->second;
 	g_mem[b.dev].allocated -= b.requested;
+	g_mem[b.dev].freed_total += b.requested;
+	g_mem[b.dev].frees++;
 	g_stats.allocated_bytes -= b.requested;
 	b.requested = 0;
 	g_cache[b.dev].emplace(b.capacity, it->first);
@@ -167,7 +172,9 @@ void delete_device(void *p)
 
 // ------------------------------------------------------------- allocator
 
-struct NeuronAllocator final : public c10::Allocator {
+// A c10::DeviceAllocator, so the device-generic torch.accelerator.memory_*
+// API reads the same counters as torch.neuron.memory_*.
+struct NeuronAllocator final : public c10::DeviceAllocator {
 	c10::DataPtr allocate(size_t nbytes) override
 	{
 		ensure_runtime();
@@ -210,13 +217,17 @@ struct NeuronAllocator final : public c10::Allocator {
 			g_allocs[p] = t;
 			g_alloc_device[p] = dev;
 			ms.reserved += cap;
+			ms.reserved_total += cap;
 			ms.peak_reserved = std::max(ms.peak_reserved, ms.reserved);
 			ms.segments++;
+			ms.peak_live_segments = std::max(ms.peak_live_segments, ms.segments - ms.segment_releases);
 		}
 		g_blocks[p].requested = nbytes;
 		ms.allocated += nbytes;
+		ms.allocated_total += nbytes;
 		ms.peak_allocated = std::max(ms.peak_allocated, ms.allocated);
 		ms.allocations++;
+		ms.peak_live_allocations = std::max(ms.peak_live_allocations, ms.allocations - ms.frees);
 		g_stats.allocated_bytes += nbytes;
 		g_stats.peak_allocated_bytes = std::max(g_stats.peak_allocated_bytes, g_stats.allocated_bytes);
 		void *vp = reinterpret_cast<void *>(p);
@@ -230,6 +241,58 @@ struct NeuronAllocator final : public c10::Allocator {
 		uint64_t doff, soff;
 		nsim_tensor *d = lookup_allocation(dest, &doff), *s = lookup_allocation(src, &soff);
 		check_status(nsim_tensor_copy(s, soff, d, doff, count), "device copy");
+	}
+
+	bool initialized() override { return nsim_target_name() != nullptr; }
+
+	// one pool per device: mempool ids (CUDA graphs) do not apply
+	void emptyCache(c10::MempoolId_t) override { empty_cache(); }
+
+	// Device work completes as it is issued in the simulator (the streams
+	// are simulated clocks), so a freed block is never still in use by a
+	// stream: nothing to record.
+	void recordStream(const c10::DataPtr &, c10::Stream) override {}
+
+	c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override
+	{
+		MemStats m = memory_stats(device);
+		c10::CachingDeviceAllocator::DeviceStats s;
+		auto set = [](c10::CachingAllocator::Stat &st, uint64_t cur, uint64_t peak, uint64_t in,
+			      uint64_t out) {
+			st.current = (int64_t)cur, st.peak = (int64_t)peak;
+			st.allocated = (int64_t)in, st.freed = (int64_t)out;
+		};
+		const size_t all = (size_t)c10::CachingAllocator::StatType::AGGREGATE;
+		set(s.allocated_bytes[all], m.allocated, m.peak_allocated, m.allocated_total, m.freed_total);
+		set(s.requested_bytes[all], m.allocated, m.peak_allocated, m.allocated_total, m.freed_total);
+		set(s.active_bytes[all], m.allocated, m.peak_allocated, m.allocated_total, m.freed_total);
+		set(s.reserved_bytes[all], m.reserved, m.peak_reserved, m.reserved_total, m.released_total);
+		set(s.allocation[all], m.allocations - m.frees, m.peak_live_allocations, m.allocations, m.frees);
+		set(s.active[all], m.allocations - m.frees, m.peak_live_allocations, m.allocations, m.frees);
+		set(s.segment[all], m.segments - m.segment_releases, m.peak_live_segments, m.segments,
+		    m.segment_releases);
+		s.num_alloc_retries = (int64_t)m.alloc_retries;
+		s.num_ooms = (int64_t)m.ooms;
+		s.num_device_alloc = (int64_t)m.segments;
+		s.num_device_free = (int64_t)m.segment_releases;
+		return s;
+	}
+
+	void resetAccumulatedStats(c10::DeviceIndex device) override
+	{
+		reset_accumulated_memory_stats(device);
+	}
+
+	void resetPeakStats(c10::DeviceIndex device) override { reset_peak_memory_stats(device); }
+
+	// the chip's HBM, less what the simulator holds on it (shared by its cores)
+	std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex) override
+	{
+		ensure_runtime();
+		nsim_chip_info info;
+		check_status(nsim_chip_info_get(nullptr, &info), "chip info");
+		uint64_t used = nsim_memory_allocated();
+		return { (size_t)(info.hbm_bytes > used ? info.hbm_bytes - used : 0), (size_t)info.hbm_bytes };
 	}
 };
 
@@ -274,12 +337,28 @@ void empty_cache()
 		release_cached_locked(d);
 }
 
+void reset_accumulated_memory_stats(int dev)
+{
+	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: device ", dev);
+	std::lock_guard<std::mutex> g(g_lock);
+	MemStats &m = g_mem[dev];
+	// what is live stays counted: the cumulative counters restart from it
+	m.allocated_total = m.allocated, m.freed_total = 0;
+	m.reserved_total = m.reserved, m.released_total = 0;
+	m.allocations -= m.frees, m.frees = 0;
+	m.segments -= m.segment_releases, m.segment_releases = 0;
+	m.alloc_retries = m.ooms = 0;
+}
+
 void reset_peak_memory_stats(int dev)
 {
 	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: device ", dev);
 	std::lock_guard<std::mutex> g(g_lock);
-	g_mem[dev].peak_allocated = g_mem[dev].allocated;
-	g_mem[dev].peak_reserved = g_mem[dev].reserved;
+	MemStats &m = g_mem[dev];
+	m.peak_allocated = m.allocated;
+	m.peak_reserved = m.reserved;
+	m.peak_live_allocations = m.allocations - m.frees;
+	m.peak_live_segments = m.segments - m.segment_releases;
 }
 
 }  // namespace neuron

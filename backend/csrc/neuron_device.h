@@ -50,6 +50,12 @@ struct MemStats {
 	uint64_t reserved = 0, peak_reserved = 0;     /* bytes held on the device (incl. cache) */
 	uint64_t allocations = 0, segments = 0;       /* allocate calls; device allocations */
 	uint64_t alloc_retries = 0, ooms = 0;
+	/* cumulative since the last reset: bytes handed out / given back by
+	 * PyTorch; bytes reserved on / released to the device; frees; segment
+	 * releases */
+	uint64_t allocated_total = 0, freed_total = 0, reserved_total = 0, released_total = 0;
+	uint64_t frees = 0, segment_releases = 0;
+	uint64_t peak_live_allocations = 0, peak_live_segments = 0;
 };
 
 MemStats memory_stats(int dev);
@@ -63,6 +69,7 @@ ProgramCacheStats program_cache_stats();
 void clear_program_cache();            // unloads every program no run holds
 void reset_program_cache_counters();   // evictions back to 0 (reset_stats)
 void reset_peak_memory_stats(int dev);
+void reset_accumulated_memory_stats(int dev);   /* cumulative counters restart */
 
 /* simulated device timelines (ps) per stream */
 void charge_link(int dev, uint64_t bytes);

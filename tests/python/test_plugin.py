@@ -420,3 +420,32 @@ def test_amp_autocast_and_grad_scaler_train_like_cpu():
     (w_dev, s_dev), (w_cpu, s_cpu) = step("neuron"), step("cpu")
     assert s_dev == s_cpu == 1024.0
     torch.testing.assert_close(w_dev, w_cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_torch_accelerator_memory_api_reads_the_caching_allocator():
+    """The allocator is a c10::DeviceAllocator: torch.accelerator.memory_*
+    (device-generic, what libraries call) answers as torch.neuron.memory_*."""
+    torch.neuron.empty_cache()
+    torch.accelerator.reset_peak_memory_stats()
+    base = torch.accelerator.memory_allocated()
+    live0 = torch.accelerator.memory_stats()["allocation.all.current"]
+    x = torch.empty(1 << 20, dtype=torch.uint8, device="neuron")
+    y = torch.empty(3000, dtype=torch.uint8, device="neuron")
+    assert torch.accelerator.memory_allocated() == torch.neuron.memory_allocated() == base + (1 << 20) + 3000
+    assert torch.accelerator.max_memory_allocated() == base + (1 << 20) + 3000
+    assert torch.accelerator.memory_reserved() == torch.neuron.memory_reserved() >= base + (1 << 20) + 3000
+    s = torch.accelerator.memory_stats()
+    assert s["allocation.all.current"] == live0 + 2 and s["allocation.all.peak"] >= live0 + 2
+    assert s["requested_bytes.all.current"] == s["allocated_bytes.all.current"]
+    del x, y
+    assert torch.accelerator.memory_allocated() == base
+    assert torch.accelerator.max_memory_allocated() == base + (1 << 20) + 3000     # until reset
+    assert torch.accelerator.memory_stats()["allocation.all.freed"] >= 2
+    torch.accelerator.reset_peak_memory_stats()
+    assert torch.accelerator.max_memory_allocated() == base
+    torch.accelerator.reset_accumulated_memory_stats()
+    assert torch.accelerator.memory_stats()["allocation.all.freed"] == 0
+    torch.accelerator.empty_cache()
+    assert torch.accelerator.memory_reserved() == torch.neuron.memory_reserved()
+    free, total = torch.accelerator.get_memory_info()
+    assert (free, total)[1] == torch.neuron.mem_get_info()[1] and 0 < free <= total
