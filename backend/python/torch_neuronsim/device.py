@@ -157,9 +157,8 @@ def mem_get_info(device=None):
     """(free, total) bytes of device memory: the chip's HBM, less what the
     simulator holds on it (tensors, the caching allocator's blocks, loaded
     programs) -- shared by the chip's cores, as in the simulator."""
-    _existing(device)
-    total = int(_chip()["hbm_bytes"])
-    return max(0, total - int(_lib.neuron_device_memory_in_use())), total
+    free, total = torch.accelerator.get_memory_info(torch.device("neuron", _existing(device)))
+    return int(free), int(total)
 
 
 def get_amp_supported_dtype():
