@@ -30,7 +30,9 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 # torch: the CPU wheel on this machine's disk; never let pip resolve an unpinned torch.
 # expecttest: torch.testing._internal (OpInfo sample inputs in the kernel tests) imports it.
 # protobuf: the trace tools decode Perfetto traces; pillow: the report test reads its screenshot.
-PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0" "protobuf" "pillow")
+# accelerate, trl, peft, datasets: the training stack (Trainer, SFTTrainer, LoRA) run on `neuron`.
+PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0" "protobuf" "pillow"
+             "accelerate==1.16.0" "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0")
 
 deb_missing() {
     local pkg missing=()
@@ -88,8 +90,13 @@ install_py() {
         return 0
     fi
     log "Python packages missing: $missing"
+    # torch held at the pinned CPU wheel whatever a package asks for
+    local constraints
+    constraints="$(mktemp)"
+    echo "torch==2.13.0" > "$constraints"
     # shellcheck disable=SC2086
-    python3 -m pip install -q $missing
+    python3 -m pip install -q $missing -c "$constraints"
+    rm -f "$constraints"
 }
 
 configure_and_build() {
