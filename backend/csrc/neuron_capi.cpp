@@ -110,27 +110,20 @@ int neuron_timeline(char *buf, int len)
 
 void neuron_reset_stats(void) { neuron::reset_stats(); }
 
-// allocated, peak_allocated, reserved, peak_reserved, allocations, segments,
-// alloc_retries, ooms
-int neuron_memory_stats(int dev, uint64_t *out, char *err, int errlen)
-{
-	try {
-		neuron::MemStats m = neuron::memory_stats(dev);
-		uint64_t v[] = { m.allocated, m.peak_allocated, m.reserved, m.peak_reserved,
-				 m.allocations, m.segments, m.alloc_retries, m.ooms };
-		std::memcpy(out, v, sizeof(v));
-		return 0;
-	} catch (const std::exception &e) {
-		std::snprintf(err, (size_t)errlen, "%s", e.what());
-		return -1;
-	}
-}
-
-void neuron_empty_cache(void) { neuron::empty_cache(); }
-
-void neuron_reset_peak_memory_stats(int dev) { neuron::reset_peak_memory_stats(dev); }
-
 const char *neuron_target(void) { return nsim_target_name(); }
+
+// the running chip (get_device_properties): its core's name, NeuronCores
+// and HBM bytes; -1 before the runtime is up
+int neuron_chip_info(const char **core_name, uint32_t *cores, uint64_t *hbm_bytes)
+{
+	nsim_chip_info info;
+	if (nsim_chip_info_get(nullptr, &info) != NSIM_SUCCESS)
+		return -1;
+	*core_name = info.core_name;
+	*cores = info.cores;
+	*hbm_bytes = info.hbm_bytes;
+	return 0;
+}
 
 // streams: ids per device; times in simulated picoseconds.  Each returns -1
 // (with err filled) on a bad device or stream.

@@ -584,7 +584,7 @@ class Trace:
             if a is None or u == float("inf"):
                 return
             if not any(self.next_use(i, now) > u for i, ref in self.live.items()
-                       if i not in self.pinned and ref() is not None and ref().space == "sbuf"):
+                       if i not in self.pinned and getattr(ref(), "space", None) == "sbuf"):
                 return
             off = self.sbuf.try_alloc(a.size, a.name)
             if off is None:

@@ -1,8 +1,6 @@
 """torch.neuron.amp: automatic mixed precision on `neuron`, named as
 torch.cuda.amp names it (autocast, GradScaler); both are torch.amp's, on
 this device."""
-import functools
-
 import torch
 
 
@@ -16,7 +14,8 @@ class autocast(torch.amp.autocast_mode.autocast):
                          cache_enabled=cache_enabled)
 
 
-@functools.wraps(torch.amp.GradScaler, updated=())
-def GradScaler(*args, **kwargs):
+class GradScaler(torch.amp.GradScaler):
     """torch.amp.GradScaler("neuron", ...)."""
-    return torch.amp.GradScaler("neuron", *args, **kwargs)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("neuron", *args, **kwargs)

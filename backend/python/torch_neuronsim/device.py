@@ -48,10 +48,6 @@ def is_initialized():
     return True
 
 
-_MEM_KEYS = ("allocated", "peak_allocated", "reserved", "peak_reserved", "allocations",
-             "segments", "alloc_retries", "ooms")
-
-
 def _index(device):
     if device is None:
         return current_device()
@@ -61,54 +57,43 @@ def _index(device):
     return d.index if d.index is not None else current_device()
 
 
-def _mem(device):
-    vals = (ctypes.c_uint64 * len(_MEM_KEYS))()
-    err = ctypes.create_string_buffer(512)
-    if _lib.neuron_memory_stats(_index(device), vals, err, 512):
-        raise RuntimeError(err.value.decode())
-    return dict(zip(_MEM_KEYS, (int(v) for v in vals)))
+# The memory counters are the caching allocator's, read through its
+# c10::DeviceAllocator interface (torch.accelerator), as torch.cuda's are.
+
+def _dev(device):
+    return torch.device("neuron", _index(device))
 
 
 def memory_allocated(device=None):
     """Bytes of tensors alive on the device."""
-    return _mem(device)["allocated"]
+    return torch.accelerator.memory_allocated(_dev(device))
 
 
 def max_memory_allocated(device=None):
-    return _mem(device)["peak_allocated"]
+    return torch.accelerator.max_memory_allocated(_dev(device))
 
 
 def memory_reserved(device=None):
     """Bytes held on the device by the caching allocator (live + cached)."""
-    return _mem(device)["reserved"]
+    return torch.accelerator.memory_reserved(_dev(device))
 
 
 def max_memory_reserved(device=None):
-    return _mem(device)["peak_reserved"]
+    return torch.accelerator.max_memory_reserved(_dev(device))
 
 
 def memory_stats(device=None):
     """The caching allocator's counters, named as torch.cuda.memory_stats names them."""
-    m = _mem(device)
-    return {
-        "allocated_bytes.all.current": m["allocated"],
-        "allocated_bytes.all.peak": m["peak_allocated"],
-        "reserved_bytes.all.current": m["reserved"],
-        "reserved_bytes.all.peak": m["peak_reserved"],
-        "allocation.all.allocated": m["allocations"],
-        "segment.all.allocated": m["segments"],
-        "num_alloc_retries": m["alloc_retries"],
-        "num_ooms": m["ooms"],
-    }
+    return torch.accelerator.memory_stats(_dev(device))
 
 
 def empty_cache():
     """Return cached, unused device memory to the device."""
-    _lib.neuron_empty_cache()
+    torch.accelerator.empty_cache()
 
 
 def reset_peak_memory_stats(device=None):
-    _lib.neuron_reset_peak_memory_stats(_index(device))
+    torch.accelerator.reset_peak_memory_stats(_dev(device))
 
 
 class _NeuronDeviceProperties:
@@ -127,15 +112,9 @@ class _NeuronDeviceProperties:
                 f"multi_processor_count={self.multi_processor_count}, target='{self.target}')")
 
 
-def _chip():
-    import neuronsim
-    from . import target
-    return neuronsim.chip_info(target())
-
-
 def _existing(device):
     idx = _index(device)
-    n = device_count()
+    n = device_count()                    # also starts the runtime
     if not 0 <= idx < n:
         raise ValueError(f"neuron: device {idx} does not exist ({n} visible)")
     return idx
@@ -143,10 +122,14 @@ def _existing(device):
 
 def get_device_properties(device=None):
     idx = _existing(device)
-    info = _chip()
-    return _NeuronDeviceProperties(name=f"{info['core_name']} ({info['target']}, neuronsim)",
-                                   total_memory=int(info["hbm_bytes"]), multi_processor_count=int(info["cores"]),
-                                   target=info["target"], core_name=info["core_name"], index=idx)
+    core, cores, hbm = ctypes.c_char_p(), ctypes.c_uint32(), ctypes.c_uint64()
+    if _lib.neuron_chip_info(ctypes.byref(core), ctypes.byref(cores), ctypes.byref(hbm)):
+        raise RuntimeError("neuron: the simulator runtime is not running")
+    target = _lib.neuron_target().decode()
+    core_name = core.value.decode()
+    return _NeuronDeviceProperties(name=f"{core_name} ({target}, neuronsim)", total_memory=hbm.value,
+                                   multi_processor_count=cores.value, target=target, core_name=core_name,
+                                   index=idx)
 
 
 def get_device_name(device=None):
