@@ -14,6 +14,7 @@
 #include <ATen/ops/_safe_softmax.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/where.h>
 #include <torch/library.h>
@@ -37,7 +38,7 @@ bool sdpa_covered(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		if (!t->is_privateuseone() || isa_dtype_of(t->scalar_type()) == ISA_DT_INVALID || t->dim() < 2 ||
 		    t->scalar_type() != q.scalar_type())
 			return false;
-	return dropout_p == 0.0 && q.dim() == k.dim() && k.dim() == v.dim();
+	return dropout_p >= 0.0 && dropout_p < 1.0 && q.dim() == k.dim() && k.dim() == v.dim();
 }
 
 }  // namespace
@@ -92,25 +93,15 @@ at::Tensor causal_mask(int64_t L, int64_t S, const at::Tensor &like)
 	return m;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
-sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-		  const std::optional<at::Tensor> &bias, double dropout_p, bool is_causal,
-		  bool return_debug_mask, std::optional<double> scale)
+// The attention probabilities at fp32, [lead..., L, S]: softmax(scale *
+// q @ k^T + mask) with k's heads already repeated to q's.  Scores and
+// softmax at fp32 (TensorE accumulates in fp32 PSUM).  The backward
+// recomputes them from q and k, as flash attention's backward does, rather
+// than keeping an L x S matrix alive between the passes.
+at::Tensor attention_probs(const at::Tensor &q, const at::Tensor &kk, const std::optional<at::Tensor> &bias,
+			   bool is_causal, double sc)
 {
-	TORCH_CHECK(sdpa_covered(q, k, v, dropout_p), "neuron: scaled_dot_product_attention: q, k, v must be ",
-		    "float neuron tensors of one dtype, and dropout is not supported");
-	int64_t L = q.size(-2), S = k.size(-2), E = q.size(-1);
-	double sc = scale.value_or(1.0 / std::sqrt((double)E));
-	at::Tensor kk = k, vv = v;
-	if (q.dim() >= 3 && k.size(-3) != q.size(-3)) {
-		TORCH_CHECK(k.size(-3) > 0 && q.size(-3) % k.size(-3) == 0, "neuron: sdpa: ", q.size(-3),
-			    " query heads over ", k.size(-3), " key heads");
-		kk = repeat_heads(k, q.size(-3) / k.size(-3));
-		vv = repeat_heads(v, q.size(-3) / v.size(-3));
-	}
-	// scores and softmax at fp32 (TensorE accumulates in fp32 PSUM; the
-	// probabilities are rounded to v's dtype for the second product, as CPU
-	// PyTorch's flash attention does)
+	int64_t L = q.size(-2), S = kk.size(-2), E = q.size(-1);
 	std::vector<int64_t> lead(q.sizes().begin(), q.sizes().end() - 2);
 	int64_t nb = c10::multiply_integers(lead);
 	std::vector<int64_t> sshape = lead;
@@ -134,9 +125,129 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 			scores = scores.add(*bias);
 	}
 	// a fully masked query row gets zeros, as PyTorch's SDPA (_safe_softmax)
-	at::Tensor out = at::matmul(at::_safe_softmax(scores, -1).to(v.scalar_type()), vv);
+	return at::_safe_softmax(scores, -1);
+}
+
+// Attention dropout's mask, scaled by 1 / (1 - p): drawn from a generator
+// seeded with `seed` (64 bits of the device generator, drawn in the
+// forward), so the backward regenerates the forward's mask from the seed
+// alone, as flash attention does from its philox seed.
+at::Tensor dropout_keep(const at::Tensor &p, uint64_t seed, double dropout_p)
+{
+	at::Generator g = new_generator(p.device().index());
+	g.set_current_seed(seed);
+	at::Tensor u = at::empty(p.sizes(), p.options().dtype(at::kFloat));
+	u.uniform_(0.0, 1.0, g);
+	return u.lt(1.0 - dropout_p).to(at::kFloat).mul(1.0 / (1.0 - dropout_p));
+}
+
+// k and v with their heads repeated to q's (grouped-query attention)
+std::pair<at::Tensor, at::Tensor> heads_like_q(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v)
+{
+	if (q.dim() < 3 || k.size(-3) == q.size(-3))
+		return { k, v };
+	TORCH_CHECK(k.size(-3) > 0 && q.size(-3) % k.size(-3) == 0 && v.size(-3) == k.size(-3), "neuron: sdpa: ",
+		    q.size(-3), " query heads over ", k.size(-3), " key heads and ", v.size(-3), " value heads");
+	return { repeat_heads(k, q.size(-3) / k.size(-3)), repeat_heads(v, q.size(-3) / v.size(-3)) };
+}
+
+// [lead..., m, k] @ [lead..., k, n] with the lead dims flattened into one
+// batch (operands may be transposed views), the result at out_dt
+at::Tensor batched_matmul(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt)
+{
+	std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 2);
+	int64_t nb = c10::multiply_integers(shape);
+	shape.push_back(a.size(-2));
+	shape.push_back(b.size(-1));
+	at::Tensor a3 = a.reshape({ nb, a.size(-2), a.size(-1) }), b3 = b.reshape({ nb, b.size(-2), b.size(-1) });
+	return matmul_to(a3, b3, out_dt).view(shape);
+}
+
+// a gradient of repeated heads summed back onto the `heads` heads it came from
+at::Tensor fold_heads(const at::Tensor &g, int64_t heads)
+{
+	int64_t h = g.size(-3);
+	if (h == heads)
+		return g;
+	std::vector<int64_t> sz = g.sizes().vec();
+	sz[sz.size() - 3] = heads;
+	sz.insert(sz.end() - 2, h / heads);
+	return g.reshape(sz).sum(-3);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
+sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+		  const std::optional<at::Tensor> &bias, double dropout_p, bool is_causal,
+		  bool return_debug_mask, std::optional<double> scale)
+{
+	TORCH_CHECK(sdpa_covered(q, k, v, dropout_p), "neuron: scaled_dot_product_attention: q, k, v must be ",
+		    "float neuron tensors of one dtype, and dropout_p in [0, 1)");
+	int64_t L = q.size(-2), S = k.size(-2), E = q.size(-1);
+	double sc = scale.value_or(1.0 / std::sqrt((double)E));
+	auto [kk, vv] = heads_like_q(q, k, v);
+	// the probabilities are rounded to v's dtype for the second product, as
+	// CPU PyTorch's flash attention does
+	at::Tensor p = attention_probs(q, kk, bias, is_causal, sc), seed = at::empty({ 0 }, q.options());
+	if (dropout_p > 0.0) {
+		uint64_t s = draw_seed(std::nullopt, q.device().index());
+		seed = at::full({ 1 }, (int64_t)s, at::TensorOptions().dtype(at::kLong));
+		p = p.mul(dropout_keep(p, s, dropout_p));
+	}
+	at::Tensor out = at::matmul(p.to(v.scalar_type()), vv);
 	at::Tensor none = at::empty({ 0 }, q.options());
-	return { out, none, none, none, c10::SymInt(L), c10::SymInt(S), none, none, none };
+	return { out, none, none, none, c10::SymInt(L), c10::SymInt(S), seed, none, none };
+}
+
+// The backward of the forward above, from the recomputed probabilities P:
+//   dV = P^T dO,  dP = dO V^T,  dS = P * (dP - rowsum(P * dP)),
+//   dQ = scale * dS K,  dK = scale * dS^T Q,  d(additive mask) = dS,
+// at fp32 (TensorE's PSUM), rounded once to the inputs' dtype; repeated
+// (GQA) heads' gradients summed back onto their key / value heads.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+sdpa_overrideable_backward(const at::Tensor &grad_out, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+			   const at::Tensor &bias, std::array<bool, 4> mask, const at::Tensor &out,
+			   const at::Tensor &logsumexp, const at::Tensor &cum_seq_q, const at::Tensor &cum_seq_k,
+			   c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
+			   const at::Tensor &philox_seed, const at::Tensor &philox_offset, std::optional<double> scale)
+{
+	TORCH_CHECK(sdpa_covered(q, k, v, dropout_p) && grad_out.scalar_type() == q.scalar_type() &&
+			    grad_out.is_privateuseone(),
+		    "neuron: scaled_dot_product_attention backward: q, k, v and the gradient must be float neuron ",
+		    "tensors of one dtype");
+	double sc = scale.value_or(1.0 / std::sqrt((double)q.size(-1)));
+	auto [kk, vv] = heads_like_q(q, k, v);
+	std::optional<at::Tensor> b;
+	if (bias.defined())
+		b = bias;
+	at::Tensor p = attention_probs(q, kk, b, is_causal, sc);   // fp32
+	at::Tensor keep;
+	if (dropout_p > 0.0) {
+		TORCH_CHECK(philox_seed.numel() == 1, "neuron: sdpa backward with dropout needs the forward's seed");
+		keep = dropout_keep(p, (uint64_t)philox_seed.to(at::kCPU).item<int64_t>(), dropout_p);
+	}
+	// with dropout the forward multiplied v by pk = p * keep: dV = pk^T dO,
+	// and dS = p * (dP keep - rowsum(pk * dP))
+	at::Tensor pk = keep.defined() ? p.mul(keep) : p;
+	at::ScalarType dt = q.scalar_type(), f = at::kFloat;
+	at::Tensor go = grad_out;
+	at::Tensor dq, dk, dv, dbias;
+	if (mask[2]) {
+		at::Tensor pd = pk.to(v.scalar_type());   // what the forward multiplied v by
+		dv = fold_heads(batched_matmul(pd.transpose(-2, -1), go, dt), v.dim() >= 3 ? v.size(-3) : 1);
+	}
+	if (mask[0] || mask[1] || mask[3]) {
+		at::Tensor dp = batched_matmul(go, vv.transpose(-2, -1), f);
+		at::Tensor dpk = keep.defined() ? dp.mul(keep) : dp;
+		at::Tensor ds = p.mul(dpk.sub(pk.mul(dp).sum(-1, true)));
+		if (mask[3] && bias.defined() && bias.scalar_type() != at::kBool)
+			dbias = ds.sum_to_size(bias.sizes()).to(bias.scalar_type());
+		at::Tensor dss = ds.mul(sc).to(dt);
+		if (mask[0])
+			dq = batched_matmul(dss, kk, dt);
+		if (mask[1])
+			dk = fold_heads(batched_matmul(dss.transpose(-2, -1), q, dt), k.dim() >= 3 ? k.size(-3) : 1);
+	}
+	return { dq, dk, dv, dbias };
 }
 
 }  // namespace

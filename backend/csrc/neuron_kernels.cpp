@@ -182,6 +182,8 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 		}
 	}
 	at::Tensor x;
+	if (commutes && is_scalar_operand(b, a) && !is_scalar_operand(a, b))   // 0.99 * t (foreach's order)
+		return native_binary(name, alu, b, a, out);
 	if (is_scalar_operand(a, b) && (x = unary_operand(a)).defined()) {
 		// As CPU PyTorch: add/sub (ufunc kernels) first round the scalar to the
 		// tensor's dtype; mul/div/max/min use its value at fp32 (opmath).
@@ -212,20 +214,33 @@ BINARY_OP(div, div_Tensor, ISA_ALU_divide)
 BINARY_OP(maximum, maximum, ISA_ALU_max)
 BINARY_OP(minimum, minimum, ISA_ALU_min)
 
-at::Tensor add(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
+// b * alpha for add / sub with alpha != 1 (the optimizers' weight decay):
+// float operands only, the product rounded once before the add (CPU fuses
+// the two, so the last bit can differ); undefined when not covered
+at::Tensor alpha_scaled(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
 {
-	at::Tensor out;
-	if (alpha.equal(1) && (native_binary("aten::add", ISA_ALU_add, a, b, out) ||
-			       native_i64_addsub("aten::add", false, a, b, out)))
+	if (alpha.equal(1))
+		return b;
+	if (alpha.isComplex() || !at::isFloatingType(at::result_type(a, b)) || !a.is_privateuseone() ||
+	    !b.is_privateuseone() || isa_dtype_of(b.scalar_type()) == ISA_DT_INVALID)
+		return {};
+	return b.mul(alpha);
+}
+
+at::Tensor add(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha)
+{
+	at::Tensor out, b = alpha_scaled(a, b0, alpha);
+	if (b.defined() && (native_binary("aten::add", ISA_ALU_add, a, b, out) ||
+			    native_i64_addsub("aten::add", false, a, b, out)))
 		return out;
 	return declined;
 }
 
-at::Tensor sub(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha)
+at::Tensor sub(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha)
 {
-	at::Tensor out;
-	if (alpha.equal(1) && (native_binary("aten::sub", ISA_ALU_subtract, a, b, out) ||
-			       native_i64_addsub("aten::sub", true, a, b, out)))
+	at::Tensor out, b = alpha_scaled(a, b0, alpha);
+	if (b.defined() && (native_binary("aten::sub", ISA_ALU_subtract, a, b, out) ||
+			    native_i64_addsub("aten::sub", true, a, b, out)))
 		return out;
 	return declined;
 }
@@ -317,6 +332,16 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 		if (r.defined())
 			return r.is_same(a) ? r.clone() : r;
 	}
+	// int64 (labels.clamp(min=0)): the exact 64-bit compare, then masked_fill
+	if (a.is_privateuseone() && a.scalar_type() == at::kLong && (lo || hi) && (!lo || lo->isIntegral(false)) &&
+	    (!hi || hi->isIntegral(false))) {
+		at::Tensor r = a;
+		if (lo)
+			r = r.masked_fill(r.lt(*lo), *lo);
+		if (hi)
+			r = r.masked_fill(r.gt(*hi), *hi);
+		return r.is_same(a) ? r.clone() : r;
+	}
 	return declined;
 }
 
@@ -350,25 +375,65 @@ at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Ten
 	return {};
 }
 
-at::Tensor &add_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar &alpha)
+at::Tensor &add_inplace(at::Tensor &self, const at::Tensor &b0, const at::Scalar &alpha)
 {
-	at::Tensor r = alpha.equal(1) ? covered("aten::add", ISA_ALU_add, self, b, self) : at::Tensor();
+	at::Tensor b = alpha_scaled(self, b0, alpha);
+	at::Tensor r = b.defined() ? covered("aten::add", ISA_ALU_add, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return into(self, r, false);
 	return declined;
 }
 
-at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b, const at::Scalar &alpha)
+at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b0, const at::Scalar &alpha)
 {
-	at::Tensor r = alpha.equal(1) ? covered("aten::sub", ISA_ALU_subtract, self, b, self) : at::Tensor();
+	at::Tensor b = alpha_scaled(self, b0, alpha);
+	at::Tensor r = b.defined() ? covered("aten::sub", ISA_ALU_subtract, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return into(self, r, false);
 	return declined;
 }
 
-at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, at::Tensor &out)
+at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha, at::Tensor &out)
 {
-	at::Tensor r = alpha.equal(1) ? covered("aten::add", ISA_ALU_add, a, b, out) : at::Tensor();
+	at::Tensor b = alpha_scaled(a, b0, alpha);
+	at::Tensor r = b.defined() ? covered("aten::add", ISA_ALU_add, a, b, out) : at::Tensor();
+	if (r.defined())
+		return into(out, r, true);
+	return declined;
+}
+
+#define BINARY_OUT(fname, opname, alu)                                                           \
+	at::Tensor &fname(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)                 \
+	{                                                                                         \
+		at::Tensor r = covered("aten::" opname, alu, a, b, out);                             \
+		if (r.defined())                                                                  \
+			return into(out, r, true);                                                \
+		return declined;                                                                  \
+	}
+
+BINARY_OUT(mul_out, "mul", ISA_ALU_multiply)
+BINARY_OUT(div_out, "div", ISA_ALU_divide)
+BINARY_OUT(maximum_out, "maximum", ISA_ALU_max)
+BINARY_OUT(minimum_out, "minimum", ISA_ALU_min)
+BINARY_OUT(clamp_min_tensor_out, "clamp_min", ISA_ALU_max)   // a bound per element
+BINARY_OUT(clamp_max_tensor_out, "clamp_max", ISA_ALU_min)
+
+at::Tensor clamp_min_tensor(const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor out;
+	return native_binary("aten::clamp_min", ISA_ALU_max, a, b, out) ? out : at::Tensor();
+}
+
+at::Tensor clamp_max_tensor(const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor out;
+	return native_binary("aten::clamp_max", ISA_ALU_min, a, b, out) ? out : at::Tensor();
+}
+
+at::Tensor &sub_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha, at::Tensor &out)
+{
+	at::Tensor b = alpha_scaled(a, b0, alpha);
+	at::Tensor r = b.defined() ? covered("aten::sub", ISA_ALU_subtract, a, b, out) : at::Tensor();
 	if (r.defined())
 		return into(out, r, true);
 	return declined;

@@ -170,7 +170,48 @@ at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &
 		    native_matmul("aten::addmm", a, b, no_bias ? nullptr : &bias, out))
 			return out;
 	}
+	// any other bias (a full [m, n] accumulator: acc.addmm_(a, b)): the
+	// product on TensorE, then beta * bias + alpha * product on VectorE
+	if (a.dim() == 2 && b.dim() == 2 && !beta.isComplex() && !alpha.isComplex() && bias.is_privateuseone() &&
+	    bias.scalar_type() == a.scalar_type() && native_matmul("aten::addmm", a, b, nullptr, out)) {
+		if (!alpha.equal(1))
+			out = out.mul(alpha);
+		if (beta.equal(0))
+			return out;
+		return out.add(beta.equal(1) ? bias : bias.mul(beta));
+	}
 	return declined;
+}
+
+// out= forms (what autocast and torch.mm(out=) reach): the product, then a
+// DMA copy into out (resized as the out= contract says)
+at::Tensor &store_product(at::Tensor &out, const at::Tensor &r)
+{
+	if (!out.sizes().equals(r.sizes()))
+		out.resize_(r.sizes());
+	TORCH_CHECK(native_copy(out, r), "neuron: writing a ", r.scalar_type(), " product into a ", out.scalar_type(),
+		    " tensor");
+	return out;
+}
+
+at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	at::Tensor r;
+	if (a.dim() == 2 && b.dim() == 2 && out.is_privateuseone() && out.scalar_type() == a.scalar_type() &&
+	    native_matmul("aten::mm", a, b, nullptr, r))
+		return store_product(out, r);
+	return declined;
+}
+
+at::Tensor &addmm_out(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &b, const at::Scalar &beta,
+		      const at::Scalar &alpha, at::Tensor &out)
+{
+	if (!out.is_privateuseone() || out.scalar_type() != a.scalar_type())
+		return declined;
+	at::Tensor r = addmm(bias, a, b, beta, alpha);
+	if (!r.defined())
+		return declined;
+	return store_product(out, r);
 }
 
 }  // namespace

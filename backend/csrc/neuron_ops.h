@@ -22,10 +22,17 @@ at::Tensor &declined_tensor();
 
 // What a native kernel returns to decline a call it does not cover: an
 // undefined tensor (by value or, for in-place / out= kernels, the one
-// declined_tensor()), or a tuple of undefined tensors.
+// declined_tensor()), or a tuple of undefined tensors; a kernel of a
+// void op (the in-place foreach / fused optimizer ops) returns false.
 struct declined_t {
 	operator at::Tensor &() const { return declined_tensor(); }
-	template <class... T> operator std::tuple<T...>() const { return {}; }
+	template <class... T> operator std::tuple<T...>() const
+	{
+		if constexpr ((std::is_lvalue_reference_v<T> && ...))   // out= kernels' (out0, out1)
+			return std::tuple<T...>(((void)sizeof(T), declined_tensor())...);
+		else
+			return {};
+	}
 };
 inline constexpr declined_t declined{};
 
@@ -39,7 +46,10 @@ template <class Op, class Sig = typename Op::schema> struct native_or_fallback;
 template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> {
 	template <auto Kernel> static R call(typename c10::maybe_keep_symint<false, A>::type... a)
 	{
-		if constexpr (std::is_lvalue_reference_v<R>) {
+		if constexpr (std::is_void_v<R>) {   // void kernels return whether they ran
+			if (Kernel(a...))
+				return;
+		} else if constexpr (std::is_lvalue_reference_v<R>) {
 			R r = Kernel(a...);
 			if (&r != &declined_tensor())
 				return r;
@@ -48,7 +58,10 @@ template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> 
 			if (!is_declined(r))
 				return r;
 		}
-		return at::native::call_fallback_fn<&neuron_cpu_fallback, Op>::call(a...);
+		if constexpr (std::is_void_v<R>)
+			at::native::call_fallback_fn<&neuron_cpu_fallback, Op>::call(a...);
+		else
+			return at::native::call_fallback_fn<&neuron_cpu_fallback, Op>::call(a...);
 	}
 };
 

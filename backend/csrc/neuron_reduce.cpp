@@ -19,7 +19,9 @@
 #include <ATen/ops/argmax_ops.h>
 #include <ATen/ops/argmin_ops.h>
 #include <ATen/ops/min_ops.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/mean_ops.h>
 #include <ATen/ops/native_layer_norm_ops.h>
@@ -66,7 +68,60 @@ bool fits(int op, int64_t cols, bool affine = false)
 	return ti && cols > 0 && (uint64_t)(4 + consts) * cols * 4 + 4096 + 128 <= ti->sbuf_partition_bytes;
 }
 
-// reduction of `self` over one dim (or all, for an empty/absent dim list);
+// the shape of a reduction's result: `self` without dim `dim` (1 with
+// keepdim), or of every dim with `all`
+std::vector<int64_t> reduced_shape(const at::Tensor &self, int64_t dim, bool all, bool keepdim)
+{
+	std::vector<int64_t> shape;
+	for (int64_t d = 0; d < self.dim() && !all; d++) {
+		if (d != dim)
+			shape.push_back(self.size(d));
+		else if (keepdim)
+			shape.push_back(1);
+	}
+	if (all && keepdim)
+		shape.assign(self.dim(), 1);
+	return shape;
+}
+
+at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
+		      bool keepdim, at::ScalarType out_dt);
+
+// Several dims (a bias gradient's sum over batch and sequence): they are
+// brought last by one DMA program and flattened into one row.
+at::Tensor reduce_dims(const char *name, int kop, const at::Tensor &self, at::IntArrayRef dims, bool keepdim,
+		       at::ScalarType out_dt)
+{
+	std::vector<bool> red(self.dim(), false);
+	for (int64_t d : dims) {
+		int64_t w = at::maybe_wrap_dim(d, self.dim());
+		TORCH_CHECK(!red[w], name, ": dim ", w, " appears multiple times in the list of dims");
+		red[w] = true;
+	}
+	std::vector<int64_t> perm, kept, shape;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (!red[d]) {
+			perm.push_back(d);
+			kept.push_back(self.size(d));
+		}
+	int64_t n = 1;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (red[d]) {
+			perm.push_back(d);
+			n *= self.size(d);
+		}
+	at::Tensor p = self.permute(perm);
+	p = materialize(p, p.sizes(), p.scalar_type());
+	kept.push_back(n);
+	at::Tensor r = reduce_one(name, kop, p.view(kept), at::IntArrayRef{ (int64_t)kept.size() - 1 }, false, out_dt);
+	if (!r.defined() || !keepdim)
+		return r;
+	for (int64_t d = 0; d < self.dim(); d++)
+		shape.push_back(red[d] ? 1 : self.size(d));
+	return r.view(shape);
+}
+
+// reduction of `self` over its dims (all, for an empty/absent dim list);
 // undefined when not covered
 at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
 		      bool keepdim, at::ScalarType out_dt)
@@ -74,23 +129,25 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 	if (!float_device(self) || isa_dtype_of(out_dt) == ISA_DT_INVALID)
 		return {};
 	bool all = !dims.has_value() || dims->empty();
+	bool arg = kop == NK_ROW_ARGMAX || kop == NK_ROW_ARGMIN;
 	if (!all && dims->size() != 1)
-		return {};
+		return arg ? at::Tensor() : reduce_dims(name, kop, self, *dims, keepdim, out_dt);
 	int64_t dim = all ? 0 : at::maybe_wrap_dim((*dims)[0], self.dim());
 	at::Tensor x = all ? self.reshape({ -1 }) : self;
 	if (all)
 		dim = 0;
 	int64_t cols = x.dim() == 0 ? 1 : x.size(dim);
-	bool arg = kop == NK_ROW_ARGMAX || kop == NK_ROW_ARGMIN;
-	if (!fits(kop, cols) && all && !arg) {
-		// a long flat reduction in two passes over [n / c, c] (equal chunks, so
-		// a mean of means is the mean); partials stay fp32
+	if (!fits(kop, cols) && !arg) {
+		// a long row in two passes over [rows, cols / c, c] (equal chunks, so a
+		// mean of means is the mean); partials stay fp32
 		for (int64_t c = 8192; c >= 256; c--)
 			if (cols % c == 0 && fits(kop, cols / c)) {
-				at::Tensor part = reduce_one(name, kop, x.view({ cols / c, c }), at::IntArrayRef{ 1 }, false,
-							     at::kFloat);
-				at::Tensor out = reduce_one(name, kop, part, std::nullopt, false, out_dt);
-				return keepdim ? out.reshape(std::vector<int64_t>(self.dim(), 1)) : out;
+				at::Tensor xr = rows_view(x, dim);
+				int64_t rows = xr.numel() / cols;
+				at::Tensor part = reduce_one(name, kop, xr.view({ rows, cols / c, c }), at::IntArrayRef{ 2 },
+							     false, at::kFloat);
+				at::Tensor out = reduce_one(name, kop, part, at::IntArrayRef{ 1 }, false, out_dt);
+				return out.view(reduced_shape(all ? self : x, dim, all, keepdim));
 			}
 		return {};
 	}
@@ -103,16 +160,7 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 	op.out_dtype = arg ? ISA_DT_int32 : isa_dtype_of(out_dt);
 	op.cols = (uint64_t)cols;
 	op.rows = (uint64_t)(xr.numel() / cols);
-	std::vector<int64_t> shape;
-	for (int64_t d = 0; d < self.dim() && !all; d++) {
-		if (d != dim)
-			shape.push_back(self.size(d));
-		else if (keepdim)
-			shape.push_back(1);
-	}
-	if (all && keepdim)
-		shape.assign(self.dim(), 1);
-	at::Tensor out = at::empty(shape, self.options().dtype(arg ? at::kLong : out_dt));
+	at::Tensor out = at::empty(reduced_shape(self, dim, all, keepdim), self.options().dtype(arg ? at::kLong : out_dt));
 	run_rows(name, op, xr, {}, { { "out", &out } });
 	return out;
 }
@@ -130,6 +178,52 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 
 REDUCE(sum_float, NK_ROW_SUM, sum_dim_IntList, "sum")
 
+// An exact int64 sum of an integer tensor (label masks, token counts): the
+// reduced dims brought last as [rows, n] int64, zero-padded to a power of
+// two, then halved by exact 64-bit adds (VectorE on 32-bit halves with
+// carries, int64.c) -- log2(n) passes, wrapping on overflow as PyTorch does.
+at::Tensor sum_int64(const at::Tensor &self, at::OptionalIntArrayRef dims, bool keepdim)
+{
+	if (self.dim() == 0)   // one element: the sum is the element
+		return materialize(self, self.sizes(), at::kLong).clone();
+	std::vector<bool> red(self.dim(), !dims || dims->empty());
+	if (dims)
+		for (int64_t d : *dims)
+			red[at::maybe_wrap_dim(d, self.dim())] = true;
+	std::vector<int64_t> perm, kept, shape;
+	int64_t n = 1;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (!red[d]) {
+			perm.push_back(d);
+			kept.push_back(self.size(d));
+		}
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (red[d]) {
+			perm.push_back(d);
+			n *= self.size(d);
+		}
+	int64_t rows = c10::multiply_integers(kept);
+	at::Tensor x = self.dim() ? self.permute(perm) : self;
+	x = materialize(x, x.sizes(), at::kLong).reshape({ rows, n });
+	int64_t p2 = 1;
+	while (p2 < n)
+		p2 *= 2;
+	if (p2 > n)
+		x = at::cat({ x, at::zeros({ rows, p2 - n }, x.options()) }, 1);
+	for (int64_t h = p2 / 2; h >= 1; h /= 2) {
+		at::Tensor out;
+		at::Tensor a = materialize(x.narrow(1, 0, h), { rows, h }, at::kLong),
+			   b = materialize(x.narrow(1, h, h), { rows, h }, at::kLong);
+		if (!native_i64_addsub("aten::sum", false, a, b, out))
+			return {};
+		x = out;
+	}
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (!red[d] || keepdim)
+			shape.push_back(red[d] ? 1 : self.size(d));
+	return x.reshape(shape);
+}
+
 // sum of a bool tensor (a count, int64): summed at fp32, exact below 2^24
 at::Tensor sum(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype)
 {
@@ -141,6 +235,13 @@ at::Tensor sum(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim
 			if (s.defined())
 				return integral_float_to_int64(s);
 		}
+	}
+	if (self.is_privateuseone() && self.numel() > 0 && dtype.value_or(at::kLong) == at::kLong &&
+	    (self.scalar_type() == at::kLong || self.scalar_type() == at::kInt || self.scalar_type() == at::kShort ||
+	     self.scalar_type() == at::kByte || self.scalar_type() == at::kChar || self.scalar_type() == at::kBool)) {
+		at::Tensor r = sum_int64(self, dim, keepdim);
+		if (r.defined())
+			return r;
 	}
 	return sum_float(self, dim, keepdim, dtype);
 }

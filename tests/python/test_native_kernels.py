@@ -68,8 +68,12 @@ def test_uncovered_calls_fall_back_and_are_correct():
     a, b = torch.randn(4, 5), torch.randn(5)
     da, db = a.to(NEURON), b.to(NEURON)
     cases = [
-        (lambda x, y: torch.add(x, y, alpha=2), "alpha"),
+        (lambda x, y: torch.atan2(x, y), "atan2 (no kernel)"),
     ]
+    torch_neuronsim.reset_stats()                    # alpha: b * alpha, then the add
+    torch.testing.assert_close(torch.add(da, db, alpha=2).cpu(), torch.add(a, b, alpha=2))
+    torch.testing.assert_close(torch.sub(da, db, alpha=0.5).cpu(), torch.sub(a, b, alpha=0.5))
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
     for f, why in cases:
         torch_neuronsim.reset_stats()
         assert torch.allclose(f(da, db).cpu(), f(a, b)), why

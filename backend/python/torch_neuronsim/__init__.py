@@ -117,6 +117,8 @@ def _register():
                                                          for_storage=True)
     from . import compile as _compile
     _compile.register()
+    from . import ties as _ties
+    _ties.install()
 
 
 from .profiler import profile, range as profile_range  # noqa: E402
