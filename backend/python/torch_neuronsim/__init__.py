@@ -107,6 +107,25 @@ def clear_program_cache():
     _lib.neuron_clear_program_cache()
 
 
+class _NeuronxStandIn:
+    """sys.meta_path finder of last resort for `torch_neuronx` (see neuronx.py)"""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "torch_neuronx":
+            return None
+        import importlib.util
+        return importlib.util.spec_from_file_location("torch_neuronx", os.path.join(_here, "neuronx.py"))
+
+
+def _install_neuronx_standin():
+    import sys
+    if os.environ.get("NEURONSIM_TORCH_NEURONX", "1") == "0":
+        return
+    if not any(isinstance(f, _NeuronxStandIn) for f in sys.meta_path):
+        sys.meta_path.append(_NeuronxStandIn())   # last: an installed torch_neuronx wins
+
+
 def _register():
     if getattr(torch, "neuron", None) is not None and hasattr(torch.neuron, "_neuronsim"):
         return
@@ -119,6 +138,7 @@ def _register():
     _compile.register()
     from . import ties as _ties
     _ties.install()
+    _install_neuronx_standin()
 
 
 from .profiler import profile, range as profile_range  # noqa: E402
