@@ -21,6 +21,7 @@
 #include <ATen/ops/min_ops.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/mean_ops.h>
@@ -87,6 +88,36 @@ std::vector<int64_t> reduced_shape(const at::Tensor &self, int64_t dim, bool all
 at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
 		      bool keepdim, at::ScalarType out_dt);
 
+// A sum / mean over a block of adjacent dims that are not last (a weight
+// gradient's sum over batch and sequence): x as [A, M, N] with the block as
+// M, reduced on TensorE as ones[A, 1, M] @ x (fp32 PSUM), the partition-dim
+// reduction hardware uses -- where bringing the block last would be an
+// element-wise transposing DMA.  Undefined when not that case.
+at::Tensor reduce_block(int kop, const at::Tensor &self, int64_t first, int64_t last, bool keepdim,
+			at::ScalarType out_dt)
+{
+	if ((kop != NK_ROW_SUM && kop != NK_ROW_MEAN) || last >= self.dim() - 1 || !self.is_contiguous() ||
+	    self.scalar_type() == at::kDouble)
+		return {};
+	int64_t A = 1, M = 1, N = 1;
+	for (int64_t d = 0; d < self.dim(); d++)
+		(d < first ? A : d <= last ? M : N) *= self.size(d);
+	if (M <= 1)
+		return {};
+	at::Tensor ones = at::ones({ A, 1, M }, self.options());
+	at::Tensor r = matmul_to(ones, self.view({ A, M, N }), at::kFloat);   // [A, 1, N]
+	if (kop == NK_ROW_MEAN)
+		r = r.mul(1.0 / (double)M);
+	std::vector<int64_t> shape;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (d < first || d > last)
+			shape.push_back(self.size(d));
+		else if (keepdim)
+			shape.push_back(1);
+	r = r.view(shape);
+	return r.scalar_type() == out_dt ? r : r.to(out_dt);
+}
+
 // Several dims (a bias gradient's sum over batch and sequence): they are
 // brought last by one DMA program and flattened into one row.
 at::Tensor reduce_dims(const char *name, int kop, const at::Tensor &self, at::IntArrayRef dims, bool keepdim,
@@ -97,6 +128,18 @@ at::Tensor reduce_dims(const char *name, int kop, const at::Tensor &self, at::In
 		int64_t w = at::maybe_wrap_dim(d, self.dim());
 		TORCH_CHECK(!red[w], name, ": dim ", w, " appears multiple times in the list of dims");
 		red[w] = true;
+	}
+	int64_t first = -1, last = -1, count = 0;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (red[d]) {
+			first = first < 0 ? d : first;
+			last = d;
+			count++;
+		}
+	if (count == last - first + 1) {   // one block of adjacent dims
+		at::Tensor r = reduce_block(kop, self, first, last, keepdim, out_dt);
+		if (r.defined())
+			return r;
 	}
 	std::vector<int64_t> perm, kept, shape;
 	for (int64_t d = 0; d < self.dim(); d++)
@@ -137,6 +180,11 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 	if (all)
 		dim = 0;
 	int64_t cols = x.dim() == 0 ? 1 : x.size(dim);
+	if (!all && x.dim() > 1 && dim < x.dim() - 1) {
+		at::Tensor r = reduce_block(kop, x, dim, dim, keepdim, out_dt);
+		if (r.defined())
+			return r;
+	}
 	if (!fits(kop, cols) && !arg) {
 		// a long row in two passes over [rows, cols / c, c] (equal chunks, so a
 		// mean of means is the mean); partials stay fp32
