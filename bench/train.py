@@ -4,7 +4,7 @@ Prints two tables:
 1. Host time per training step (forward with sdpa, backward, clip_grad_norm_,
    AdamW) on `neuron` over CPU PyTorch on this machine (target <= 3x,
    moonshot 1.5x), after one warm-up step each.
-2. Per target (trn1, trn2, trn3; each in its own process, one simulated chip
+2. Per target (neuronsim.TARGETS; each in its own process, one simulated chip
    per process): the simulated device time of one step on one NeuronCore --
    as the stream clock counts it (launch overheads + kernels + host-link
    copies) and its kernel part alone -- and the model FLOPs utilization it
@@ -116,7 +116,8 @@ def main():
     print("\nsimulated step on one NeuronCore")
     print(f"{'target':>6} {'step us':>9} {'kernels us':>11} {'launch us':>10} {'programs':>9} "
           f"{'MFU':>6} {'MFU(kern)':>9} {'fallbacks':>9}")
-    for target in ("trn1", "trn2", "trn3"):
+    import neuronsim
+    for target in neuronsim.TARGETS:
         env = dict(os.environ, NEURON_SIM="1", NEURON_PLATFORM_TARGET_OVERRIDE=target)
         cmd = [sys.executable, __file__, "--sim-only", "--steps", str(args.steps), "--batch", str(args.batch),
                "--seq", str(args.seq), "--hidden", str(args.hidden), "--layers", str(args.layers),
