@@ -37,7 +37,7 @@ def model_flops(cfg, args, model):
     return 6 * n * tokens + 12 * cfg.num_hidden_layers * cfg.hidden_size * args.seq * tokens
 
 
-def steps(model, dev, args, n):
+def steps(model, dev, args, n, after_warmup=None):
     import torch
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(1)
@@ -54,6 +54,8 @@ def steps(model, dev, args, n):
         return loss.item()
 
     one()                                               # warm-up: program generation, caches
+    if after_warmup:
+        after_warmup()
     t = time.perf_counter()
     for _ in range(n):
         one()
@@ -68,12 +70,9 @@ def sim_only(args):
     model, cfg = build(args)
     dev = torch.device("neuron")
     model.to(dev)
-    steps(model, dev, args, 1)                         # warm-up inside
-    torch_neuronsim.reset_stats()
-    host = steps(model, dev, args, args.steps)
+    host = steps(model, dev, args, args.steps, after_warmup=torch_neuronsim.reset_stats)
     s = torch_neuronsim.stats()
-    # reset_stats came before steps()' own warm-up step: divide by all steps run
-    runs = args.steps + 1
+    runs = args.steps                                  # the timed steps, after the warm-up
     chip = neuronsim.chip_info(torch_neuronsim.target())
     step_ns = s["simulated_time_ns"] / runs
     kernel_ns = s["kernel_time_ns"] / runs

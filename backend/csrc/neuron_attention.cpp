@@ -3,9 +3,11 @@
 // choosing the "overrideable" backend sends it to
 // _scaled_dot_product_fused_attention_overrideable, implemented here from
 // the native kernels: q @ k^T (TensorE), scale, causal / additive / boolean
-// mask, softmax (VectorE + ScalarE), @ v.  Grouped-query attention (fewer
-// k/v heads) repeats the k/v heads.  Not fused into one program yet: each
-// step is its own program on the device timeline.
+// mask, softmax (VectorE + ScalarE), dropout, @ v, and its backward
+// (_scaled_dot_product_fused_attention_overrideable_backward).
+// Grouped-query attention (fewer k/v heads) repeats the k/v heads.  Not
+// fused into one program yet: each step is its own program on the device
+// timeline.
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
@@ -15,7 +17,6 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
-#include <ATen/ops/matmul.h>
 #include <ATen/ops/where.h>
 #include <torch/library.h>
 
@@ -93,27 +94,28 @@ at::Tensor causal_mask(int64_t L, int64_t S, const at::Tensor &like)
 	return m;
 }
 
+// [lead..., m, k] @ [lead..., k, n] with the lead dims flattened into one
+// batch (operands may be transposed views), the result at out_dt
+at::Tensor batched_matmul(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt)
+{
+	std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 2);
+	int64_t nb = c10::multiply_integers(shape);
+	shape.push_back(a.size(-2));
+	shape.push_back(b.size(-1));
+	at::Tensor a3 = a.reshape({ nb, a.size(-2), a.size(-1) }), b3 = b.reshape({ nb, b.size(-2), b.size(-1) });
+	return matmul_to(a3, b3, out_dt).view(shape);
+}
+
 // The attention probabilities at fp32, [lead..., L, S]: softmax(scale *
-// q @ k^T + mask) with k's heads already repeated to q's.  Scores and
+// q @ k^T + mask) with k already shaped as q (heads_like_q).  Scores and
 // softmax at fp32 (TensorE accumulates in fp32 PSUM).  The backward
 // recomputes them from q and k, as flash attention's backward does, rather
 // than keeping an L x S matrix alive between the passes.
 at::Tensor attention_probs(const at::Tensor &q, const at::Tensor &kk, const std::optional<at::Tensor> &bias,
 			   bool is_causal, double sc)
 {
-	int64_t L = q.size(-2), S = kk.size(-2), E = q.size(-1);
-	std::vector<int64_t> lead(q.sizes().begin(), q.sizes().end() - 2);
-	int64_t nb = c10::multiply_integers(lead);
-	std::vector<int64_t> sshape = lead;
-	sshape.push_back(L);
-	sshape.push_back(S);
-	at::Tensor scores;
-	if (kk.sizes().slice(0, kk.dim() - 2).equals(lead)) {
-		at::Tensor q3 = q.reshape({ nb, L, E }), k3 = kk.reshape({ nb, S, E }).transpose(1, 2);
-		scores = matmul_to(q3, k3, at::kFloat).view(sshape).mul(sc);
-	} else {   // broadcast batch dims: PyTorch's matmul, then fp32
-		scores = at::matmul(q, kk.transpose(-2, -1)).to(at::kFloat).mul(sc);
-	}
+	int64_t L = q.size(-2), S = kk.size(-2);
+	at::Tensor scores = batched_matmul(q, kk.transpose(-2, -1), at::kFloat).mul(sc);
 	if (is_causal)
 		scores = scores.masked_fill(causal_mask(L, S, q), -std::numeric_limits<double>::infinity());
 	if (bias && bias->defined()) {
@@ -141,26 +143,26 @@ at::Tensor dropout_keep(const at::Tensor &p, uint64_t seed, double dropout_p)
 	return u.lt(1.0 - dropout_p).to(at::kFloat).mul(1.0 / (1.0 - dropout_p));
 }
 
-// k and v with their heads repeated to q's (grouped-query attention)
+// k and v shaped as q: their heads repeated to q's (grouped-query
+// attention), batch dims broadcast to q's (a view)
 std::pair<at::Tensor, at::Tensor> heads_like_q(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v)
 {
-	if (q.dim() < 3 || k.size(-3) == q.size(-3))
-		return { k, v };
-	TORCH_CHECK(k.size(-3) > 0 && q.size(-3) % k.size(-3) == 0 && v.size(-3) == k.size(-3), "neuron: sdpa: ",
-		    q.size(-3), " query heads over ", k.size(-3), " key heads and ", v.size(-3), " value heads");
-	return { repeat_heads(k, q.size(-3) / k.size(-3)), repeat_heads(v, q.size(-3) / v.size(-3)) };
-}
-
-// [lead..., m, k] @ [lead..., k, n] with the lead dims flattened into one
-// batch (operands may be transposed views), the result at out_dt
-at::Tensor batched_matmul(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt)
-{
-	std::vector<int64_t> shape(a.sizes().begin(), a.sizes().end() - 2);
-	int64_t nb = c10::multiply_integers(shape);
-	shape.push_back(a.size(-2));
-	shape.push_back(b.size(-1));
-	at::Tensor a3 = a.reshape({ nb, a.size(-2), a.size(-1) }), b3 = b.reshape({ nb, b.size(-2), b.size(-1) });
-	return matmul_to(a3, b3, out_dt).view(shape);
+	at::Tensor kk = k, vv = v;
+	if (q.dim() >= 3 && k.size(-3) != q.size(-3)) {
+		TORCH_CHECK(k.size(-3) > 0 && q.size(-3) % k.size(-3) == 0 && v.size(-3) == k.size(-3),
+			    "neuron: sdpa: ", q.size(-3), " query heads over ", k.size(-3), " key heads and ", v.size(-3),
+			    " value heads");
+		kk = repeat_heads(k, q.size(-3) / k.size(-3));
+		vv = repeat_heads(v, q.size(-3) / v.size(-3));
+	}
+	auto lead = q.sizes().slice(0, q.dim() - 2);
+	auto like_q = [&](const at::Tensor &t) {
+		std::vector<int64_t> sz(lead.begin(), lead.end());
+		sz.push_back(t.size(-2));
+		sz.push_back(t.size(-1));
+		return t.sizes().slice(0, t.dim() - 2).equals(lead) ? t : t.expand(sz);
+	};
+	return { like_q(kk), like_q(vv) };
 }
 
 // a gradient of repeated heads summed back onto the `heads` heads it came from
@@ -193,7 +195,7 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		seed = at::full({ 1 }, (int64_t)s, at::TensorOptions().dtype(at::kLong));
 		p = p.mul(dropout_keep(p, s, dropout_p));
 	}
-	at::Tensor out = at::matmul(p.to(v.scalar_type()), vv);
+	at::Tensor out = batched_matmul(p.to(v.scalar_type()), vv, v.scalar_type());
 	at::Tensor none = at::empty({ 0 }, q.options());
 	return { out, none, none, none, c10::SymInt(L), c10::SymInt(S), seed, none, none };
 }
@@ -233,7 +235,8 @@ sdpa_overrideable_backward(const at::Tensor &grad_out, const at::Tensor &q, cons
 	at::Tensor dq, dk, dv, dbias;
 	if (mask[2]) {
 		at::Tensor pd = pk.to(v.scalar_type());   // what the forward multiplied v by
-		dv = fold_heads(batched_matmul(pd.transpose(-2, -1), go, dt), v.dim() >= 3 ? v.size(-3) : 1);
+		dv = fold_heads(batched_matmul(pd.transpose(-2, -1), go, dt), v.dim() >= 3 ? v.size(-3) : 1)
+			     .sum_to_size(v.sizes());   // broadcast batch dims summed back
 	}
 	if (mask[0] || mask[1] || mask[3]) {
 		at::Tensor dp = batched_matmul(go, vv.transpose(-2, -1), f);
@@ -245,7 +248,8 @@ sdpa_overrideable_backward(const at::Tensor &grad_out, const at::Tensor &q, cons
 		if (mask[0])
 			dq = batched_matmul(dss, kk, dt);
 		if (mask[1])
-			dk = fold_heads(batched_matmul(dss.transpose(-2, -1), q, dt), k.dim() >= 3 ? k.size(-3) : 1);
+			dk = fold_heads(batched_matmul(dss.transpose(-2, -1), q, dt), k.dim() >= 3 ? k.size(-3) : 1)
+				     .sum_to_size(k.sizes());
 	}
 	return { dq, dk, dv, dbias };
 }

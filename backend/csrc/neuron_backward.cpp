@@ -34,11 +34,6 @@ namespace neuron {
 
 namespace {
 
-bool float_dev(const at::Tensor &t)
-{
-	return t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
-}
-
 // t at fp32 (a cast program for bf16 / fp16; t itself when fp32)
 at::Tensor up(const at::Tensor &t)
 {
@@ -51,22 +46,12 @@ at::Tensor down(const at::Tensor &r, at::ScalarType dt)
 	return r.scalar_type() == dt ? r : r.to(dt);
 }
 
-// result written into an out= tensor (resized as PyTorch's out= contract)
-at::Tensor &into(at::Tensor &out, const at::Tensor &r)
-{
-	if (!out.sizes().equals(r.sizes()))
-		out.resize_(r.sizes());
-	TORCH_CHECK(native_copy(out, r), "neuron: writing a ", r.scalar_type(), " result into a ",
-		    out.scalar_type(), " tensor");
-	return out;
-}
-
 // ---- softmax / log_softmax backward ---------------------------------------
 
 // d softmax: y * (g - sum(g * y)); d log_softmax: g - exp(y) * sum(g)
 at::Tensor softmax_bwd(bool log, const at::Tensor &g, const at::Tensor &y, int64_t dim, at::ScalarType in_dt)
 {
-	if (!float_dev(g) || !float_dev(y) || g.sizes() != y.sizes() || isa_dtype_of(in_dt) == ISA_DT_INVALID)
+	if (!is_float_neuron(g) || !is_float_neuron(y) || g.sizes() != y.sizes() || isa_dtype_of(in_dt) == ISA_DT_INVALID)
 		return {};
 	if (g.numel() == 0)
 		return at::empty(g.sizes(), g.options().dtype(in_dt));
@@ -81,21 +66,14 @@ at::Tensor softmax_bwd(bool log, const at::Tensor &g, const at::Tensor &y, int64
 	return down(r, in_dt);
 }
 
+// _softmax_backward_data.out (Log = false) and _log_softmax_backward_data.out
+template <bool Log>
 at::Tensor &softmax_backward_out(const at::Tensor &g, const at::Tensor &y, int64_t dim, at::ScalarType in_dt,
 				 at::Tensor &out)
 {
-	at::Tensor r = softmax_bwd(false, g, y, dim, in_dt);
+	at::Tensor r = softmax_bwd(Log, g, y, dim, in_dt);
 	if (r.defined() && out.is_privateuseone())
-		return into(out, r);
-	return declined;
-}
-
-at::Tensor &log_softmax_backward_out(const at::Tensor &g, const at::Tensor &y, int64_t dim, at::ScalarType in_dt,
-				     at::Tensor &out)
-{
-	at::Tensor r = softmax_bwd(true, g, y, dim, in_dt);
-	if (r.defined() && out.is_privateuseone())
-		return into(out, r);
+		return write_result(out, r);
 	return declined;
 }
 
@@ -113,8 +91,8 @@ struct NllTargets {
 bool nll_covered(const at::Tensor &self, const at::Tensor &target, const std::optional<at::Tensor> &weight)
 {
 	bool w_ok = !weight || !weight->defined() ||
-		    (float_dev(*weight) && weight->dim() == 1 && weight->size(0) == self.size(-1));
-	return float_dev(self) && (self.dim() == 1 || self.dim() == 2) && target.is_privateuseone() &&
+		    (is_float_neuron(*weight) && weight->dim() == 1 && weight->size(0) == self.size(-1));
+	return is_float_neuron(self) && (self.dim() == 1 || self.dim() == 2) && target.is_privateuseone() &&
 	       target.scalar_type() == at::kLong && target.dim() == self.dim() - 1 &&
 	       (self.dim() == 1 || target.size(0) == self.size(0)) && self.size(-1) > 0 && w_ok;
 }
@@ -160,8 +138,8 @@ std::tuple<at::Tensor &, at::Tensor &> nll_loss_forward_out(const at::Tensor &se
 		r = reduction == kReductionMean ? tw.div(tw) : tw;   // CPU: nan for mean, 0 for sum
 	else
 		r = reduction == kReductionMean ? loss.sum().div(tw) : loss.sum();
-	into(output, down(r, dt));
-	into(total_weight, down(tw, dt));
+	write_result(output, down(r, dt));
+	write_result(total_weight, down(tw, dt));
 	return { output, total_weight };
 }
 
@@ -170,8 +148,8 @@ at::Tensor &nll_loss_backward_out(const at::Tensor &grad, const at::Tensor &self
 				  const std::optional<at::Tensor> &weight, int64_t reduction, int64_t ignore_index,
 				  const at::Tensor &total_weight, at::Tensor &grad_input)
 {
-	if (!nll_covered(self, target, weight) || !float_dev(grad) || !grad_input.is_privateuseone() ||
-	    !float_dev(total_weight))
+	if (!nll_covered(self, target, weight) || !is_float_neuron(grad) || !grad_input.is_privateuseone() ||
+	    !is_float_neuron(total_weight))
 		return declined;
 	NllTargets t = nll_targets(self, target, weight, ignore_index);
 	int64_t N = t.input2d.size(0);
@@ -182,7 +160,7 @@ at::Tensor &nll_loss_backward_out(const at::Tensor &grad, const at::Tensor &self
 	at::Tensor gi = at::zeros(t.input2d.sizes(), self.options());
 	if (N > 0)
 		gi = gi.scatter(1, t.safe.unsqueeze(1), vals.view({ N, 1 }));
-	return into(grad_input, gi.view(self.sizes()));
+	return write_result(grad_input, gi.view(self.sizes()));
 }
 
 // ---- embedding ---------------------------------------------------------------
@@ -193,7 +171,7 @@ at::Tensor &nll_loss_backward_out(const at::Tensor &grad, const at::Tensor &self
 at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &indices, int64_t num_weights,
 				    int64_t padding_idx, bool scale_grad_by_freq)
 {
-	if (!float_dev(grad) || !indices.is_privateuseone() || grad.dim() < 1 ||
+	if (!is_float_neuron(grad) || !indices.is_privateuseone() || grad.dim() < 1 ||
 	    (indices.scalar_type() != at::kLong && indices.scalar_type() != at::kInt) || num_weights < 0)
 		return declined;
 	int64_t D = grad.size(-1);
@@ -224,7 +202,7 @@ at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &in
 
 bool pair_ok(const at::Tensor &g, const at::Tensor &x)
 {
-	return float_dev(g) && float_dev(x) && g.scalar_type() == x.scalar_type() && g.sizes() == x.sizes();
+	return is_float_neuron(g) && is_float_neuron(x) && g.scalar_type() == x.scalar_type() && g.sizes() == x.sizes();
 }
 
 // relu's backward: g where x > threshold, else 0
@@ -239,7 +217,7 @@ at::Tensor &threshold_backward_out(const at::Tensor &g, const at::Tensor &x, con
 {
 	if (!pair_ok(g, x) || th.isComplex() || !out.is_privateuseone())
 		return declined;
-	return into(out, g.masked_fill(x.le(th), 0));
+	return write_result(out, g.masked_fill(x.le(th), 0));
 }
 
 // tanh: g (1 - y^2); sigmoid: g (1 - y) y (y the forward's output)
@@ -263,7 +241,7 @@ at::Tensor tanh_backward(const at::Tensor &g, const at::Tensor &y)
 at::Tensor &tanh_backward_out(const at::Tensor &g, const at::Tensor &y, at::Tensor &out)
 {
 	if (pair_ok(g, y) && out.is_privateuseone())
-		return into(out, tanh_bwd(g, y));
+		return write_result(out, tanh_bwd(g, y));
 	return declined;
 }
 
@@ -275,7 +253,7 @@ at::Tensor sigmoid_backward(const at::Tensor &g, const at::Tensor &y)
 at::Tensor &sigmoid_backward_out(const at::Tensor &g, const at::Tensor &y, at::Tensor &out)
 {
 	if (pair_ok(g, y) && out.is_privateuseone())
-		return into(out, sigmoid_bwd(g, y));
+		return write_result(out, sigmoid_bwd(g, y));
 	return declined;
 }
 
@@ -314,7 +292,7 @@ at::Tensor &gelu_backward_out(const at::Tensor &g, const at::Tensor &x, c10::str
 			      at::Tensor &out)
 {
 	if (gelu_ok(g, x, approximate) && out.is_privateuseone())
-		return into(out, gelu_bwd(g, x, approximate));
+		return write_result(out, gelu_bwd(g, x, approximate));
 	return declined;
 }
 
@@ -332,8 +310,8 @@ layer_norm_backward(const at::Tensor &g, const at::Tensor &x, at::IntArrayRef sh
 	int64_t N = 1;
 	for (int64_t s : shape)
 		N *= s;
-	bool ok = pair_ok(g, x) && float_dev(mean) && float_dev(rstd) && N > 0 && x.numel() % N == 0 &&
-		  (!has_w || float_dev(*w)) && (!b || !b->defined() || float_dev(*b));
+	bool ok = pair_ok(g, x) && is_float_neuron(mean) && is_float_neuron(rstd) && N > 0 && x.numel() % N == 0 &&
+		  (!has_w || is_float_neuron(*w)) && (!b || !b->defined() || is_float_neuron(*b));
 	if (!ok)
 		return declined;
 	int64_t M = x.numel() / N;
@@ -359,7 +337,7 @@ layer_norm_backward(const at::Tensor &g, const at::Tensor &x, at::IntArrayRef sh
 // generator), scaled by 1 / (1 - p); the mask is bool, as PyTorch's
 std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor &x, double p, std::optional<bool> train)
 {
-	if (!float_dev(x))
+	if (!is_float_neuron(x))
 		return declined;
 	bool t = train.value_or(true);
 	if (!t || p == 0.0 || x.numel() == 0)
@@ -376,7 +354,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor &x, double p,
 
 at::Tensor native_dropout_backward(const at::Tensor &g, const at::Tensor &mask, double scale)
 {
-	if (!float_dev(g) || !mask.is_privateuseone() || mask.sizes() != g.sizes())
+	if (!is_float_neuron(g) || !mask.is_privateuseone() || mask.sizes() != g.sizes())
 		return declined;
 	return down(up(g).mul(mask.to(at::kFloat)).mul(scale), g.scalar_type());
 }
@@ -384,13 +362,13 @@ at::Tensor native_dropout_backward(const at::Tensor &g, const at::Tensor &mask, 
 // self = draws < p, as self's dtype (a Bernoulli(p) sample per element)
 at::Tensor &bernoulli_float(at::Tensor &self, double p, std::optional<at::Generator> gen)
 {
-	if (!float_dev(self) || p < 0.0 || p > 1.0)
+	if (!is_float_neuron(self) || p < 0.0 || p > 1.0)
 		return declined;
 	if (self.numel() == 0)
 		return self;
 	at::Tensor u = at::empty(self.sizes(), self.options().dtype(at::kFloat));
 	u.uniform_(0.0, 1.0, gen);
-	return into(self, u.lt(p).to(self.scalar_type()));
+	return write_result(self, u.lt(p).to(self.scalar_type()));
 }
 
 }  // namespace

@@ -33,11 +33,6 @@ namespace neuron {
 
 namespace {
 
-bool float_dev(const at::Tensor &t)
-{
-	return t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
-}
-
 at::Tensor compare(const char *name, int alu, const at::Tensor &a, const at::Tensor *b, float s)
 {
 	at::ScalarType dt = b ? at::result_type(a, *b) : a.scalar_type();
@@ -100,12 +95,12 @@ at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at:
 #define CMP(fname, alu)                                                                          \
 	at::Tensor fname##_tensor(const at::Tensor &a, const at::Tensor &b)                          \
 	{                                                                                        \
-		if (float_dev(a) && float_dev(b) && a.device() == b.device())                    \
+		if (is_float_neuron(a) && is_float_neuron(b) && a.device() == b.device())                    \
 			return compare("aten::" #fname, alu, a, &b, 0);                             \
 		at::Tensor r = int_compare("aten::" #fname, alu, a, b);                          \
 		if (r.defined())                                                                 \
 			return r;                                                                \
-		if (float_dev(a) && b.dim() == 0 && b.is_cpu() && !b.is_complex() &&              \
+		if (is_float_neuron(a) && b.dim() == 0 && b.is_cpu() && !b.is_complex() &&              \
 		    at::result_type(a, b) == a.scalar_type())                                    \
 			return compare("aten::" #fname, alu, a, nullptr, scalar_at(a, b.item()));   \
 		at::Tensor out;                                                                  \
@@ -115,7 +110,7 @@ at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at:
 	}                                                                                        \
 	at::Tensor fname##_scalar(const at::Tensor &a, const at::Scalar &s)                          \
 	{                                                                                        \
-		if (float_dev(a) && !s.isComplex())                                              \
+		if (is_float_neuron(a) && !s.isComplex())                                              \
 			return compare("aten::" #fname, alu, a, nullptr, scalar_at(a, s));         \
 		at::Tensor out;                                                                  \
 		if (!s.isFloatingPoint() && !s.isComplex() &&                                    \
@@ -134,7 +129,7 @@ at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a,
 {
 	// float operands (promoted), or integer/bool ones of one dtype (an int64
 	// element is two words, each picked by the same condition)
-	bool fl = float_dev(a) && float_dev(b);
+	bool fl = is_float_neuron(a) && is_float_neuron(b);
 	bool ints = !fl && a.scalar_type() == b.scalar_type() && !at::isFloatingType(a.scalar_type()) &&
 		    units_of(a.scalar_type(), false).dtype != ISA_DT_INVALID;
 	if (!cond.is_privateuseone() || cond.scalar_type() != at::kBool || !(fl || ints) || !a.is_privateuseone() ||
@@ -173,7 +168,7 @@ at::Tensor masked_fill(const at::Tensor &self, const at::Tensor &mask, const at:
 {
 	bool ints = self.is_privateuseone() && !at::isFloatingType(self.scalar_type()) &&
 		    units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID && !v.isFloatingPoint();
-	if ((float_dev(self) || ints) && mask.is_privateuseone() && mask.scalar_type() == at::kBool && !v.isComplex() &&
+	if ((is_float_neuron(self) || ints) && mask.is_privateuseone() && mask.scalar_type() == at::kBool && !v.isComplex() &&
 	    at::infer_size(self.sizes(), mask.sizes()) == self.sizes().vec()) {
 		at::Tensor fill = at::empty({}, self.options());
 		if (native_fill(fill, v)) {
@@ -189,7 +184,7 @@ at::Tensor &masked_fill_(at::Tensor &self, const at::Tensor &mask, const at::Sca
 {
 	bool ints = self.is_privateuseone() && !at::isFloatingType(self.scalar_type()) &&
 		    units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID && !v.isFloatingPoint();
-	if ((float_dev(self) || ints) && mask.is_privateuseone() && mask.scalar_type() == at::kBool &&
+	if ((is_float_neuron(self) || ints) && mask.is_privateuseone() && mask.scalar_type() == at::kBool &&
 	    at::infer_size(self.sizes(), mask.sizes()) == self.sizes().vec()) {
 		at::Tensor out = neuron::masked_fill(self, mask, v);
 		TORCH_CHECK(native_copy(self, out), "neuron: masked_fill_ copy");
@@ -338,7 +333,7 @@ at::Tensor &bitwise_not_out(const at::Tensor &a, at::Tensor &out)
 // isnan(x) = x != x on VectorE (integers: all false)
 at::Tensor isnan(const at::Tensor &a)
 {
-	if (float_dev(a))
+	if (is_float_neuron(a))
 		return a.numel() ? compare("aten::isnan", ISA_ALU_not_equal, a, &a, 0)
 				 : at::empty(a.sizes(), a.options().dtype(at::kBool));
 	return declined;

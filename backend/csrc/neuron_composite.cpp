@@ -24,14 +24,9 @@ namespace neuron {
 
 namespace {
 
-bool float_dev(const at::Tensor &t)
-{
-	return t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
-}
-
 at::Tensor addcmul(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value)
 {
-	if (float_dev(self) && float_dev(t1) && float_dev(t2) && !value.isComplex()) {
+	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex()) {
 		at::Tensor p = t1.mul(t2);
 		if (!value.equal(1))
 			p = p.mul(value);
@@ -43,7 +38,7 @@ at::Tensor addcmul(const at::Tensor &self, const at::Tensor &t1, const at::Tenso
 // CPU's two-sided form: w < 0.5 ? a + w (b - a) : b - (b - a)(1 - w)
 at::Tensor lerp_scalar(const at::Tensor &a, const at::Tensor &b, const at::Scalar &w)
 {
-	if (float_dev(a) && float_dev(b) && !w.isComplex()) {
+	if (is_float_neuron(a) && is_float_neuron(b) && !w.isComplex()) {
 		double v = w.toDouble();
 		at::Tensor d = b.sub(a);
 		return v < 0.5 ? a.add(d.mul(v)) : b.sub(d.mul(1.0 - v));
@@ -53,7 +48,7 @@ at::Tensor lerp_scalar(const at::Tensor &a, const at::Tensor &b, const at::Scala
 
 at::Tensor lerp_tensor(const at::Tensor &a, const at::Tensor &b, const at::Tensor &w)
 {
-	if (float_dev(a) && float_dev(b) && float_dev(w)) {
+	if (is_float_neuron(a) && is_float_neuron(b) && is_float_neuron(w)) {
 		at::Tensor d = b.sub(a);
 		at::Tensor one_minus = w.mul(-1.0).add(1.0);
 		return at::where(w.lt(0.5), a.add(d.mul(w)), b.sub(d.mul(one_minus)));
@@ -64,7 +59,7 @@ at::Tensor lerp_tensor(const at::Tensor &a, const at::Tensor &b, const at::Tenso
 at::Tensor baddbmm(const at::Tensor &self, const at::Tensor &b1, const at::Tensor &b2, const at::Scalar &beta,
 		   const at::Scalar &alpha)
 {
-	if (float_dev(self) && float_dev(b1) && float_dev(b2) && !beta.isComplex() && !alpha.isComplex()) {
+	if (is_float_neuron(self) && is_float_neuron(b1) && is_float_neuron(b2) && !beta.isComplex() && !alpha.isComplex()) {
 		at::Tensor p = at::bmm(b1, b2);
 		if (!alpha.equal(1))
 			p = p.mul(alpha);
@@ -79,7 +74,7 @@ at::Tensor baddbmm(const at::Tensor &self, const at::Tensor &b1, const at::Tenso
 at::Tensor variance(const at::Tensor &self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar> &corr,
 		    bool keepdim)
 {
-	if (!float_dev(self) || self.numel() == 0 || (dim && dim->size() > 1))
+	if (!is_float_neuron(self) || self.numel() == 0 || (dim && dim->size() > 1))
 		return {};
 	bool all = !dim || dim->empty();
 	int64_t n = all ? self.numel() : self.size(at::maybe_wrap_dim((*dim)[0], self.dim()));

@@ -100,4 +100,13 @@ at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarTyp
 	return out;
 }
 
+at::Tensor &write_result(at::Tensor &out, const at::Tensor &r)
+{
+	if (!out.sizes().equals(r.sizes()))
+		out.resize_(r.sizes());
+	TORCH_CHECK(native_copy(out, r), "neuron: writing a ", r.scalar_type(), " result into a ", out.scalar_type(),
+		    " tensor");
+	return out;
+}
+
 }  // namespace neuron

@@ -346,16 +346,8 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 }
 
 // In-place and out= forms of the binary ops: the functional kernel, then a
-// DMA copy of its result into self / out (the result dtype must be one
-// self / out can hold, as PyTorch requires).
-at::Tensor &into(at::Tensor &dst, const at::Tensor &r, bool resize)
-{
-	if (resize && !dst.sizes().equals(r.sizes()))
-		dst.resize_(r.sizes());
-	TORCH_CHECK(native_copy(dst, r), "neuron: writing a ", r.scalar_type(), " result into a ", dst.scalar_type(),
-		    " tensor");
-	return dst;
-}
+// DMA copy of its result into self / out (write_result; the result dtype
+// must be one self / out can hold, as PyTorch requires).
 
 // the functional result when natively covered and storable in `dst`
 at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
@@ -380,7 +372,7 @@ at::Tensor &add_inplace(at::Tensor &self, const at::Tensor &b0, const at::Scalar
 	at::Tensor b = alpha_scaled(self, b0, alpha);
 	at::Tensor r = b.defined() ? covered("aten::add", ISA_ALU_add, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
-		return into(self, r, false);
+		return write_result(self, r);
 	return declined;
 }
 
@@ -389,7 +381,7 @@ at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b0, const at::Scalar
 	at::Tensor b = alpha_scaled(self, b0, alpha);
 	at::Tensor r = b.defined() ? covered("aten::sub", ISA_ALU_subtract, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
-		return into(self, r, false);
+		return write_result(self, r);
 	return declined;
 }
 
@@ -398,7 +390,7 @@ at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar 
 	at::Tensor b = alpha_scaled(a, b0, alpha);
 	at::Tensor r = b.defined() ? covered("aten::add", ISA_ALU_add, a, b, out) : at::Tensor();
 	if (r.defined())
-		return into(out, r, true);
+		return write_result(out, r);
 	return declined;
 }
 
@@ -407,7 +399,7 @@ at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar 
 	{                                                                                         \
 		at::Tensor r = covered("aten::" opname, alu, a, b, out);                             \
 		if (r.defined())                                                                  \
-			return into(out, r, true);                                                \
+			return write_result(out, r);                                                \
 		return declined;                                                                  \
 	}
 
@@ -435,7 +427,7 @@ at::Tensor &sub_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar 
 	at::Tensor b = alpha_scaled(a, b0, alpha);
 	at::Tensor r = b.defined() ? covered("aten::sub", ISA_ALU_subtract, a, b, out) : at::Tensor();
 	if (r.defined())
-		return into(out, r, true);
+		return write_result(out, r);
 	return declined;
 }
 
@@ -443,7 +435,7 @@ at::Tensor &mul_inplace(at::Tensor &self, const at::Tensor &b)
 {
 	at::Tensor r = covered("aten::mul", ISA_ALU_multiply, self, b, self);
 	if (r.defined() && r.sizes().equals(self.sizes()))
-		return into(self, r, false);
+		return write_result(self, r);
 	return declined;
 }
 
@@ -451,7 +443,7 @@ at::Tensor &div_inplace(at::Tensor &self, const at::Tensor &b)
 {
 	at::Tensor r = covered("aten::div", ISA_ALU_divide, self, b, self);
 	if (r.defined() && r.sizes().equals(self.sizes()))
-		return into(self, r, false);
+		return write_result(self, r);
 	return declined;
 }
 

@@ -75,6 +75,15 @@ int64_t extent_of(const at::Tensor &t);
 // dst = src (broadcast to dst's shape; float casts) as a DMA program; false
 // when not covered (then nothing was written)
 bool native_copy(const at::Tensor &dst, const at::Tensor &src);
+// r written into an in-place / out= kernel's tensor by a DMA program, out
+// resized to r's shape first as PyTorch's out= contract says; an error when
+// out's dtype cannot take r's
+at::Tensor &write_result(at::Tensor &out, const at::Tensor &r);
+// a neuron tensor of a float type the kernels compute in
+inline bool is_float_neuron(const at::Tensor &t)
+{
+	return t.defined() && t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
+}
 // t broadcast to `sizes` and cast to `dtype`, contiguous (t itself if it is)
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
 

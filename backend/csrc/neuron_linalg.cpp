@@ -184,22 +184,13 @@ at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &
 }
 
 // out= forms (what autocast and torch.mm(out=) reach): the product, then a
-// DMA copy into out (resized as the out= contract says)
-at::Tensor &store_product(at::Tensor &out, const at::Tensor &r)
-{
-	if (!out.sizes().equals(r.sizes()))
-		out.resize_(r.sizes());
-	TORCH_CHECK(native_copy(out, r), "neuron: writing a ", r.scalar_type(), " product into a ", out.scalar_type(),
-		    " tensor");
-	return out;
-}
-
+// DMA copy into out (write_result)
 at::Tensor &mm_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
 	at::Tensor r;
 	if (a.dim() == 2 && b.dim() == 2 && out.is_privateuseone() && out.scalar_type() == a.scalar_type() &&
 	    native_matmul("aten::mm", a, b, nullptr, r))
-		return store_product(out, r);
+		return write_result(out, r);
 	return declined;
 }
 
@@ -211,7 +202,7 @@ at::Tensor &addmm_out(const at::Tensor &bias, const at::Tensor &a, const at::Ten
 	at::Tensor r = addmm(bias, a, b, beta, alpha);
 	if (!r.defined())
 		return declined;
-	return store_product(out, r);
+	return write_result(out, r);
 }
 
 }  // namespace

@@ -31,21 +31,13 @@ namespace neuron {
 
 namespace {
 
-bool float_dev(const at::Tensor &t)
-{
-	return t.defined() && t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
-}
-
-// r written into out (resized as PyTorch's out= contract): false when out
-// cannot hold r's dtype on the device
+// r written into out (write_result): false when out cannot hold r's dtype
+// on the device
 bool store(at::Tensor &out, const at::Tensor &r)
 {
 	if (!out.is_privateuseone() || !c10::canCast(r.scalar_type(), out.scalar_type()))
 		return false;
-	if (!out.sizes().equals(r.sizes()))
-		out.resize_(r.sizes());
-	TORCH_CHECK(native_copy(out, r), "neuron: writing a ", r.scalar_type(), " result into a ", out.scalar_type(),
-		    " tensor");
+	write_result(out, r);
 	return true;
 }
 
@@ -56,7 +48,7 @@ bool store(at::Tensor &out, const at::Tensor &r)
 at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
 			at::Tensor &out)
 {
-	if (float_dev(self) && float_dev(t1) && float_dev(t2) && !value.isComplex() && float_dev(out) &&
+	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out) &&
 	    at::isFloatingType(at::result_type(t1, t2))) {
 		at::Tensor q = value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2);
 		if (store(out, self.add(q)))
@@ -67,7 +59,7 @@ at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::
 
 at::Tensor addcdiv(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value)
 {
-	if (float_dev(self) && float_dev(t1) && float_dev(t2) && !value.isComplex() &&
+	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() &&
 	    at::isFloatingType(at::result_type(t1, t2)))
 		return self.add(value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2));
 	return declined;
@@ -76,7 +68,7 @@ at::Tensor addcdiv(const at::Tensor &self, const at::Tensor &t1, const at::Tenso
 at::Tensor &addcmul_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
 			at::Tensor &out)
 {
-	if (float_dev(self) && float_dev(t1) && float_dev(t2) && !value.isComplex() && float_dev(out)) {
+	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out)) {
 		at::Tensor p = value.equal(1) ? t1.mul(t2) : t1.mul(value).mul(t2);
 		if (store(out, self.add(p)))
 			return out;
@@ -86,14 +78,14 @@ at::Tensor &addcmul_out(const at::Tensor &self, const at::Tensor &t1, const at::
 
 at::Tensor &lerp_scalar_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &w, at::Tensor &out)
 {
-	if (float_dev(a) && float_dev(b) && !w.isComplex() && float_dev(out) && store(out, a.lerp(b, w)))
+	if (is_float_neuron(a) && is_float_neuron(b) && !w.isComplex() && is_float_neuron(out) && store(out, a.lerp(b, w)))
 		return out;
 	return declined;
 }
 
 at::Tensor &lerp_tensor_out(const at::Tensor &a, const at::Tensor &b, const at::Tensor &w, at::Tensor &out)
 {
-	if (float_dev(a) && float_dev(b) && float_dev(w) && float_dev(out) && store(out, a.lerp(b, w)))
+	if (is_float_neuron(a) && is_float_neuron(b) && is_float_neuron(w) && is_float_neuron(out) && store(out, a.lerp(b, w)))
 		return out;
 	return declined;
 }
@@ -107,7 +99,7 @@ at::Tensor vector_norm(const at::Tensor &self, const at::Scalar &ord, at::Option
 		       std::optional<at::ScalarType> dtype)
 {
 	at::ScalarType odt = dtype.value_or(self.scalar_type());
-	if (!float_dev(self) || ord.isComplex() || isa_dtype_of(odt) == ISA_DT_INVALID || self.numel() == 0)
+	if (!is_float_neuron(self) || ord.isComplex() || isa_dtype_of(odt) == ISA_DT_INVALID || self.numel() == 0)
 		return {};
 	double p = ord.toDouble();
 	at::Tensor x = self.to(at::kFloat);
@@ -146,10 +138,10 @@ at::Tensor &linalg_vector_norm_out(const at::Tensor &self, const at::Scalar &ord
 
 // ---- AMP ---------------------------------------------------------------------
 
-bool all_float_dev(at::TensorList ts)
+bool all_is_float_neuron(at::TensorList ts)
 {
 	for (const at::Tensor &t : ts)
-		if (!float_dev(t))
+		if (!is_float_neuron(t))
 			return false;
 	return true;
 }
@@ -158,7 +150,7 @@ bool all_float_dev(at::TensorList ts)
 // for those), and every gradient multiplied by inv_scale in place
 bool amp_unscale(at::TensorList grads, at::Tensor &found_inf, const at::Tensor &inv_scale)
 {
-	if (!all_float_dev(grads) || !float_dev(found_inf) || !float_dev(inv_scale) || found_inf.numel() != 1 ||
+	if (!all_is_float_neuron(grads) || !is_float_neuron(found_inf) || !is_float_neuron(inv_scale) || found_inf.numel() != 1 ||
 	    inv_scale.numel() != 1)
 		return false;
 	at::Tensor found = found_inf.to(at::kFloat);
@@ -180,7 +172,7 @@ bool amp_unscale(at::TensorList grads, at::Tensor &found_inf, const at::Tensor &
 at::Tensor &amp_update_scale(at::Tensor &scale, at::Tensor &tracker, const at::Tensor &found_inf, double growth,
 			     double backoff, int64_t interval)
 {
-	if (!float_dev(scale) || !float_dev(found_inf) || !tracker.is_privateuseone() ||
+	if (!is_float_neuron(scale) || !is_float_neuron(found_inf) || !tracker.is_privateuseone() ||
 	    tracker.scalar_type() != at::kInt || scale.numel() != 1 || tracker.numel() != 1)
 		return declined;
 	at::Tensor found = found_inf.to(at::kFloat).reshape(scale.sizes()).gt(0);
@@ -218,7 +210,7 @@ at::Tensor step_grad(const at::Tensor &g, bool maximize, const std::optional<at:
 bool lists_ok(std::initializer_list<at::TensorList> lists, size_t n)
 {
 	for (at::TensorList l : lists)
-		if (l.size() != n || !all_float_dev(l))
+		if (l.size() != n || !all_is_float_neuron(l))
 			return false;
 	return true;
 }
@@ -267,22 +259,15 @@ bool fused_adam_impl(AdamMode mode, at::TensorList params, at::TensorList grads,
 	return true;
 }
 
+// _fused_adam_ / _fused_adamw_ (float lr)
+template <AdamMode M>
 bool fused_adam(at::TensorList params, at::TensorList grads, at::TensorList m, at::TensorList v,
 		at::TensorList vmax, at::TensorList steps, double lr, double beta1, double beta2, double wd,
 		double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor> &grad_scale,
 		const std::optional<at::Tensor> &found_inf)
 {
-	return fused_adam_impl(AdamMode::original, params, grads, m, v, vmax, steps, lr, beta1, beta2, wd, eps,
-			       amsgrad, maximize, grad_scale, found_inf);
-}
-
-bool fused_adamw(at::TensorList params, at::TensorList grads, at::TensorList m, at::TensorList v,
-		 at::TensorList vmax, at::TensorList steps, double lr, double beta1, double beta2, double wd,
-		 double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor> &grad_scale,
-		 const std::optional<at::Tensor> &found_inf)
-{
-	return fused_adam_impl(AdamMode::adamw, params, grads, m, v, vmax, steps, lr, beta1, beta2, wd, eps,
-			       amsgrad, maximize, grad_scale, found_inf);
+	return fused_adam_impl(M, params, grads, m, v, vmax, steps, lr, beta1, beta2, wd, eps, amsgrad, maximize,
+			       grad_scale, found_inf);
 }
 
 // the lr given as a tensor (capturable schedules): its value, read by the kernel
@@ -294,24 +279,16 @@ bool lr_value(const at::Tensor &lr, double &out)
 	return true;
 }
 
+// their .tensor_lr overloads
+template <AdamMode M>
 bool fused_adam_tlr(at::TensorList params, at::TensorList grads, at::TensorList m, at::TensorList v,
 		    at::TensorList vmax, at::TensorList steps, const at::Tensor &lr, double beta1, double beta2,
 		    double wd, double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor> &grad_scale,
 		    const std::optional<at::Tensor> &found_inf)
 {
 	double l;
-	return lr_value(lr, l) && fused_adam_impl(AdamMode::original, params, grads, m, v, vmax, steps, l, beta1,
-						  beta2, wd, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-
-bool fused_adamw_tlr(at::TensorList params, at::TensorList grads, at::TensorList m, at::TensorList v,
-		     at::TensorList vmax, at::TensorList steps, const at::Tensor &lr, double beta1, double beta2,
-		     double wd, double eps, bool amsgrad, bool maximize, const std::optional<at::Tensor> &grad_scale,
-		     const std::optional<at::Tensor> &found_inf)
-{
-	double l;
-	return lr_value(lr, l) && fused_adam_impl(AdamMode::adamw, params, grads, m, v, vmax, steps, l, beta1, beta2,
-						  wd, eps, amsgrad, maximize, grad_scale, found_inf);
+	return lr_value(lr, l) && fused_adam_impl(M, params, grads, m, v, vmax, steps, l, beta1, beta2, wd, eps,
+						  amsgrad, maximize, grad_scale, found_inf);
 }
 
 // SGD with momentum, as CPU PyTorch's fused kernel:

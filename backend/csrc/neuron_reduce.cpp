@@ -37,7 +37,7 @@ namespace {
 
 bool float_device(const at::Tensor &t)
 {
-	return t.is_privateuseone() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID && t.numel() > 0;
+	return is_float_neuron(t) && t.numel() > 0;
 }
 
 // x viewed as [rows, cols] with `dim` last, contiguous (a copy if needed)
@@ -88,6 +88,47 @@ std::vector<int64_t> reduced_shape(const at::Tensor &self, int64_t dim, bool all
 at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
 		      bool keepdim, at::ScalarType out_dt);
 
+// Which dims of `self` a reduction over `dims` reduces (every dim for an
+// absent or empty list); a dim named twice is an error, as on CPU
+std::vector<bool> reduced_mask(const char *name, const at::Tensor &self, at::OptionalIntArrayRef dims)
+{
+	std::vector<bool> red(self.dim(), !dims || dims->empty());
+	if (dims)
+		for (int64_t d : *dims) {
+			int64_t w = at::maybe_wrap_dim(d, self.dim());
+			TORCH_CHECK(!red[w], name, ": dim ", w,
+				    " appears multiple times in the list of dims");
+			red[w] = true;
+		}
+	return red;
+}
+
+// self as [kept elements, reduced elements] in `dtype`: the reduced dims
+// brought last and flattened (one DMA program when they are not already)
+at::Tensor reduced_last(const at::Tensor &self, const std::vector<bool> &red, at::ScalarType dtype)
+{
+	std::vector<int64_t> perm;
+	int64_t rows = 1, n = 1;
+	for (int pass = 0; pass < 2; pass++)
+		for (int64_t d = 0; d < self.dim(); d++)
+			if (red[d] == (pass == 1)) {
+				perm.push_back(d);
+				(pass ? n : rows) *= self.size(d);
+			}
+	at::Tensor p = self.permute(perm);
+	return materialize(p, p.sizes(), dtype).view({ rows, n });
+}
+
+// the result's shape: self without its reduced dims (1s with keepdim)
+std::vector<int64_t> mask_shape(const at::Tensor &self, const std::vector<bool> &red, bool keepdim)
+{
+	std::vector<int64_t> shape;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (!red[d] || keepdim)
+			shape.push_back(red[d] ? 1 : self.size(d));
+	return shape;
+}
+
 // A sum / mean over a block of adjacent dims that are not last (a weight
 // gradient's sum over batch and sequence): x as [A, M, N] with the block as
 // M, reduced on TensorE as ones[A, 1, M] @ x (fp32 PSUM), the partition-dim
@@ -123,12 +164,7 @@ at::Tensor reduce_block(int kop, const at::Tensor &self, int64_t first, int64_t 
 at::Tensor reduce_dims(const char *name, int kop, const at::Tensor &self, at::IntArrayRef dims, bool keepdim,
 		       at::ScalarType out_dt)
 {
-	std::vector<bool> red(self.dim(), false);
-	for (int64_t d : dims) {
-		int64_t w = at::maybe_wrap_dim(d, self.dim());
-		TORCH_CHECK(!red[w], name, ": dim ", w, " appears multiple times in the list of dims");
-		red[w] = true;
-	}
+	std::vector<bool> red = reduced_mask(name, self, dims);
 	int64_t first = -1, last = -1, count = 0;
 	for (int64_t d = 0; d < self.dim(); d++)
 		if (red[d]) {
@@ -141,27 +177,9 @@ at::Tensor reduce_dims(const char *name, int kop, const at::Tensor &self, at::In
 		if (r.defined())
 			return r;
 	}
-	std::vector<int64_t> perm, kept, shape;
-	for (int64_t d = 0; d < self.dim(); d++)
-		if (!red[d]) {
-			perm.push_back(d);
-			kept.push_back(self.size(d));
-		}
-	int64_t n = 1;
-	for (int64_t d = 0; d < self.dim(); d++)
-		if (red[d]) {
-			perm.push_back(d);
-			n *= self.size(d);
-		}
-	at::Tensor p = self.permute(perm);
-	p = materialize(p, p.sizes(), p.scalar_type());
-	kept.push_back(n);
-	at::Tensor r = reduce_one(name, kop, p.view(kept), at::IntArrayRef{ (int64_t)kept.size() - 1 }, false, out_dt);
-	if (!r.defined() || !keepdim)
-		return r;
-	for (int64_t d = 0; d < self.dim(); d++)
-		shape.push_back(red[d] ? 1 : self.size(d));
-	return r.view(shape);
+	at::Tensor r = reduce_one(name, kop, reduced_last(self, red, self.scalar_type()), at::IntArrayRef{ 1 }, false,
+				  out_dt);
+	return r.defined() ? r.view(mask_shape(self, red, keepdim)) : r;
 }
 
 // reduction of `self` over its dims (all, for an empty/absent dim list);
@@ -234,25 +252,9 @@ at::Tensor sum_int64(const at::Tensor &self, at::OptionalIntArrayRef dims, bool 
 {
 	if (self.dim() == 0)   // one element: the sum is the element
 		return materialize(self, self.sizes(), at::kLong).clone();
-	std::vector<bool> red(self.dim(), !dims || dims->empty());
-	if (dims)
-		for (int64_t d : *dims)
-			red[at::maybe_wrap_dim(d, self.dim())] = true;
-	std::vector<int64_t> perm, kept, shape;
-	int64_t n = 1;
-	for (int64_t d = 0; d < self.dim(); d++)
-		if (!red[d]) {
-			perm.push_back(d);
-			kept.push_back(self.size(d));
-		}
-	for (int64_t d = 0; d < self.dim(); d++)
-		if (red[d]) {
-			perm.push_back(d);
-			n *= self.size(d);
-		}
-	int64_t rows = c10::multiply_integers(kept);
-	at::Tensor x = self.dim() ? self.permute(perm) : self;
-	x = materialize(x, x.sizes(), at::kLong).reshape({ rows, n });
+	std::vector<bool> red = reduced_mask("sum", self, dims);
+	at::Tensor x = reduced_last(self, red, at::kLong);
+	int64_t rows = x.size(0), n = x.size(1);
 	int64_t p2 = 1;
 	while (p2 < n)
 		p2 *= 2;
@@ -266,10 +268,7 @@ at::Tensor sum_int64(const at::Tensor &self, at::OptionalIntArrayRef dims, bool 
 			return {};
 		x = out;
 	}
-	for (int64_t d = 0; d < self.dim(); d++)
-		if (!red[d] || keepdim)
-			shape.push_back(red[d] ? 1 : self.size(d));
-	return x.reshape(shape);
+	return x.reshape(mask_shape(self, red, keepdim));
 }
 
 // sum of a bool tensor (a count, int64): summed at fp32, exact below 2^24
@@ -421,14 +420,6 @@ at::Tensor all_any(bool any, const at::Tensor &self, at::OptionalIntArrayRef dim
 	return r.defined() ? r.ne(0) : r;
 }
 
-at::Tensor &to_out(at::Tensor &out, const at::Tensor &r)
-{
-	if (!out.sizes().equals(r.sizes()))
-		out.resize_(r.sizes());
-	TORCH_CHECK(native_copy(out, r), "neuron: writing a reduction result");
-	return out;
-}
-
 #define ALL_ANY(fname, is_any)                                                                            \
 	at::Tensor fname##_full(const at::Tensor &self)                                                   \
 	{                                                                                              \
@@ -439,7 +430,7 @@ at::Tensor &to_out(at::Tensor &out, const at::Tensor &r)
 	{                                                                                              \
 		at::Tensor r = all_any(is_any, self, std::nullopt, false);                                  \
 		if (r.defined() && out.is_privateuseone() && out.scalar_type() == at::kBool)                \
-			return to_out(out, r);                                                             \
+			return write_result(out, r);                                                             \
 		return declined; \
 	}                                                                                              \
 	at::Tensor fname##_dim(const at::Tensor &self, int64_t dim, bool keepdim)                         \
@@ -451,7 +442,7 @@ at::Tensor &to_out(at::Tensor &out, const at::Tensor &r)
 	{                                                                                              \
 		at::Tensor r = all_any(is_any, self, at::IntArrayRef{ dim }, keepdim);                      \
 		if (r.defined() && out.is_privateuseone() && out.scalar_type() == at::kBool)                \
-			return to_out(out, r);                                                             \
+			return write_result(out, r);                                                             \
 		return declined; \
 	}
 

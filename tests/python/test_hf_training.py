@@ -43,6 +43,17 @@ def cpu_state(model):
     return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
+def train_strict(trainer, monkeypatch):
+    """trainer.train() under NEURON_STRICT=1; the plugin's stats of the run"""
+    monkeypatch.setenv("NEURON_STRICT", "1")
+    torch_neuronsim.reset_stats()
+    trainer.train()
+    monkeypatch.delenv("NEURON_STRICT")
+    s = torch_neuronsim.stats()
+    assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
+    return s
+
+
 def test_trainer_picks_neuron_trains_natively_and_saves_a_cpu_checkpoint(tmp_path, monkeypatch):
     model = tiny_llama()
     before = cpu_state(model)
@@ -51,12 +62,7 @@ def test_trainer_picks_neuron_trains_natively_and_saves_a_cpu_checkpoint(tmp_pat
                                logging_steps=1, save_steps=3, report_to=[], learning_rate=1e-3)
     assert args.device.type == "neuron"
     trainer = T.Trainer(model=model, args=args, train_dataset=ds)
-    monkeypatch.setenv("NEURON_STRICT", "1")
-    torch_neuronsim.reset_stats()
-    trainer.train()
-    s = torch_neuronsim.stats()
-    monkeypatch.delenv("NEURON_STRICT")
-    assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
+    train_strict(trainer, monkeypatch)
     assert next(model.parameters()).device.type == "neuron"
     after = cpu_state(model)
     assert any(not torch.equal(before[k], after[k]) for k in after)
@@ -76,12 +82,7 @@ def test_sft_trainer_trains_in_bf16_on_neuron(tmp_path, monkeypatch):
     model = tiny_llama()
     trainer = SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(token_rows(length=100)),
                          processing_class=word_tokenizer())
-    monkeypatch.setenv("NEURON_STRICT", "1")
-    torch_neuronsim.reset_stats()
-    trainer.train()
-    s = torch_neuronsim.stats()
-    monkeypatch.delenv("NEURON_STRICT")
-    assert s["cpu_fallbacks"] == 0, s["fallback_ops"]
+    s = train_strict(trainer, monkeypatch)
     assert s["native_ops"]["aten::mm"]["count"] > 0
     reloaded = T.LlamaForCausalLM.from_pretrained(str(tmp_path / "checkpoint-2"))
     trained = cpu_state(model)
@@ -97,10 +98,7 @@ def test_peft_lora_trains_only_the_adapters(tmp_path, monkeypatch):
     ds = Dataset.from_list([dict(r, labels=r["input_ids"]) for r in token_rows(8)])
     args = T.TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=2,
                                report_to=[], learning_rate=1e-2, save_strategy="no")
-    monkeypatch.setenv("NEURON_STRICT", "1")
-    torch_neuronsim.reset_stats()
-    T.Trainer(model=model, args=args, train_dataset=ds).train()
-    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0, torch_neuronsim.stats()["fallback_ops"]
+    train_strict(T.Trainer(model=model, args=args, train_dataset=ds), monkeypatch)
     changed = {k for k, v in model.named_parameters() if not torch.equal(v.detach().cpu(), before[k].cpu())}
     assert changed and all("lora_" in k for k in changed), changed
     assert any("lora_A" in k for k in changed) and any("lora_B" in k for k in changed)

@@ -189,6 +189,13 @@ def test_sdpa_backward(mask_kind, gqa, dtype, monkeypatch):
     assert s["native_ops"]["aten::bmm"]["count"] >= 4     # forward and backward products on TensorE
 
 
+def test_sdpa_backward_with_broadcast_batch_dims(monkeypatch):
+    """k / v shared across the batch ([1, H, S, E]): their gradients summed back"""
+    q, k, v, _ = sdpa_inputs("none", False)
+    grads_match(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                [q, k[:1], v[:1]], monkeypatch=monkeypatch)
+
+
 def test_sdpa_dropout_backward_regenerates_the_forward_mask(monkeypatch):
     """with dropout the forward is a function of the generator's seed: its
     gradient must match central differences of that function"""
