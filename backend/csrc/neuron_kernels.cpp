@@ -15,6 +15,7 @@
 #include <ATen/ops/cos_ops.h>
 #include <ATen/ops/div_ops.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/erf_ops.h>
@@ -80,11 +81,43 @@ bool operands_ok(const at::Tensor &a, const at::Tensor &b)
 	       a.is_contiguous() && b.is_contiguous() && a.numel() > 0;
 }
 
+// Where the next elementwise program may put its result: the tensor of the
+// in-place / out= op being run (ResultInto), taken when it is exactly what
+// the program writes -- a's shape and dtype, contiguous, and not partly
+// overlapping an operand (an operand that is the same memory is read
+// before each tile is written).  The op is then one program, not a program
+// and a copy, as a device kernel writing its destination.
+thread_local const at::Tensor *t_result_into = nullptr;
+
+struct ResultInto {
+	explicit ResultInto(const at::Tensor &dst) : prev(t_result_into) { t_result_into = &dst; }
+	~ResultInto() { t_result_into = prev; }
+	const at::Tensor *prev;
+};
+
+bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x)
+{
+	at::MemOverlapStatus st = at::get_overlap_status(dst, x);
+	return st == at::MemOverlapStatus::No || st == at::MemOverlapStatus::Full;
+}
+
+// the output tensor of a program over a (and b): ResultInto's when it fits
+at::Tensor result_for(const at::Tensor &a, const at::Tensor *b)
+{
+	const at::Tensor *d = t_result_into;
+	t_result_into = nullptr;   // one program per op takes it
+	if (d && d->is_privateuseone() && d->device() == a.device() && d->scalar_type() == a.scalar_type() &&
+	    d->sizes().equals(a.sizes()) && d->is_contiguous() && no_partial_overlap(*d, a) &&
+	    (!b || no_partial_overlap(*d, *b)))
+		return *d;
+	return at::empty(a.sizes(), a.options());
+}
+
 // out = op(a[, b]): one run of a cached program, charged to ATen op `name`
 at::Tensor run_elementwise(const char *name, const Ew &op, const at::Tensor &a, const at::Tensor *b)
 {
 	int dev = a.device().index();
-	at::Tensor out = at::empty(a.sizes(), a.options());
+	at::Tensor out = result_for(a, b);
 	if (a.numel() == 0)
 		return out;
 	Program m = program_for(op, isa_dtype_of(a.scalar_type()), (uint64_t)a.numel(), dev);
@@ -359,6 +392,7 @@ at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Ten
 			(rt == dst.scalar_type() ||
 			 (isa_dtype_of(rt) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID));
 	at::Tensor out;
+	ResultInto into_dst(dst);
 	if (storable && (native_binary(name, alu, a, b, out) ||
 			 ((alu == ISA_ALU_add || alu == ISA_ALU_subtract) &&
 			  native_i64_addsub(name, alu == ISA_ALU_subtract, a, b, out))) &&

@@ -76,8 +76,8 @@ int64_t extent_of(const at::Tensor &t);
 // when not covered (then nothing was written)
 bool native_copy(const at::Tensor &dst, const at::Tensor &src);
 // r written into an in-place / out= kernel's tensor by a DMA program, out
-// resized to r's shape first as PyTorch's out= contract says; an error when
-// out's dtype cannot take r's
+// resized to r's shape first as PyTorch's out= contract says (nothing to do
+// when r is out); an error when out's dtype cannot take r's
 at::Tensor &write_result(at::Tensor &out, const at::Tensor &r);
 // a neuron tensor of a float type the kernels compute in
 inline bool is_float_neuron(const at::Tensor &t)

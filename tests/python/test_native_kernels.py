@@ -94,6 +94,25 @@ def test_uncovered_calls_fall_back_and_are_correct():
     assert torch.equal((da.half() + da.half()).cpu(), a.half() + a.half())
 
 
+def test_in_place_ops_write_their_tensor_in_one_program():
+    """a += b: one VectorE program writing a (no copy after it); operands that
+    partly overlap the destination still give CPU's values"""
+    a, b = torch.randn(4096), torch.randn(4096)
+    da, db = a.to(NEURON), b.to(NEURON)
+    torch_neuronsim.reset_stats()
+    da.mul_(db)
+    da.add_(db, alpha=1)
+    torch.mul(da, db, out=da)
+    ops = torch_neuronsim.stats()["native_ops"]
+    assert "aten::copy_" not in ops and ops["aten::mul"]["count"] == 2 and ops["aten::add"]["count"] == 1
+    torch.testing.assert_close(da.cpu(), (a * b + b) * b, rtol=0, atol=0)
+    x = torch.randn(100)
+    dx = x.to(NEURON)
+    x[1:].add_(x[:-1].clone())
+    dx[1:].add_(dx[:-1])                           # partial overlap: through a fresh result
+    torch.testing.assert_close(dx.cpu(), x, rtol=0, atol=0)
+
+
 def test_in_place_and_out_variants_are_correct():
     a, b = torch.randn(777), torch.randn(777)
     da = a.to(NEURON)
