@@ -104,6 +104,23 @@ def test_peft_lora_trains_only_the_adapters(tmp_path, monkeypatch):
     assert any("lora_A" in k for k in changed) and any("lora_B" in k for k in changed)
 
 
+def test_device_map_auto_places_a_checkpoint_on_neuron(tmp_path):
+    """from_pretrained(device_map="auto"): Accelerate spreads the layers over
+    the NeuronCores (its balanced map), and the forward gives CPU's logits.
+    Activations crossing cores go through the host (counted fallbacks)."""
+    model = tiny_llama()
+    model.save_pretrained(str(tmp_path))
+    ids = torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        want = model(ids).logits
+        placed = T.AutoModelForCausalLM.from_pretrained(str(tmp_path), device_map="auto")
+        devices = {p.device.type for p in placed.parameters()}
+        first = next(placed.parameters()).device
+        got = placed(ids.to(first)).logits
+    assert devices == {"neuron"} and set(placed.hf_device_map.values()) <= set(range(8))
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+
+
 def run_python(code, env_extra=None, path_extra=None):
     env = dict(os.environ, NEURON_SIM="1", **(env_extra or {}))
     if path_extra:
