@@ -156,3 +156,16 @@ def test_an_installed_torch_neuronx_is_never_shadowed(tmp_path):
 def test_the_standin_can_be_turned_off():
     origin, hf, acc = run_python(DETECT, env_extra={"NEURONSIM_TORCH_NEURONX": "0"}).split()
     assert origin == "None" and hf == acc == "False"
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_the_training_example_runs(lora):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cmd = [sys.executable, os.path.join(root, "examples", "train.py"), "--steps", "2"] + (["--lora"] if lora else [])
+    r = subprocess.run(cmd, env=dict(os.environ, NEURON_SIM="1"), capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = r.stdout
+    assert "device neuron:0, bf16 True" in out
+    assert out.count("loss ") == 2 and "simulated step" in out and "engines: tensor" in out
+    assert "CPU fallbacks in the last step: 0" in out
+    assert ("adapter checkpoint" in out) if lora else ("weights identical: True" in out)
