@@ -20,8 +20,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from trl import SFTConfig, SFTTrainer
 
 import torch_neuronsim
-
-ENGINES = ("tensor", "vector", "scalar", "gpsimd", "sync")
+from neuronsim import ENGINES   # the ISA's engine table
 
 
 def tiny_llama(vocab):
