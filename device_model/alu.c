@@ -109,6 +109,30 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b)
 	}
 }
 
+#define ACT_LOOP(expr)                                   \
+	for (uint64_t i = 0; i < n; i++) {               \
+		float v = x[i] * scale + bias;           \
+		x[i] = (expr);                           \
+	}
+
+/* the row form of dm_act_f32 (same results): the switch out of the loop */
+void dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n)
+{
+	switch (func) {
+	case ISA_ACT_identity:   ACT_LOOP(v) break;
+	case ISA_ACT_relu:       ACT_LOOP(v > 0.0f ? v : 0.0f) break;
+	case ISA_ACT_exp:        ACT_LOOP(expf(v)) break;
+	case ISA_ACT_silu:       ACT_LOOP(v / (1.0f + expf(-v))) break;
+	case ISA_ACT_sigmoid:    ACT_LOOP(1.0f / (1.0f + expf(-v))) break;
+	case ISA_ACT_sqrt:       ACT_LOOP(sqrtf(v)) break;
+	case ISA_ACT_rsqrt:      ACT_LOOP(1.0f / sqrtf(v)) break;
+	case ISA_ACT_reciprocal: ACT_LOOP(1.0f / v) break;
+	case ISA_ACT_square:     ACT_LOOP(v * v) break;
+	default:                 ACT_LOOP(dm_act_f32(func, v)) break;
+	}
+}
+#undef ACT_LOOP
+
 float dm_act_f32(int func, float x)
 {
 	switch (func) {

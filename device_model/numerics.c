@@ -231,3 +231,62 @@ void dm_store_row(int dtype, void *dst, const float *src, uint64_t n)
 	for (uint64_t i = 0; i < n; i++)
 		dm_store(dtype, d + i * esz, src[i]);
 }
+
+/* strided runs (the innermost dim of a view): no per-element dtype switch
+ * for the common float types */
+void dm_load_run(int dtype, const void *src, int64_t step, unsigned esz, float *out, uint64_t n)
+{
+	const uint8_t *a = src;
+	if (step == (int64_t)esz) {
+		dm_load_row(dtype, a, out, n);
+		return;
+	}
+	if (step == 0) {                     /* a broadcast: one element repeated */
+		float v = dm_load(dtype, a);
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = v;
+		return;
+	}
+	switch (dtype) {
+	case ISA_DT_fp32:
+		for (uint64_t i = 0; i < n; i++)
+			memcpy(&out[i], a + (int64_t)i * step, 4);
+		break;
+	case ISA_DT_bf16:
+		for (uint64_t i = 0; i < n; i++) {
+			uint16_t h;
+			memcpy(&h, a + (int64_t)i * step, 2);
+			out[i] = dm_bf16_to_f32(h);
+		}
+		break;
+	default:
+		for (uint64_t i = 0; i < n; i++)
+			out[i] = dm_load(dtype, a + (int64_t)i * step);
+		break;
+	}
+}
+
+void dm_store_run(int dtype, void *dst, int64_t step, unsigned esz, const float *in, uint64_t n)
+{
+	uint8_t *a = dst;
+	if (step == (int64_t)esz) {
+		dm_store_row(dtype, a, in, n);
+		return;
+	}
+	switch (dtype) {
+	case ISA_DT_fp32:
+		for (uint64_t i = 0; i < n; i++)
+			memcpy(a + (int64_t)i * step, &in[i], 4);
+		break;
+	case ISA_DT_bf16:
+		for (uint64_t i = 0; i < n; i++) {
+			uint16_t h = dm_f32_to_bf16(in[i]);
+			memcpy(a + (int64_t)i * step, &h, 2);
+		}
+		break;
+	default:
+		for (uint64_t i = 0; i < n; i++)
+			dm_store(dtype, a + (int64_t)i * step, in[i]);
+		break;
+	}
+}

@@ -49,5 +49,9 @@ void  dm_store(int dtype, void *p, float v);
 /* whole rows: n elements, contiguous (the common fast path) */
 void dm_load_row(int dtype, const void *src, float *dst, uint64_t n);
 void dm_store_row(int dtype, void *dst, const float *src, uint64_t n);
+/* the same for n elements `step` bytes apart (step 0: one element repeated
+ * on load); esz is the dtype's size */
+void dm_load_run(int dtype, const void *src, int64_t step, unsigned esz, float *dst, uint64_t n);
+void dm_store_run(int dtype, void *dst, int64_t step, unsigned esz, const float *src, uint64_t n);
 
 #endif /* NSIM_DM_NUMERICS_H */

@@ -120,26 +120,127 @@ dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool
 					}                                                   \
 	} while (0)
 
-void dm_view_read(const dm_view *v, float *out)
+/* Visits the innermost runs of row p: `a` is the run's first element and
+ * `k` the index in the row of that element. */
+#define FOR_EACH_RUN(v, p, a, k, body)                                                    \
+	do {                                                                              \
+		uint64_t k = 0;                                                           \
+		uint8_t *b0_ = (v)->base + (int64_t)(p) * (v)->pstep;                     \
+		for (uint32_t i0 = 0; i0 < (v)->size[0]; i0++)                           \
+			for (uint32_t i1 = 0; i1 < (v)->size[1]; i1++)                   \
+				for (uint32_t i2 = 0; i2 < (v)->size[2]; i2++) {         \
+					uint8_t *a = b0_ + i0 * (v)->step[0] +              \
+						     i1 * (v)->step[1] + i2 * (v)->step[2];  \
+					body;                                               \
+					k += (v)->size[3];                                  \
+				}                                                           \
+	} while (0)
+
+void dm_view_read_rows(const dm_view *v, uint32_t p0, uint32_t np, float *out)
 {
-	for (uint32_t p = 0; p < v->nparts; p++) {
-		float *row = out + (uint64_t)p * v->nfree;
+	for (uint32_t p = p0; p < p0 + np; p++) {
+		float *row = out + (uint64_t)(p - p0) * v->nfree;
 		if (v->contiguous)
 			dm_load_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
 		else
-			FOR_EACH_ELEM(v, p, a, k, row[k] = dm_load(v->dtype, a));
+			FOR_EACH_RUN(v, p, a, k, dm_load_run(v->dtype, a, v->step[3], v->esz, row + k, v->size[3]));
 	}
+}
+
+void dm_view_write_rows(const dm_view *v, uint32_t p0, uint32_t np, const float *in)
+{
+	for (uint32_t p = p0; p < p0 + np; p++) {
+		const float *row = in + (uint64_t)(p - p0) * v->nfree;
+		if (v->contiguous)
+			dm_store_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
+		else
+			FOR_EACH_RUN(v, p, a, k, dm_store_run(v->dtype, a, v->step[3], v->esz, row + k, v->size[3]));
+	}
+}
+
+void dm_view_read(const dm_view *v, float *out)
+{
+	dm_view_read_rows(v, 0, v->nparts, out);
 }
 
 void dm_view_write(const dm_view *v, const float *in)
 {
-	for (uint32_t p = 0; p < v->nparts; p++) {
-		const float *row = in + (uint64_t)p * v->nfree;
-		if (v->contiguous)
-			dm_store_row(v->dtype, v->base + (int64_t)p * v->pstep, row, v->nfree);
+	dm_view_write_rows(v, 0, v->nparts, in);
+}
+
+/* bytes [lo, hi) one row of a view touches, relative to the row's start */
+static void row_span(const dm_view *v, int64_t *lo, int64_t *hi)
+{
+	*lo = 0;
+	*hi = (int64_t)v->esz;
+	for (int d = 0; d < (int)ISA_MAX_DIMS; d++) {
+		int64_t ext = v->step[d] * (int64_t)(v->size[d] ? v->size[d] - 1 : 0);
+		if (ext < 0)
+			*lo += ext;
 		else
-			FOR_EACH_ELEM(v, p, a, k, dm_store(v->dtype, a, row[k]));
+			*hi += ext;
 	}
+}
+
+static bool same_layout(const dm_view *a, const dm_view *b)
+{
+	if (a->base != b->base || a->pstep != b->pstep || a->esz != b->esz || a->nfree != b->nfree)
+		return false;
+	for (int d = 0; d < (int)ISA_MAX_DIMS; d++)
+		if (a->size[d] != b->size[d] || a->step[d] != b->step[d])
+			return false;
+	return true;
+}
+
+/* Whether some byte of view a is also a byte of view b.  On-chip views are
+ * stripes one partition apart: two overlap only where both their partitions
+ * and their byte ranges inside a partition do (tiles side by side in the
+ * same partitions do not). */
+static bool may_overlap(const dm_view *a, const dm_view *b)
+{
+	int64_t al, ah, bl, bh;
+	row_span(a, &al, &ah);
+	row_span(b, &bl, &bh);
+	int64_t P = a->pstep, na = a->nparts, nb = b->nparts;
+	if (P != b->pstep || P <= 0 || ah - al > P || bh - bl > P) {
+		/* anything else: compare the whole address ranges */
+		int64_t pa = a->pstep * (na ? na - 1 : 0), pb = b->pstep * (nb ? nb - 1 : 0);
+		const uint8_t *alo = a->base + al + (pa < 0 ? pa : 0), *ahi = a->base + ah + (pa > 0 ? pa : 0);
+		const uint8_t *blo = b->base + bl + (pb < 0 ? pb : 0), *bhi = b->base + bh + (pb > 0 ? pb : 0);
+		return alo < bhi && blo < ahi;
+	}
+	/* a's row p starts `d` bytes into b's row p + r */
+	int64_t delta = a->base - b->base;
+	int64_t r = delta >= 0 ? delta / P : -((-delta + P - 1) / P);
+	int64_t d = delta - r * P;
+	for (int64_t s = -3; s <= 3; s++) {
+		int64_t lo = d + al - s * P, hi = d + ah - s * P;   /* in b's row p + r + s */
+		if (lo < bh && bl < hi && r + s < nb && r + s + na > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * An instruction reads all its operands before it writes; staging every row
+ * at once moved whole tiles (up to MiBs) through memory several times per
+ * instruction, most of an elementwise instruction's host time.  Processing a
+ * few rows at a time keeps the staging in cache and gives the same result
+ * when no later row's input can change under an earlier row's write: the
+ * destination overlaps no source, or only exactly in place.  Checked
+ * numerics stage everything, so a fault leaves the destination untouched.
+ */
+uint32_t dm_row_block(const dm_binding *b, const dm_view *dst, const dm_view *const *srcs, int nsrc)
+{
+	uint32_t all = dst->nparts ? dst->nparts : 1;
+	if (b->check_numerics)
+		return all;
+	for (int i = 0; i < nsrc; i++)
+		if (may_overlap(dst, srcs[i]) && !same_layout(srcs[i], dst))
+			return all;
+	/* ~16 KiB of fp32 per staged operand */
+	uint64_t rows = 4096 / (dst->nfree ? dst->nfree : 1);
+	return rows < 1 ? 1 : rows > all ? all : (uint32_t)rows;
 }
 
 dm_fault_kind dm_views_src_dst(dm_core *c, const dm_binding *b, const isa_instr *in, int engine,

@@ -46,6 +46,12 @@ static inline uint8_t *dm_view_elem(const dm_view *v, uint32_t p, uint64_t k)
 /* rows of the view to/from fp32: out[p * nfree + k] */
 void dm_view_read(const dm_view *v, float *out);
 void dm_view_write(const dm_view *v, const float *in);
+/* rows [p0, p0 + np) only: out[(p - p0) * nfree + k] */
+void dm_view_read_rows(const dm_view *v, uint32_t p0, uint32_t np, float *out);
+void dm_view_write_rows(const dm_view *v, uint32_t p0, uint32_t np, const float *in);
+/* how many rows an elementwise instruction may stage at a time (all of
+ * them unless row-by-row gives the same result; see operand.c) */
+uint32_t dm_row_block(const dm_binding *b, const dm_view *dst, const dm_view *const *srcs, int nsrc);
 /* exact integer access (int/uint/bool dtypes; floats truncate) */
 void dm_view_read_i64(const dm_view *v, int64_t *out);
 void dm_view_write_i64(const dm_view *v, const int64_t *in);

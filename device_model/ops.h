@@ -29,5 +29,7 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b);
 float   dm_act_f32(int func, float x);
 /* x[i] = x[i] op (y ? y[i] : scalar), or reversed operands */
 void    dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n);
+/* x[i] = act(scale * x[i] + bias) over a row, the function switch hoisted */
+void    dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n);
 
 #endif

@@ -61,8 +61,16 @@ static void copy_run(const dm_view *dv, uint8_t *da, int64_t ds, const dm_view *
 		     const uint8_t *sa, int64_t ss, uint64_t n)
 {
 	if (dv->dtype != sv->dtype) {
-		for (uint64_t k = 0; k < n; k++, da += ds, sa += ss)
-			dm_store(dv->dtype, da, dm_load(sv->dtype, sa));
+		/* a casting copy goes through fp32 in cache-sized pieces */
+		float buf[512];
+		while (n) {
+			uint64_t m = n < 512 ? n : 512;
+			dm_load_run(sv->dtype, sa, ss, sv->esz, buf, m);
+			dm_store_run(dv->dtype, da, ds, dv->esz, buf, m);
+			sa += (int64_t)m * ss;
+			da += (int64_t)m * ds;
+			n -= m;
+		}
 		return;
 	}
 	if (ds == (int64_t)dv->esz && ss == (int64_t)dv->esz) {

@@ -44,6 +44,19 @@ static dm_fault_kind finish(dm_core *c, const dm_binding *b, const dm_view *dv, 
 	return dm_write_results(c, b, dv, v, engine, index, isa_op_name(in->opcode), f);
 }
 
+/* the same for rows [p0, p0 + np) of the destination (vals holds just those) */
+static dm_fault_kind finish_rows(dm_core *c, const dm_binding *b, const dm_view *dv, uint32_t p0, uint32_t np,
+				 const float *v, int engine, int64_t index, const isa_instr *in, dm_fault *f)
+{
+	dm_fault_kind k = dm_check_finite(b, v, (uint64_t)np * dv->nfree, engine, index,
+					  isa_op_name(in->opcode), f);
+	if (k)
+		return k;
+	dm_view_write_rows(dv, p0, np, v);
+	dm_psum_mark(c, dv);
+	return DM_OK;
+}
+
 /* per-partition scalar operand: immediate, or column [P,1] of an AP */
 static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr *in, int slot,
 				isa_imm imm, int tmp, uint32_t nparts, float **out, int engine,
@@ -74,31 +87,37 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 	VIEW(sv, ISA_AP_SRC, false, "src");
 	VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = sv.nfree, P = sv.nparts;
-	float *x = dm_tmp(c, 0, P * n);
+	const dm_view *srcs0[] = { &sv };
+	float *x = dm_tmp(c, 0, (uint64_t)dm_row_block(b, &dv, srcs0, 1) * n);
 	if (!x)
 		return nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &scale, engine, index, f)) ||
 	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, sv.nparts, &bias, engine, index, f)))
 		return k;
-	dm_view_read(&sv, x);
 	int func = in->e[0], red = in->e[1];
 	float *acc = dm_tmp(c, 3, P);
 	if (!acc)
 		return nomem(f, engine, index);
-	for (uint64_t p = 0; p < P; p++) {
-		float *row = x + p * n;
-		for (uint64_t j = 0; j < n; j++)
-			row[j] = dm_act_f32(func, row[j] * scale[p] + bias[p]);
-		if (red != ISA_ALU_bypass) {
-			/* the reduction sees the values as written to dst */
-			float a = row[0];
-			for (uint64_t j = 1; j < n; j++)
-				a = dm_alu_f32(red, a, row[j]);
-			acc[p] = red == ISA_ALU_absmax ? (a < 0 ? -a : a) : a;
+	const dm_view *srcs[] = { &sv };
+	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
+	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
+		dm_view_read_rows(&sv, p0, np, x);
+		for (uint32_t q = 0; q < np; q++) {
+			uint64_t p = p0 + q;
+			float *row = x + q * n;
+			dm_act_row_f32(func, row, scale[p], bias[p], n);
+			if (red != ISA_ALU_bypass) {
+				/* the reduction sees the values as written to dst */
+				float a = row[0];
+				for (uint64_t j = 1; j < n; j++)
+					a = dm_alu_f32(red, a, row[j]);
+				acc[p] = red == ISA_ALU_absmax ? (a < 0 ? -a : a) : a;
+			}
 		}
+		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+			return k;
 	}
-	if ((k = finish(c, b, &dv, x, engine, index, in, f)))
-		return k;
 	if (red != ISA_ALU_bypass) {
 		dm_view rv;
 		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
@@ -117,22 +136,26 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 	VIEW(sv, ISA_AP_SRC, false, "src");
 	VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = sv.nfree, P = sv.nparts;
-	float *x = dm_tmp(c, 0, P * n), *acc = dm_tmp(c, 3, P);
+	const dm_view *srcs[] = { &sv };
+	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
+	float *x = dm_tmp(c, 0, (uint64_t)blk * n), *acc = dm_tmp(c, 3, P);
 	if (!x || !acc)
 		return nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &mx, engine, index, f)))
 		return k;
-	dm_view_read(&sv, x);
-	for (uint64_t p = 0; p < P; p++) {
-		float *row = x + p * n, a = 0.0f;
-		for (uint64_t j = 0; j < n; j++) {
-			row[j] = dm_act_f32(ISA_ACT_exp, row[j] - mx[p]);
-			a += row[j];               /* the sum the accumulator keeps, in order */
+	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
+		dm_view_read_rows(&sv, p0, np, x);
+		for (uint32_t q = 0; q < np; q++) {
+			float *row = x + (uint64_t)q * n, a = 0.0f;
+			dm_act_row_f32(ISA_ACT_exp, row, 1.0f, -mx[p0 + q], n);
+			for (uint64_t j = 0; j < n; j++)
+				a += row[j];       /* the sum the accumulator keeps, in order */
+			acc[p0 + q] = a;
 		}
-		acc[p] = a;
+		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+			return k;
 	}
-	if ((k = finish(c, b, &dv, x, engine, index, in, f)))
-		return k;
 	if ((in->ap_mask >> ISA_AP_AUX) & 1u) {
 		dm_view rv;
 		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
@@ -163,13 +186,22 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 		dm_psum_mark(c, &dv);
 		return DM_OK;
 	}
-	float *x = dm_tmp(c, 0, n), *y = dm_tmp(c, 1, n);
+	const dm_view *srcs[] = { &av, &bv };
+	uint32_t blk = dm_row_block(b, &dv, srcs, 2), P = av.nparts;
+	uint64_t m = (uint64_t)blk * av.nfree;
+	float *x = dm_tmp(c, 0, m), *y = dm_tmp(c, 1, m);
 	if (!x || !y)
 		return nomem(f, engine, index);
-	dm_view_read(&av, x);
-	dm_view_read(&bv, y);
-	dm_alu_row_f32(op, x, y, 0.0f, false, n);
-	return finish(c, b, &dv, x, engine, index, in, f);
+	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+		uint32_t np = p0 + blk <= P ? blk : P - p0;
+		dm_view_read_rows(&av, p0, np, x);
+		dm_view_read_rows(&bv, p0, np, y);
+		dm_alu_row_f32(op, x, y, 0.0f, false, (uint64_t)np * av.nfree);
+		dm_fault_kind k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f);
+		if (k)
+			return k;
+	}
+	return DM_OK;
 }
 
 /* NKI's tensor_tensor_scan: per partition, a running value that starts at
@@ -242,20 +274,27 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 		return DM_OK;
 	}
 
-	float *x = dm_tmp(c, 0, P * n), *s0, *s1;
+	const dm_view *srcs[] = { &sv };
+	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
+	float *x = dm_tmp(c, 0, (uint64_t)blk * n), *s0, *s1;
 	if (!x)
 		return nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, (uint32_t)P, &s0, engine, index, f)) ||
 	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, (uint32_t)P, &s1, engine, index, f)))
 		return k;
-	dm_view_read(&sv, x);
-	for (uint64_t p = 0; p < P; p++) {
-		float *row = x + p * n;
-		dm_alu_row_f32(op0, row, NULL, s0[p], r0, n);
-		if (op1 != ISA_ALU_bypass)
-			dm_alu_row_f32(op1, row, NULL, s1[p], r1, n);
+	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
+		dm_view_read_rows(&sv, p0, np, x);
+		for (uint32_t q = 0; q < np; q++) {
+			float *row = x + (uint64_t)q * n;
+			dm_alu_row_f32(op0, row, NULL, s0[p0 + q], r0, n);
+			if (op1 != ISA_ALU_bypass)
+				dm_alu_row_f32(op1, row, NULL, s1[p0 + q], r1, n);
+		}
+		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+			return k;
 	}
-	return finish(c, b, &dv, x, engine, index, in, f);
+	return DM_OK;
 }
 
 dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -274,11 +313,19 @@ dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int
 		dm_psum_mark(c, &dv);
 		return DM_OK;
 	}
-	float *x = dm_tmp(c, 0, n);
+	const dm_view *srcs[] = { &sv };
+	uint32_t blk = dm_row_block(b, &dv, srcs, 1), P = sv.nparts;
+	float *x = dm_tmp(c, 0, (uint64_t)blk * sv.nfree);
 	if (!x)
 		return nomem(f, engine, index);
-	dm_view_read(&sv, x);
-	return finish(c, b, &dv, x, engine, index, in, f);
+	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+		uint32_t np = p0 + blk <= P ? blk : P - p0;
+		dm_view_read_rows(&sv, p0, np, x);
+		dm_fault_kind k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f);
+		if (k)
+			return k;
+	}
+	return DM_OK;
 }
 
 dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t index,
