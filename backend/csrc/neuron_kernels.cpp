@@ -47,7 +47,7 @@ namespace {
 
 // what an elementwise program computes
 // (BCAST_*: b broadcast over a [n / cols, cols], b [cols] or b [n / cols, 1])
-enum Kind { NONE = 0, UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3, BCAST_COLS = 4, BCAST_ROWS = 5 };
+enum Kind { NONE = 0, UNARY_ACT = 1, BINARY = 2, TENSOR_SCALAR = 3, BCAST_COLS = 4, BCAST_ROWS = 5, BCAST_ONE = 6 };
 struct Ew {
 	Kind kind;
 	int code;           // activation (UNARY_ACT) or ALU op
@@ -67,8 +67,12 @@ Program program_for(const Ew &op, int dtype, uint64_t n, int dev)
 				      nk_scalar_program);
 	case BCAST_COLS:
 	case BCAST_ROWS:
-		return cached_program("broadcast", nk_broadcast{ op.code, dtype, n / op.cols, op.cols, op.kind == BCAST_ROWS },
+		return cached_program("broadcast", nk_broadcast{ op.code, dtype, n / op.cols, op.cols, op.kind == BCAST_ROWS,
+								 false },
 				      dev, nk_broadcast_program);
+	case BCAST_ONE:
+		return cached_program("broadcast", nk_broadcast{ op.code, dtype, n, 1, false, true }, dev,
+				      nk_broadcast_program);
 	default: return cached_program("unary", nk_unary{ op.code, op.imm, dtype, n }, dev, nk_unary_program);
 	}
 }
@@ -155,6 +159,10 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 		return NONE;
 	if (b.numel() == a.size(-1) && b.dim() >= 1 && b.size(-1) == a.size(-1))
 		return BCAST_COLS;
+	// a single float element (clip_grad_norm_'s device coefficient): every
+	// partition's scalar operand
+	if (b.numel() == 1 && a.numel() > 1 && isa_dtype_is_float(isa_dtype_of(a.scalar_type())))
+		return BCAST_ONE;
 	if (b.dim() == a.dim() && b.size(-1) == 1 && a.size(-1) > 1 &&
 	    b.sizes().slice(0, b.dim() - 1).equals(a.sizes().slice(0, a.dim() - 1)))
 		return BCAST_ROWS;

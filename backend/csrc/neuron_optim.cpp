@@ -8,6 +8,7 @@
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale_ops.h>
 #include <ATen/ops/_amp_update_scale_ops.h>
@@ -43,6 +44,98 @@ bool store(at::Tensor &out, const at::Tensor &r)
 
 // ---- pointwise ops of the foreach paths -------------------------------------
 
+// One fused program (nk_chain) over same-shaped contiguous inputs of one
+// float dtype, writing `out` when given (the in-place / out= destination,
+// when it is exactly the result's layout) or a new tensor: an optimizer's
+// per-tensor step reads each operand and writes its result once, as a device
+// kernel does, instead of one program per arithmetic op plus a copy.  An
+// undefined result: the operands do not fit (the caller composes).
+at::Tensor run_chain(const char *name, nk_chain c, std::initializer_list<const at::Tensor *> ins,
+		     const at::Tensor *out)
+{
+	const at::Tensor &a = **ins.begin();
+	int dt = isa_dtype_of(a.scalar_type());
+	if (!is_float_neuron(a) || dt == ISA_DT_INVALID || a.numel() == 0)
+		return {};
+	for (const at::Tensor *t : ins)
+		if (!t->is_privateuseone() || t->device() != a.device() || t->scalar_type() != a.scalar_type() ||
+		    !t->sizes().equals(a.sizes()) || !t->is_contiguous())
+			return {};
+	at::Tensor r;
+	if (out) {
+		if (!out->is_privateuseone() || out->device() != a.device() || out->scalar_type() != a.scalar_type() ||
+		    !out->sizes().equals(a.sizes()) || !out->is_contiguous())
+			return {};
+		for (const at::Tensor *t : ins) {
+			at::MemOverlapStatus st = at::get_overlap_status(*out, *t);
+			if (st != at::MemOverlapStatus::No && st != at::MemOverlapStatus::Full)
+				return {};
+		}
+		r = *out;
+	} else {
+		r = at::empty(a.sizes(), a.options());
+	}
+	c.dtype = dt;
+	c.n = (uint64_t)a.numel();
+	c.nin = (unsigned)ins.size();
+	int dev = a.device().index();
+	Program m = cached_program("chain", c, dev, nk_chain_program);
+	static const char *names[3] = { "in0", "in1", "in2" };
+	std::vector<Binding> in;
+	int i = 0;
+	for (const at::Tensor *t : ins)
+		in.push_back({ names[i++], t });
+	run_program(m, dev, name, in, { { "out", &r } });
+	return r;
+}
+
+// the chain steps: value <alu> input k (or input k <alu> value), value <alu> imm
+void step_tt(nk_chain &c, int alu, int input, bool input_first = false)
+{
+	unsigned k = c.nsteps++;
+	c.alu[k] = alu;
+	c.input[k] = input;
+	c.imm[k] = 0.0f;
+	c.input_first[k] = input_first;
+}
+
+void step_ts(nk_chain &c, int alu, float imm)
+{
+	unsigned k = c.nsteps++;
+	c.alu[k] = alu;
+	c.input[k] = -1;
+	c.imm[k] = imm;
+	c.input_first[k] = false;
+}
+
+// self + value * t1 / t2 (inputs self, t1, t2), in CPU's order
+nk_chain addc_chain(int alu, const at::Scalar &value)
+{
+	nk_chain c{};
+	c.first = 1;
+	if (!value.equal(1))
+		step_ts(c, ISA_ALU_multiply, (float)value.toDouble());
+	step_tt(c, alu, 2);
+	step_tt(c, ISA_ALU_add, 0, true);
+	return c;
+}
+
+// CPU's two-sided lerp (inputs a, b): w < 0.5 ? a + w (b - a) : b - (b - a)(1 - w)
+nk_chain lerp_chain(double w)
+{
+	nk_chain c{};
+	c.first = 1;
+	step_tt(c, ISA_ALU_subtract, 0);
+	if (w < 0.5) {
+		step_ts(c, ISA_ALU_multiply, (float)w);
+		step_tt(c, ISA_ALU_add, 0, true);
+	} else {
+		step_ts(c, ISA_ALU_multiply, (float)(1.0 - w));
+		step_tt(c, ISA_ALU_subtract, 1, true);
+	}
+	return c;
+}
+
 // self + value * t1 / t2 and self + value * t1 * t2, left to right as CPU's
 // kernels evaluate them
 at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
@@ -50,6 +143,8 @@ at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::
 {
 	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out) &&
 	    at::isFloatingType(at::result_type(t1, t2))) {
+		if (run_chain("aten::addcdiv", addc_chain(ISA_ALU_divide, value), { &self, &t1, &t2 }, &out).defined())
+			return out;
 		at::Tensor q = value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2);
 		if (store(out, self.add(q)))
 			return out;
@@ -60,8 +155,10 @@ at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::
 at::Tensor addcdiv(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value)
 {
 	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() &&
-	    at::isFloatingType(at::result_type(t1, t2)))
-		return self.add(value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2));
+	    at::isFloatingType(at::result_type(t1, t2))) {
+		at::Tensor r = run_chain("aten::addcdiv", addc_chain(ISA_ALU_divide, value), { &self, &t1, &t2 }, nullptr);
+		return r.defined() ? r : self.add(value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2));
+	}
 	return declined;
 }
 
@@ -69,6 +166,8 @@ at::Tensor &addcmul_out(const at::Tensor &self, const at::Tensor &t1, const at::
 			at::Tensor &out)
 {
 	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out)) {
+		if (run_chain("aten::addcmul", addc_chain(ISA_ALU_multiply, value), { &self, &t1, &t2 }, &out).defined())
+			return out;
 		at::Tensor p = value.equal(1) ? t1.mul(t2) : t1.mul(value).mul(t2);
 		if (store(out, self.add(p)))
 			return out;
@@ -78,7 +177,8 @@ at::Tensor &addcmul_out(const at::Tensor &self, const at::Tensor &t1, const at::
 
 at::Tensor &lerp_scalar_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &w, at::Tensor &out)
 {
-	if (is_float_neuron(a) && is_float_neuron(b) && !w.isComplex() && is_float_neuron(out) && store(out, a.lerp(b, w)))
+	if (is_float_neuron(a) && is_float_neuron(b) && !w.isComplex() && is_float_neuron(out) &&
+	    (run_chain("aten::lerp", lerp_chain(w.toDouble()), { &a, &b }, &out).defined() || store(out, a.lerp(b, w))))
 		return out;
 	return declined;
 }

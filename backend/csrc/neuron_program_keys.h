@@ -44,7 +44,8 @@ private:
 		key.fields(__VA_ARGS__);                           \
 	}
 NEURON_KEY(nk_binary, alu, dtype, n)
-NEURON_KEY(nk_broadcast, alu, dtype, rows, cols, b_per_row)
+NEURON_KEY(nk_broadcast, alu, dtype, rows, cols, b_per_row, b_one)
+NEURON_KEY(nk_chain, dtype, n, nin, first, nsteps, alu, input, imm, input_first)
 NEURON_KEY(nk_unary, func, scale, dtype, n)
 NEURON_KEY(nk_scalar, alu, s, alu2, s2, dtype, n)
 NEURON_KEY(nk_compare, alu, dtype, scalar, s, n)

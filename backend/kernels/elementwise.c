@@ -93,6 +93,8 @@ typedef struct ew_op {
 	int alu2;              /* tensor_scalar's second op (bypass: none) and immediate */
 	float s2;
 	int dt[3], dt_out;     /* operand and result dtypes */
+	bool b_col;            /* b is one value per row: an fp32 [rows, 1] column, the
+				* per-partition scalar of tensor_scalar */
 } ew_op;
 
 /* Emits the program for `nt` tiles over a and out (n elements) and b (nb). */
@@ -120,16 +122,17 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 		const tile *x = &tiles[i];
 		uint64_t base = (i % 2) * per_tile * slot;    /* a, [b,] out of buffer set i%2 */
 		isa_ap sa = isa_ap_sbuf(op->dt[0], 0, x->rows, base, x->cols);
-		isa_ap sb = isa_ap_sbuf(op->dt[1], 0, x->rows, base + slot, x->cols);
+		isa_ap sb = op->b_col ? isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + slot, 1)
+				      : isa_ap_sbuf(op->dt[1], 0, x->rows, base + slot, x->cols);
 		isa_ap sc = isa_ap_sbuf(op->dt[2], 0, x->rows, base + 2 * slot, x->cols);
 		isa_ap so = isa_ap_sbuf(op->dt_out, 0, x->rows, base + op->nin * slot, x->cols);
 		isa_ap ha = isa_ap_hbm(op->dt[0], (uint32_t)ta, x->start * isa_dtype_size(op->dt[0]), x->rows,
 				       (int64_t)x->pstride, x->cols);
 		isa_ap hb = isa_ap_hbm(op->dt[1], (uint32_t)tb, x->start_b * isa_dtype_size(op->dt[1]), x->rows,
-				       (int64_t)x->pstride_b, x->cols);
+				       (int64_t)x->pstride_b, op->b_col ? 1 : x->cols);
 		isa_ap hc = isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]), x->rows,
 				       (int64_t)x->pstride, x->cols);
-		if (x->fstride_b != 1) {
+		if (x->fstride_b != 1 && !op->b_col) {
 			int32_t fs = (int32_t)x->fstride_b;
 			uint32_t sz = x->cols;
 			hb = isa_ap_dims(hb, 1, &fs, &sz);
@@ -161,6 +164,16 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			in.ap[ISA_AP_SRC1] = sb;
 			in.ap[ISA_AP_SRC2] = sc;
 			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
+			st = isa_builder_emit(p, compute, &in, diag);
+		} else if (op->nin == 2 && op->b_col) {
+			/* out = a <alu> b[row]: b's column is the per-partition scalar */
+			isa_instr in = isa_instr_init(ISA_OP_tensor_scalar);
+			in.ap[ISA_AP_DST] = so;
+			in.ap[ISA_AP_SRC] = sa;
+			in.ap[ISA_AP_SRC1] = sb;
+			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1;
+			in.e[0] = (uint8_t)op->alu;
+			in.e[1] = ISA_ALU_bypass;
 			st = isa_builder_emit(p, compute, &in, diag);
 		} else if (op->nin == 2)
 			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
@@ -222,8 +235,42 @@ isa_status nk_binary_program(int target, const nk_binary *prm, uint8_t **bin, si
 			     isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt };
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
 	return ew_program(target, &op, prm->n, bin, len, diag);
+}
+
+/* a <alu> b[0] over n = rows * cols elements: the flat tiles of a binary
+ * op, b's single element as every partition's scalar (a float column read
+ * with partition stride 0) */
+static isa_status one_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	uint64_t n = prm->rows * prm->cols;
+	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
+	if (n == 0 || prm->cols == 0 || n / prm->cols != prm->rows || max_tiles > (1u << 20) ||
+	    !isa_dtype_is_float(prm->dtype)) {
+		nk_fail(diag, ISA_E_LIMIT, "single-element broadcast kernel: %llu x %llu elements of %s",
+			(unsigned long long)prm->rows, (unsigned long long)prm->cols, isa_dtype_name(prm->dtype));
+		return ISA_E_LIMIT;
+	}
+	tile *tiles = calloc(max_tiles, sizeof(tile));
+	if (!tiles)
+		return ISA_E_NOMEM;
+	isa_status st = ISA_E_LIMIT;
+	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
+	for (uint32_t i = 0; i < nt; i++) {
+		tiles[i].start_b = 0;
+		tiles[i].pstride_b = 0;
+		tiles[i].fstride_b = 0;
+	}
+	int dt = prm->dtype;
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, true };
+	if (nt)
+		st = ew_emit(target, &op, n, 1, tiles, nt, bin, len, diag);
+	else
+		nk_fail(diag, ISA_E_LIMIT, "single-element broadcast kernel: cannot tile %llu elements",
+			(unsigned long long)n);
+	free(tiles);
+	return st;
 }
 
 isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len,
@@ -233,6 +280,8 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 	bool b_per_row = prm->b_per_row;
 	*bin = NULL;
 	*len = 0;
+	if (prm->b_one)
+		return one_program(target, prm, bin, len, diag);
 	uint64_t rblocks = (rows + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
 	uint64_t cblocks = (cols + TILE_F - 1) / TILE_F;
 	if (rows == 0 || cols == 0 || cols > INT32_MAX || rblocks > (1u << 20) ||
@@ -259,7 +308,11 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 			x->fstride_b = b_per_row ? 0 : 1;
 		}
 	int dt = prm->dtype;
-	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt };
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
+	/* a float b per row is a [P, 1] column loaded once per tile (the DMA
+	 * casts it to fp32), not a stride-0 pattern of single-element reads;
+	 * integers keep the exact integer ALU of tensor_tensor */
+	op.b_col = b_per_row && isa_dtype_is_float(dt);
 	isa_status st = ew_emit(target, &op, rows * cols, b_per_row ? rows : cols, tiles, nt,
 				bin, len, diag);
 	free(tiles);
@@ -270,7 +323,7 @@ isa_status nk_unary_program(int target, const nk_unary *prm, uint8_t **bin, size
 			    isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 1, false, 0, prm->func, prm->scale, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt };
+	ew_op op = { 1, false, 0, prm->func, prm->scale, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -278,7 +331,7 @@ isa_status nk_scalar_program(int target, const nk_scalar *prm, uint8_t **bin, si
 			     isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 1, true, prm->alu, 0, prm->s, prm->alu2, prm->s2, { dt, dt, dt }, dt };
+	ew_op op = { 1, true, prm->alu, 0, prm->s, prm->alu2, prm->s2, { dt, dt, dt }, dt, false };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -287,7 +340,7 @@ isa_status nk_compare_program(int target, const nk_compare *prm, uint8_t **bin, 
 {
 	int dt = prm->dtype;
 	ew_op op = { prm->scalar ? 1 : 2, prm->scalar, prm->alu, 0, prm->s, ISA_ALU_bypass, 0.0f,
-		     { dt, dt, dt }, ISA_DT_bool };
+		     { dt, dt, dt }, ISA_DT_bool, false };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -296,7 +349,7 @@ isa_status nk_cast_program(int target, const nk_cast *prm, uint8_t **bin, size_t
 {
 	/* x + 0: the conversion happens on the way out of the ALU */
 	ew_op op = { 1, true, ISA_ALU_add, 0, 0.0f, ISA_ALU_bypass, 0.0f,
-		     { prm->in_dtype, prm->in_dtype, prm->in_dtype }, prm->out_dtype };
+		     { prm->in_dtype, prm->in_dtype, prm->in_dtype }, prm->out_dtype, false };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -304,6 +357,120 @@ isa_status nk_select_program(int target, const nk_select *prm, uint8_t **bin, si
 			     isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dt, dt }, dt };
+	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dt, dt }, dt, false };
 	return ew_program(target, &op, prm->n, bin, len, diag);
+}
+
+/* One tile of a chain: steps on VectorE from the loaded inputs (slots
+ * 0..nin-1 of buffer set `base`) through the fp32 value (slot nin) to out
+ * (slot nin + 1). */
+static isa_status chain_tile(isa_program *p, const nk_chain *c, const tile *x, uint64_t base, uint64_t slot)
+{
+	isa_ap val = isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + c->nin * slot, x->cols);
+	isa_ap out = isa_ap_sbuf(c->dtype, 0, x->rows, base + (c->nin + 1) * slot, x->cols);
+	isa_ap cur = isa_ap_sbuf(c->dtype, 0, x->rows, base + c->first * slot, x->cols);
+	for (unsigned k = 0; k < c->nsteps; k++) {
+		isa_ap dst = k + 1 == c->nsteps ? out : val;
+		isa_status st;
+		if (c->input[k] < 0) {
+			st = isa_builder_tensor_scalar(p, ISA_ENGINE_VECTOR, dst, cur, c->alu[k], isa_imm_f32(c->imm[k]),
+						       ISA_ALU_bypass, isa_imm_f32(0.0f));
+		} else {
+			isa_ap in = isa_ap_sbuf(c->dtype, 0, x->rows, base + (uint64_t)c->input[k] * slot, x->cols);
+			st = c->input_first[k] ? isa_builder_tensor_tensor(p, ISA_ENGINE_VECTOR, dst, in, cur, c->alu[k])
+					       : isa_builder_tensor_tensor(p, ISA_ENGINE_VECTOR, dst, cur, in, c->alu[k]);
+		}
+		if (st)
+			return st;
+		cur = val;
+	}
+	return ISA_OK;
+}
+
+static isa_status chain_emit(int target, const nk_chain *c, const tile *tiles, uint32_t nt, uint8_t **bin,
+			     size_t *len, isa_diag *diag)
+{
+	isa_status st = ISA_E_NOMEM;
+	isa_program *p = isa_program_new(target);
+	if (!p)
+		return st;
+	p->num_semaphores = 3;
+	static const char *names[3] = { "in0", "in1", "in2" };
+	int tin[3];
+	uint64_t shape[1] = { c->n };
+	for (unsigned i = 0; i < c->nin; i++)
+		if ((tin[i] = isa_builder_tensor(p, names[i], c->dtype, ISA_TK_INPUT, 1, shape, diag)) < 0)
+			goto failed;
+	int to = isa_builder_tensor(p, "out", c->dtype, ISA_TK_OUTPUT, 1, shape, diag);
+	if (to < 0)
+		goto failed;
+	const uint64_t slot = (uint64_t)TILE_F * 4, esz = isa_dtype_size(c->dtype);
+	const unsigned per_tile = c->nin + 1, per_set = c->nin + 2;
+	for (uint32_t t = 0; t < nt; t++) {
+		const tile *x = &tiles[t];
+		uint64_t base = (t % 2) * per_set * slot;
+		for (unsigned i = 0; i < c->nin; i++) {
+			isa_ap s = isa_ap_sbuf(c->dtype, 0, x->rows, base + i * slot, x->cols);
+			isa_ap h = isa_ap_hbm(c->dtype, (uint32_t)tin[i], x->start * esz, x->rows, (int64_t)x->pstride, x->cols);
+			if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &s, &h, NULL, diag) < 0)
+				goto failed;
+		}
+		isa_ap so = isa_ap_sbuf(c->dtype, 0, x->rows, base + (c->nin + 1) * slot, x->cols);
+		isa_ap ho = isa_ap_hbm(c->dtype, (uint32_t)to, x->start * esz, x->rows, (int64_t)x->pstride, x->cols);
+		if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag) < 0)
+			goto failed;
+		/* as ew_emit: loads into set t%2 after tile t-2's store read it */
+		if (t >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, t - 1)))
+			goto free_program;
+		for (unsigned i = 0; i < c->nin; i++)
+			if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, per_tile * t + i, i, 0, 1)))
+				goto free_program;
+		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_VECTOR, 0, ISA_ALU_is_ge, c->nin * (t + 1))) ||
+		    (st = chain_tile(p, c, x, base, slot)) ||
+		    (st = isa_builder_sem_signal(p, ISA_ENGINE_VECTOR, 1, ISA_SEMOP_ADD, 1)))
+			goto free_program;
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, t + 1)) ||
+		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * t + c->nin, 2, 2, 1)))
+			goto free_program;
+	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt)) ||
+	    (st = nk_encode(p, bin, len, diag)))
+		goto free_program;
+	st = ISA_OK;
+	goto free_program;
+failed:
+	st = diag->code;
+free_program:
+	isa_program_free(p);
+	return st;
+}
+
+isa_status nk_chain_program(int target, const nk_chain *c, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	bool ok = c->nin >= 1 && c->nin <= 3 && c->first < c->nin && c->nsteps >= 1 &&
+		  c->nsteps <= NK_CHAIN_MAX && isa_dtype_is_float(c->dtype);
+	for (unsigned k = 0; ok && k < c->nsteps; k++)
+		ok = c->input[k] < (int)c->nin;
+	uint64_t max_tiles = c->n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
+	if (!ok || c->n == 0 || max_tiles > (1u << 20)) {
+		nk_fail(diag, ISA_E_LIMIT, "chain kernel: %u inputs, %u steps, %llu elements", c->nin, c->nsteps,
+			(unsigned long long)c->n);
+		return ISA_E_LIMIT;
+	}
+	tile *tiles = calloc(max_tiles, sizeof(tile));
+	if (!tiles)
+		return ISA_E_NOMEM;
+	isa_status st;
+	uint32_t nt = make_tiles(c->n, tiles, (uint32_t)max_tiles);
+	if (nt == 0) {
+		nk_fail(diag, ISA_E_LIMIT, "chain kernel: cannot tile %llu elements", (unsigned long long)c->n);
+		st = ISA_E_LIMIT;
+	} else {
+		st = chain_emit(target, c, tiles, nt, bin, len, diag);
+	}
+	free(tiles);
+	return st;
 }

@@ -31,9 +31,28 @@ typedef struct nk_broadcast {
 	uint64_t rows;
 	uint64_t cols;
 	bool b_per_row;
+	bool b_one;           /* b is a single element (rows x cols is just n) */
 } nk_broadcast;
 isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len,
 				isa_diag *diag);
+
+/* out = a fused chain of up to NK_CHAIN_MAX VectorE steps over nin (1..3)
+ * inputs of n elements (addcmul, addcdiv, lerp as one program): the running
+ * value starts as input `first` and stays fp32 in SBUF between steps; step
+ * k combines it with input `input[k]` (tensor_tensor; input_first: input
+ * <alu> value, else value <alu> input) or, for input -1, with the immediate
+ * imm[k] (tensor_scalar); the last step writes out's dtype. */
+#define NK_CHAIN_MAX 4
+typedef struct nk_chain {
+	int dtype;            /* every input's and out's */
+	uint64_t n;
+	unsigned nin, first, nsteps;
+	int alu[NK_CHAIN_MAX];
+	int input[NK_CHAIN_MAX];
+	float imm[NK_CHAIN_MAX];
+	bool input_first[NK_CHAIN_MAX];
+} nk_chain;
+isa_status nk_chain_program(int target, const nk_chain *prm, uint8_t **bin, size_t *len, isa_diag *diag);
 
 /* out[n] = func(scale * a[n]) on ScalarE; input "a", output "out" */
 typedef struct nk_unary {
