@@ -102,24 +102,6 @@ dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool
 	return DM_OK;
 }
 
-/* Visits every element of row p of a strided view in row-major order:
- * `a` is its address and `k` its index in the row. */
-#define FOR_EACH_ELEM(v, p, a, k, body)                                                   \
-	do {                                                                              \
-		uint64_t k = 0;                                                           \
-		uint8_t *b0_ = (v)->base + (int64_t)(p) * (v)->pstep;                     \
-		for (uint32_t i0 = 0; i0 < (v)->size[0]; i0++)                           \
-			for (uint32_t i1 = 0; i1 < (v)->size[1]; i1++)                   \
-				for (uint32_t i2 = 0; i2 < (v)->size[2]; i2++)           \
-					for (uint32_t i3 = 0; i3 < (v)->size[3]; i3++, k++) { \
-						uint8_t *a = b0_ + i0 * (v)->step[0] +      \
-							     i1 * (v)->step[1] +             \
-							     i2 * (v)->step[2] +             \
-							     i3 * (v)->step[3];              \
-						body;                                       \
-					}                                                   \
-	} while (0)
-
 /* Visits the innermost runs of row p: `a` is the run's first element and
  * `k` the index in the row of that element. */
 #define FOR_EACH_RUN(v, p, a, k, body)                                                    \
@@ -135,6 +117,16 @@ dm_fault_kind dm_view_of(dm_core *c, const dm_binding *b, const isa_ap *ap, bool
 					k += (v)->size[3];                                  \
 				}                                                           \
 	} while (0)
+
+/* Visits every element of row p of a strided view in row-major order:
+ * `a` is its address and `k` its index in the row. */
+#define FOR_EACH_ELEM(v, p, a, k, body)                                                   \
+	FOR_EACH_RUN(v, p, r_, k0_,                                                      \
+		     for (uint32_t i3 = 0; i3 < (v)->size[3]; i3++) {                    \
+			     uint8_t *a = r_ + i3 * (v)->step[3];                        \
+			     uint64_t k = k0_ + i3;                                      \
+			     body;                                                       \
+		     })
 
 void dm_view_read_rows(const dm_view *v, uint32_t p0, uint32_t np, float *out)
 {
