@@ -5,6 +5,8 @@
  */
 #include "ops.h"
 
+#include "numerics.h"
+
 #include <math.h>
 
 float dm_alu_f32(int op, float a, float b)
@@ -45,7 +47,7 @@ float dm_alu_f32(int op, float a, float b)
 		x[i] = (expr);                        \
 	}
 
-void dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n)
+static DM_HOT void dm_alu_row_f32_clones(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n)
 {
 #define B (y ? y[i] : scalar)
 	if (reverse) {
@@ -66,6 +68,11 @@ void dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse
 		break;
 	}
 #undef B
+}
+
+void dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n)
+{
+	dm_alu_row_f32_clones(op, x, y, scalar, reverse, n);
 }
 #undef ROW_LOOP
 
@@ -116,7 +123,7 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b)
 	}
 
 /* the row form of dm_act_f32 (same results): the switch out of the loop */
-void dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n)
+static DM_HOT void dm_act_row_f32_clones(int func, float *x, float scale, float bias, uint64_t n)
 {
 	switch (func) {
 	case ISA_ACT_identity:   ACT_LOOP(v) break;
@@ -130,6 +137,11 @@ void dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n)
 	case ISA_ACT_square:     ACT_LOOP(v * v) break;
 	default:                 ACT_LOOP(dm_act_f32(func, v)) break;
 	}
+}
+
+void dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n)
+{
+	dm_act_row_f32_clones(func, x, scale, bias, n);
 }
 #undef ACT_LOOP
 

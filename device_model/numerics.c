@@ -191,7 +191,7 @@ void dm_store(int dtype, void *p, float v)
 	}
 }
 
-void dm_load_row(int dtype, const void *src, float *dst, uint64_t n)
+static DM_HOT void dm_load_row_clones(int dtype, const void *src, float *dst, uint64_t n)
 {
 	if (dtype == ISA_DT_fp32 || dtype == ISA_DT_tf32) {
 		memcpy(dst, src, n * 4);
@@ -213,7 +213,12 @@ void dm_load_row(int dtype, const void *src, float *dst, uint64_t n)
 		dst[i] = dm_load(dtype, s + i * esz);
 }
 
-void dm_store_row(int dtype, void *dst, const float *src, uint64_t n)
+void dm_load_row(int dtype, const void *src, float *dst, uint64_t n)
+{
+	dm_load_row_clones(dtype, src, dst, n);
+}
+
+static DM_HOT void dm_store_row_clones(int dtype, void *dst, const float *src, uint64_t n)
 {
 	if (dtype == ISA_DT_fp32) {
 		memcpy(dst, src, n * 4);
@@ -232,9 +237,14 @@ void dm_store_row(int dtype, void *dst, const float *src, uint64_t n)
 		dm_store(dtype, d + i * esz, src[i]);
 }
 
+void dm_store_row(int dtype, void *dst, const float *src, uint64_t n)
+{
+	dm_store_row_clones(dtype, dst, src, n);
+}
+
 /* strided runs (the innermost dim of a view): no per-element dtype switch
  * for the common float types */
-void dm_load_run(int dtype, const void *src, int64_t step, unsigned esz, float *out, uint64_t n)
+static DM_HOT void dm_load_run_clones(int dtype, const void *src, int64_t step, unsigned esz, float *out, uint64_t n)
 {
 	const uint8_t *a = src;
 	if (step == (int64_t)esz) {
@@ -266,7 +276,12 @@ void dm_load_run(int dtype, const void *src, int64_t step, unsigned esz, float *
 	}
 }
 
-void dm_store_run(int dtype, void *dst, int64_t step, unsigned esz, const float *in, uint64_t n)
+void dm_load_run(int dtype, const void *src, int64_t step, unsigned esz, float *out, uint64_t n)
+{
+	dm_load_run_clones(dtype, src, step, esz, out, n);
+}
+
+static DM_HOT void dm_store_run_clones(int dtype, void *dst, int64_t step, unsigned esz, const float *in, uint64_t n)
 {
 	uint8_t *a = dst;
 	if (step == (int64_t)esz) {
@@ -289,4 +304,9 @@ void dm_store_run(int dtype, void *dst, int64_t step, unsigned esz, const float 
 			dm_store(dtype, a + (int64_t)i * step, in[i]);
 		break;
 	}
+}
+
+void dm_store_run(int dtype, void *dst, int64_t step, unsigned esz, const float *in, uint64_t n)
+{
+	dm_store_run_clones(dtype, dst, step, esz, in, n);
 }

@@ -18,6 +18,18 @@
 
 #include "neuronsim/isa.h"
 
+/* The row loops most of a simulated program's host time runs in are also
+ * built for wider x86 vectors, picked at load time (as static functions
+ * behind the public names: GCC exports a clone's resolver whatever its
+ * visibility).  Every variant gives the same bits: the conversions are
+ * integer operations and the float ones IEEE operations per element (C11
+ * mode: no FMA contraction, no fast-math). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DM_HOT __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DM_HOT
+#endif
+
 static inline uint32_t dm_f32_bits(float f)
 {
 	uint32_t u;
