@@ -116,6 +116,32 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b)
 	}
 }
 
+/* x[0] <op> x[1] <op> ... left to right (the order an engine's accumulator
+ * takes the elements in), the operator switch out of the loop; n >= 1 */
+float dm_fold_row_f32(int op, const float *x, uint64_t n)
+{
+	float a = x[0];
+	switch (op) {
+	case ISA_ALU_add:
+		for (uint64_t i = 1; i < n; i++)
+			a += x[i];
+		break;
+	case ISA_ALU_max:
+		for (uint64_t i = 1; i < n; i++)
+			a = (a > x[i] || isnan(a)) ? a : x[i];
+		break;
+	case ISA_ALU_min:
+		for (uint64_t i = 1; i < n; i++)
+			a = (a < x[i] || isnan(a)) ? a : x[i];
+		break;
+	default:
+		for (uint64_t i = 1; i < n; i++)
+			a = dm_alu_f32(op, a, x[i]);
+		break;
+	}
+	return a;
+}
+
 #define ACT_LOOP(expr)                                   \
 	for (uint64_t i = 0; i < n; i++) {               \
 		float v = x[i] * scale + bias;           \

@@ -31,5 +31,7 @@ float   dm_act_f32(int func, float x);
 void    dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reverse, uint64_t n);
 /* x[i] = act(scale * x[i] + bias) over a row, the function switch hoisted */
 void    dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n);
+/* the left-to-right fold of a row by an ALU operator (n >= 1) */
+float   dm_fold_row_f32(int op, const float *x, uint64_t n);
 
 #endif

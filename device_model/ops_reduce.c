@@ -54,8 +54,9 @@ dm_fault_kind dm_op_tensor_reduce(dm_core *c, const dm_binding *b, int engine, i
 				float acc = combine(op, 0.0f, r[0], true);
 				switch (op) {
 				case ISA_ALU_add:
-					for (uint64_t e = 1; e < inner; e++)
-						acc += r[e];
+				case ISA_ALU_max:
+				case ISA_ALU_min:
+					acc = dm_fold_row_f32(op, r, inner);
 					break;
 				default:
 					for (uint64_t e = 1; e < inner; e++)

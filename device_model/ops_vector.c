@@ -109,9 +109,7 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 			dm_act_row_f32(func, row, scale[p], bias[p], n);
 			if (red != ISA_ALU_bypass) {
 				/* the reduction sees the values as written to dst */
-				float a = row[0];
-				for (uint64_t j = 1; j < n; j++)
-					a = dm_alu_f32(red, a, row[j]);
+				float a = dm_fold_row_f32(red, row, n);
 				acc[p] = red == ISA_ALU_absmax ? (a < 0 ? -a : a) : a;
 			}
 		}
