@@ -9,6 +9,7 @@
 #include "numerics.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,14 +196,16 @@ static bool may_overlap(const dm_view *a, const dm_view *b)
 	row_span(b, &bl, &bh);
 	int64_t P = a->pstep, na = a->nparts, nb = b->nparts;
 	if (P != b->pstep || P <= 0 || ah - al > P || bh - bl > P) {
-		/* anything else: compare the whole address ranges */
+		/* anything else: compare the whole address ranges (as integers:
+		 * the views may be in different host allocations) */
 		int64_t pa = a->pstep * (na ? na - 1 : 0), pb = b->pstep * (nb ? nb - 1 : 0);
-		const uint8_t *alo = a->base + al + (pa < 0 ? pa : 0), *ahi = a->base + ah + (pa > 0 ? pa : 0);
-		const uint8_t *blo = b->base + bl + (pb < 0 ? pb : 0), *bhi = b->base + bh + (pb > 0 ? pb : 0);
+		intptr_t ab = (intptr_t)a->base, bb = (intptr_t)b->base;
+		intptr_t alo = ab + al + (pa < 0 ? pa : 0), ahi = ab + ah + (pa > 0 ? pa : 0);
+		intptr_t blo = bb + bl + (pb < 0 ? pb : 0), bhi = bb + bh + (pb > 0 ? pb : 0);
 		return alo < bhi && blo < ahi;
 	}
 	/* a's row p starts `d` bytes into b's row p + r */
-	int64_t delta = a->base - b->base;
+	int64_t delta = (int64_t)((intptr_t)a->base - (intptr_t)b->base);
 	int64_t r = delta >= 0 ? delta / P : -((-delta + P - 1) / P);
 	int64_t d = delta - r * P;
 	for (int64_t s = -3; s <= 3; s++) {
