@@ -43,6 +43,13 @@
 
 namespace neuron {
 
+// dst is x or shares no memory with it (a program may read x and write dst)
+bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x)
+{
+	at::MemOverlapStatus st = at::get_overlap_status(dst, x);
+	return st == at::MemOverlapStatus::No || st == at::MemOverlapStatus::Full;
+}
+
 namespace {
 
 // what an elementwise program computes
@@ -98,12 +105,6 @@ struct ResultInto {
 	~ResultInto() { t_result_into = prev; }
 	const at::Tensor *prev;
 };
-
-bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x)
-{
-	at::MemOverlapStatus st = at::get_overlap_status(dst, x);
-	return st == at::MemOverlapStatus::No || st == at::MemOverlapStatus::Full;
-}
 
 // the output tensor of a program over a (and b): ResultInto's when it fits
 at::Tensor result_for(const at::Tensor &a, const at::Tensor *b)
@@ -427,13 +428,20 @@ at::Tensor &sub_inplace(at::Tensor &self, const at::Tensor &b0, const at::Scalar
 	return declined;
 }
 
-at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha, at::Tensor &out)
+// add.out / sub.out: b scaled by alpha first, then one program into out
+at::Tensor &alpha_out(const char *name, int alu, const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha,
+		      at::Tensor &out)
 {
 	at::Tensor b = alpha_scaled(a, b0, alpha);
-	at::Tensor r = b.defined() ? covered("aten::add", ISA_ALU_add, a, b, out) : at::Tensor();
+	at::Tensor r = b.defined() ? covered(name, alu, a, b, out) : at::Tensor();
 	if (r.defined())
 		return write_result(out, r);
 	return declined;
+}
+
+at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, at::Tensor &out)
+{
+	return alpha_out("aten::add", ISA_ALU_add, a, b, alpha, out);
 }
 
 #define BINARY_OUT(fname, opname, alu)                                                           \
@@ -464,13 +472,9 @@ at::Tensor clamp_max_tensor(const at::Tensor &a, const at::Tensor &b)
 	return native_binary("aten::clamp_max", ISA_ALU_min, a, b, out) ? out : at::Tensor();
 }
 
-at::Tensor &sub_out(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alpha, at::Tensor &out)
+at::Tensor &sub_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &alpha, at::Tensor &out)
 {
-	at::Tensor b = alpha_scaled(a, b0, alpha);
-	at::Tensor r = b.defined() ? covered("aten::sub", ISA_ALU_subtract, a, b, out) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return alpha_out("aten::sub", ISA_ALU_subtract, a, b, alpha, out);
 }
 
 at::Tensor &mul_inplace(at::Tensor &self, const at::Tensor &b)

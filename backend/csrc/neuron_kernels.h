@@ -79,6 +79,8 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src);
 // resized to r's shape first as PyTorch's out= contract says (nothing to do
 // when r is out); an error when out's dtype cannot take r's
 at::Tensor &write_result(at::Tensor &out, const at::Tensor &r);
+// dst is x or shares no memory with it (a program may read x and write dst)
+bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x);
 // a neuron tensor of a float type the kernels compute in
 inline bool is_float_neuron(const at::Tensor &t)
 {

@@ -8,7 +8,6 @@
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
-#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_amp_foreach_non_finite_check_and_unscale_ops.h>
 #include <ATen/ops/_amp_update_scale_ops.h>
@@ -66,11 +65,9 @@ at::Tensor run_chain(const char *name, nk_chain c, std::initializer_list<const a
 		if (!out->is_privateuseone() || out->device() != a.device() || out->scalar_type() != a.scalar_type() ||
 		    !out->sizes().equals(a.sizes()) || !out->is_contiguous())
 			return {};
-		for (const at::Tensor *t : ins) {
-			at::MemOverlapStatus st = at::get_overlap_status(*out, *t);
-			if (st != at::MemOverlapStatus::No && st != at::MemOverlapStatus::Full)
+		for (const at::Tensor *t : ins)
+			if (!no_partial_overlap(*out, *t))
 				return {};
-		}
 		r = *out;
 	} else {
 		r = at::empty(a.sizes(), a.options());
@@ -138,17 +135,23 @@ nk_chain lerp_chain(double w)
 
 // self + value * t1 / t2 and self + value * t1 * t2, left to right as CPU's
 // kernels evaluate them
+// addcdiv.out / addcmul.out: one fused program into out, else composed
+// (alu: divide or multiply) and written back
+at::Tensor &addc_out(const char *name, int alu, const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2,
+		     const at::Scalar &value, at::Tensor &out)
+{
+	if (run_chain(name, addc_chain(alu, value), { &self, &t1, &t2 }, &out).defined())
+		return out;
+	at::Tensor x = value.equal(1) ? t1 : t1.mul(value);
+	return store(out, self.add(alu == ISA_ALU_divide ? x.div(t2) : x.mul(t2))) ? out : declined;
+}
+
 at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
 			at::Tensor &out)
 {
 	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out) &&
-	    at::isFloatingType(at::result_type(t1, t2))) {
-		if (run_chain("aten::addcdiv", addc_chain(ISA_ALU_divide, value), { &self, &t1, &t2 }, &out).defined())
-			return out;
-		at::Tensor q = value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2);
-		if (store(out, self.add(q)))
-			return out;
-	}
+	    at::isFloatingType(at::result_type(t1, t2)))
+		return addc_out("aten::addcdiv", ISA_ALU_divide, self, t1, t2, value, out);
 	return declined;
 }
 
@@ -165,13 +168,8 @@ at::Tensor addcdiv(const at::Tensor &self, const at::Tensor &t1, const at::Tenso
 at::Tensor &addcmul_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
 			at::Tensor &out)
 {
-	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out)) {
-		if (run_chain("aten::addcmul", addc_chain(ISA_ALU_multiply, value), { &self, &t1, &t2 }, &out).defined())
-			return out;
-		at::Tensor p = value.equal(1) ? t1.mul(t2) : t1.mul(value).mul(t2);
-		if (store(out, self.add(p)))
-			return out;
-	}
+	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() && is_float_neuron(out))
+		return addc_out("aten::addcmul", ISA_ALU_multiply, self, t1, t2, value, out);
 	return declined;
 }
 
