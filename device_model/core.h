@@ -60,10 +60,15 @@ typedef struct dm_core {
 	uint8_t                *sbuf;        /* 128 x sbuf_partition_bytes */
 	uint8_t                *psum;        /* 128 x psum_partition_bytes */
 	uint8_t                 psum_written[ISA_NUM_PARTITIONS][16]; /* per bank */
-	/* TensorE: the loaded stationary, K x M as fp32 */
+	/* TensorE: the loaded stationary, K x M as fp32 (see stat_widened) */
 	float                  *stationary;
 	uint32_t                stat_k, stat_m;
 	int                     stat_dtype;
+	/* a bf16 stationary also as packed k-pairs (gemm_bf16.h), when the
+	 * CPU has the bf16 product; NULL until first needed */
+	uint32_t               *stat_pairs;
+	bool                    stat_paired;
+	bool                    stat_widened;  /* `stationary` holds it too */
 	/* per-lane XORWOW PRNG states (ops_rng.c): [0] VectorE (4 generators
 	 * of 6 words), [1] GpSimd (1 generator); power-on seeds at each
 	 * program start (dm_core_reset) */

@@ -33,6 +33,7 @@ void dm_core_free(dm_core *c)
 	free(c->sbuf);
 	free(c->psum);
 	free(c->stationary);
+	free(c->stat_pairs);
 	for (int i = 0; i < 4; i++)
 		free(c->tmp[i]);
 	memset(c, 0, sizeof(*c));
@@ -52,6 +53,7 @@ void dm_core_reset(dm_core *c)
 	memset(c->psum_written, 0, sizeof(c->psum_written));
 	memset(c->reg, 0, sizeof(c->reg));
 	c->stat_k = c->stat_m = 0;
+	c->stat_paired = false;
 }
 
 dm_fault_kind dm_exec(dm_core *c, const dm_binding *b, int engine, int64_t index,

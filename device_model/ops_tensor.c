@@ -5,9 +5,12 @@
  * results accumulate in fp32 PSUM.  The product comes from OpenBLAS sgemm:
  * the values are the hardware's (exact bf16/fp8 products, fp32 sums) up to
  * the summation order, which is fixed for a given build and thread count.
+ * bf16 x bf16 products use the CPU's bf16 dot product where it has one
+ * (gemm_bf16.c): the same sums in k order, without widening the tiles.
  */
 #include "ops.h"
 
+#include "gemm_bf16.h"
 #include "numerics.h"
 
 #include <cblas.h>
@@ -21,6 +24,9 @@ static void round_tf32_rows(float *v, uint64_t n, int dtype)
 		v[i] = dm_round_tf32(v[i]);
 }
 
+/* A bf16 stationary is kept as packed k-pairs when the CPU has the bf16
+ * product (read straight from SBUF when its rows are contiguous), and
+ * widened to fp32 only if a moving tile of another type meets it. */
 dm_fault_kind dm_op_load_stationary(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				    const isa_instr *in, dm_fault *f)
 {
@@ -35,11 +41,84 @@ dm_fault_kind dm_op_load_stationary(dm_core *c, const dm_binding *b, int engine,
 		if (!c->stationary)
 			return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "stationary buffer");
 	}
-	dm_view_read(&s, c->stationary);        /* K rows of M */
-	round_tf32_rows(c->stationary, n, s.dtype);
 	c->stat_k = s.nparts;
 	c->stat_m = (uint32_t)s.nfree;
 	c->stat_dtype = s.dtype;
+	c->stat_paired = false;
+	if (s.dtype == ISA_DT_bf16 && dm_gemm_bf16_available()) {
+		if (!c->stat_pairs) {
+			c->stat_pairs = malloc(ISA_NUM_PARTITIONS / 2 * ISA_NUM_PARTITIONS * sizeof(uint32_t));
+			if (!c->stat_pairs)
+				return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "stationary buffer");
+		}
+		if (s.contiguous && s.pstep % 2 == 0) {
+			dm_pack_bf16_pairs((const uint16_t *)s.base, s.pstep / 2, c->stat_k, c->stat_m,
+					   c->stat_m, c->stat_pairs);
+			c->stat_paired = true;
+			c->stat_widened = false;
+			return DM_OK;
+		}
+		dm_view_read(&s, c->stationary);        /* K rows of M */
+		dm_pack_bf16_pairs_f32(c->stationary, c->stat_k, c->stat_m, c->stat_m, c->stat_pairs);
+		c->stat_paired = true;
+		c->stat_widened = true;
+		return DM_OK;
+	}
+	dm_view_read(&s, c->stationary);        /* K rows of M */
+	round_tf32_rows(c->stationary, n, s.dtype);
+	c->stat_widened = true;
+	return DM_OK;
+}
+
+/* the fp32 stationary of a packed one (its values are exact bf16) */
+static void widen_stationary(dm_core *c)
+{
+	if (c->stat_widened)
+		return;
+	uint32_t M = c->stat_m;
+	for (uint32_t kk = 0; kk < c->stat_k; kk++)
+		for (uint32_t m = 0; m < M; m++) {
+			uint32_t p = c->stat_pairs[(uint64_t)(kk / 2) * M + m];
+			c->stationary[(uint64_t)kk * M + m] = dm_bits_f32(kk % 2 ? p << 16 : p & 0xffff0000u);
+		}
+	c->stat_widened = true;
+}
+
+/* multiply_moving for a packed bf16 stationary and a bf16 moving tile */
+static dm_fault_kind multiply_bf16(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				   const dm_view *mv, const dm_view *dv, bool acc, dm_fault *f)
+{
+	uint32_t K = c->stat_k, M = c->stat_m, N = (uint32_t)mv->nfree;
+	uint32_t ld = (N + 15) & ~15u;
+	uint32_t *pairs = (uint32_t *)dm_tmp(c, 0, (uint64_t)(K + 1) / 2 * ld);
+	if (!pairs)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
+	if (mv->contiguous && mv->pstep % 2 == 0) {
+		dm_pack_bf16_pairs((const uint16_t *)mv->base, mv->pstep / 2, K, N, ld, pairs);
+	} else {
+		float *m = dm_tmp(c, 1, (uint64_t)K * N);
+		if (!m)
+			return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
+		dm_view_read(mv, m);
+		dm_pack_bf16_pairs_f32(m, K, N, ld, pairs);
+	}
+	if (dv->contiguous && dv->dtype == ISA_DT_fp32 && dv->pstep % 4 == 0 && !b->check_numerics) {
+		dm_gemm_bf16(M, N, K, c->stat_pairs, pairs, ld, (float *)dv->base, dv->pstep / 4, acc);
+		dm_psum_mark(c, dv);
+		return DM_OK;
+	}
+	float *out = dm_tmp(c, 1, (uint64_t)M * N);
+	if (!out)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
+	if (acc)
+		dm_view_read(dv, out);
+	dm_gemm_bf16(M, N, K, c->stat_pairs, pairs, ld, out, N, acc);
+	dm_fault_kind k = dm_check_finite(b, out, (uint64_t)M * N, engine, index,
+					  "multiply_moving dst", f);
+	if (k)
+		return k;
+	dm_view_write(dv, out);
+	dm_psum_mark(c, dv);
 	return DM_OK;
 }
 
@@ -59,6 +138,10 @@ dm_fault_kind dm_op_multiply_moving(dm_core *c, const dm_binding *b, int engine,
 				    "accumulate into PSUM partitions [%u, %u) bank never written in this run",
 				    dv.start, dv.start + dv.nparts);
 
+	if (c->stat_paired && mv.dtype == ISA_DT_bf16)
+		return multiply_bf16(c, b, engine, index, &mv, &dv, acc, f);
+
+	widen_stationary(c);
 	uint32_t K = c->stat_k, M = c->stat_m, N = (uint32_t)mv.nfree;
 	/* an fp32 moving tile with contiguous rows is the GEMM's B in place */
 	const float *mov;
