@@ -233,9 +233,10 @@ uint32_t dm_row_block(const dm_binding *b, const dm_view *dst, const dm_view *co
 	for (int i = 0; i < nsrc; i++)
 		if (may_overlap(dst, srcs[i]) && !same_layout(srcs[i], dst))
 			return all;
-	/* ~16 KiB of fp32 per staged operand */
+	/* ~16 KiB of fp32 per staged operand, but at least 8 rows: the
+	 * accumulating reductions fold 8 rows side by side (dm_fold_rows_f32) */
 	uint64_t rows = 4096 / (dst->nfree ? dst->nfree : 1);
-	return rows < 1 ? 1 : rows > all ? all : (uint32_t)rows;
+	return rows < 8 ? (all < 8 ? all : 8) : rows > all ? all : (uint32_t)rows;
 }
 
 dm_fault_kind dm_views_src_dst(dm_core *c, const dm_binding *b, const isa_instr *in, int engine,

@@ -33,5 +33,8 @@ void    dm_alu_row_f32(int op, float *x, const float *y, float scalar, bool reve
 void    dm_act_row_f32(int func, float *x, float scale, float bias, uint64_t n);
 /* the left-to-right fold of a row by an ALU operator (n >= 1) */
 float   dm_fold_row_f32(int op, const float *x, uint64_t n);
+/* out[r] = dm_fold_row_f32(op, x + r * stride, n) for rows r < nrows */
+void    dm_fold_rows_f32(int op, const float *x, uint64_t stride, uint64_t n, uint64_t nrows,
+			 float *out);
 
 #endif

@@ -47,22 +47,22 @@ dm_fault_kind dm_op_tensor_reduce(dm_core *c, const dm_binding *b, int engine, i
 			seen_kept = true;
 		}
 	}
+	if (suffix && inner * m == n && inner > 0 &&
+	    (op == ISA_ALU_add || op == ISA_ALU_max || op == ISA_ALU_min)) {
+		/* the runs are P * m rows of `inner`, `inner` apart */
+		dm_fold_rows_f32(op, x, inner, inner, P * m, y);
+		if (in->flags & ISA_FLAG_NEGATE)
+			for (uint64_t j = 0; j < P * m; j++)
+				y[j] = -y[j];
+		goto write;
+	}
 	if (suffix && inner * m == n && inner > 0) {
 		for (uint64_t p = 0; p < P; p++) {
 			for (uint64_t j = 0; j < m; j++) {
 				const float *r = x + p * n + j * inner;
 				float acc = combine(op, 0.0f, r[0], true);
-				switch (op) {
-				case ISA_ALU_add:
-				case ISA_ALU_max:
-				case ISA_ALU_min:
-					acc = dm_fold_row_f32(op, r, inner);
-					break;
-				default:
-					for (uint64_t e = 1; e < inner; e++)
-						acc = combine(op, acc, r[e], false);
-					break;
-				}
+				for (uint64_t e = 1; e < inner; e++)
+					acc = combine(op, acc, r[e], false);
 				y[p * m + j] = (in->flags & ISA_FLAG_NEGATE) ? -acc : acc;
 			}
 		}

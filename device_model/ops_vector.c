@@ -103,15 +103,14 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
 		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
 		dm_view_read_rows(&sv, p0, np, x);
-		for (uint32_t q = 0; q < np; q++) {
-			uint64_t p = p0 + q;
-			float *row = x + q * n;
-			dm_act_row_f32(func, row, scale[p], bias[p], n);
-			if (red != ISA_ALU_bypass) {
-				/* the reduction sees the values as written to dst */
-				float a = dm_fold_row_f32(red, row, n);
-				acc[p] = red == ISA_ALU_absmax ? (a < 0 ? -a : a) : a;
-			}
+		for (uint32_t q = 0; q < np; q++)
+			dm_act_row_f32(func, x + q * n, scale[p0 + q], bias[p0 + q], n);
+		if (red != ISA_ALU_bypass) {
+			/* the reduction sees the values as written to dst */
+			dm_fold_rows_f32(red, x, n, n, np, acc + p0);
+			if (red == ISA_ALU_absmax)
+				for (uint32_t q = 0; q < np; q++)
+					acc[p0 + q] = acc[p0 + q] < 0 ? -acc[p0 + q] : acc[p0 + q];
 		}
 		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
 			return k;
@@ -144,13 +143,11 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
 		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
 		dm_view_read_rows(&sv, p0, np, x);
-		for (uint32_t q = 0; q < np; q++) {
-			float *row = x + (uint64_t)q * n, a = 0.0f;
-			dm_act_row_f32(ISA_ACT_exp, row, 1.0f, -mx[p0 + q], n);
-			for (uint64_t j = 0; j < n; j++)
-				a += row[j];       /* the sum the accumulator keeps, in order */
-			acc[p0 + q] = a;
-		}
+		for (uint32_t q = 0; q < np; q++)
+			dm_act_row_f32(ISA_ACT_exp, x + (uint64_t)q * n, 1.0f, -mx[p0 + q], n);
+		/* the sum the accumulator keeps, in order (from the first term:
+		 * exp is never -0, so 0 + e0 == e0) */
+		dm_fold_rows_f32(ISA_ALU_add, x, n, n, np, acc + p0);
 		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
 			return k;
 	}
