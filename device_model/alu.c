@@ -199,9 +199,9 @@ static DM_HOT void dm_act_row_f32_clones(int func, float *x, float scale, float 
 	switch (func) {
 	case ISA_ACT_identity:   ACT_LOOP(v) break;
 	case ISA_ACT_relu:       ACT_LOOP(v > 0.0f ? v : 0.0f) break;
-	case ISA_ACT_exp:        ACT_LOOP(expf(v)) break;
-	case ISA_ACT_silu:       ACT_LOOP(v / (1.0f + expf(-v))) break;
-	case ISA_ACT_sigmoid:    ACT_LOOP(1.0f / (1.0f + expf(-v))) break;
+	case ISA_ACT_exp:        ACT_LOOP(dm_expf(v)) break;
+	case ISA_ACT_silu:       ACT_LOOP(v / (1.0f + dm_expf(-v))) break;
+	case ISA_ACT_sigmoid:    ACT_LOOP(1.0f / (1.0f + dm_expf(-v))) break;
 	case ISA_ACT_sqrt:       ACT_LOOP(sqrtf(v)) break;
 	case ISA_ACT_rsqrt:      ACT_LOOP(1.0f / sqrtf(v)) break;
 	case ISA_ACT_reciprocal: ACT_LOOP(1.0f / v) break;
@@ -228,13 +228,13 @@ float dm_act_f32(int func, float x)
 	}
 	case ISA_ACT_gelu_backward: {
 		float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
-		float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+		float pdf = 0.39894228040143268f * dm_expf(-0.5f * x * x);
 		return cdf + x * pdf;
 	}
-	case ISA_ACT_silu:          return x / (1.0f + expf(-x));
-	case ISA_ACT_sigmoid:       return 1.0f / (1.0f + expf(-x));
+	case ISA_ACT_silu:          return x / (1.0f + dm_expf(-x));
+	case ISA_ACT_sigmoid:       return 1.0f / (1.0f + dm_expf(-x));
 	case ISA_ACT_tanh:          return tanhf(x);
-	case ISA_ACT_exp:           return expf(x);
+	case ISA_ACT_exp:           return dm_expf(x);
 	case ISA_ACT_log:           return logf(x);
 	case ISA_ACT_sqrt:          return sqrtf(x);
 	case ISA_ACT_rsqrt:         return 1.0f / sqrtf(x);
@@ -242,7 +242,7 @@ float dm_act_f32(int func, float x)
 	case ISA_ACT_square:        return x * x;
 	case ISA_ACT_abs:           return fabsf(x);
 	case ISA_ACT_sign:          return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;
-	case ISA_ACT_softplus:      return x > 20.0f ? x : log1pf(expf(x));
+	case ISA_ACT_softplus:      return x > 20.0f ? x : log1pf(dm_expf(x));
 	case ISA_ACT_sin:           return sinf(x);
 	case ISA_ACT_cos:           return cosf(x);
 	case ISA_ACT_erf:           return erff(x);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <random>
 
@@ -143,3 +144,43 @@ TEST(Numerics, IntegerCastsTruncateAndSaturate)
 }
 
 }  // namespace
+
+namespace {
+
+int64_t ordered(float f)
+{
+	int32_t i;
+	std::memcpy(&i, &f, 4);
+	return i < 0 ? -(int64_t)(i & 0x7fffffff) : i;
+}
+
+}  // namespace
+
+// dm_expf (the activations' e^x): within 1 ulp of e^x computed in double
+// and rounded, over a sweep of every 997th fp32 encoding; saturation,
+// subnormal results and NaN as libm's expf.
+TEST(Numerics, ExpfWithinOneUlpOverAllRanges)
+{
+	uint64_t checked = 0;
+	for (uint64_t u = 0; u <= 0xffffffffull; u += 997) {
+		float x;
+		uint32_t b = (uint32_t)u;
+		std::memcpy(&x, &b, 4);
+		float got = dm_expf(x), want = (float)std::exp((double)x);
+		if (std::isnan(x)) {
+			ASSERT_TRUE(std::isnan(got)) << x;
+			continue;
+		}
+		int64_t d = ordered(got) - ordered(want);
+		ASSERT_LE(d < 0 ? -d : d, 1) << "x = " << x << ": " << got << " vs " << want;
+		checked++;
+	}
+	EXPECT_GT(checked, 4000000u);
+	EXPECT_EQ(dm_expf(INFINITY), INFINITY);
+	EXPECT_EQ(dm_expf(-INFINITY), 0.0f);
+	EXPECT_EQ(dm_expf(0.0f), 1.0f);
+	EXPECT_EQ(dm_expf(88.72f), std::exp(88.72f));
+	EXPECT_EQ(dm_expf(88.73f), INFINITY);
+	EXPECT_GT(dm_expf(-100.0f), 0.0f);             // a subnormal result
+	EXPECT_EQ(dm_expf(-104.0f), 0.0f);
+}
