@@ -3,7 +3,9 @@
 Prints two tables:
 1. Host time per training step (forward with sdpa, backward, clip_grad_norm_,
    AdamW) on `neuron` over CPU PyTorch on this machine (target <= 3x,
-   moonshot 1.5x), after one warm-up step each.
+   moonshot 1.5x), after one warm-up step each; the two devices take turns
+   step by step, and the table gives the median step, the fastest step and
+   the per-round ratio's range (a shared VM's speed drifts by tens of %).
 2. Per target (neuronsim.TARGETS; each in its own process, one simulated chip
    per process): the simulated device time of one step on one NeuronCore --
    as the stream clock counts it (launch overheads + kernels + host-link
@@ -11,10 +13,11 @@ Prints two tables:
    implies: 6 * parameters * tokens plus attention's 12 * layers * hidden *
    seq * tokens, over step time * the core's bf16 TensorE peak.
 
-Run: python3 bench/train.py [--steps N] [--batch B] [--seq S] [--amp bf16|none]"""
+Run: python3 bench/train.py [--rounds R] [--steps N] [--batch B] [--seq S] [--amp bf16|none]"""
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -37,7 +40,9 @@ def model_flops(cfg, args, model):
     return 6 * n * tokens + 12 * cfg.num_hidden_layers * cfg.hidden_size * args.seq * tokens
 
 
-def steps(model, dev, args, n, after_warmup=None):
+def step_fn(model, dev, args):
+    """one training step of `model` on `dev` as a function (after a warm-up
+    step: program generation, caches); returns the loss"""
     import torch
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     g = torch.Generator().manual_seed(1)
@@ -51,15 +56,34 @@ def steps(model, dev, args, n, after_warmup=None):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad()
-        return loss.item()
+        return loss.item()                              # .item() waits for the device
 
-    one()                                               # warm-up: program generation, caches
+    one()
+    return one
+
+
+def steps(model, dev, args, n, after_warmup=None):
+    """mean host seconds per step over n steps after the warm-up"""
+    one = step_fn(model, dev, args)
     if after_warmup:
         after_warmup()
     t = time.perf_counter()
     for _ in range(n):
         one()
     return (time.perf_counter() - t) / n
+
+
+def interleaved(fns, n):
+    """host seconds of each of n steps of every function, the functions
+    taking turns step by step: a shared machine's slow spells (other tenants,
+    frequency changes) then fall on both sides of the ratio alike"""
+    times = [[] for _ in fns]
+    for _ in range(n):
+        for f, ts in zip(fns, times):
+            t = time.perf_counter()
+            f()
+            ts.append(time.perf_counter() - t)
+    return times
 
 
 def sim_only(args):
@@ -87,7 +111,8 @@ def sim_only(args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per target (simulated table)")
+    ap.add_argument("--rounds", type=int, default=12, help="timed steps per device (host table)")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
@@ -104,13 +129,18 @@ def main():
     model, cfg = build(args)
     print(f"tiny Llama: hidden {args.hidden}, {args.layers} layers, "
           f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters; batch {args.batch} x "
-          f"{args.seq} tokens; autocast {args.amp}; AdamW + clip_grad_norm_; {args.steps} timed steps")
-    cpu = steps(copy.deepcopy(model), torch.device("cpu"), args, args.steps)
+          f"{args.seq} tokens; autocast {args.amp}; AdamW + clip_grad_norm_")
     dev = torch.device("neuron")
-    neuron = steps(copy.deepcopy(model).to(dev), dev, args, args.steps)
-    print("\nhost time per step")
-    print(f"{'cpu s':>8} {'neuron s':>9} {'ratio':>6}  (target <= 3x, moonshot 1.5x)")
-    print(f"{cpu:8.3f} {neuron:9.3f} {neuron / cpu:5.2f}x")
+    cpu_step = step_fn(copy.deepcopy(model), torch.device("cpu"), args)
+    neuron_step = step_fn(copy.deepcopy(model).to(dev), dev, args)
+    cpu, neuron = interleaved([cpu_step, neuron_step], args.rounds)
+    ratios = sorted(n / c for c, n in zip(cpu, neuron))
+    med = statistics.median
+    print(f"\nhost time per step ({args.rounds} steps each, CPU and neuron taking turns)")
+    print(f"{'':>7} {'cpu s':>7} {'neuron s':>9} {'ratio':>6}  (target <= 3x, moonshot 1.5x)")
+    print(f"{'median':>7} {med(cpu):7.3f} {med(neuron):9.3f} {med(ratios):5.2f}x")
+    print(f"{'min':>7} {min(cpu):7.3f} {min(neuron):9.3f} {min(neuron) / min(cpu):5.2f}x")
+    print(f"{'range':>7} {'':>7} {'':>9} {ratios[0]:.2f}-{ratios[-1]:.2f}x (per round)")
 
     print("\nsimulated step on one NeuronCore")
     print(f"{'target':>6} {'step us':>9} {'kernels us':>11} {'launch us':>10} {'programs':>9} "
