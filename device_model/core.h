@@ -45,12 +45,27 @@ typedef struct dm_hbm {
 	uint8_t *(*map)(void *ctx, uint64_t addr, uint64_t len, bool write);
 } dm_hbm;
 
+/*
+ * Splitting one instruction's rows over host threads.  The device model has
+ * no threads; sim/ supplies `run`, which calls fn(arg, lo, hi) for disjoint
+ * ranges covering [0, n) -- some perhaps on other threads -- and returns
+ * when all are done.  Callers split only work whose every row comes out the
+ * same whichever thread computes it and in whatever order, so results never
+ * depend on the split.  run == NULL: one thread.
+ */
+typedef void (*dm_rows_fn)(void *arg, uint32_t lo, uint32_t hi);
+typedef struct dm_par {
+	void  *ctx;
+	void (*run)(void *ctx, dm_rows_fn fn, void *arg, uint32_t n);
+} dm_par;
+
 /* what one execution binds: tensor i of the program lives at tensor_addr[i] */
 typedef struct dm_binding {
 	const isa_program *prog;
 	const uint64_t    *tensor_addr;
 	const uint64_t    *tensor_bytes;   /* bytes actually bound (>= the tensor's) */
 	dm_hbm             hbm;
+	dm_par             par;
 	bool               check_numerics; /* NaN/Inf in outputs is a fault */
 } dm_binding;
 

@@ -114,45 +114,46 @@ tile(int MR, int NT, uint32_t k2, const uint32_t *a, uint32_t lda, const uint32_
 
 /* all output rows of one block of NT vectors */
 static inline __attribute__((always_inline)) BF16_TARGET void
-column_block(int NT, uint32_t m, uint32_t k2, const uint32_t *a, const uint32_t *b, uint32_t ldb,
-	     float *c, int64_t ldc, bool acc, __mmask16 mask)
+column_block(int NT, uint32_t m, uint32_t k2, const uint32_t *a, uint32_t lda, const uint32_t *b,
+	     uint32_t ldb, float *c, int64_t ldc, bool acc, __mmask16 mask)
 {
 	uint32_t i = 0;
 	for (; i + 8 <= m; i += 8)
-		tile(8, NT, k2, a + i, m, b, ldb, c + i * ldc, ldc, acc, mask);
+		tile(8, NT, k2, a + i, lda, b, ldb, c + i * ldc, ldc, acc, mask);
 	for (; i < m; i++)
-		tile(1, NT, k2, a + i, m, b, ldb, c + i * ldc, ldc, acc, mask);
+		tile(1, NT, k2, a + i, lda, b, ldb, c + i * ldc, ldc, acc, mask);
 }
 
 static BF16_TARGET void gemm_avx512(uint32_t m, uint32_t n, uint32_t k, const uint32_t *a,
-				     const uint32_t *b, uint32_t ldb, float *c, int64_t ldc, bool acc)
+				     uint32_t lda, const uint32_t *b, uint32_t ldb, float *c, int64_t ldc,
+				     bool acc)
 {
 	uint32_t k2 = (k + 1) / 2, j = 0;
 	for (; j + 48 <= n; j += 48)
-		column_block(3, m, k2, a, b + j, ldb, c + j, ldc, acc, 0xffff);
+		column_block(3, m, k2, a, lda, b + j, ldb, c + j, ldc, acc, 0xffff);
 	if (j < n) {
 		uint32_t rest = n - j, nt = (rest + 15) / 16;
 		__mmask16 mask = (__mmask16)(rest % 16 ? (1u << (rest % 16)) - 1 : 0xffff);
 		if (nt == 1)
-			column_block(1, m, k2, a, b + j, ldb, c + j, ldc, acc, mask);
+			column_block(1, m, k2, a, lda, b + j, ldb, c + j, ldc, acc, mask);
 		else if (nt == 2)
-			column_block(2, m, k2, a, b + j, ldb, c + j, ldc, acc, mask);
+			column_block(2, m, k2, a, lda, b + j, ldb, c + j, ldc, acc, mask);
 		else
-			column_block(3, m, k2, a, b + j, ldb, c + j, ldc, acc, mask);
+			column_block(3, m, k2, a, lda, b + j, ldb, c + j, ldc, acc, mask);
 	}
 }
 #endif
 
 /* the same sums one element at a time (CPUs without the instruction; the
  * unit test's reference), subnormals kept */
-static void gemm_scalar(uint32_t m, uint32_t n, uint32_t k, const uint32_t *a, const uint32_t *b,
-			uint32_t ldb, float *c, int64_t ldc, bool acc)
+static void gemm_scalar(uint32_t m, uint32_t n, uint32_t k, const uint32_t *a, uint32_t lda,
+			const uint32_t *b, uint32_t ldb, float *c, int64_t ldc, bool acc)
 {
 	for (uint32_t i = 0; i < m; i++)
 		for (uint32_t x = 0; x < n; x++) {
 			float s = 0.0f;
 			for (uint32_t j = 0; 2 * j < k; j++) {
-				uint32_t pa = a[(uint64_t)j * m + i], pb = b[(uint64_t)j * ldb + x];
+				uint32_t pa = a[(uint64_t)j * lda + i], pb = b[(uint64_t)j * ldb + x];
 				s += dm_bits_f32(pa & 0xffff0000u) * dm_bits_f32(pb & 0xffff0000u);
 				s += dm_bits_f32(pa << 16) * dm_bits_f32(pb << 16);
 			}
@@ -161,14 +162,14 @@ static void gemm_scalar(uint32_t m, uint32_t n, uint32_t k, const uint32_t *a, c
 		}
 }
 
-void dm_gemm_bf16(uint32_t m, uint32_t n, uint32_t k, const uint32_t *a, const uint32_t *b,
-		  uint32_t ldb, float *c, int64_t ldc, bool acc)
+void dm_gemm_bf16(uint32_t m, uint32_t n, uint32_t k, const uint32_t *a, uint32_t lda,
+		  const uint32_t *b, uint32_t ldb, float *c, int64_t ldc, bool acc)
 {
 #ifdef DM_BF16_KERNEL
 	if (dm_gemm_bf16_available()) {
-		gemm_avx512(m, n, k, a, b, ldb, c, ldc, acc);
+		gemm_avx512(m, n, k, a, lda, b, ldb, c, ldc, acc);
 		return;
 	}
 #endif
-	gemm_scalar(m, n, k, a, b, ldb, c, ldc, acc);
+	gemm_scalar(m, n, k, a, lda, b, ldb, c, ldc, acc);
 }

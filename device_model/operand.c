@@ -216,6 +216,26 @@ static bool may_overlap(const dm_view *a, const dm_view *b)
 	return false;
 }
 
+bool dm_rows_independent(const dm_view *dst, const dm_view *const *srcs, int nsrc)
+{
+	int64_t lo, hi, P = dst->pstep < 0 ? -dst->pstep : dst->pstep;
+	row_span(dst, &lo, &hi);
+	if (dst->nparts > 1 && hi - lo > P)
+		return false;
+	for (int i = 0; i < nsrc; i++)
+		if (may_overlap(dst, srcs[i]))
+			return false;
+	return true;
+}
+
+void dm_par_rows(const dm_binding *b, dm_rows_fn fn, void *arg, uint32_t n, bool big)
+{
+	if (big && n > 1 && b->par.run)
+		b->par.run(b->par.ctx, fn, arg, n);
+	else
+		fn(arg, 0, n);
+}
+
 /*
  * An instruction reads all its operands before it writes; staging every row
  * at once moved whole tiles (up to MiBs) through memory several times per

@@ -52,6 +52,12 @@ void dm_view_write_rows(const dm_view *v, uint32_t p0, uint32_t np, const float 
 /* how many rows an elementwise instruction may stage at a time (all of
  * them unless row-by-row gives the same result; see operand.c) */
 uint32_t dm_row_block(const dm_binding *b, const dm_view *dst, const dm_view *const *srcs, int nsrc);
+/* whether dst's rows may be written in any order, by any thread: they touch
+ * disjoint bytes, none of them a source byte */
+bool dm_rows_independent(const dm_view *dst, const dm_view *const *srcs, int nsrc);
+/* fn over rows [0, n): split over the binding's host threads when `big`
+ * (worth the hand-off, ~20 us of work or more), else here */
+void dm_par_rows(const dm_binding *b, dm_rows_fn fn, void *arg, uint32_t n, bool big);
 /* exact integer access (int/uint/bool dtypes; floats truncate) */
 void dm_view_read_i64(const dm_view *v, int64_t *out);
 void dm_view_write_i64(const dm_view *v, const int64_t *in);

@@ -169,6 +169,20 @@ static void copy_row(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t s
 	copy_flat(d, dp, s, sp, d->nfree);
 }
 
+typedef struct copy_job {
+	const dm_view *d, *s;
+} copy_job;
+
+static void copy_rows(void *arg, uint32_t lo, uint32_t hi)
+{
+	const copy_job *j = arg;
+	for (uint32_t p = lo; p < hi; p++)
+		copy_row(j->d, p, j->s, p);
+}
+
+/* a transfer worth splitting over host threads (~20 us of memcpy) */
+#define PAR_MIN_BYTES (256u << 10)
+
 static dm_fault_kind read_index(dm_core *c, const dm_binding *b, const isa_dma_desc *desc,
 				int64_t *idx, int engine, int64_t index, dm_fault *f)
 {
@@ -219,8 +233,14 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 	}
 	if (desc->mode == ISA_DMA_DIRECT) {
 		if (dv.nfree == sv.nfree && dv.nparts == sv.nparts) {
-			for (uint32_t p = 0; p < dv.nparts; p++)
-				copy_row(&dv, p, &sv, p);
+			/* row by row; rows that cannot interfere on host threads */
+			const dm_view *srcs[] = { &sv };
+			copy_job j = { &dv, &sv };
+			if (dm_rows_independent(&dv, srcs, 1))
+				dm_par_rows(b, copy_rows, &j, dv.nparts,
+					    (uint64_t)dv.nparts * dv.nfree * dv.esz >= PAR_MIN_BYTES);
+			else
+				copy_rows(&j, 0, dv.nparts);
 		} else {
 			/* reshaping transfer: walk both in flattened order */
 			copy_flat(&dv, 0, &sv, 0, (uint64_t)dv.nparts * dv.nfree);

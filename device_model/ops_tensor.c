@@ -84,6 +84,27 @@ static void widen_stationary(dm_core *c)
 	c->stat_widened = true;
 }
 
+/* output rows [lo, hi) of a bf16 product (rows are independent: host
+ * threads may split them) */
+typedef struct gemm_job {
+	uint32_t        m, n, k;
+	const uint32_t *a, *b;
+	uint32_t        ldb;
+	float          *c;
+	int64_t         ldc;
+	bool            acc;
+} gemm_job;
+
+static void gemm_rows(void *arg, uint32_t lo, uint32_t hi)
+{
+	const gemm_job *j = arg;
+	dm_gemm_bf16(hi - lo, j->n, j->k, j->a + lo, j->m, j->b, j->ldb, j->c + (int64_t)lo * j->ldc,
+		     j->ldc, j->acc);
+}
+
+/* a product worth splitting over host threads (~20 us of dot products) */
+#define PAR_MIN_MACS (2u << 20)
+
 /* multiply_moving for a packed bf16 stationary and a bf16 moving tile */
 static dm_fault_kind multiply_bf16(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				   const dm_view *mv, const dm_view *dv, bool acc, dm_fault *f)
@@ -102,8 +123,12 @@ static dm_fault_kind multiply_bf16(dm_core *c, const dm_binding *b, int engine, 
 		dm_view_read(mv, m);
 		dm_pack_bf16_pairs_f32(m, K, N, ld, pairs);
 	}
+	gemm_job j = { M, N, K, c->stat_pairs, pairs, ld, NULL, 0, acc };
+	bool big = (uint64_t)M * N * K >= PAR_MIN_MACS;
 	if (dv->contiguous && dv->dtype == ISA_DT_fp32 && dv->pstep % 4 == 0 && !b->check_numerics) {
-		dm_gemm_bf16(M, N, K, c->stat_pairs, pairs, ld, (float *)dv->base, dv->pstep / 4, acc);
+		j.c = (float *)dv->base;
+		j.ldc = dv->pstep / 4;
+		dm_par_rows(b, gemm_rows, &j, M, big);
 		dm_psum_mark(c, dv);
 		return DM_OK;
 	}
@@ -112,7 +137,9 @@ static dm_fault_kind multiply_bf16(dm_core *c, const dm_binding *b, int engine, 
 		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
 	if (acc)
 		dm_view_read(dv, out);
-	dm_gemm_bf16(M, N, K, c->stat_pairs, pairs, ld, out, N, acc);
+	j.c = out;
+	j.ldc = N;
+	dm_par_rows(b, gemm_rows, &j, M, big);
 	dm_fault_kind k = dm_check_finite(b, out, (uint64_t)M * N, engine, index,
 					  "multiply_moving dst", f);
 	if (k)

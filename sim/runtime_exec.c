@@ -4,6 +4,7 @@
  * faults into status codes, per-model statistics and the profile trace.
  */
 #define _GNU_SOURCE
+#include "hostpool.h"
 #include "runtime_internal.h"
 
 #include <errno.h>
@@ -124,6 +125,8 @@ static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_run *
 	r->bind.tensor_bytes = m->bytes;
 	r->bind.hbm.map = rt_hbm_map;
 	r->bind.check_numerics = rt.check_numerics;
+	if (nsim_hostpool_threads() > 1)
+		r->bind.par.run = nsim_hostpool_run;
 	r->mode = rt.mode;
 	r->mem.ctx = hbm;
 	r->mem.access = nsim_hbm_access;

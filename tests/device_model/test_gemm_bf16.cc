@@ -56,7 +56,17 @@ TEST_P(GemmBf16, SumsExactProductsInKOrder)
 				float &w = want[i * ldc + x];
 				w = acc ? w + sum : sum;
 			}
-		dm_gemm_bf16(s.m, s.n, s.k, ap.data(), bp.data(), ld, c.data(), ldc, acc);
+		dm_gemm_bf16(s.m, s.n, s.k, ap.data(), s.m, bp.data(), ld, c.data(), ldc, acc);
+		// any split of the rows gives the same bits (host threads split them)
+		std::vector<float> c2((size_t)s.m * ldc);
+		for (size_t i = 0; i < c2.size(); i++)
+			c2[i] = (float)(i % 13) - 6.0f;
+		for (uint32_t lo = 0; lo < s.m; lo += 3) {
+			uint32_t hi = lo + 3 < s.m ? lo + 3 : s.m;
+			dm_gemm_bf16(hi - lo, s.n, s.k, ap.data() + lo, s.m, bp.data(), ld,
+				     c2.data() + lo * ldc, ldc, acc);
+		}
+		ASSERT_EQ(c, c2) << "rows split in threes, acc " << acc;
 		for (size_t i = 0; i < c.size(); i++)
 			ASSERT_EQ(c[i], want[i]) << "element " << i << " (row " << i / ldc << ", col "
 						 << i % ldc << "), acc " << acc;
