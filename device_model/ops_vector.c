@@ -10,6 +10,9 @@
 
 #include "numerics.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
+
 static float imm_f32(isa_imm imm)
 {
 	return imm.kind == ISA_IMM_F32 ? dm_bits_f32(imm.bits) : (float)(int32_t)imm.bits;
@@ -57,6 +60,91 @@ static dm_fault_kind finish_rows(dm_core *c, const dm_binding *b, const dm_view 
 	return DM_OK;
 }
 
+/*
+ * Rows of a float elementwise instruction on host threads.  When rows may be
+ * staged a few at a time (dm_row_block: no checked numerics, the
+ * destination overlaps no source except exactly in place) and the
+ * destination's rows are disjoint, every row depends only on its own
+ * inputs, so any thread may compute any row: a large instruction's rows are
+ * split over the binding's threads (dm_par_rows), each with its own staging.
+ * PSUM is marked once by the caller.
+ */
+typedef struct ew_job ew_job;
+struct ew_job {
+	const dm_view *dst, *src[2];
+	int            nsrc;
+	uint32_t       blk;
+	/* x (and y): np staged rows from src[0] (src[1]); results in x */
+	void         (*compute)(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y);
+	int            op0, op1;
+	bool           r0, r1;
+	const float   *s0, *s1;      /* per-partition scalars (scale / bias for activation) */
+	float         *acc;          /* activation's reduction, per partition */
+	atomic_bool    nomem;
+};
+
+static void ew_rows(void *arg, uint32_t lo, uint32_t hi)
+{
+	ew_job *j = arg;
+	uint64_t m = (uint64_t)j->blk * j->dst->nfree;
+	float *x = malloc(m * sizeof(float) * (size_t)j->nsrc);
+	if (!x) {
+		atomic_store(&j->nomem, true);
+		return;
+	}
+	float *y = j->nsrc > 1 ? x + m : NULL;
+	for (uint32_t p0 = lo; p0 < hi; p0 += j->blk) {
+		uint32_t np = hi - p0 < j->blk ? hi - p0 : j->blk;
+		dm_view_read_rows(j->src[0], p0, np, x);
+		if (y)
+			dm_view_read_rows(j->src[1], p0, np, y);
+		if (j->compute)
+			j->compute(j, p0, np, x, y);
+		dm_view_write_rows(j->dst, p0, np, x);
+	}
+	free(x);
+}
+
+/* whether ew_run applies: rows staged a block at a time, and a destination
+ * whose rows are disjoint */
+static bool ew_splittable(const dm_view *dst, uint32_t blk)
+{
+	return blk < dst->nparts && dm_rows_independent(dst, NULL, 0);
+}
+
+/* a float elementwise instruction worth splitting (~20 us of row loops) */
+#define EW_PAR_MIN_ELEMS (64u << 10)
+
+static dm_fault_kind ew_run(dm_core *c, const dm_binding *b, ew_job *j, int engine, int64_t index,
+			    dm_fault *f)
+{
+	atomic_init(&j->nomem, false);
+	dm_par_rows(b, ew_rows, j, j->dst->nparts,
+		    (uint64_t)j->dst->nparts * j->dst->nfree >= EW_PAR_MIN_ELEMS);
+	if (atomic_load(&j->nomem))
+		return nomem(f, engine, index);
+	dm_psum_mark(c, j->dst);
+	return DM_OK;
+}
+
+static void ew_tensor_tensor(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+{
+	(void)p0;
+	dm_alu_row_f32(j->op0, x, y, 0.0f, false, (uint64_t)np * j->dst->nfree);
+}
+
+static void ew_tensor_scalar(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+{
+	(void)y;
+	uint64_t n = j->dst->nfree;
+	for (uint32_t q = 0; q < np; q++) {
+		float *row = x + (uint64_t)q * n;
+		dm_alu_row_f32(j->op0, row, NULL, j->s0[p0 + q], j->r0, n);
+		if (j->op1 != ISA_ALU_bypass)
+			dm_alu_row_f32(j->op1, row, NULL, j->s1[p0 + q], j->r1, n);
+	}
+}
+
 /* per-partition scalar operand: immediate, or column [P,1] of an AP */
 static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr *in, int slot,
 				isa_imm imm, int tmp, uint32_t nparts, float **out, int engine,
@@ -76,6 +164,23 @@ static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr
 	}
 	*out = col;
 	return DM_OK;
+}
+
+/* activation: op0 the function, op1 the reduction, s0/s1 scale/bias */
+static void ew_activation(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+{
+	(void)y;
+	uint64_t n = j->dst->nfree;
+	for (uint32_t q = 0; q < np; q++)
+		dm_act_row_f32(j->op0, x + q * n, j->s0[p0 + q], j->s1[p0 + q], n);
+	if (j->op1 != ISA_ALU_bypass) {
+		/* the reduction sees the values as written to dst */
+		float *acc = j->acc + p0;
+		dm_fold_rows_f32(j->op1, x, n, n, np, acc);
+		if (j->op1 == ISA_ALU_absmax)
+			for (uint32_t q = 0; q < np; q++)
+				acc[q] = acc[q] < 0 ? -acc[q] : acc[q];
+	}
 }
 
 dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -100,20 +205,19 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 		return nomem(f, engine, index);
 	const dm_view *srcs[] = { &sv };
 	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
-	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
-		dm_view_read_rows(&sv, p0, np, x);
-		for (uint32_t q = 0; q < np; q++)
-			dm_act_row_f32(func, x + q * n, scale[p0 + q], bias[p0 + q], n);
-		if (red != ISA_ALU_bypass) {
-			/* the reduction sees the values as written to dst */
-			dm_fold_rows_f32(red, x, n, n, np, acc + p0);
-			if (red == ISA_ALU_absmax)
-				for (uint32_t q = 0; q < np; q++)
-					acc[p0 + q] = acc[p0 + q] < 0 ? -acc[p0 + q] : acc[p0 + q];
-		}
-		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk, .compute = ew_activation,
+		     .op0 = func, .op1 = red, .s0 = scale, .s1 = bias, .acc = acc };
+	if (ew_splittable(&dv, blk)) {
+		if ((k = ew_run(c, b, &j, engine, index, f)))
 			return k;
+	} else {
+		for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+			uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
+			dm_view_read_rows(&sv, p0, np, x);
+			ew_activation(&j, p0, np, x, NULL);
+			if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+				return k;
+		}
 	}
 	if (red != ISA_ALU_bypass) {
 		dm_view rv;
@@ -183,6 +287,11 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 	}
 	const dm_view *srcs[] = { &av, &bv };
 	uint32_t blk = dm_row_block(b, &dv, srcs, 2), P = av.nparts;
+	if (ew_splittable(&dv, blk)) {
+		ew_job j = { .dst = &dv, .src = { &av, &bv }, .nsrc = 2, .blk = blk,
+			     .compute = ew_tensor_tensor, .op0 = op };
+		return ew_run(c, b, &j, engine, index, f);
+	}
 	uint64_t m = (uint64_t)blk * av.nfree;
 	float *x = dm_tmp(c, 0, m), *y = dm_tmp(c, 1, m);
 	if (!x || !y)
@@ -277,15 +386,14 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, (uint32_t)P, &s0, engine, index, f)) ||
 	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, (uint32_t)P, &s1, engine, index, f)))
 		return k;
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk, .compute = ew_tensor_scalar,
+		     .op0 = op0, .op1 = op1, .r0 = r0, .r1 = r1, .s0 = s0, .s1 = s1 };
+	if (ew_splittable(&dv, blk))
+		return ew_run(c, b, &j, engine, index, f);
 	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
 		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
 		dm_view_read_rows(&sv, p0, np, x);
-		for (uint32_t q = 0; q < np; q++) {
-			float *row = x + (uint64_t)q * n;
-			dm_alu_row_f32(op0, row, NULL, s0[p0 + q], r0, n);
-			if (op1 != ISA_ALU_bypass)
-				dm_alu_row_f32(op1, row, NULL, s1[p0 + q], r1, n);
-		}
+		ew_tensor_scalar(&j, p0, np, x, NULL);
 		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
 			return k;
 	}
@@ -310,6 +418,10 @@ dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int
 	}
 	const dm_view *srcs[] = { &sv };
 	uint32_t blk = dm_row_block(b, &dv, srcs, 1), P = sv.nparts;
+	if (ew_splittable(&dv, blk)) {
+		ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk };
+		return ew_run(c, b, &j, engine, index, f);
+	}
 	float *x = dm_tmp(c, 0, (uint64_t)blk * sv.nfree);
 	if (!x)
 		return nomem(f, engine, index);
