@@ -56,7 +56,7 @@ uint32_t dm_row_block(const dm_binding *b, const dm_view *dst, const dm_view *co
  * disjoint bytes, none of them a source byte */
 bool dm_rows_independent(const dm_view *dst, const dm_view *const *srcs, int nsrc);
 /* fn over rows [0, n): split over the binding's host threads when `big`
- * (worth the hand-off, ~20 us of work or more), else here */
+ * (worth the hand-off: a few us of work or more), else here */
 void dm_par_rows(const dm_binding *b, dm_rows_fn fn, void *arg, uint32_t n, bool big);
 /* exact integer access (int/uint/bool dtypes; floats truncate) */
 void dm_view_read_i64(const dm_view *v, int64_t *out);

@@ -180,8 +180,8 @@ static void copy_rows(void *arg, uint32_t lo, uint32_t hi)
 		copy_row(j->d, p, j->s, p);
 }
 
-/* a transfer worth splitting over host threads (~20 us of memcpy) */
-#define PAR_MIN_BYTES (256u << 10)
+/* a transfer worth splitting over host threads (a few us of memcpy) */
+#define PAR_MIN_BYTES (64u << 10)
 
 static dm_fault_kind read_index(dm_core *c, const dm_binding *b, const isa_dma_desc *desc,
 				int64_t *idx, int engine, int64_t index, dm_fault *f)

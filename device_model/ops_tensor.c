@@ -102,8 +102,28 @@ static void gemm_rows(void *arg, uint32_t lo, uint32_t hi)
 		     j->ldc, j->acc);
 }
 
-/* a product worth splitting over host threads (~20 us of dot products) */
-#define PAR_MIN_MACS (2u << 20)
+/* k-pair rows [lo, hi) of a moving tile packed for the bf16 product */
+typedef struct pack_job {
+	const uint16_t *rows;
+	int64_t         stride;
+	uint32_t        k, n, ld;
+	uint32_t       *out;
+} pack_job;
+
+static void pack_rows(void *arg, uint32_t lo, uint32_t hi)
+{
+	const pack_job *j = arg;
+	uint32_t k_end = 2 * hi < j->k ? 2 * hi : j->k;
+	dm_pack_bf16_pairs(j->rows + (int64_t)(2 * lo) * j->stride, j->stride, k_end - 2 * lo, j->n,
+			   j->ld, j->out + (uint64_t)lo * j->ld);
+}
+
+/* a moving tile worth packing on several host threads */
+#define PAR_MIN_PACK (16u << 10)
+
+/* a product worth splitting over host threads (a few us of dot products;
+ * a hand-off costs ~0.4 us while the pool's threads are awake) */
+#define PAR_MIN_MACS (512u << 10)
 
 /* multiply_moving for a packed bf16 stationary and a bf16 moving tile */
 static dm_fault_kind multiply_bf16(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -115,7 +135,8 @@ static dm_fault_kind multiply_bf16(dm_core *c, const dm_binding *b, int engine, 
 	if (!pairs)
 		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
 	if (mv->contiguous && mv->pstep % 2 == 0) {
-		dm_pack_bf16_pairs((const uint16_t *)mv->base, mv->pstep / 2, K, N, ld, pairs);
+		pack_job pj = { (const uint16_t *)mv->base, mv->pstep / 2, K, N, ld, pairs };
+		dm_par_rows(b, pack_rows, &pj, (K + 1) / 2, (uint64_t)K * N >= PAR_MIN_PACK);
 	} else {
 		float *m = dm_tmp(c, 1, (uint64_t)K * N);
 		if (!m)

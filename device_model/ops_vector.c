@@ -112,8 +112,8 @@ static bool ew_splittable(const dm_view *dst, uint32_t blk)
 	return blk < dst->nparts && dm_rows_independent(dst, NULL, 0);
 }
 
-/* a float elementwise instruction worth splitting (~20 us of row loops) */
-#define EW_PAR_MIN_ELEMS (64u << 10)
+/* a float elementwise instruction worth splitting (a few us of row loops) */
+#define EW_PAR_MIN_ELEMS (16u << 10)
 
 static dm_fault_kind ew_run(dm_core *c, const dm_binding *b, ew_job *j, int engine, int64_t index,
 			    dm_fault *f)
@@ -228,6 +228,18 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 	return DM_OK;
 }
 
+/* exponential: e^(x - s0[p]), summed per partition into acc */
+static void ew_exponential(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+{
+	(void)y;
+	uint64_t n = j->dst->nfree;
+	for (uint32_t q = 0; q < np; q++)
+		dm_act_row_f32(ISA_ACT_exp, x + (uint64_t)q * n, 1.0f, -j->s0[p0 + q], n);
+	/* the sum the accumulator keeps, in order (from the first term: exp is
+	 * never -0, so 0 + e0 == e0) */
+	dm_fold_rows_f32(ISA_ALU_add, x, n, n, np, j->acc + p0);
+}
+
 dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				const isa_instr *in, dm_fault *f)
 {
@@ -244,16 +256,19 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 		return nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &mx, engine, index, f)))
 		return k;
-	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
-		dm_view_read_rows(&sv, p0, np, x);
-		for (uint32_t q = 0; q < np; q++)
-			dm_act_row_f32(ISA_ACT_exp, x + (uint64_t)q * n, 1.0f, -mx[p0 + q], n);
-		/* the sum the accumulator keeps, in order (from the first term:
-		 * exp is never -0, so 0 + e0 == e0) */
-		dm_fold_rows_f32(ISA_ALU_add, x, n, n, np, acc + p0);
-		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk, .compute = ew_exponential,
+		     .s0 = mx, .acc = acc };
+	if (ew_splittable(&dv, blk)) {
+		if ((k = ew_run(c, b, &j, engine, index, f)))
 			return k;
+	} else {
+		for (uint32_t p0 = 0; p0 < P; p0 += blk) {
+			uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
+			dm_view_read_rows(&sv, p0, np, x);
+			ew_exponential(&j, p0, np, x, NULL);
+			if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
+				return k;
+		}
 	}
 	if ((in->ap_mask >> ISA_AP_AUX) & 1u) {
 		dm_view rv;
