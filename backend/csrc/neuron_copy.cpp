@@ -40,6 +40,12 @@ bool overlaps(const at::Tensor &a, const at::Tensor &b)
 
 }  // namespace
 
+namespace {
+
+bool copy_program(const at::Tensor &dst, const at::Tensor &src, int dev);
+
+}  // namespace
+
 bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 {
 	if (!dst.is_privateuseone() || !src.is_privateuseone() || dst.device() != src.device() ||
@@ -66,6 +72,45 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 		at::Tensor tmp = at::empty(dst.sizes(), src.options());
 		return native_copy(tmp, s) && native_copy(dst, tmp);
 	}
+	return copy_program(dst, s, dst.device().index());
+}
+
+// Between two cores of the chip: one DMA program on the source core (the
+// cores share the chip's HBM), ordered like a CUDA peer copy -- it starts
+// when both devices' current streams reach it, and the destination's
+// stream waits for it.  A cast first crosses in the source dtype, then
+// converts on the destination core.
+bool native_copy_across(const at::Tensor &dst, const at::Tensor &src)
+{
+	if (!dst.is_privateuseone() || !src.is_privateuseone() || dst.device() == src.device() ||
+	    dst.dim() > NK_MAX_RANK || src.dim() > dst.dim() || dst.numel() == 0)
+		return false;
+	if (dst.scalar_type() != src.scalar_type()) {
+		at::Tensor moved = at::empty(dst.sizes(), src.options().device(dst.device()));
+		return native_copy_across(moved, src) && native_copy(dst, moved);
+	}
+	at::Tensor s = src.expand(dst.sizes());
+	if (extent_of(s) < 0 || extent_of(dst) < 0)
+		return false;
+	int sd = src.device().index(), dd = dst.device().index();
+	int ss = stream_current(sd), ds = stream_current(dd);
+	stream_wait_until(sd, ss, stream_time_ps(dd, ds));
+	if (!copy_program(dst, s, sd))
+		return false;
+	stream_wait_until(dd, ds, stream_time_ps(sd, ss));
+	return true;
+}
+
+namespace {
+
+// dst = s (same sizes; any strides and, where the DMA casts, dtypes) as one
+// copy program run on core `dev`
+bool copy_program(const at::Tensor &dst, const at::Tensor &s, int dev)
+{
+	bool cast = dst.scalar_type() != s.scalar_type();
+	Units us = units_of(s.scalar_type(), cast), ud = units_of(dst.scalar_type(), cast);
+	if (us.dtype == ISA_DT_INVALID || ud.dtype == ISA_DT_INVALID)
+		return false;
 	nk_copy c{};
 	c.src_dtype = us.dtype;
 	c.dst_dtype = ud.dtype;
@@ -84,11 +129,12 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 	}
 	c.src_elems = (uint64_t)extent_of(s) * us.per;
 	c.dst_elems = (uint64_t)extent_of(dst) * ud.per;
-	int dev = dst.device().index();
 	Program m = cached_program("copy", c, dev, nk_copy_program);
 	run_program(m, dev, "aten::copy_", { { "src", &s } }, { { "dst", &dst } });
 	return true;
 }
+
+}  // namespace
 
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype)
 {

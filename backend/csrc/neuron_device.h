@@ -81,6 +81,8 @@ void stream_wait_until(int dev, int id, uint64_t at);
 
 /* device-to-device copy as a DMA program (neuron_copy.cpp); false: not covered */
 bool native_copy(const at::Tensor &dst, const at::Tensor &src);
+/* the same between two cores of the chip, both streams ordered around it */
+bool native_copy_across(const at::Tensor &dst, const at::Tensor &src);
 /* fill_ as a device program (neuron_index.cpp); false: not covered */
 bool native_fill(const at::Tensor &self, const at::Scalar &v);
 /* host work for a neuron op: counted, warned once, an error under NEURON_STRICT=1 */

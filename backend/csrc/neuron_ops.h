@@ -6,9 +6,11 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/DeviceGuard.h>
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
 
+#include <optional>
 #include <tuple>
 #include <type_traits>
 
@@ -42,10 +44,33 @@ template <class... T> bool is_declined(const std::tuple<T...> &t) { return !std:
 // The registered function of a native kernel: the kernel, else the CPU
 // fallback with the same arguments (the schema's, SymInts as plain ints as
 // at::native::call_fallback_fn takes them).
+// The device of an op's first `neuron` tensor argument.  Generated backends
+// run their kernels under a guard on it; registering through
+// TORCH_LIBRARY_IMPL does not, so a kernel on neuron:1 would otherwise
+// allocate its intermediates on the current device (device_map="auto"
+// spreads a model over the cores with the current device left at 0).
+template <class T> void note_device(std::optional<c10::Device> &d, const T &x)
+{
+	using U = std::decay_t<T>;
+	if constexpr (std::is_same_v<U, at::Tensor>) {
+		if (!d && x.defined() && x.is_privateuseone())
+			d = x.device();
+	} else if constexpr (std::is_same_v<U, std::optional<at::Tensor>>) {
+		if (x)
+			note_device(d, *x);
+	} else if constexpr (std::is_same_v<U, at::TensorList>) {
+		for (const at::Tensor &t : x)
+			note_device(d, t);
+	}
+}
+
 template <class Op, class Sig = typename Op::schema> struct native_or_fallback;
 template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> {
 	template <auto Kernel> static R call(typename c10::maybe_keep_symint<false, A>::type... a)
 	{
+		std::optional<c10::Device> dev;
+		(note_device(dev, a), ...);
+		c10::OptionalDeviceGuard guard(dev);
 		if constexpr (std::is_void_v<R>) {   // void kernels return whether they ran
 			if (Kernel(a...))
 				return;

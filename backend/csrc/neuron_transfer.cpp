@@ -1,7 +1,7 @@
 // neuron_transfer.cpp -- data between the host and `neuron` tensors: the
 // host<->device copies (any strides; counted and charged to the host link),
-// _copy_from in every direction (device-to-device as a DMA program,
-// neuron_copy.cpp), _local_scalar_dense and fill_/zero_.
+// _copy_from in every direction (device-to-device as a DMA program, across
+// cores too: neuron_copy.cpp), _local_scalar_dense and fill_/zero_.
 #include "neuron_device_internal.h"
 #include "neuron_ops.h"
 
@@ -120,8 +120,10 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 	} else {
 		TORCH_CHECK(self.is_privateuseone() && dst.is_privateuseone(),
 			    "neuron: copy between ", self.device(), " and ", dst.device());
-		if (self.device() != dst.device() || !native_copy(dst, self)) {
-			// across cores or a cast the DMA cannot do: through the host, counted
+		bool done = self.device() == dst.device() ? native_copy(dst, self)
+							  : native_copy_across(dst, self);
+		if (!done) {
+			// a cast or layout no copy program covers: through the host, counted
 			count_fallback("aten::copy_");
 			write_from_cpu(dst, read_to_cpu(self, true).to(dst.scalar_type()));
 		}

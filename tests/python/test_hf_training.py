@@ -107,7 +107,7 @@ def test_peft_lora_trains_only_the_adapters(tmp_path, monkeypatch):
 def test_device_map_auto_places_a_checkpoint_on_neuron(tmp_path):
     """from_pretrained(device_map="auto"): Accelerate spreads the layers over
     the NeuronCores (its balanced map), and the forward gives CPU's logits.
-    Activations crossing cores go through the host (counted fallbacks)."""
+    Activations crossing cores move as DMA programs, not through the host."""
     model = tiny_llama()
     model.save_pretrained(str(tmp_path))
     ids = torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(2))
@@ -116,8 +116,13 @@ def test_device_map_auto_places_a_checkpoint_on_neuron(tmp_path):
         placed = T.AutoModelForCausalLM.from_pretrained(str(tmp_path), device_map="auto")
         devices = {p.device.type for p in placed.parameters()}
         first = next(placed.parameters()).device
-        got = placed(ids.to(first)).logits
+        x = ids.to(first)
+        before = torch_neuronsim.stats()["cpu_fallbacks"]
+        got = placed(x).logits
+        fallbacks = torch_neuronsim.stats()["cpu_fallbacks"] - before
     assert devices == {"neuron"} and set(placed.hf_device_map.values()) <= set(range(8))
+    assert len({p.device for p in placed.parameters()}) > 1, placed.hf_device_map
+    assert fallbacks == 0
     torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
 
 

@@ -449,3 +449,42 @@ def test_torch_accelerator_memory_api_reads_the_caching_allocator():
     assert torch.accelerator.memory_reserved() == torch.neuron.memory_reserved()
     free, total = torch.accelerator.get_memory_info()
     assert (free, total)[1] == torch.neuron.mem_get_info()[1] and 0 < free <= total
+
+
+def test_copy_between_cores_is_a_device_program_ordered_on_both_streams():
+    """x.to("neuron:3") from neuron:2 is one DMA program (the cores share the
+    chip's HBM), no host round trip: any layout, casts, int64; like a CUDA
+    peer copy it starts when both devices' streams reach it, and the
+    destination's stream waits for it."""
+    a = torch.randn(96, 300)
+    x = a.to("neuron:2")
+    w = torch.randn(300, 300).to("neuron:2")
+    s2, e2 = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    b3, f3 = torch.neuron.Event(enable_timing=True), torch.neuron.Event(enable_timing=True)
+    torch.zeros(1, device="neuron:3")
+    with torch.neuron.device(3):
+        b3.record()
+    with torch.neuron.device(2):
+        s2.record()
+        for _ in range(200):                         # work on core 2 only, until its clock
+            w = (w @ w) * 1e-3                       # is past core 3's (events hold clocks)
+            e2.record()
+            if b3.elapsed_time(e2) > 0.05:
+                break
+    before = torch_neuronsim.stats()
+    y = x.to("neuron:3")
+    with torch.neuron.device(3):
+        f3.record()
+    f3.synchronize()
+    z = x.t().to("neuron:3")                         # strided source
+    h = x.to("neuron:3", dtype=torch.bfloat16)       # crosses, then casts on core 3
+    i = torch.arange(-5, 5).to("neuron:2").to("neuron:3")
+    after = torch_neuronsim.stats()
+    assert y.device == torch.device("neuron:3") and torch.equal(y.cpu(), a)
+    assert torch.equal(z.cpu(), a.t()) and torch.equal(h.cpu(), a.bfloat16())
+    assert torch.equal(i.cpu(), torch.arange(-5, 5))
+    assert after["cpu_fallbacks"] == before["cpu_fallbacks"]
+    assert after["programs_executed"] > before["programs_executed"]
+    assert after["device_to_host_bytes"] == before["device_to_host_bytes"]
+    # core 3's stream waited for core 2's earlier work, which ran before the copy
+    assert b3.elapsed_time(e2) > 0.05 and e2.elapsed_time(f3) > 0 and s2.elapsed_time(e2) > 0
