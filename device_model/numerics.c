@@ -209,6 +209,17 @@ static DM_HOT void dm_load_row_clones(int dtype, const void *src, float *dst, ui
 		}
 		return;
 	}
+	/* masks and indices: exact widening casts, vectorized */
+	if (dtype == ISA_DT_uint8 || dtype == ISA_DT_bool) {
+		for (uint64_t i = 0; i < n; i++)
+			dst[i] = (float)s[i];
+		return;
+	}
+	if (dtype == ISA_DT_int8) {
+		for (uint64_t i = 0; i < n; i++)
+			dst[i] = (float)(int8_t)s[i];
+		return;
+	}
 	for (uint64_t i = 0; i < n; i++)
 		dst[i] = dm_load(dtype, s + i * esz);
 }

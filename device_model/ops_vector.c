@@ -71,11 +71,12 @@ static dm_fault_kind finish_rows(dm_core *c, const dm_binding *b, const dm_view 
  */
 typedef struct ew_job ew_job;
 struct ew_job {
-	const dm_view *dst, *src[2];
+	const dm_view *dst, *src[3];
 	int            nsrc;
 	uint32_t       blk;
-	/* x (and y): np staged rows from src[0] (src[1]); results in x */
-	void         (*compute)(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y);
+	/* x, y, z: np staged rows from src[0], src[1], src[2]; results in x */
+	void         (*compute)(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+				const float *z);
 	int            op0, op1;
 	bool           r0, r1;
 	const float   *s0, *s1;      /* per-partition scalars (scale / bias for activation) */
@@ -92,14 +93,16 @@ static void ew_rows(void *arg, uint32_t lo, uint32_t hi)
 		atomic_store(&j->nomem, true);
 		return;
 	}
-	float *y = j->nsrc > 1 ? x + m : NULL;
+	float *y = j->nsrc > 1 ? x + m : NULL, *z = j->nsrc > 2 ? x + 2 * m : NULL;
 	for (uint32_t p0 = lo; p0 < hi; p0 += j->blk) {
 		uint32_t np = hi - p0 < j->blk ? hi - p0 : j->blk;
 		dm_view_read_rows(j->src[0], p0, np, x);
 		if (y)
 			dm_view_read_rows(j->src[1], p0, np, y);
+		if (z)
+			dm_view_read_rows(j->src[2], p0, np, z);
 		if (j->compute)
-			j->compute(j, p0, np, x, y);
+			j->compute(j, p0, np, x, y, z);
 		dm_view_write_rows(j->dst, p0, np, x);
 	}
 	free(x);
@@ -127,15 +130,17 @@ static dm_fault_kind ew_run(dm_core *c, const dm_binding *b, ew_job *j, int engi
 	return DM_OK;
 }
 
-static void ew_tensor_tensor(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+static void ew_tensor_tensor(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+			     const float *z)
 {
-	(void)p0;
+	(void)p0, (void)z;
 	dm_alu_row_f32(j->op0, x, y, 0.0f, false, (uint64_t)np * j->dst->nfree);
 }
 
-static void ew_tensor_scalar(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+static void ew_tensor_scalar(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+			     const float *z)
 {
-	(void)y;
+	(void)y, (void)z;
 	uint64_t n = j->dst->nfree;
 	for (uint32_t q = 0; q < np; q++) {
 		float *row = x + (uint64_t)q * n;
@@ -167,9 +172,10 @@ static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr
 }
 
 /* activation: op0 the function, op1 the reduction, s0/s1 scale/bias */
-static void ew_activation(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+static void ew_activation(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+			  const float *z)
 {
-	(void)y;
+	(void)y, (void)z;
 	uint64_t n = j->dst->nfree;
 	for (uint32_t q = 0; q < np; q++)
 		dm_act_row_f32(j->op0, x + q * n, j->s0[p0 + q], j->s1[p0 + q], n);
@@ -214,7 +220,7 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 		for (uint32_t p0 = 0; p0 < P; p0 += blk) {
 			uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
 			dm_view_read_rows(&sv, p0, np, x);
-			ew_activation(&j, p0, np, x, NULL);
+			ew_activation(&j, p0, np, x, NULL, NULL);
 			if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
 				return k;
 		}
@@ -229,9 +235,10 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 }
 
 /* exponential: e^(x - s0[p]), summed per partition into acc */
-static void ew_exponential(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y)
+static void ew_exponential(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+			   const float *z)
 {
-	(void)y;
+	(void)y, (void)z;
 	uint64_t n = j->dst->nfree;
 	for (uint32_t q = 0; q < np; q++)
 		dm_act_row_f32(ISA_ACT_exp, x + (uint64_t)q * n, 1.0f, -j->s0[p0 + q], n);
@@ -265,7 +272,7 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 		for (uint32_t p0 = 0; p0 < P; p0 += blk) {
 			uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
 			dm_view_read_rows(&sv, p0, np, x);
-			ew_exponential(&j, p0, np, x, NULL);
+			ew_exponential(&j, p0, np, x, NULL, NULL);
 			if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
 				return k;
 		}
@@ -408,7 +415,7 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
 		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
 		dm_view_read_rows(&sv, p0, np, x);
-		ew_tensor_scalar(&j, p0, np, x, NULL);
+		ew_tensor_scalar(&j, p0, np, x, NULL, NULL);
 		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
 			return k;
 	}
@@ -450,6 +457,20 @@ dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int
 	return DM_OK;
 }
 
+/* select: x = pred (x) ? on_true (y) : on_false (z) */
+static void select_f32(float *x, const float *y, const float *z, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		x[i] = x[i] != 0.0f ? y[i] : z[i];
+}
+
+static void ew_select(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+		      const float *z)
+{
+	(void)p0;
+	select_f32(x, y, z, (uint64_t)np * j->dst->nfree);
+}
+
 dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			   const isa_instr *in, dm_fault *f)
 {
@@ -474,15 +495,21 @@ dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t 
 		dm_psum_mark(c, &dv);
 		return DM_OK;
 	}
+	const dm_view *srcs[] = { &pv, &tv, &fv };
+	uint32_t blk = dm_row_block(b, &dv, srcs, 3);
+	if (ew_splittable(&dv, blk)) {
+		ew_job j = { .dst = &dv, .src = { &pv, &tv, &fv }, .nsrc = 3, .blk = blk,
+			     .compute = ew_select };
+		return ew_run(c, b, &j, engine, index, f);
+	}
 	float *pr = dm_tmp(c, 0, n), *t = dm_tmp(c, 1, n), *e = dm_tmp(c, 2, n);
 	if (!pr || !t || !e)
 		return nomem(f, engine, index);
 	dm_view_read(&pv, pr);
 	dm_view_read(&tv, t);
 	dm_view_read(&fv, e);
-	for (uint64_t i = 0; i < n; i++)
-		t[i] = pr[i] != 0.0f ? t[i] : e[i];
-	return finish(c, b, &dv, t, engine, index, in, f);
+	select_f32(pr, t, e, n);
+	return finish(c, b, &dv, pr, engine, index, in, f);
 }
 
 dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t index,

@@ -6,7 +6,8 @@
  * instructions -- memcpy of DMA rows, TensorE dot products -- and all of it
  * ran on one host core.  Rows of one instruction are independent, so the
  * idle cores take some: the caller and the workers claim chunks of the row
- * range from one counter, and the caller returns when every chunk is done.
+ * range (a few chunks per thread) from one counter, and the caller returns
+ * when every chunk is done.
  * Which thread runs a chunk never changes its result (dm_par's contract), so
  * results and cycle counts are the same for any thread count.
  *
@@ -18,6 +19,7 @@
 #define _GNU_SOURCE
 #include "hostpool.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@ static struct {
 	dm_rows_fn       fn;
 	void            *arg;
 	uint32_t         n;
+	int              nchunks;
 	atomic_uint      next;       /* chunks claimed */
 	atomic_uint      done;       /* chunks finished */
 	atomic_ulong     gen;
@@ -58,13 +61,17 @@ static struct {
 	.cv = PTHREAD_COND_INITIALIZER,
 };
 
-/* chunk i of the job: rows [n i / T, n (i + 1) / T) */
+/* chunk i of the job: rows [n i / C, n (i + 1) / C), C = CHUNKS_PER_THREAD
+ * chunks per thread so that a thread the host slows down (or wakes late)
+ * leaves its share to the others */
+#define CHUNKS_PER_THREAD 4
+
 static void run_chunks(void)
 {
-	unsigned T = (unsigned)pool.nthreads, i;
-	while ((i = atomic_fetch_add_explicit(&pool.next, 1, memory_order_acquire)) < T) {
-		uint32_t lo = (uint32_t)((uint64_t)pool.n * i / T);
-		uint32_t hi = (uint32_t)((uint64_t)pool.n * (i + 1) / T);
+	unsigned C = (unsigned)pool.nchunks, i;
+	while ((i = atomic_fetch_add_explicit(&pool.next, 1, memory_order_acquire)) < C) {
+		uint32_t lo = (uint32_t)((uint64_t)pool.n * i / C);
+		uint32_t hi = (uint32_t)((uint64_t)pool.n * (i + 1) / C);
 		if (lo < hi)
 			pool.fn(pool.arg, lo, hi);
 		atomic_fetch_add_explicit(&pool.done, 1, memory_order_release);
@@ -129,7 +136,7 @@ static void start(void)
 	}
 	pool.pid = getpid();
 	pool.nthreads = have;
-	atomic_store(&pool.next, (unsigned)have);   /* nothing to claim yet */
+	atomic_store(&pool.next, UINT_MAX / 2);      /* nothing to claim yet */
 }
 
 int nsim_hostpool_threads(void)
@@ -148,6 +155,8 @@ void nsim_hostpool_run(void *ctx, dm_rows_fn fn, void *arg, uint32_t n)
 	pool.fn = fn;
 	pool.arg = arg;
 	pool.n = n;
+	pool.nchunks = n < (uint32_t)pool.nthreads * CHUNKS_PER_THREAD ? (int)n
+									: pool.nthreads * CHUNKS_PER_THREAD;
 	atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
 	atomic_store_explicit(&pool.next, 0, memory_order_release);
 	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
@@ -156,7 +165,7 @@ void nsim_hostpool_run(void *ctx, dm_rows_fn fn, void *arg, uint32_t n)
 		pthread_cond_broadcast(&pool.cv);
 	pthread_mutex_unlock(&pool.mu);
 	run_chunks();
-	while (atomic_load_explicit(&pool.done, memory_order_acquire) < (unsigned)pool.nthreads)
+	while (atomic_load_explicit(&pool.done, memory_order_acquire) < (unsigned)pool.nchunks)
 		cpu_relax();
 	pthread_mutex_unlock(&pool.busy);
 }

@@ -16,7 +16,9 @@ outs = [torch.mm(a.to(d), b.to(d)),                      # bf16 TensorE products
         torch.mm(a.float().to(d), b.float().to(d)),      # fp32 (sgemm) products
         (x.to(d) * 3.0 + 1.0).exp(),                     # big elementwise + DMA
         x.to(d).t().contiguous(),                        # a transposing copy
-        torch.log_softmax(x.to(d), -1)]
+        torch.log_softmax(x.to(d), -1),
+        x.to(d).masked_fill(x.to(d) > 0.5, -1.0),        # select with a bool mask
+        x.to(d).sum(-1)]                                 # row folds
 h = hashlib.sha256()
 for o in outs:
     h.update(o.cpu().contiguous().view(torch.uint8).numpy().tobytes())
