@@ -130,6 +130,33 @@ static dm_fault_kind ew_run(dm_core *c, const dm_binding *b, ew_job *j, int engi
 	return DM_OK;
 }
 
+/* The whole float path of an elementwise instruction: on the host threads
+ * when its rows may be split, else block by block here (staging in dm_tmp
+ * slots 0..nsrc-1), checking numerics before each write. */
+static dm_fault_kind ew_exec(dm_core *c, const dm_binding *b, ew_job *j, const isa_instr *in,
+			     int engine, int64_t index, dm_fault *f)
+{
+	if (ew_splittable(j->dst, j->blk))
+		return ew_run(c, b, j, engine, index, f);
+	uint32_t P = j->dst->nparts;
+	uint64_t m = (uint64_t)j->blk * j->dst->nfree;
+	float *v[3] = { NULL, NULL, NULL };
+	for (int i = 0; i < j->nsrc; i++)
+		if (!(v[i] = dm_tmp(c, i, m)))
+			return nomem(f, engine, index);
+	for (uint32_t p0 = 0; p0 < P; p0 += j->blk) {
+		uint32_t np = p0 + j->blk <= P ? j->blk : P - p0;
+		for (int i = 0; i < j->nsrc; i++)
+			dm_view_read_rows(j->src[i], p0, np, v[i]);
+		if (j->compute)
+			j->compute(j, p0, np, v[0], v[1], v[2]);
+		dm_fault_kind k = finish_rows(c, b, j->dst, p0, np, v[0], engine, index, in, f);
+		if (k)
+			return k;
+	}
+	return DM_OK;
+}
+
 static void ew_tensor_tensor(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
 			     const float *z)
 {
@@ -197,34 +224,19 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 	dm_fault_kind k;
 	VIEW(sv, ISA_AP_SRC, false, "src");
 	VIEW(dv, ISA_AP_DST, true, "dst");
-	uint64_t n = sv.nfree, P = sv.nparts;
-	const dm_view *srcs0[] = { &sv };
-	float *x = dm_tmp(c, 0, (uint64_t)dm_row_block(b, &dv, srcs0, 1) * n);
-	if (!x)
-		return nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &scale, engine, index, f)) ||
 	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, sv.nparts, &bias, engine, index, f)))
 		return k;
 	int func = in->e[0], red = in->e[1];
-	float *acc = dm_tmp(c, 3, P);
+	float *acc = dm_tmp(c, 3, sv.nparts);
 	if (!acc)
 		return nomem(f, engine, index);
 	const dm_view *srcs[] = { &sv };
-	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
-	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk, .compute = ew_activation,
-		     .op0 = func, .op1 = red, .s0 = scale, .s1 = bias, .acc = acc };
-	if (ew_splittable(&dv, blk)) {
-		if ((k = ew_run(c, b, &j, engine, index, f)))
-			return k;
-	} else {
-		for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-			uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
-			dm_view_read_rows(&sv, p0, np, x);
-			ew_activation(&j, p0, np, x, NULL, NULL);
-			if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
-				return k;
-		}
-	}
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
+		     .compute = ew_activation, .op0 = func, .op1 = red, .s0 = scale, .s1 = bias,
+		     .acc = acc };
+	if ((k = ew_exec(c, b, &j, in, engine, index, f)))
+		return k;
 	if (red != ISA_ALU_bypass) {
 		dm_view rv;
 		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
@@ -255,28 +267,16 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 	dm_fault_kind k;
 	VIEW(sv, ISA_AP_SRC, false, "src");
 	VIEW(dv, ISA_AP_DST, true, "dst");
-	uint64_t n = sv.nfree, P = sv.nparts;
 	const dm_view *srcs[] = { &sv };
-	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
-	float *x = dm_tmp(c, 0, (uint64_t)blk * n), *acc = dm_tmp(c, 3, P);
-	if (!x || !acc)
+	float *acc = dm_tmp(c, 3, sv.nparts);
+	if (!acc)
 		return nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &mx, engine, index, f)))
 		return k;
-	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk, .compute = ew_exponential,
-		     .s0 = mx, .acc = acc };
-	if (ew_splittable(&dv, blk)) {
-		if ((k = ew_run(c, b, &j, engine, index, f)))
-			return k;
-	} else {
-		for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-			uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
-			dm_view_read_rows(&sv, p0, np, x);
-			ew_exponential(&j, p0, np, x, NULL, NULL);
-			if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
-				return k;
-		}
-	}
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
+		     .compute = ew_exponential, .s0 = mx, .acc = acc };
+	if ((k = ew_exec(c, b, &j, in, engine, index, f)))
+		return k;
 	if ((in->ap_mask >> ISA_AP_AUX) & 1u) {
 		dm_view rv;
 		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
@@ -308,26 +308,9 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 		return DM_OK;
 	}
 	const dm_view *srcs[] = { &av, &bv };
-	uint32_t blk = dm_row_block(b, &dv, srcs, 2), P = av.nparts;
-	if (ew_splittable(&dv, blk)) {
-		ew_job j = { .dst = &dv, .src = { &av, &bv }, .nsrc = 2, .blk = blk,
-			     .compute = ew_tensor_tensor, .op0 = op };
-		return ew_run(c, b, &j, engine, index, f);
-	}
-	uint64_t m = (uint64_t)blk * av.nfree;
-	float *x = dm_tmp(c, 0, m), *y = dm_tmp(c, 1, m);
-	if (!x || !y)
-		return nomem(f, engine, index);
-	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-		uint32_t np = p0 + blk <= P ? blk : P - p0;
-		dm_view_read_rows(&av, p0, np, x);
-		dm_view_read_rows(&bv, p0, np, y);
-		dm_alu_row_f32(op, x, y, 0.0f, false, (uint64_t)np * av.nfree);
-		dm_fault_kind k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f);
-		if (k)
-			return k;
-	}
-	return DM_OK;
+	ew_job j = { .dst = &dv, .src = { &av, &bv }, .nsrc = 2, .blk = dm_row_block(b, &dv, srcs, 2),
+		     .compute = ew_tensor_tensor, .op0 = op };
+	return ew_exec(c, b, &j, in, engine, index, f);
 }
 
 /* NKI's tensor_tensor_scan: per partition, a running value that starts at
@@ -401,25 +384,14 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 	}
 
 	const dm_view *srcs[] = { &sv };
-	uint32_t blk = dm_row_block(b, &dv, srcs, 1);
-	float *x = dm_tmp(c, 0, (uint64_t)blk * n), *s0, *s1;
-	if (!x)
-		return nomem(f, engine, index);
+	float *s0, *s1;
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, (uint32_t)P, &s0, engine, index, f)) ||
 	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, (uint32_t)P, &s1, engine, index, f)))
 		return k;
-	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk, .compute = ew_tensor_scalar,
-		     .op0 = op0, .op1 = op1, .r0 = r0, .r1 = r1, .s0 = s0, .s1 = s1 };
-	if (ew_splittable(&dv, blk))
-		return ew_run(c, b, &j, engine, index, f);
-	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-		uint32_t np = p0 + blk <= P ? blk : (uint32_t)P - p0;
-		dm_view_read_rows(&sv, p0, np, x);
-		ew_tensor_scalar(&j, p0, np, x, NULL, NULL);
-		if ((k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f)))
-			return k;
-	}
-	return DM_OK;
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
+		     .compute = ew_tensor_scalar, .op0 = op0, .op1 = op1, .r0 = r0, .r1 = r1,
+		     .s0 = s0, .s1 = s1 };
+	return ew_exec(c, b, &j, in, engine, index, f);
 }
 
 dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -439,36 +411,17 @@ dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int
 		return DM_OK;
 	}
 	const dm_view *srcs[] = { &sv };
-	uint32_t blk = dm_row_block(b, &dv, srcs, 1), P = sv.nparts;
-	if (ew_splittable(&dv, blk)) {
-		ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = blk };
-		return ew_run(c, b, &j, engine, index, f);
-	}
-	float *x = dm_tmp(c, 0, (uint64_t)blk * sv.nfree);
-	if (!x)
-		return nomem(f, engine, index);
-	for (uint32_t p0 = 0; p0 < P; p0 += blk) {
-		uint32_t np = p0 + blk <= P ? blk : P - p0;
-		dm_view_read_rows(&sv, p0, np, x);
-		dm_fault_kind k = finish_rows(c, b, &dv, p0, np, x, engine, index, in, f);
-		if (k)
-			return k;
-	}
-	return DM_OK;
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1) };
+	return ew_exec(c, b, &j, in, engine, index, f);
 }
 
 /* select: x = pred (x) ? on_true (y) : on_false (z) */
-static void select_f32(float *x, const float *y, const float *z, uint64_t n)
-{
-	for (uint64_t i = 0; i < n; i++)
-		x[i] = x[i] != 0.0f ? y[i] : z[i];
-}
-
 static void ew_select(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
 		      const float *z)
 {
 	(void)p0;
-	select_f32(x, y, z, (uint64_t)np * j->dst->nfree);
+	for (uint64_t i = 0, n = (uint64_t)np * j->dst->nfree; i < n; i++)
+		x[i] = x[i] != 0.0f ? y[i] : z[i];
 }
 
 dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t index,
@@ -496,20 +449,9 @@ dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t 
 		return DM_OK;
 	}
 	const dm_view *srcs[] = { &pv, &tv, &fv };
-	uint32_t blk = dm_row_block(b, &dv, srcs, 3);
-	if (ew_splittable(&dv, blk)) {
-		ew_job j = { .dst = &dv, .src = { &pv, &tv, &fv }, .nsrc = 3, .blk = blk,
-			     .compute = ew_select };
-		return ew_run(c, b, &j, engine, index, f);
-	}
-	float *pr = dm_tmp(c, 0, n), *t = dm_tmp(c, 1, n), *e = dm_tmp(c, 2, n);
-	if (!pr || !t || !e)
-		return nomem(f, engine, index);
-	dm_view_read(&pv, pr);
-	dm_view_read(&tv, t);
-	dm_view_read(&fv, e);
-	select_f32(pr, t, e, n);
-	return finish(c, b, &dv, pr, engine, index, in, f);
+	ew_job j = { .dst = &dv, .src = { &pv, &tv, &fv }, .nsrc = 3, .blk = dm_row_block(b, &dv, srcs, 3),
+		     .compute = ew_select };
+	return ew_exec(c, b, &j, in, engine, index, f);
 }
 
 dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t index,
