@@ -45,7 +45,7 @@ static struct {
 	dm_rows_fn       fn;
 	void            *arg;
 	uint32_t         n;
-	int              nchunks;
+	int              nchunks;    /* per job: the same for every job (see run_chunks) */
 	atomic_uint      next;       /* chunks claimed */
 	atomic_uint      done;       /* chunks finished */
 	atomic_ulong     gen;
@@ -61,9 +61,12 @@ static struct {
 	.cv = PTHREAD_COND_INITIALIZER,
 };
 
-/* chunk i of the job: rows [n i / C, n (i + 1) / C), C = CHUNKS_PER_THREAD
+/* Chunk i of the job: rows [n i / C, n (i + 1) / C), C = CHUNKS_PER_THREAD
  * chunks per thread so that a thread the host slows down (or wakes late)
- * leaves its share to the others */
+ * leaves its share to the others.  C is fixed when the pool starts: a
+ * worker still leaving the previous job may claim from the next job's
+ * counter, and its bound on the claim must be the next job's too.  (Chunks
+ * past n's rows are empty.) */
 #define CHUNKS_PER_THREAD 4
 
 static void run_chunks(void)
@@ -136,6 +139,7 @@ static void start(void)
 	}
 	pool.pid = getpid();
 	pool.nthreads = have;
+	pool.nchunks = have * CHUNKS_PER_THREAD;
 	atomic_store(&pool.next, UINT_MAX / 2);      /* nothing to claim yet */
 }
 
@@ -155,8 +159,6 @@ void nsim_hostpool_run(void *ctx, dm_rows_fn fn, void *arg, uint32_t n)
 	pool.fn = fn;
 	pool.arg = arg;
 	pool.n = n;
-	pool.nchunks = n < (uint32_t)pool.nthreads * CHUNKS_PER_THREAD ? (int)n
-									: pool.nthreads * CHUNKS_PER_THREAD;
 	atomic_store_explicit(&pool.done, 0, memory_order_relaxed);
 	atomic_store_explicit(&pool.next, 0, memory_order_release);
 	atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
