@@ -12,7 +12,8 @@
  * results and cycle counts are the same for any thread count.
  *
  * Workers spin briefly after a job (instructions come microseconds apart),
- * then sleep on a condition variable.  One job at a time: a second caller
+ * yielding now and then (a VM may run two of our threads on one CPU), then
+ * sleep on a condition variable.  One job at a time: a second caller
  * (another host thread simulating) runs its rows itself.  In a forked child
  * the workers do not exist: it runs everything itself.
  */
@@ -21,6 +22,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@
 
 #define MAX_THREADS 16
 #define SPIN_ROUNDS 20000        /* ~50-100 us of pause before sleeping */
+#define YIELD_EVERY 64           /* spins between sched_yield() calls */
 
 static struct {
 	pthread_once_t   once;
@@ -90,6 +93,8 @@ static void *worker(void *unused)
 		while (atomic_load_explicit(&pool.gen, memory_order_acquire) == seen) {
 			if (++spins < SPIN_ROUNDS) {
 				cpu_relax();
+				if (spins % YIELD_EVERY == 0)
+					sched_yield();   /* a thread sharing this CPU goes first */
 				continue;
 			}
 			pthread_mutex_lock(&pool.mu);
@@ -167,7 +172,13 @@ void nsim_hostpool_run(void *ctx, dm_rows_fn fn, void *arg, uint32_t n)
 		pthread_cond_broadcast(&pool.cv);
 	pthread_mutex_unlock(&pool.mu);
 	run_chunks();
-	while (atomic_load_explicit(&pool.done, memory_order_acquire) < (unsigned)pool.nchunks)
+	/* a worker finishing its last chunk: usually microseconds, but when
+	 * the host runs it on this thread's CPU, let it have the CPU */
+	for (unsigned spins = 1;
+	     atomic_load_explicit(&pool.done, memory_order_acquire) < (unsigned)pool.nchunks; spins++) {
 		cpu_relax();
+		if (spins % YIELD_EVERY == 0)
+			sched_yield();
+	}
 	pthread_mutex_unlock(&pool.busy);
 }
