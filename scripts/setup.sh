@@ -118,11 +118,16 @@ install_package() {
     # installed, and editable from this checkout (a CI clone elsewhere must not
     # import another checkout's copy)?
     if python3 - "$ROOT" <<'PYEOF' 2>/dev/null
-import importlib.util, json, sys
+import importlib.util, json, sys, tomllib
 from importlib import metadata
-url = json.loads(metadata.distribution("torch-neuronsim").read_text("direct_url.json"))["url"]
-# an older install of this checkout may lack a package added since
-ok = url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") and all(
+dist = metadata.distribution("torch-neuronsim")
+url = json.loads(dist.read_text("direct_url.json"))["url"]
+# an older install of this checkout may lack a package or an entry point added since
+with open(sys.argv[1] + "/pyproject.toml", "rb") as f:
+    want = {(g, n, v) for g, eps in tomllib.load(f)["project"]["entry-points"].items()
+            for n, v in eps.items()}
+have = {(e.group, e.name, e.value) for e in dist.entry_points}
+ok = url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") and want <= have and all(
     importlib.util.find_spec(p) for p in ("neuronsim_trace", "neuronsim", "neuronsim_nki"))
 sys.exit(0 if ok else 1)
 PYEOF

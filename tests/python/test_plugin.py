@@ -488,3 +488,19 @@ def test_copy_between_cores_is_a_device_program_ordered_on_both_streams():
     assert after["device_to_host_bytes"] == before["device_to_host_bytes"]
     # core 3's stream waited for core 2's earlier work, which ran before the copy
     assert b3.elapsed_time(e2) > 0.05 and e2.elapsed_time(f3) > 0 and s2.elapsed_time(e2) > 0
+
+
+def test_compile_backend_comes_from_the_public_entry_point():
+    """torch.compile(backend="neuron") resolves through the package's
+    torch_dynamo_backends entry point (the public route; no private Dynamo
+    registry is touched), and a compiled function gives eager's values."""
+    import inspect
+    from importlib.metadata import entry_points
+    import torch_neuronsim.compile as neuron_compile
+    eps = {e.name: e.value for e in entry_points(group="torch_dynamo_backends")}
+    assert eps.get("neuron") == "torch_neuronsim.compile:neuron_backend"
+    assert "_COMPILER_FNS" not in inspect.getsource(neuron_compile)
+    assert "neuron" in torch._dynamo.list_backends()
+    x = torch.randn(64, 32).to("neuron")
+    f = torch.compile(lambda t: torch.relu(t * 2.0 + 1.0), backend="neuron")
+    torch.testing.assert_close(f(x).cpu(), torch.relu(x.cpu() * 2.0 + 1.0))

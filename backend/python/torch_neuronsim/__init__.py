@@ -134,8 +134,6 @@ def _register():
     torch._register_device_module("neuron", _device)
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
                                                          for_storage=True)
-    from . import compile as _compile
-    _compile.register()
     from . import ties as _ties
     _ties.install()
     _install_neuronx_standin()

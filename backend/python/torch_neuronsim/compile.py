@@ -5,7 +5,11 @@ kernels (and counted CPU fallback) as eager mode, so compiled and eager runs
 give the same values and simulated timings.  Graph-level kernel fusion is not
 done yet: compiling saves Python overhead, not simulated device time.
 Transformers' `generate()` compiles decoding steps with this backend when the
-model is on `neuron` and uses a static cache."""
+model is on `neuron` and uses a static cache.
+
+Dynamo finds the backend through the package's `torch_dynamo_backends` entry
+point (pyproject.toml), the public registration route: nothing here touches
+Dynamo's registries."""
 import itertools
 
 import torch
@@ -29,9 +33,3 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
         with profile_range(name):
             return forward(*args)
     return run
-
-
-def register():
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
-    if "neuron" not in _COMPILER_FNS:
-        register_backend(name="neuron")(neuron_backend)
