@@ -504,3 +504,22 @@ def test_compile_backend_comes_from_the_public_entry_point():
     x = torch.randn(64, 32).to("neuron")
     f = torch.compile(lambda t: torch.relu(t * 2.0 + 1.0), backend="neuron")
     torch.testing.assert_close(f(x).cpu(), torch.relu(x.cpu() * 2.0 + 1.0))
+
+
+def test_compile_refuses_dynamic_true_with_the_neuron_compiler_message():
+    """dynamic=True is refused as the Neuron compiler refuses dynamic shapes
+    (NCC_EMOD025: static shapes, pad or bucket); dynamic=False and the
+    default (Dynamo's own re-specialization after a shape change) run."""
+    import torch._dynamo
+    torch._dynamo.reset()
+    x = torch.randn(4, 8).to("neuron")
+    f = torch.compile(lambda t: t * 2.0 + 1.0, backend="neuron", dynamic=True)
+    with pytest.raises(Exception, match=r"Dynamic shape is not supported: input '.*' has shape"
+                                        r"(.|\n)*dynamic=False"):
+        f(x)
+    for dynamic in (False, None):
+        torch._dynamo.reset()
+        g = torch.compile(lambda t: t * 2.0 + 1.0, backend="neuron", dynamic=dynamic)
+        for rows in (4, 5, 6):
+            y = torch.randn(rows, 8)
+            torch.testing.assert_close(g(y.to("neuron")).cpu(), y * 2.0 + 1.0)
