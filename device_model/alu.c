@@ -116,6 +116,11 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b)
 	}
 }
 
+/* one step of a fold: a <op>= v (max / min keep the first NaN) */
+#define STEP_ADD(a, v) ((a) += (v))
+#define STEP_MAX(a, v) ((a) = ((a) > (v) || isnan(a)) ? (a) : (v))
+#define STEP_MIN(a, v) ((a) = ((a) < (v) || isnan(a)) ? (a) : (v))
+
 /* x[0] <op> x[1] <op> ... left to right (the order an engine's accumulator
  * takes the elements in), the operator switch out of the loop; n >= 1 */
 float dm_fold_row_f32(int op, const float *x, uint64_t n)
@@ -124,15 +129,15 @@ float dm_fold_row_f32(int op, const float *x, uint64_t n)
 	switch (op) {
 	case ISA_ALU_add:
 		for (uint64_t i = 1; i < n; i++)
-			a += x[i];
+			STEP_ADD(a, x[i]);
 		break;
 	case ISA_ALU_max:
 		for (uint64_t i = 1; i < n; i++)
-			a = (a > x[i] || isnan(a)) ? a : x[i];
+			STEP_MAX(a, x[i]);
 		break;
 	case ISA_ALU_min:
 		for (uint64_t i = 1; i < n; i++)
-			a = (a < x[i] || isnan(a)) ? a : x[i];
+			STEP_MIN(a, x[i]);
 		break;
 	default:
 		for (uint64_t i = 1; i < n; i++)
@@ -161,9 +166,6 @@ float dm_fold_row_f32(int op, const float *x, uint64_t n)
 		out[r] = a0; out[r + 1] = a1; out[r + 2] = a2; out[r + 3] = a3;      \
 		out[r + 4] = a4; out[r + 5] = a5; out[r + 6] = a6; out[r + 7] = a7;  \
 	} while (0)
-#define STEP_ADD(a, v) ((a) += (v))
-#define STEP_MAX(a, v) ((a) = ((a) > (v) || isnan(a)) ? (a) : (v))
-#define STEP_MIN(a, v) ((a) = ((a) < (v) || isnan(a)) ? (a) : (v))
 
 void dm_fold_rows_f32(int op, const float *x, uint64_t stride, uint64_t n, uint64_t nrows,
 		      float *out)

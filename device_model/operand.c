@@ -230,7 +230,7 @@ bool dm_rows_independent(const dm_view *dst, const dm_view *const *srcs, int nsr
 
 void dm_par_rows(const dm_binding *b, dm_rows_fn fn, void *arg, uint32_t n, bool big)
 {
-	if (big && n > 1 && b->par.run)
+	if (n > 1 && dm_par_on(b, big))
 		b->par.run(b->par.ctx, fn, arg, n);
 	else
 		fn(arg, 0, n);

@@ -58,6 +58,12 @@ bool dm_rows_independent(const dm_view *dst, const dm_view *const *srcs, int nsr
 /* fn over rows [0, n): split over the binding's host threads when `big`
  * (worth the hand-off: a few us of work or more), else here */
 void dm_par_rows(const dm_binding *b, dm_rows_fn fn, void *arg, uint32_t n, bool big);
+/* whether dm_par_rows would split work this big: callers test it before
+ * their own (costlier) checks that the rows are independent */
+static inline bool dm_par_on(const dm_binding *b, bool big)
+{
+	return big && b->par.run;
+}
 /* exact integer access (int/uint/bool dtypes; floats truncate) */
 void dm_view_read_i64(const dm_view *v, int64_t *out);
 void dm_view_write_i64(const dm_view *v, const int64_t *in);

@@ -233,14 +233,13 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 	}
 	if (desc->mode == ISA_DMA_DIRECT) {
 		if (dv.nfree == sv.nfree && dv.nparts == sv.nparts) {
-			/* row by row; rows that cannot interfere on host threads */
+			/* row by row; a large transfer's rows on the host threads
+			 * when they cannot interfere */
 			const dm_view *srcs[] = { &sv };
 			copy_job j = { &dv, &sv };
-			if (dm_rows_independent(&dv, srcs, 1))
-				dm_par_rows(b, copy_rows, &j, dv.nparts,
-					    (uint64_t)dv.nparts * dv.nfree * dv.esz >= PAR_MIN_BYTES);
-			else
-				copy_rows(&j, 0, dv.nparts);
+			bool big = (uint64_t)dv.nparts * dv.nfree * dv.esz >= PAR_MIN_BYTES;
+			dm_par_rows(b, copy_rows, &j, dv.nparts,
+				    dm_par_on(b, big) && dm_rows_independent(&dv, srcs, 1));
 		} else {
 			/* reshaping transfer: walk both in flattened order */
 			copy_flat(&dv, 0, &sv, 0, (uint64_t)dv.nparts * dv.nfree);

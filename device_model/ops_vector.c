@@ -108,36 +108,34 @@ static void ew_rows(void *arg, uint32_t lo, uint32_t hi)
 	free(x);
 }
 
-/* whether ew_run applies: rows staged a block at a time, and a destination
- * whose rows are disjoint */
-static bool ew_splittable(const dm_view *dst, uint32_t blk)
-{
-	return blk < dst->nparts && dm_rows_independent(dst, NULL, 0);
-}
-
 /* a float elementwise instruction worth splitting (a few us of row loops) */
 #define EW_PAR_MIN_ELEMS (16u << 10)
 
-static dm_fault_kind ew_run(dm_core *c, const dm_binding *b, ew_job *j, int engine, int64_t index,
-			    dm_fault *f)
+/* whether ew_rows runs on the host threads: a large instruction, rows
+ * staged a block at a time, and a destination whose rows are disjoint (the
+ * overlap test only for instructions that pass the cheap ones) */
+static bool ew_split(const dm_binding *b, const ew_job *j)
 {
-	atomic_init(&j->nomem, false);
-	dm_par_rows(b, ew_rows, j, j->dst->nparts,
-		    (uint64_t)j->dst->nparts * j->dst->nfree >= EW_PAR_MIN_ELEMS);
-	if (atomic_load(&j->nomem))
-		return nomem(f, engine, index);
-	dm_psum_mark(c, j->dst);
-	return DM_OK;
+	const dm_view *d = j->dst;
+	return dm_par_on(b, (uint64_t)d->nparts * d->nfree >= EW_PAR_MIN_ELEMS) && j->blk < d->nparts &&
+	       dm_rows_independent(d, NULL, 0);
 }
 
 /* The whole float path of an elementwise instruction: on the host threads
- * when its rows may be split, else block by block here (staging in dm_tmp
- * slots 0..nsrc-1), checking numerics before each write. */
+ * when ew_split says so, else block by block here (staging in dm_tmp slots
+ * 0..nsrc-1, no allocation per instruction), checking numerics before each
+ * write. */
 static dm_fault_kind ew_exec(dm_core *c, const dm_binding *b, ew_job *j, const isa_instr *in,
 			     int engine, int64_t index, dm_fault *f)
 {
-	if (ew_splittable(j->dst, j->blk))
-		return ew_run(c, b, j, engine, index, f);
+	if (ew_split(b, j)) {
+		atomic_init(&j->nomem, false);
+		dm_par_rows(b, ew_rows, j, j->dst->nparts, true);
+		if (atomic_load(&j->nomem))
+			return nomem(f, engine, index);
+		dm_psum_mark(c, j->dst);
+		return DM_OK;
+	}
 	uint32_t P = j->dst->nparts;
 	uint64_t m = (uint64_t)j->blk * j->dst->nfree;
 	float *v[3] = { NULL, NULL, NULL };

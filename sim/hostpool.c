@@ -48,7 +48,6 @@ static struct {
 	dm_rows_fn       fn;
 	void            *arg;
 	uint32_t         n;
-	int              nchunks;    /* per job: the same for every job (see run_chunks) */
 	atomic_uint      next;       /* chunks claimed */
 	atomic_uint      done;       /* chunks finished */
 	atomic_ulong     gen;
@@ -72,9 +71,14 @@ static struct {
  * past n's rows are empty.) */
 #define CHUNKS_PER_THREAD 4
 
+static unsigned nchunks(void)
+{
+	return (unsigned)pool.nthreads * CHUNKS_PER_THREAD;
+}
+
 static void run_chunks(void)
 {
-	unsigned C = (unsigned)pool.nchunks, i;
+	unsigned C = nchunks(), i;
 	while ((i = atomic_fetch_add_explicit(&pool.next, 1, memory_order_acquire)) < C) {
 		uint32_t lo = (uint32_t)((uint64_t)pool.n * i / C);
 		uint32_t hi = (uint32_t)((uint64_t)pool.n * (i + 1) / C);
@@ -144,7 +148,6 @@ static void start(void)
 	}
 	pool.pid = getpid();
 	pool.nthreads = have;
-	pool.nchunks = have * CHUNKS_PER_THREAD;
 	atomic_store(&pool.next, UINT_MAX / 2);      /* nothing to claim yet */
 }
 
@@ -175,7 +178,7 @@ void nsim_hostpool_run(void *ctx, dm_rows_fn fn, void *arg, uint32_t n)
 	/* a worker finishing its last chunk: usually microseconds, but when
 	 * the host runs it on this thread's CPU, let it have the CPU */
 	for (unsigned spins = 1;
-	     atomic_load_explicit(&pool.done, memory_order_acquire) < (unsigned)pool.nchunks; spins++) {
+	     atomic_load_explicit(&pool.done, memory_order_acquire) < nchunks(); spins++) {
 		cpu_relax();
 		if (spins % YIELD_EVERY == 0)
 			sched_yield();
