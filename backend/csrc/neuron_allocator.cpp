@@ -238,6 +238,7 @@ struct NeuronAllocator final : public c10::DeviceAllocator {
 
 	void copy_data(void *dest, const void *src, std::size_t count) const override
 	{
+		capture_host_access("copies device memory outside a program");
 		uint64_t doff, soff;
 		nsim_tensor *d = lookup_allocation(dest, &doff), *s = lookup_allocation(src, &soff);
 		check_status(nsim_tensor_copy(s, soff, d, doff, count), "device copy");

@@ -78,6 +78,10 @@ at::Tensor causal_mask(int64_t L, int64_t S, const at::Tensor &like)
 	static std::mutex lock;
 	static std::map<std::tuple<int64_t, int64_t, int>, at::Tensor> cache;
 	auto key = std::make_tuple(L, S, (int)like.device().index());
+	if (capturing()) {   // a compiled graph makes its own
+		auto fopt = like.options().dtype(at::kFloat);
+		return at::arange(S, fopt).view({ 1, S }).gt(at::arange(L, fopt).view({ L, 1 }));
+	}
 	{
 		std::lock_guard<std::mutex> g(lock);
 		auto it = cache.find(key);

@@ -88,6 +88,14 @@ bool native_fill(const at::Tensor &self, const at::Scalar &v);
 /* host work for a neuron op: counted, warned once, an error under NEURON_STRICT=1 */
 void count_fallback(const std::string &name);
 
+/* the host read or wrote device memory (a transfer, a peek, a fallback, a
+ * seed): a graph capture in progress cannot replay the node doing it */
+void capture_host_access(const char *why);
+/* a graph capture is in progress: kernels must not use device data kept
+ * from before (layout caches, constant masks), which a replay could not
+ * reproduce from the graph's inputs */
+bool capturing();
+
 /* for the kernels (neuron_kernels.cpp) */
 nsim_tensor *lookup_allocation(const void *p, uint64_t *offset);
 void note_write(const void *p);              /* device memory at p was written */

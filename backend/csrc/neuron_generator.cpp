@@ -70,6 +70,7 @@ bool is_neuron_generator(const at::Generator &g)
 
 uint64_t draw_seed(const std::optional<at::Generator> &gen, int dev)
 {
+	capture_host_access("draws a random seed on the host");   // a replay would repeat it
 	at::Generator g = gen.has_value() && gen->defined() ? *gen : default_generator(dev);
 	TORCH_CHECK(is_neuron_generator(g), "neuron: a random op on a neuron tensor needs a neuron generator, got one for ",
 		    g.device());

@@ -68,6 +68,13 @@ void run_program(const Program &prog, int dev, const char *op, std::initializer_
 void run_program(const Program &prog, int dev, const char *op, const std::vector<Binding> &in,
 		 const std::vector<Binding> &out);
 
+// The bytes a loaded program was made from (nullptr if unknown): what the
+// graph compiler links (neuron_graph.cpp).
+std::shared_ptr<const std::vector<uint8_t>> program_image(const nsim_model *m);
+// run_program's report to a graph capture in progress (nothing otherwise)
+void capture_program(const nsim_model *m, const char *op, const std::vector<Binding> &in,
+		     const std::vector<Binding> &out);
+
 // elements from a tensor's first to its last addressed one (0 if empty;
 // -1 with a negative stride)
 int64_t extent_of(const at::Tensor &t);

@@ -60,7 +60,7 @@ bool layout_cache_on()
 
 at::Tensor weight_layout(const at::Tensor &wt)
 {
-	if (!layout_cache_on() || wt.dim() != 2)
+	if (!layout_cache_on() || wt.dim() != 2 || capturing())
 		return {};
 	const c10::Storage &st = wt.storage();
 	std::vector<int64_t> key{ (int64_t)(uintptr_t)st.unsafeGetStorageImpl(), wt.storage_offset(), wt.size(0),

@@ -102,9 +102,25 @@ private:
 std::mutex g_cache_lock;
 ProgramCache g_cache;
 
-Program adopt(nsim_model *m)
+// the bytes of every loaded program, for the graph compiler's linker
+std::mutex g_image_lock;
+std::unordered_map<const nsim_model *, std::shared_ptr<const std::vector<uint8_t>>> g_images;
+
+Program adopt(nsim_model *m, const void *bin, size_t len)
 {
-	return Program(m, [](nsim_model *p) { nsim_unload(p); });
+	auto image = std::make_shared<const std::vector<uint8_t>>(static_cast<const uint8_t *>(bin),
+								  static_cast<const uint8_t *>(bin) + len);
+	{
+		std::lock_guard<std::mutex> g(g_image_lock);
+		g_images[m] = std::move(image);
+	}
+	return Program(m, [](nsim_model *p) {
+		{
+			std::lock_guard<std::mutex> g(g_image_lock);
+			g_images.erase(p);
+		}
+		nsim_unload(p);
+	});
 }
 
 // One lock for executions: a cached model is shared by every thread, and
@@ -174,7 +190,14 @@ Program load_bytes(const void *bin, size_t len, int dev)
 {
 	nsim_model *m = nullptr;
 	check_status(nsim_load(bin, len, dev, &m), "program load");
-	return adopt(m);
+	return adopt(m, bin, len);
+}
+
+std::shared_ptr<const std::vector<uint8_t>> program_image(const nsim_model *m)
+{
+	std::lock_guard<std::mutex> g(g_image_lock);
+	auto it = g_images.find(m);
+	return it == g_images.end() ? nullptr : it->second;
 }
 
 Program generated_program(const ProgramKey &key, int dev, const char *what, const ProgramGen &gen)
@@ -234,6 +257,7 @@ void run_program(const Program &prog, int dev, const char *op, const std::vector
 	}
 	for (const Binding &b : out)
 		note_write(b.second->storage().data());
+	capture_program(m, op, in, out);
 	nsim_exec_stats stats;   // filled whole by nsim_model_stats (5 KiB: no zeroing first)
 	{
 		std::lock_guard<std::mutex> g(g_exec_lock);

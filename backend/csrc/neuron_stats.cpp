@@ -31,6 +31,7 @@ std::unordered_set<std::string> g_warned;
 // work done on the host for a neuron op: counted; an error under NEURON_STRICT=1
 void count_fallback(const std::string &name)
 {
+	capture_host_access("falls back to the CPU");
 	{
 		std::lock_guard<std::mutex> g(g_lock);
 		g_stats.cpu_fallbacks++;

@@ -47,6 +47,7 @@ at::Tensor read_to_cpu(const at::Tensor &t, bool transfer)
 {
 	if (t.numel() == 0)
 		return at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+	capture_host_access(transfer ? "copies device data to the host" : "reads device values on the host");
 	int64_t first, last;
 	span_of(t, &first, &last);
 	auto buf = at::empty({ last - first }, t.options().dtype(at::kByte).device(at::kCPU));
@@ -72,6 +73,7 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 {
 	if (dst.numel() == 0)
 		return;
+	capture_host_access("writes host data to the device");
 	note_write(dst.storage().data());
 	int64_t first, last;
 	span_of(dst, &first, &last);

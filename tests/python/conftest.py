@@ -5,6 +5,11 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
+# torch.compile's disk cache: one per test session, never the user's
+if "NEURON_SIM_COMPILE_CACHE_DIR" not in os.environ:
+    import tempfile
+    os.environ["NEURON_SIM_COMPILE_CACHE_DIR"] = tempfile.mkdtemp(prefix="neuronsim-compile-")
+
 
 @pytest.fixture(scope="session")
 def neuronsim():

@@ -54,7 +54,9 @@ def stats():
     torch.neuron.Event.elapsed_time) count it, summed over streams:
     `launch_time_ns`, each program's launch charge, plus `kernel_time_ns`,
     the programs' simulated runs, plus `transfer_time_ns`, host<->device
-    copies over the host link."""
+    copies over the host link.  `compile` counts torch.compile's work: graphs
+    compiled, compile cache hits and misses (memory, disk), graph calls,
+    linked segments and their runs, and nodes that run eagerly (fallbacks)."""
     out = {name: int(v) for name, _, v in _lines(_lib.neuron_stats)}
     out["fallback_ops"] = {op: int(n) for op, _, n in _lines(_lib.neuron_fallback_ops)}
     native = {}
@@ -62,6 +64,8 @@ def stats():
         count, ps = v.split(",")
         native[op] = {"count": int(count), "simulated_ps": int(ps)}
     out["native_ops"] = native
+    from .graph import COUNTERS
+    out["compile"] = dict(COUNTERS)
     return out
 
 
@@ -99,6 +103,8 @@ def target():
 
 def reset_stats():
     _lib.neuron_reset_stats()
+    from .graph import reset_counters
+    reset_counters()
 
 
 def clear_program_cache():

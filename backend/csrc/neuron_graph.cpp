@@ -1,0 +1,461 @@
+// neuron_graph.cpp -- the torch.compile graph compiler's device side:
+// capture the programs a graph's nodes run, link a run of them into ONE
+// program (kernels/link.c) over the graph's memory regions, and run it.
+//
+// Capture: while the compiler runs a graph once through the native kernels,
+// every program execution is recorded with the device bytes each of its
+// tensors was bound to, under the graph node that launched it.  A node that
+// touched device memory from the host (a CPU fallback, a transfer, a value
+// the host looked at, a random seed drawn) is "host-bound": its work cannot
+// be replayed from a program, so it splits the graph and runs eagerly.
+//
+// Link: the recorded bindings of a segment of nodes are resolved against
+// its inputs' device bytes (bound again at every call) and its own
+// allocations, merged into regions: those holding a segment output become
+// OUTPUT tensors allocated per call, the rest are scratch inside the
+// program.  Run: one execution, one launch, charged like any program.
+#include "neuron_kernels.h"
+
+extern "C" {
+#include "link.h"
+}
+
+#include <c10/util/Exception.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <torch/library.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace neuron {
+namespace {
+
+struct Bound {
+	std::string name;
+	uint64_t addr, bytes;
+	bool written;
+};
+
+struct Part {
+	int64_t node;
+	std::string label;
+	std::shared_ptr<const std::vector<uint8_t>> image;
+	std::vector<Bound> bound;
+};
+
+struct Capture {
+	bool active = false;
+	int64_t node = -1;
+	std::vector<Part> parts;
+	std::unordered_map<int64_t, int64_t> host_bound;   // node -> host accesses
+	std::unordered_map<int64_t, std::string> why;       // node -> the first one
+	std::unordered_map<int64_t, int64_t> programs;     // node -> programs run
+};
+
+std::mutex g_capture_lock;
+Capture g_capture;
+std::atomic<bool> g_capturing{ false };   // the run_program hook's fast check
+
+uint64_t device_address(const at::Tensor &t)
+{
+	uint64_t off;
+	nsim_tensor *base = lookup_allocation(t.storage().data(), &off);
+	TORCH_CHECK(base, "neuron graph: a tensor outside device memory");
+	return nsim_tensor_device_address(base) + off + (uint64_t)t.storage_offset() * t.element_size();
+}
+
+void capture_begin()
+{
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	g_capture = Capture{};
+	g_capture.active = true;
+	g_capturing = true;
+}
+
+void capture_node(int64_t node)
+{
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	g_capture.node = node;
+}
+
+// (node, programs, host accesses) for every node that did either
+std::vector<int64_t> capture_end()
+{
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	g_capture.active = false;
+	g_capturing = false;
+	std::vector<int64_t> nodes;
+	for (auto &[n, c] : g_capture.programs)
+		nodes.push_back(n);
+	for (auto &[n, c] : g_capture.host_bound)
+		if (!g_capture.programs.count(n))
+			nodes.push_back(n);
+	std::sort(nodes.begin(), nodes.end());
+	std::vector<int64_t> out;
+	for (int64_t n : nodes) {
+		auto p = g_capture.programs.find(n);
+		auto h = g_capture.host_bound.find(n);
+		out.insert(out.end(), { n, p == g_capture.programs.end() ? 0 : p->second,
+					h == g_capture.host_bound.end() ? 0 : h->second });
+	}
+	return out;
+}
+
+// what made a node host-bound ("" if nothing did)
+std::string capture_reason(int64_t node)
+{
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	auto it = g_capture.why.find(node);
+	return it == g_capture.why.end() ? std::string() : it->second;
+}
+
+struct Range {
+	uint64_t lo, hi;
+};
+
+// The region an access [lo, hi) falls in: an input's (index < ninputs) or
+// an interval of the segment's own memory; -1 when it straddles.
+struct Regions {
+	std::vector<Range> inputs, intervals;
+
+	int64_t find(uint64_t lo, uint64_t hi, uint64_t *offset) const
+	{
+		for (size_t i = 0; i < inputs.size(); i++) {
+			if (lo >= inputs[i].lo && hi <= inputs[i].hi) {
+				*offset = lo - inputs[i].lo;
+				return (int64_t)i;
+			}
+		}
+		for (size_t i = 0; i < intervals.size(); i++) {
+			if (lo >= intervals[i].lo && hi <= intervals[i].hi) {
+				*offset = lo - intervals[i].lo;
+				return (int64_t)(inputs.size() + i);
+			}
+		}
+		return -1;
+	}
+
+	bool touches_input(uint64_t lo, uint64_t hi) const
+	{
+		for (const Range &r : inputs)
+			if (lo < r.hi && r.lo < hi)
+				return true;
+		return false;
+	}
+};
+
+// [first byte, end) of a tensor's elements on the device
+std::vector<int64_t> device_span(const at::Tensor &t)
+{
+	TORCH_CHECK(t.is_privateuseone() && extent_of(t) >= 0,
+		    "neuronsim.device_span: a neuron tensor with non-negative strides");
+	if (!t.numel())
+		return { 0, 0 };
+	uint64_t a = device_address(t);
+	return { (int64_t)a, (int64_t)(a + (uint64_t)extent_of(t) * t.element_size()) };
+}
+
+// Links the parts of nodes [first, last] of the last capture.  The
+// segment's inputs and outputs are given by the device bytes they had in
+// the capture: in_spans (lo, hi) per input, out_spans (lo, hi, element
+// size) per output.  The plan: nregions, then per region (kind, bytes,
+// input index or -1), then per output (region or -1 if empty, byte offset).
+std::tuple<at::Tensor, std::vector<int64_t>> graph_link(int64_t first, int64_t last, at::IntArrayRef in_spans,
+							 at::IntArrayRef out_spans, c10::string_view label)
+{
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	TORCH_CHECK(in_spans.size() % 2 == 0 && out_spans.size() % 3 == 0, "neuronsim.graph_link: bad spans");
+	Regions R;
+	for (size_t i = 0; i < in_spans.size(); i += 2) {
+		TORCH_CHECK(in_spans[i] >= 0 && in_spans[i + 1] >= in_spans[i], "neuronsim.graph_link: bad input span");
+		R.inputs.push_back({ (uint64_t)in_spans[i], (uint64_t)in_spans[i + 1] });
+	}
+	std::vector<const Part *> parts;
+	for (const Part &p : g_capture.parts)
+		if (p.node >= first && p.node <= last)
+			parts.push_back(&p);
+	TORCH_CHECK(!parts.empty(), "neuron graph: segment of nodes ", first, "..", last, " ran no program");
+
+	// the segment's own memory: every access outside the inputs, and the outputs
+	std::vector<Range> own;
+	auto add_own = [&](uint64_t lo, uint64_t hi) {
+		if (hi <= lo)
+			return;
+		uint64_t off;
+		int64_t r = R.find(lo, hi, &off);
+		if (r >= 0 && r < (int64_t)R.inputs.size())
+			return;
+		TORCH_CHECK(!R.touches_input(lo, hi), "neuron graph: an access straddles a segment input");
+		own.push_back({ lo, hi });
+	};
+	// a read of the segment's own memory that no earlier part of it wrote
+	// is a read of something a kernel kept from before (a cache): not
+	// replayable from the inputs
+	std::vector<Range> written;
+	auto covered = [&](uint64_t lo, uint64_t hi) {
+		for (bool grew = true; grew && lo < hi;) {
+			grew = false;
+			for (const Range &w : written)
+				if (w.lo <= lo && lo < w.hi) {
+					lo = std::min(hi, w.hi);
+					grew = true;
+				}
+		}
+		return lo >= hi;
+	};
+	for (const Part *p : parts) {
+		for (const Bound &b : p->bound) {
+			uint64_t off;
+			int64_t r = b.bytes ? R.find(b.addr, b.addr + b.bytes, &off) : -1;
+			bool input = r >= 0 && r < (int64_t)R.inputs.size();
+			TORCH_CHECK(!b.bytes || input || b.written || covered(b.addr, b.addr + b.bytes),
+				    "neuron graph: ", p->label, " reads device memory that is neither a segment input nor "
+				    "written earlier in the segment");
+		}
+		for (const Bound &b : p->bound) {
+			add_own(b.addr, b.addr + b.bytes);
+			if (b.written && b.bytes)
+				written.push_back({ b.addr, b.addr + b.bytes });
+		}
+	}
+	for (size_t i = 0; i < out_spans.size(); i += 3) {
+		TORCH_CHECK(out_spans[i] >= 0 && out_spans[i + 1] >= out_spans[i] && out_spans[i + 2] > 0,
+			    "neuronsim.graph_link: bad output span");
+		add_own((uint64_t)out_spans[i], (uint64_t)out_spans[i + 1]);
+	}
+	std::sort(own.begin(), own.end(), [](const Range &a, const Range &b) { return a.lo < b.lo; });
+	for (const Range &r : own) {
+		if (!R.intervals.empty() && r.lo < R.intervals.back().hi)
+			R.intervals.back().hi = std::max(R.intervals.back().hi, r.hi);
+		else
+			R.intervals.push_back(r);
+	}
+
+	size_t nreg = R.inputs.size() + R.intervals.size();
+	std::vector<nk_link_region> regions(nreg);
+	for (size_t i = 0; i < R.inputs.size(); i++)
+		regions[i] = { ISA_TK_INPUT, R.inputs[i].hi - R.inputs[i].lo };
+	for (size_t i = 0; i < R.intervals.size(); i++)
+		regions[R.inputs.size() + i] = { ISA_TK_INTERNAL, R.intervals[i].hi - R.intervals[i].lo };
+
+	// outputs: their regions are allocated per call
+	std::vector<int64_t> out_plan;
+	for (size_t i = 0; i < out_spans.size(); i += 3) {
+		uint64_t lo = (uint64_t)out_spans[i], hi = (uint64_t)out_spans[i + 1], off = 0;
+		int64_t r = -1;
+		if (hi > lo) {
+			r = R.find(lo, hi, &off);
+			TORCH_CHECK(r >= 0, "neuron graph: an output outside the segment's memory");
+			TORCH_CHECK(off % (uint64_t)out_spans[i + 2] == 0, "neuron graph: an output at a misaligned offset");
+			if (r >= (int64_t)R.inputs.size())
+				regions[r].kind = ISA_TK_OUTPUT;
+		}
+		out_plan.insert(out_plan.end(), { r, (int64_t)off });
+	}
+
+	// bindings; a written input becomes an OUTPUT region bound to that input
+	std::vector<std::vector<nk_link_bind>> binds(parts.size());
+	std::vector<nk_link_part> lparts(parts.size());
+	for (size_t k = 0; k < parts.size(); k++) {
+		for (const Bound &b : parts[k]->bound) {
+			uint64_t off = 0;
+			int64_t r = b.bytes ? R.find(b.addr, b.addr + b.bytes, &off) : 0;
+			TORCH_CHECK(r >= 0, "neuron graph: a program tensor outside the segment's memory");
+			if (b.written && r < (int64_t)R.inputs.size())
+				regions[r].kind = ISA_TK_OUTPUT;
+			binds[k].push_back({ b.name.c_str(), (uint32_t)r, off });
+		}
+		lparts[k] = { parts[k]->image->data(), parts[k]->image->size(), parts[k]->label.c_str(),
+			      (uint32_t)binds[k].size(), binds[k].data() };
+	}
+	uint8_t *bin = nullptr;
+	size_t len = 0;
+	isa_diag d{};
+	isa_status st = nk_link_program(isa_target_from_name(nsim_target_name()), lparts.data(), (uint32_t)lparts.size(),
+					regions.data(), (uint32_t)regions.size(), &bin, &len, &d);
+	TORCH_CHECK(st == ISA_OK, "neuron graph: linking ", std::string(label), " failed: ", d.msg);
+	at::Tensor blob = at::empty({ (int64_t)len }, at::TensorOptions().dtype(at::kByte));
+	std::memcpy(blob.data_ptr(), bin, len);
+	std::free(bin);
+
+	std::vector<int64_t> plan{ (int64_t)nreg };
+	for (size_t r = 0; r < nreg; r++)
+		plan.insert(plan.end(), { regions[r].kind, (int64_t)regions[r].bytes,
+					  r < R.inputs.size() ? (int64_t)r : -1 });
+	plan.insert(plan.end(), out_plan.begin(), out_plan.end());
+	return { blob, plan };
+}
+
+// loaded linked programs, by handle
+struct Linked {
+	Program prog;
+	int dev;
+	std::vector<std::pair<std::string, int64_t>> names;   // bound tensor -> region
+};
+std::mutex g_linked_lock;
+std::unordered_map<int64_t, Linked> g_linked;
+int64_t g_next_handle = 1;
+
+int64_t graph_load(const at::Tensor &program, int64_t dev)
+{
+	TORCH_CHECK(program.device().is_cpu() && program.scalar_type() == at::kByte && program.dim() == 1 &&
+			    program.is_contiguous(),
+		    "neuronsim.graph_load: the program is a contiguous 1-D uint8 CPU tensor of .nsp bytes");
+	Linked l{ load_bytes(program.data_ptr(), (size_t)program.numel(), (int)dev), (int)dev, {} };
+	isa_program *p = nullptr;
+	isa_diag d{};
+	TORCH_CHECK(isa_program_decode(program.data_ptr(), (size_t)program.numel(), &p, &d) == ISA_OK,
+		    "neuronsim.graph_load: ", d.msg);
+	for (uint32_t i = 0; i < p->n_tensors; i++) {
+		const isa_tensor &t = p->tensors[i];
+		unsigned r = 0;
+		if ((t.kind == ISA_TK_INPUT || t.kind == ISA_TK_OUTPUT) && std::sscanf(t.name, "r%u_", &r) == 1)
+			l.names.emplace_back(t.name, (int64_t)r);
+	}
+	isa_program_free(p);
+	std::lock_guard<std::mutex> g(g_linked_lock);
+	int64_t h = g_next_handle++;
+	g_linked.emplace(h, std::move(l));
+	return h;
+}
+
+void graph_free(int64_t handle)
+{
+	std::lock_guard<std::mutex> g(g_linked_lock);
+	g_linked.erase(handle);
+}
+
+// One call of a linked program: inputs bound, output regions allocated,
+// outputs returned as views of them.  out_meta per output: dtype, rank,
+// sizes, strides.
+std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::TensorList inputs,
+				  at::IntArrayRef plan, at::IntArrayRef out_meta)
+{
+	Linked l;
+	{
+		std::lock_guard<std::mutex> g(g_linked_lock);
+		auto it = g_linked.find(handle);
+		TORCH_CHECK(it != g_linked.end(), "neuronsim.graph_run: no linked program ", handle);
+		l = it->second;
+	}
+	TORCH_CHECK(!plan.empty(), "neuronsim.graph_run: empty plan");
+	size_t nreg = (size_t)plan[0], at_ = 1;
+	TORCH_CHECK(plan.size() >= 1 + 3 * nreg, "neuronsim.graph_run: short plan");
+	std::vector<at::Tensor> region(nreg);
+	std::vector<int> kind(nreg);
+	at::TensorOptions bytes_opt = at::TensorOptions().dtype(at::kByte).device(c10::DeviceType::PrivateUse1, l.dev);
+	for (size_t r = 0; r < nreg; r++, at_ += 3) {
+		kind[r] = (int)plan[at_];
+		int64_t bytes = plan[at_ + 1], input = plan[at_ + 2];
+		if (input >= 0) {
+			TORCH_CHECK((size_t)input < inputs.size(), "neuronsim.graph_run: plan names input ", input);
+			const at::Tensor &t = inputs[input];
+			TORCH_CHECK(t.is_privateuseone() && t.device().index() == l.dev,
+				    "neuronsim.graph_run: input ", input, " is not on neuron:", l.dev);
+			TORCH_CHECK(extent_of(t) * t.element_size() == bytes, "neuronsim.graph_run: input ", input,
+				    " spans ", extent_of(t) * t.element_size(), " bytes, compiled for ", bytes);
+			region[r] = t;
+		} else if (kind[r] == ISA_TK_OUTPUT) {
+			region[r] = at::empty({ bytes }, bytes_opt);
+		}
+	}
+	std::vector<Binding> in, out;
+	for (auto &[name, r] : l.names) {
+		TORCH_CHECK(r >= 0 && (size_t)r < nreg && region[r].defined(), "neuronsim.graph_run: region ", r,
+			    " unbound");
+		(kind[r] == ISA_TK_INPUT ? in : out).emplace_back(name.c_str(), &region[r]);
+	}
+	std::string op(label);
+	run_program(l.prog, l.dev, op.c_str(), in, out);
+
+	std::vector<at::Tensor> results;
+	size_t m = 0;
+	while (at_ < plan.size()) {
+		TORCH_CHECK(at_ + 1 < plan.size(), "neuronsim.graph_run: short plan");
+		int64_t r = plan[at_], off = plan[at_ + 1];
+		at_ += 2;
+		TORCH_CHECK(m + 2 <= out_meta.size(), "neuronsim.graph_run: short output meta");
+		auto dtype = (at::ScalarType)out_meta[m];
+		int64_t rank = out_meta[m + 1];
+		TORCH_CHECK(rank >= 0 && m + 2 + 2 * (size_t)rank <= out_meta.size(), "neuronsim.graph_run: bad rank");
+		at::IntArrayRef sizes(out_meta.data() + m + 2, (size_t)rank);
+		at::IntArrayRef strides(out_meta.data() + m + 2 + rank, (size_t)rank);
+		m += 2 + 2 * (size_t)rank;
+		at::TensorOptions opt = at::TensorOptions().dtype(dtype).device(c10::DeviceType::PrivateUse1, l.dev);
+		if (r < 0) {
+			results.push_back(at::empty_strided(sizes, strides, opt));
+			continue;
+		}
+		const at::Tensor &base = region[r];
+		int64_t es = (int64_t)c10::elementSize(dtype);
+		int64_t elem_off = base.storage_offset() * base.element_size() / es + off / es;
+		results.push_back(at::empty({ 0 }, opt).set_(base.storage(), elem_off, sizes, strides));
+	}
+	return results;
+}
+
+}  // namespace
+
+void capture_program(const nsim_model *m, const char *op, const std::vector<Binding> &in,
+		     const std::vector<Binding> &out)
+{
+	if (!g_capturing)
+		return;
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	if (!g_capture.active)
+		return;
+	Part p{ g_capture.node, op, program_image(m), {} };
+	g_capture.programs[g_capture.node]++;
+	if (!p.image) {
+		g_capture.host_bound[g_capture.node]++;   // cannot be replayed without its bytes
+		g_capture.why.emplace(g_capture.node, "runs a program whose bytes are unknown");
+		return;
+	}
+	for (int w = 0; w < 2; w++)
+		for (const Binding &b : w ? out : in) {
+			const at::Tensor &t = *b.second;
+			uint64_t bytes = t.numel() ? (uint64_t)extent_of(t) * t.element_size() : 0;
+			p.bound.push_back({ b.first, bytes ? device_address(t) : 0, bytes, w == 1 });
+		}
+	g_capture.parts.push_back(std::move(p));
+}
+
+bool capturing()
+{
+	return g_capturing;
+}
+
+void capture_host_access(const char *why)
+{
+	if (!g_capturing)
+		return;
+	std::lock_guard<std::mutex> g(g_capture_lock);
+	if (g_capture.active) {
+		g_capture.host_bound[g_capture.node]++;
+		g_capture.why.emplace(g_capture.node, why);
+	}
+}
+
+}  // namespace neuron
+
+TORCH_LIBRARY_FRAGMENT(neuronsim, m)
+{
+	m.def("capture_begin() -> ()", &neuron::capture_begin);
+	m.def("capture_node(int node) -> ()", &neuron::capture_node);
+	m.def("capture_end() -> int[]", &neuron::capture_end);
+	m.def("capture_reason(int node) -> str", &neuron::capture_reason);
+	m.def("device_span(Tensor t) -> int[]", &neuron::device_span);
+	m.def("graph_link(int first, int last, int[] in_spans, int[] out_spans, str label) -> (Tensor, int[])",
+	      &neuron::graph_link);
+	m.def("graph_load(Tensor program, int device) -> int", &neuron::graph_load);
+	m.def("graph_free(int handle) -> ()", &neuron::graph_free);
+	m.def("graph_run(int handle, str label, Tensor[] inputs, int[] plan, int[] out_meta) -> Tensor[]",
+	      &neuron::graph_run);
+}

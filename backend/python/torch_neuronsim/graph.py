@@ -1,0 +1,367 @@
+"""One compiled FX graph on the `neuron` device: capture, link, replay.
+
+The first call runs the graph node by node through the native kernels while
+the plugin records every program a node runs and the device bytes its
+tensors were bound to (torch.ops.neuronsim.capture_*).  A node that touched
+device memory from the host -- a CPU fallback, a host transfer, a random seed
+drawn on the host -- is host-bound: it splits the graph and runs eagerly at
+every call (counted; NEURON_STRICT=1 makes it an error naming the node).
+Each maximal run of other nodes becomes a segment, and the C graph compiler
+(backend/kernels/link.c) links the segment's programs into ONE program over
+the segment's memory: inputs bound per call, intermediates in the program's
+scratch, outputs allocated per call.  Later calls run one program per
+segment: one launch, one slice in traces.
+
+Python only walks the FX graph here; what runs on the device is what the
+kernel generators emitted, linked in C."""
+import os
+import warnings
+
+import torch
+import torch.fx
+from torch.utils import _pytree as pytree
+
+aten = torch.ops.aten
+
+# counters merged into torch_neuronsim.stats()["compile"]
+COUNTERS = dict.fromkeys(("graphs_compiled", "compile_cache_hits", "compile_cache_misses", "disk_cache_hits",
+                          "disk_cache_writes", "graph_calls", "segments_linked", "segment_runs",
+                          "fallback_nodes", "fallback_node_runs", "replay_mismatches"), 0)
+
+# c10::ScalarType codes of the dtypes a linked segment may return
+_SCALAR_TYPE = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
+                torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15}
+
+
+def reset_counters():
+    for k in COUNTERS:
+        COUNTERS[k] = 0
+
+
+def strict():
+    return os.environ.get("NEURON_STRICT", "0") not in ("", "0")
+
+
+def _ops():
+    return torch.ops.neuronsim
+
+
+def _view_or_reshape(x, shape):
+    # AOTAutograd traced `view` where the meta strides allowed one; a native
+    # kernel may have produced another layout of the same values
+    try:
+        return aten.view.default(x, shape)
+    except RuntimeError:
+        return aten.reshape.default(x, shape)
+
+
+def _like_meta(x, meta):
+    """x with the strides the traced graph assumed (for ops that read raw
+    strides: as_strided), copied when a kernel chose another layout"""
+    if not isinstance(meta, torch.Tensor) or not isinstance(x, torch.Tensor) or x.stride() == meta.stride():
+        return x
+    return torch.empty_strided(meta.shape, meta.stride(), dtype=x.dtype, device=x.device).copy_(x)
+
+
+def run_node(gm, node, env):
+    """one FX node's value from its inputs' values in env"""
+    args = torch.fx.node.map_arg(node.args, lambda n: env[n])
+    kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: env[n])
+    if node.op == "get_attr":
+        obj = gm
+        for part in node.target.split("."):
+            obj = getattr(obj, part)
+        return obj
+    if node.op == "call_method":
+        return getattr(args[0], node.target)(*args[1:], **kwargs)
+    if node.op == "call_module":
+        return gm.get_submodule(node.target)(*args, **kwargs)
+    fn = node.target
+    if fn in (aten.view.default, aten._unsafe_view.default):
+        return _view_or_reshape(args[0], args[1])
+    if fn in (aten.as_strided.default, aten.as_strided_scatter.default) and isinstance(node.args[0], torch.fx.Node):
+        args = (_like_meta(args[0], node.args[0].meta.get("val")),) + tuple(args[1:])
+    return fn(*args, **kwargs)
+
+
+def _leaves(value):
+    return pytree.tree_flatten(value)[0]
+
+
+def _meta(t):
+    return (str(t.dtype), tuple(t.shape), tuple(t.stride()))
+
+
+def _device_leaves(value):
+    return [t for t in _leaves(value) if isinstance(t, torch.Tensor) and t.device.type == "neuron"]
+
+
+class NodeInfo:
+    """what the capture saw of one node"""
+    __slots__ = ("why", "programs", "spans", "spec", "kinds", "metas")
+    # spans and metas: one per neuron tensor among the value's leaves
+
+    def __init__(self, value, why, spans):
+        self.why, self.programs, self.spans = why, 0, spans
+        leaves, self.spec = pytree.tree_flatten(value)
+        self.kinds, self.metas = [], []
+        for leaf in leaves:
+            if isinstance(leaf, torch.Tensor) and leaf.device.type == "neuron":
+                self.kinds.append(("t", len(self.metas)))
+                self.metas.append(_meta(leaf))
+            else:
+                self.kinds.append(("c", leaf))
+
+
+class Segment:
+    """graph nodes first..last (indices), linked into one program"""
+
+    def __init__(self, first, last):
+        self.first, self.last = first, last
+        self.inputs = []       # node indices whose neuron tensors are bound, in order
+        self.in_meta = []      # per bound tensor: _meta at capture
+        self.outputs = []      # node indices defined here and used later
+        self.out_specs = []    # per output node: (treespec, [("t", k) | ("c", constant)])
+        self.out_meta = []     # flat ints for graph_run
+        self.program = None    # linked .nsp bytes (uint8 CPU tensor)
+        self.plan = None
+        self.device = 0
+        self.handle = None
+
+    def load(self):
+        if self.handle is None:
+            self.handle = _ops().graph_load(self.program, self.device)
+        return self.handle
+
+    def __del__(self):
+        if self.handle is not None:
+            try:
+                _ops().graph_free(self.handle)
+            except Exception:   # the interpreter is shutting down
+                pass
+
+
+class CompiledGraph:
+    """AOTAutograd's boxed calling convention (one list of arguments): an FX
+    graph run as linked segments plus host-bound nodes.  `cache` finds and
+    keeps compiled steps (compile.py: in memory and on disk)."""
+
+    _boxed_call = True
+
+    def __init__(self, gm, name, cache=None):
+        self.gm = gm
+        self.name = name
+        self.cache = cache
+        self.nodes = list(gm.graph.nodes)
+        self.index = {n: i for i, n in enumerate(self.nodes)}
+        self.steps = None          # [("segment", Segment) | ("node", index)]
+        self.fallbacks = {}        # node index -> why it runs eagerly
+        self.last_use = {}
+        for i, n in enumerate(self.nodes):
+            for a in n.all_input_nodes:
+                self.last_use[self.index[a]] = i
+        self._free_after = None
+
+    # ---------------------------------------------------------------- capture
+    def _capture(self, args):
+        """runs the graph once, recording; returns its result and a NodeInfo
+        per node"""
+        ops = _ops()
+        env, info = {}, {}
+        seg_start = 0
+        deferred = []          # dead values defined before the current segment
+        places = iter(args)
+        result = None
+        ops.capture_begin()
+        try:
+            for i, node in enumerate(self.nodes):
+                if node.op == "placeholder":
+                    env[node] = next(places)
+                    info[i] = NodeInfo(env[node], "", [ops.device_span(t) for t in _device_leaves(env[node])])
+                    continue
+                if node.op == "output":
+                    result = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
+                    break
+                ops.capture_node(i)
+                value = run_node(self.gm, node, env)
+                env[node] = value
+                why = ops.capture_reason(i)
+                if not why and any(isinstance(env.get(a), torch.Tensor) and env[a].device.type != "neuron"
+                                   for a in node.all_input_nodes):
+                    # its program may hold the host tensor's value as an immediate
+                    why = "reads a host tensor"
+                if not why and any(isinstance(t, torch.Tensor) and t.device.type != "neuron" for t in _leaves(value)):
+                    why = "makes a tensor off the device"
+                if not why and any(t.dtype not in _SCALAR_TYPE for t in _device_leaves(value)):
+                    why = "makes a tensor of a dtype the linker does not return"
+                info[i] = NodeInfo(value, why, [ops.device_span(t) for t in _device_leaves(value)])
+                for a in node.all_input_nodes:
+                    ai = self.index[a]
+                    if self.last_use.get(ai) == i and a.op != "placeholder":
+                        # a segment's own values may be reused at once; its
+                        # inputs' memory must stay as it was until it ends
+                        if ai >= seg_start:
+                            del env[a]
+                        else:
+                            deferred.append(a)
+                if why:
+                    seg_start = i + 1
+                    for a in deferred:
+                        env.pop(a, None)
+                    deferred.clear()
+        finally:
+            flat = ops.capture_end()
+        for k in range(0, len(flat), 3):
+            if flat[k] in info:
+                info[flat[k]].programs = flat[k + 1]
+        return result, info
+
+    def _segments(self, info):
+        """maximal runs of nodes that are not host-bound, holding a program"""
+        steps, run = [], []
+
+        def close():
+            if any(info[i].programs for i in run):
+                steps.append(("segment", Segment(run[0], run[-1])))
+            else:
+                steps.extend(("node", i) for i in run)
+            run.clear()
+
+        for i, node in enumerate(self.nodes):
+            if node.op in ("placeholder", "output"):
+                continue
+            if info[i].why:
+                close()
+                steps.append(("node", i))
+                self.fallbacks[i] = info[i].why
+            else:
+                run.append(i)
+        close()
+        return steps
+
+    def _link(self, seg, info, device):
+        """seg's inputs, outputs and linked program from the capture"""
+        inside = range(seg.first, seg.last + 1)
+        ins = sorted({self.index[a] for i in inside for a in self.nodes[i].all_input_nodes} - set(inside))
+        in_spans = []
+        for i in ins:
+            seg.inputs.append(i)
+            for span in info[i].spans:
+                in_spans += span
+            seg.in_meta += info[i].metas
+        out_spans = []
+        for i in inside:
+            if self.last_use.get(i, -1) <= seg.last:
+                continue
+            seg.outputs.append(i)
+            seg.out_specs.append((info[i].spec, info[i].kinds))
+            for (dtype, shape, stride), span in zip(info[i].metas, info[i].spans):
+                t = getattr(torch, dtype.split(".")[1])
+                out_spans += span + [torch.empty((), dtype=t).element_size()]
+                seg.out_meta += [_SCALAR_TYPE[t], len(shape), *shape, *stride]
+        seg.device = device
+        label = f"{self.name} nodes {seg.first}..{seg.last}"
+        seg.program, seg.plan = _ops().graph_link(seg.first, seg.last, in_spans, out_spans, label)
+        seg.plan = list(seg.plan)
+
+    def compile(self, args):
+        """the first call: capture, split, link; returns the call's result"""
+        device = next((t.device.index or 0 for t in args if isinstance(t, torch.Tensor)
+                       and t.device.type == "neuron"), 0)
+        result, info = self._capture(args)
+        steps = []
+        for kind, x in self._segments(info):
+            if kind == "segment":
+                try:
+                    self._link(x, info, device)
+                except RuntimeError as e:
+                    # cannot be one program: its nodes run eagerly, counted
+                    for i in range(x.first, x.last + 1):
+                        steps.append(("node", i))
+                        self.fallbacks[i] = f"its segment was not linked: {e}"
+                    continue
+                COUNTERS["segments_linked"] += 1
+            steps.append((kind, x))
+        COUNTERS["fallback_nodes"] += len(self.fallbacks)
+        if self.fallbacks and strict():
+            # CPU fallbacks among them already raised (count_fallback); the
+            # rest run on the device, each as its own program(s)
+            warnings.warn(self.fallback_report(), stacklevel=2)
+        return result, steps
+
+    def fallback_report(self):
+        lines = [f"torch.compile(backend='neuron'): {len(self.fallbacks)} node(s) of {self.name} cannot be "
+                 "lowered into its linked program and run eagerly (NEURON_STRICT=1 names them):"]
+        for i, why in sorted(self.fallbacks.items()):
+            n = self.nodes[i]
+            lines.append(f"  {n.name} = {getattr(n.target, '__name__', n.target)}: {why}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ calls
+    def __call__(self, args):
+        args = list(args)
+        COUNTERS["graph_calls"] += 1
+        if self.steps is None:
+            steps = self.cache.find(self, args) if self.cache else None
+            if steps is None:
+                result, steps = self.compile(args)
+                COUNTERS["graphs_compiled"] += 1
+                if self.cache:
+                    self.cache.store(self, args, steps)
+                self._set_steps(steps)
+                return result
+            self._set_steps(steps)
+        return self._replay(args)
+
+    def _set_steps(self, steps):
+        self.steps = steps
+        # after which step each value dies
+        step_of = {}
+        for k, (kind, x) in enumerate(steps):
+            for i in (range(x.first, x.last + 1) if kind == "segment" else (x,)):
+                step_of[i] = k
+        self._free_after = [[] for _ in steps]
+        for i, lu in self.last_use.items():
+            if lu in step_of:
+                self._free_after[step_of[lu]].append(i)
+
+    def _replay(self, args):
+        env = {}
+        places = iter(args)
+        for node in self.nodes:
+            if node.op != "placeholder":
+                break
+            env[node] = next(places)
+        nodes = self.nodes
+        for k, (kind, x) in enumerate(self.steps):
+            if kind == "node":
+                env[nodes[x]] = run_node(self.gm, nodes[x], env)
+                COUNTERS["fallback_node_runs"] += x in self.fallbacks
+            else:
+                self._run_segment(x, env)
+            for i in self._free_after[k]:
+                env.pop(nodes[i], None)
+        return torch.fx.node.map_arg(nodes[-1].args[0], lambda n: env[n])
+
+    def _run_segment(self, seg, env):
+        nodes = self.nodes
+        tensors = [t for i in seg.inputs for t in _device_leaves(env[nodes[i]])]
+        if [_meta(t) for t in tensors] != seg.in_meta:
+            # another layout than the capture's (a host-bound node's output
+            # changed): the segment's nodes run eagerly this time
+            COUNTERS["replay_mismatches"] += 1
+            for i in range(seg.first, seg.last + 1):
+                env[nodes[i]] = run_node(self.gm, nodes[i], env)
+            return
+        flat = _ops().graph_run(seg.load(), f"{self.name}", tensors, seg.plan, seg.out_meta)
+        COUNTERS["segment_runs"] += 1
+        k = 0
+        for i, (spec, kinds) in zip(seg.outputs, seg.out_specs):
+            leaves = []
+            for kind, v in kinds:
+                if kind == "t":
+                    leaves.append(flat[k])
+                    k += 1
+                else:
+                    leaves.append(v)
+            env[nodes[i]] = pytree.tree_unflatten(leaves, spec)
