@@ -60,6 +60,7 @@ NEURON_KEY(nk_gather, dtype, outer, rows, inner, nidx, index_int64, scatter, acc
 NEURON_KEY(nk_fill, dtype, int64, n, iota, start, step, ivalue, fvalue)
 NEURON_KEY(nk_random, kind, dtype, n, a, b)
 NEURON_KEY(nk_sort, dtype, rows, cols, descending)
+NEURON_KEY(nk_fused, dtype, n, nin, nsteps, kind, op, op2, imm, imm2, a, b, reverse)
 #undef NEURON_KEY
 
 }  // namespace neuron

@@ -236,6 +236,28 @@ typedef struct nk_sort {
 isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *len, isa_diag *diag);
 uint64_t nk_sort_scratch(const nk_sort *o);
 
+/* out[n] = a fused pointwise region (fused.c): nsteps steps over nin inputs
+ * "in0".."in7" of n contiguous elements, all of `dtype`.  Step k's operands
+ * a[k] (and b[k]) are inputs (0..nin-1) or earlier steps (nin + j); the last
+ * step is "out".  Kinds: tensor_tensor (VectorE, alu op), tensor_scalar
+ * (VectorE, (x op imm) op2 imm2, or imm op x with reverse), activation
+ * (ScalarE, func op of imm * x + imm2).  Intermediates stay fp32 in SBUF. */
+#define NK_FUSED_MAX_IN 8
+#define NK_FUSED_MAX_STEPS 24
+enum { NK_FUSED_TT, NK_FUSED_TS, NK_FUSED_ACT };
+typedef struct nk_fused {
+	int dtype;
+	uint64_t n;
+	unsigned nin, nsteps;
+	int kind[NK_FUSED_MAX_STEPS];
+	int op[NK_FUSED_MAX_STEPS];
+	int op2[NK_FUSED_MAX_STEPS];
+	float imm[NK_FUSED_MAX_STEPS], imm2[NK_FUSED_MAX_STEPS];
+	int a[NK_FUSED_MAX_STEPS], b[NK_FUSED_MAX_STEPS];
+	bool reverse[NK_FUSED_MAX_STEPS];
+} nk_fused;
+isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t *len, isa_diag *diag);
+
 /* A generated program's end: validate (isa_builder_finish) and encode into
  * bin/len; nk_finish first makes `engine` wait until semaphore `sem`
  * reaches `count` (every store landed). */

@@ -28,6 +28,7 @@ import tempfile
 import torch
 
 from . import graph as _graph
+from .fusion import fuse_pointwise, reinplace_input_updates
 
 _graph_ids = itertools.count()
 _FORMAT = 1      # bump when the disk layout or the linker's output changes
@@ -121,8 +122,8 @@ class GraphCache:
         try:
             out = []
             for k, (kind, x) in enumerate(steps):
-                if kind == "node":
-                    out.append({"node": x})
+                if kind in ("node", "const"):
+                    out.append({kind: x})
                     continue
                 with open(os.path.join(tmp, f"seg{k}.nsp"), "wb") as f:
                     f.write(x.program.numpy().tobytes())
@@ -150,10 +151,11 @@ class GraphCache:
             n = len(cg.nodes)
             steps = []
             for s in doc["steps"]:
-                if "node" in s:
-                    if not 0 <= int(s["node"]) < n:
+                kind = "node" if "node" in s else "const" if "const" in s else None
+                if kind:
+                    if not 0 <= int(s[kind]) < n or (kind == "const") != (int(s[kind]) in cg.const):
                         return None
-                    steps.append(("node", int(s["node"])))
+                    steps.append((kind, int(s[kind])))
                     continue
                 seg = _graph.Segment(int(s["first"]), int(s["last"]))
                 if not 0 <= seg.first <= seg.last < n:
@@ -223,6 +225,8 @@ def _compiler(kind):
     def compile_graph(gm, example_inputs):
         from .profiler import is_active, range as profile_range
         name = f"compiled graph {next(_graph_ids)} ({kind}, {len(gm.graph.nodes)} nodes)"
+        reinplace_input_updates(gm)
+        fuse_pointwise(gm)
         cg = _graph.CompiledGraph(gm, name, _CACHE)
 
         def run(args):

@@ -1,0 +1,282 @@
+/*
+ * fused.c -- kernel generator for a fused pointwise region: the graph
+ * compiler's elementwise chains as one program.
+ *
+ * A region is up to NK_FUSED_MAX_STEPS pointwise steps over up to
+ * NK_FUSED_MAX_IN inputs of n contiguous elements; every step reads inputs
+ * or earlier steps' values, and the last step is the output.  Per tile the
+ * inputs are loaded once and the output stored once: the intermediates stay
+ * in SBUF (fp32), so the region moves its inputs and its output through HBM
+ * exactly once, whatever its length.
+ *
+ * Engines: tensor_tensor and tensor_scalar steps on VectorE, activation
+ * steps on ScalarE.  Each compute engine counts the steps it finished on a
+ * semaphore of its own (3 VectorE, 4 ScalarE); a step whose operand was made
+ * on the other engine waits for that step's count.  Tiles alternate between
+ * two SBUF buffer sets: the loads of tile t+1 overlap the compute and store
+ * of tile t.  Semaphores 0 (loads landed), 1 (tiles computed), 2 (stores
+ * landed) as in elementwise.c.  Before a tile's first step an engine waits
+ * until the other finished the previous tile, so a buffer set is never
+ * rewritten under a reader two tiles behind.
+ */
+#include "kernels.h"
+
+#include <stdlib.h>
+
+#define FUSED_F 512u   /* elements per partition row: 33 fp32 slots of 2 KiB per set fit SBUF */
+
+enum { SEM_LOAD, SEM_TILE, SEM_STORE, SEM_VEC, SEM_ACT };
+
+/* one step, gathered from nk_fused's per-field arrays */
+typedef struct nk_fused_step {
+	int kind, alu, alu2, func;
+	float imm, imm2, scale, bias;
+	int a, b;
+	bool reverse;
+} nk_fused_step;
+
+static nk_fused_step step_of(const nk_fused *f, unsigned k)
+{
+	nk_fused_step s = { f->kind[k], f->op[k], f->op2[k], f->op[k], f->imm[k], f->imm2[k], f->imm[k], f->imm2[k],
+			    f->a[k], f->b[k], f->reverse[k] };
+	return s;
+}
+
+typedef struct ftile {
+	uint64_t start;
+	uint32_t rows, cols;
+} ftile;
+
+/* Rows of up to FUSED_F elements, 128 rows a tile, then the tail. */
+static uint32_t fused_tiles(uint64_t n, ftile *t, uint32_t cap)
+{
+	uint64_t f = (n + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
+	f = f > FUSED_F ? FUSED_F : f ? f : 1;
+	uint32_t k = 0;
+	uint64_t s = 0;
+	while (s < n && k < cap) {
+		uint64_t left = n - s;
+		ftile x = { s, 1, (uint32_t)left };
+		if (left >= f) {
+			uint64_t rows = left / f;
+			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
+			x.cols = (uint32_t)f;
+		}
+		t[k++] = x;
+		s += (uint64_t)x.rows * x.cols;
+	}
+	return s == n ? k : 0;
+}
+
+static int step_engine(const nk_fused_step *s)
+{
+	return s->kind == NK_FUSED_ACT ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR;
+}
+
+static bool valid(const nk_fused *f)
+{
+	if (f->nin < 1 || f->nin > NK_FUSED_MAX_IN || f->nsteps < 1 || f->nsteps > NK_FUSED_MAX_STEPS ||
+	    !isa_dtype_is_float(f->dtype) || f->n == 0)
+		return false;
+	for (unsigned k = 0; k < f->nsteps; k++) {
+		nk_fused_step st = step_of(f, k);
+		const nk_fused_step *s = &st;
+		unsigned limit = f->nin + k;   /* operands: inputs and earlier steps */
+		if (s->a < 0 || (unsigned)s->a >= limit)
+			return false;
+		if (s->kind == NK_FUSED_TT && (s->b < 0 || (unsigned)s->b >= limit))
+			return false;
+		if (s->kind < NK_FUSED_TT || s->kind > NK_FUSED_ACT)
+			return false;
+	}
+	return true;
+}
+
+typedef struct emitter {
+	isa_program *p;
+	const nk_fused *f;
+	uint64_t slot;                      /* bytes per value slot */
+	uint32_t per_tile[2];               /* steps per tile on VectorE, ScalarE */
+	uint32_t ordinal[NK_FUSED_MAX_STEPS];   /* a step's index among its engine's steps in a tile */
+} emitter;
+
+static int eidx(int engine)
+{
+	return engine == ISA_ENGINE_SCALAR;
+}
+
+/* value v (input or step) of a tile in buffer set `base` */
+static isa_ap value_ap(const emitter *E, unsigned v, uint64_t base, const ftile *x, bool last)
+{
+	const nk_fused *f = E->f;
+	if (v < f->nin)
+		return isa_ap_sbuf(f->dtype, 0, x->rows, base + v * E->slot, x->cols);
+	if (last)
+		return isa_ap_sbuf(f->dtype, 0, x->rows, base + (f->nin + f->nsteps) * E->slot, x->cols);
+	return isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + v * E->slot, x->cols);
+}
+
+static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t base)
+{
+	const nk_fused *f = E->f;
+	isa_status st = ISA_OK;
+	bool waited[2] = { false, false };
+	for (unsigned k = 0; k < f->nsteps && !st; k++) {
+		nk_fused_step sk = step_of(f, k);
+		const nk_fused_step *s = &sk;
+		int eng = step_engine(s);
+		int me = eidx(eng), other = 1 - me;
+		/* first step of this engine in tile t: the other engine is past tile t-1 */
+		if (!waited[me] && t > 0 && E->per_tile[other]) {
+			st = isa_builder_sem_wait(E->p, eng, other ? SEM_ACT : SEM_VEC, ISA_ALU_is_ge,
+						  E->per_tile[other] * t);
+			waited[me] = true;
+			if (st)
+				break;
+		}
+		if (!waited[me])
+			waited[me] = true;
+		/* operands made on the other engine in this tile */
+		int ops[2] = { s->a, s->kind == NK_FUSED_TT ? s->b : -1 };
+		uint32_t need = 0;
+		for (int o = 0; o < 2; o++) {
+			if (ops[o] < (int)f->nin)
+				continue;
+			unsigned j = (unsigned)ops[o] - f->nin;
+			nk_fused_step sj = step_of(f, j);
+			if (eidx(step_engine(&sj)) == other && E->ordinal[j] + 1 > need)
+				need = E->ordinal[j] + 1;
+		}
+		if (need)
+			st = isa_builder_sem_wait(E->p, eng, other ? SEM_ACT : SEM_VEC, ISA_ALU_is_ge,
+						  E->per_tile[other] * t + need);
+		bool last = k + 1 == f->nsteps;
+		isa_ap dst = value_ap(E, f->nin + k, base, x, last);
+		isa_ap a = value_ap(E, (unsigned)s->a, base, x, false);
+		if (!st) {
+			switch (s->kind) {
+			case NK_FUSED_TT:
+				st = isa_builder_tensor_tensor(E->p, eng, dst, a, value_ap(E, (unsigned)s->b, base, x, false),
+							       s->alu);
+				break;
+			case NK_FUSED_TS: {
+				st = isa_builder_tensor_scalar(E->p, eng, dst, a, s->alu, isa_imm_f32(s->imm), s->alu2,
+							       isa_imm_f32(s->imm2));
+				if (!st && s->reverse) {
+					/* imm <alu> x: the flag on the instruction just emitted */
+					E->p->stream[eng][E->p->n_instr[eng] - 1].flags |= ISA_FLAG_REVERSE0;
+				}
+				break;
+			}
+			default:
+				st = isa_builder_activation(E->p, dst, a, s->func, s->scale, s->bias);
+				break;
+			}
+		}
+		if (!st)
+			st = isa_builder_sem_signal(E->p, eng, me ? SEM_ACT : SEM_VEC, ISA_SEMOP_ADD, 1);
+	}
+	if (!st) {
+		nk_fused_step sl = step_of(f, f->nsteps - 1);
+		int eng = step_engine(&sl);
+		st = isa_builder_sem_signal(E->p, eng, SEM_TILE, ISA_SEMOP_ADD, 1);
+	}
+	return st;
+}
+
+static isa_status fused_emit(int target, const nk_fused *f, const ftile *tiles, uint32_t nt, uint8_t **bin,
+			     size_t *len, isa_diag *diag)
+{
+	isa_status st = ISA_E_NOMEM;
+	isa_program *p = isa_program_new(target);
+	if (!p)
+		return st;
+	p->num_semaphores = 5;
+	emitter E = { .p = p, .f = f, .slot = (uint64_t)FUSED_F * 4 };
+	for (unsigned k = 0; k < f->nsteps; k++) {
+		nk_fused_step sk = step_of(f, k);
+		int e = eidx(step_engine(&sk));
+		E.ordinal[k] = E.per_tile[e]++;
+	}
+	int tin[NK_FUSED_MAX_IN];
+	uint64_t shape[1] = { f->n };
+	for (unsigned i = 0; i < f->nin; i++) {
+		char name[8] = { 'i', 'n', (char)('0' + i), 0 };
+		if ((tin[i] = isa_builder_tensor(p, name, f->dtype, ISA_TK_INPUT, 1, shape, diag)) < 0)
+			goto failed;
+	}
+	int to = isa_builder_tensor(p, "out", f->dtype, ISA_TK_OUTPUT, 1, shape, diag);
+	if (to < 0)
+		goto failed;
+	const uint64_t esz = isa_dtype_size(f->dtype);
+	const unsigned per_tile = f->nin + 1, per_set = f->nin + f->nsteps + 1;
+	for (uint32_t t = 0; t < nt; t++) {
+		const ftile *x = &tiles[t];
+		uint64_t base = (t % 2) * per_set * E.slot;
+		for (unsigned i = 0; i < f->nin; i++) {
+			isa_ap s = value_ap(&E, i, base, x, false);
+			isa_ap h = isa_ap_hbm(f->dtype, (uint32_t)tin[i], x->start * esz, x->rows, x->cols, x->cols);
+			if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &s, &h, NULL, diag) < 0)
+				goto failed;
+		}
+		isa_ap so = value_ap(&E, f->nin + f->nsteps - 1, base, x, true);
+		isa_ap ho = isa_ap_hbm(f->dtype, (uint32_t)to, x->start * esz, x->rows, x->cols, x->cols);
+		if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag) < 0)
+			goto failed;
+		/* loads into set t%2 after tile t-2 is stored (and so computed) */
+		if (t >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, SEM_STORE, ISA_ALU_is_ge, t - 1)))
+			goto free_program;
+		for (unsigned i = 0; i < f->nin; i++)
+			if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, per_tile * t + i, i % ISA_NUM_DMA_QUEUES,
+						       SEM_LOAD, 1)))
+				goto free_program;
+		for (int e = 0; e < 2; e++) {
+			if (!E.per_tile[e])
+				continue;
+			int eng = e ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR;
+			if ((st = isa_builder_sem_wait(p, eng, SEM_LOAD, ISA_ALU_is_ge, f->nin * (t + 1))))
+				goto free_program;
+		}
+		if ((st = emit_tile(&E, t, x, base)))
+			goto free_program;
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, SEM_TILE, ISA_ALU_is_ge, t + 1)) ||
+		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * t + f->nin, 2, SEM_STORE, 1)))
+			goto free_program;
+	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, SEM_STORE, ISA_ALU_is_ge, nt)) ||
+	    (st = nk_encode(p, bin, len, diag)))
+		goto free_program;
+	st = ISA_OK;
+	goto free_program;
+failed:
+	st = diag->code;
+free_program:
+	isa_program_free(p);
+	return st;
+}
+
+isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	uint64_t max_tiles = f->n / ((uint64_t)FUSED_F * ISA_NUM_PARTITIONS) + 3;
+	if (!valid(f) || max_tiles > (1u << 20)) {
+		nk_fail(diag, ISA_E_LIMIT, "fused pointwise kernel: %u inputs, %u steps, %llu elements", f->nin,
+			f->nsteps, (unsigned long long)f->n);
+		return ISA_E_LIMIT;
+	}
+	ftile *tiles = calloc(max_tiles, sizeof(*tiles));
+	if (!tiles)
+		return ISA_E_NOMEM;
+	isa_status st;
+	uint32_t nt = fused_tiles(f->n, tiles, (uint32_t)max_tiles);
+	if (nt == 0) {
+		nk_fail(diag, ISA_E_LIMIT, "fused pointwise kernel: cannot tile %llu elements", (unsigned long long)f->n);
+		st = ISA_E_LIMIT;
+	} else {
+		st = fused_emit(target, f, tiles, nt, bin, len, diag);
+	}
+	free(tiles);
+	return st;
+}

@@ -1,0 +1,214 @@
+"""The graph compiler's FX pass: chains of pointwise ATen nodes become one
+torch.ops.neuronsim.fused_pointwise node each, whose kernel (fused.c) keeps
+the chain's intermediates in SBUF: inputs in from HBM once, output out once.
+
+A node joins the region of an operand when that operand is the region's
+last node and has no other user, so everything but a region's last node is
+used only inside it.  Only nodes whose tensor operands all have the
+output's shape and float dtype are taken (no broadcast, no type promotion),
+with Python numbers as immediates.  NEURON_SIM_FUSION=0 turns the pass off."""
+import math
+import os
+
+import torch
+
+aten = torch.ops.aten
+
+TT, TS, ACT = 0, 1, 2   # nk_fused kinds (backend/kernels/kernels.h)
+MAX_IN, MAX_STEPS = 8, 24
+
+_ALU = {}
+_ACT = {}
+
+
+def _codes():
+    """ALU and activation enum values: their index in the ISA's tables"""
+    if not _ALU:
+        import neuronsim
+        t = neuronsim.tables()
+        _ALU.update({name: i for i, name in enumerate(t.ALU_OPS)})
+        _ACT.update({name: i for i, name in enumerate(t.ACTIVATIONS)})
+    return _ALU, _ACT
+
+
+_BINARY = {aten.add.Tensor: "add", aten.sub.Tensor: "subtract", aten.mul.Tensor: "multiply",
+           aten.div.Tensor: "divide", aten.maximum.default: "max", aten.minimum.default: "min"}
+_UNARY_ACT = {aten.exp.default: "exp", aten.tanh.default: "tanh", aten.sigmoid.default: "sigmoid",
+              aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.reciprocal.default: "reciprocal",
+              aten.abs.default: "abs", aten.sin.default: "sin", aten.cos.default: "cos", aten.log.default: "log",
+              aten.erf.default: "erf", aten.silu.default: "silu"}
+
+
+def enabled():
+    return os.environ.get("NEURON_SIM_FUSION", "1") != "0"
+
+
+def _val(n):
+    return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
+
+
+def _number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _step(node):
+    """(kind, op, op2, operands, imm, imm2, reverse) for a fusable node, or None;
+    operands are FX nodes"""
+    out = _val(node)
+    if not isinstance(out, torch.Tensor) or out.device.type != "neuron" or \
+            out.dtype not in (torch.float32, torch.bfloat16, torch.float16) or out.numel() == 0:
+        return None
+    alu, act = _codes()
+
+    def same(n):
+        v = _val(n)
+        return isinstance(v, torch.Tensor) and v.shape == out.shape and v.dtype == out.dtype
+
+    t, args = node.target, node.args
+    if t in _BINARY and not node.kwargs.get("alpha", 1) != 1 and len(args) == 2:
+        a, b = args
+        op = alu.get(_BINARY[t])
+        if op is None or not same(a):
+            return None
+        if isinstance(b, torch.fx.Node) and same(b):
+            return (TT, op, 0, [a, b], 0.0, 0.0, False)
+        if _number(b):
+            return (TS, op, alu["bypass"], [a], float(b), 0.0, False)
+        return None
+    if t in (aten.rsub.Scalar,) and len(args) >= 2 and same(args[0]) and _number(args[1]) and \
+            node.kwargs.get("alpha", 1) == 1 and (len(args) < 3 or args[2] == 1):
+        return (TS, alu["subtract"], alu["bypass"], [args[0]], float(args[1]), 0.0, True)
+    if t in (aten.add.Scalar, aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar) and len(args) == 2 and \
+            same(args[0]) and _number(args[1]) and node.kwargs.get("alpha", 1) == 1:
+        name = {aten.add.Scalar: "add", aten.sub.Scalar: "subtract", aten.mul.Scalar: "multiply",
+                aten.div.Scalar: "divide"}[t]
+        return (TS, alu[name], alu["bypass"], [args[0]], float(args[1]), 0.0, False)
+    if len(args) != 1 or node.kwargs and t is not aten.gelu.default or not same(args[0]):
+        return None
+    if t is aten.neg.default:
+        return (TS, alu["multiply"], alu["bypass"], [args[0]], -1.0, 0.0, False)
+    if t is aten.relu.default:
+        return (TS, alu["max"], alu["bypass"], [args[0]], 0.0, 0.0, False)
+    if t is aten.gelu.default:
+        name = "gelu_tanh" if node.kwargs.get("approximate", "none") == "tanh" else "gelu"
+        return (ACT, act[name], 0, [args[0]], 1.0, 0.0, False)
+    if t in _UNARY_ACT and _UNARY_ACT[t] in act:
+        return (ACT, act[_UNARY_ACT[t]], 0, [args[0]], 1.0, 0.0, False)
+    return None
+
+
+class _Region:
+    def __init__(self, node, step):
+        self.nodes = [node]
+        self.steps = {node: step}
+
+    @property
+    def root(self):
+        return self.nodes[-1]
+
+    def inputs(self):
+        ins = []
+        for n in self.nodes:
+            for a in self.steps[n][3]:
+                if a not in self.steps and a not in ins:
+                    ins.append(a)
+        return ins
+
+
+def fuse_pointwise(gm):
+    """rewrites gm in place; returns how many regions it made"""
+    if not enabled():
+        return 0
+    alu, act = _codes()
+    if "bypass" not in alu:
+        return 0
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    region_of = {}
+    regions = []
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        step = _step(node)
+        if step is None:
+            continue
+        joined = []
+        for a in step[3]:
+            r = region_of.get(a)
+            if r is not None and r.root is a and len(a.users) == 1 and r not in joined:
+                joined.append(r)
+        merged = _Region(node, step)
+        if joined:
+            nodes = sorted({n for r in joined for n in r.nodes} | {node}, key=lambda n: order[n])
+            trial = _Region(node, step)
+            trial.nodes = nodes
+            trial.steps = {n: s for r in joined for n, s in r.steps.items()}
+            trial.steps[node] = step
+            if len(trial.nodes) <= MAX_STEPS and len(trial.inputs()) <= MAX_IN:
+                merged = trial
+                for r in joined:
+                    regions.remove(r)
+        for n in merged.nodes:
+            region_of[n] = merged
+        regions.append(merged)
+    return _rewrite(gm, [r for r in regions if len(r.nodes) >= 2])
+
+
+def _rewrite(gm, regions):
+    replaced = {}   # an earlier region's last node -> its fused node
+    for r in regions:
+        ins = [replaced.get(n, n) for n in r.inputs()]
+        idx = {n: i for i, n in enumerate(r.inputs())}
+        for k, n in enumerate(r.nodes):
+            idx[n] = len(ins) + k
+        spec, imms = [], []
+        for n in r.nodes:
+            kind, op, op2, operands, imm, imm2, rev = r.steps[n]
+            a = idx[operands[0]]
+            b = idx[operands[1]] if len(operands) > 1 else -1
+            spec += [kind, op, op2, a, b, int(rev)]
+            imms += [imm, imm2]
+        root = r.root
+        with gm.graph.inserting_before(root):
+            fused = gm.graph.call_function(torch.ops.neuronsim.fused_pointwise.default, (ins, spec, imms))
+        fused.meta["val"] = root.meta.get("val")
+        fused.meta["fused_from"] = [n.name for n in r.nodes]
+        root.replace_all_uses_with(fused)
+        replaced[root] = fused
+        for n in reversed(r.nodes):
+            gm.graph.erase_node(n)
+    if regions:
+        gm.graph.lint()
+        gm.recompile()
+    return len(regions)
+
+
+# functional updates of a graph input that AOTAutograd copies back into it
+# at the end (copy_(input, update)): done in place instead, as the eager
+# code did (a static KV cache written one row a step, not copied whole)
+_INPLACE = {aten.index_copy.default: aten.index_copy_.default,
+            aten.index_put.default: aten.index_put_.default}
+
+
+def reinplace_input_updates(gm):
+    """rewrites gm in place; returns how many updates it made in-place"""
+    nodes = list(gm.graph.nodes)
+    order = {n: i for i, n in enumerate(nodes)}
+    outputs = set(nodes[-1].all_input_nodes) if nodes and nodes[-1].op == "output" else set()
+    done = 0
+    for c in nodes:
+        if c.op != "call_function" or c.target is not aten.copy_.default or len(c.args) != 2 or c.users:
+            continue
+        p, n = c.args
+        if not isinstance(n, torch.fx.Node) or p.op != "placeholder" or n.target not in _INPLACE or \
+                not n.args or n.args[0] is not p or n in outputs:
+            continue
+        # after the update nothing but the copy may read the input's old value
+        if any(order[u] > order[n] and u is not c for u in p.users):
+            continue
+        n.target = _INPLACE[n.target]
+        gm.graph.erase_node(c)
+        done += 1
+    if done:
+        gm.graph.lint()
+        gm.recompile()
+    return done
