@@ -224,7 +224,7 @@ at::Tensor int_binary(const char *name, int alu, const at::Tensor &a0, const at:
 	at::Tensor b0 = b0in;
 	if (a0.is_privateuseone() && b0.dim() == 0 && b0.is_cpu() && !at::isFloatingType(b0.scalar_type()) &&
 	    !b0.is_complex())
-		b0 = b0.to(at::result_type(a0, b0)).to(a0.device());   // the wrapped int in the result type
+		b0 = wrapped_on_device(b0, a0, at::result_type(a0, b0));   // the wrapped int in the result type
 	if (!a0.is_privateuseone() || !b0.is_privateuseone() || a0.device() != b0.device())
 		return {};
 	// mixed integer/bool operands: both in the promoted type first (DMA/VectorE casts)

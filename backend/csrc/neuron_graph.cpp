@@ -53,6 +53,7 @@ struct Part {
 struct Capture {
 	bool active = false;
 	int64_t node = -1;
+	std::string node_name;   // the FX node's, for the parts it runs
 	std::vector<Part> parts;
 	std::unordered_map<int64_t, int64_t> host_bound;   // node -> host accesses
 	std::unordered_map<int64_t, std::string> why;       // node -> the first one
@@ -79,10 +80,11 @@ void capture_begin()
 	g_capturing = true;
 }
 
-void capture_node(int64_t node)
+void capture_node(int64_t node, c10::string_view name)
 {
 	std::lock_guard<std::mutex> g(g_capture_lock);
 	g_capture.node = node;
+	g_capture.node_name = std::string(name);
 }
 
 // (node, programs, host accesses) for every node that did either
@@ -142,12 +144,13 @@ struct Regions {
 		return -1;
 	}
 
-	bool touches_input(uint64_t lo, uint64_t hi) const
+	// an input [lo, hi) partly overlaps, or -1
+	int64_t touching_input(uint64_t lo, uint64_t hi) const
 	{
-		for (const Range &r : inputs)
-			if (lo < r.hi && r.lo < hi)
-				return true;
-		return false;
+		for (size_t i = 0; i < inputs.size(); i++)
+			if (lo < inputs[i].hi && inputs[i].lo < hi)
+				return (int64_t)i;
+		return -1;
 	}
 };
 
@@ -192,7 +195,9 @@ std::tuple<at::Tensor, std::vector<int64_t>> graph_link(int64_t first, int64_t l
 		int64_t r = R.find(lo, hi, &off);
 		if (r >= 0 && r < (int64_t)R.inputs.size())
 			return;
-		TORCH_CHECK(!R.touches_input(lo, hi), "neuron graph: an access straddles a segment input");
+		int64_t in = R.touching_input(lo, hi);
+		TORCH_CHECK(in < 0, "neuron graph: bytes [", lo, ", ", hi, ") straddle segment input ", in, " [",
+			    in < 0 ? 0 : R.inputs[in].lo, ", ", in < 0 ? 0 : R.inputs[in].hi, ")");
 		own.push_back({ lo, hi });
 	};
 	// a read of the segment's own memory that no earlier part of it wrote
@@ -411,7 +416,8 @@ void capture_program(const nsim_model *m, const char *op, const std::vector<Bind
 	std::lock_guard<std::mutex> g(g_capture_lock);
 	if (!g_capture.active)
 		return;
-	Part p{ g_capture.node, op, program_image(m), {} };
+	// named after the FX node: the linked program's DMA descriptors carry it
+	Part p{ g_capture.node, g_capture.node_name.empty() ? std::string(op) : g_capture.node_name, program_image(m), {} };
 	g_capture.programs[g_capture.node]++;
 	if (!p.image) {
 		g_capture.host_bound[g_capture.node]++;   // cannot be replayed without its bytes
@@ -448,7 +454,7 @@ void capture_host_access(const char *why)
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
 	m.def("capture_begin() -> ()", &neuron::capture_begin);
-	m.def("capture_node(int node) -> ()", &neuron::capture_node);
+	m.def("capture_node(int node, str name) -> ()", &neuron::capture_node);
 	m.def("capture_end() -> int[]", &neuron::capture_end);
 	m.def("capture_reason(int node) -> str", &neuron::capture_reason);
 	m.def("device_span(Tensor t) -> int[]", &neuron::device_span);

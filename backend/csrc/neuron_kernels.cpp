@@ -43,6 +43,17 @@
 
 namespace neuron {
 
+at::Tensor wrapped_on_device(const at::Tensor &scalar, const at::Tensor &like, at::ScalarType t)
+{
+	if (capturing()) {
+		at::Tensor d = at::empty({}, like.options().dtype(t));
+		if (native_fill(d, scalar.to(t).item()))
+			return d;
+	}
+	return scalar.to(t).to(like.device());
+}
+
+
 // dst is x or shares no memory with it (a program may read x and write dst)
 bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x)
 {
@@ -191,7 +202,7 @@ bool native_binary_general(const char *name, int alu, const at::Tensor &a, const
 		dt = c10::typeMetaToScalarType(at::get_default_dtype());   // true division of integers
 	at::Tensor b = b0;
 	if (a.is_privateuseone() && b.dim() == 0 && b.is_cpu() && !b.is_complex() && isa_dtype_of(dt) != ISA_DT_INVALID)
-		b = b.to(dt).to(a.device());   // a wrapped Python number (int tensor * 2.5)
+		b = wrapped_on_device(b, a, dt);   // a wrapped Python number (int tensor * 2.5)
 	if (!a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device())
 		return false;
 	if (isa_dtype_of(dt) == ISA_DT_INVALID || !promotable(a) || !promotable(b))

@@ -96,6 +96,11 @@ inline bool is_float_neuron(const at::Tensor &t)
 // t broadcast to `sizes` and cast to `dtype`, contiguous (t itself if it is)
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
 
+// a wrapped Python number (0-dim CPU tensor) as a 0-dim `t` tensor on like's
+// device: copied over, or -- while a graph is captured, where a host write
+// would split the graph -- filled by a program
+at::Tensor wrapped_on_device(const at::Tensor &scalar, const at::Tensor &like, at::ScalarType t);
+
 // [b,] m x k @ [b,] k x n on TensorE with the result in out_dt (fp32 PSUM
 // values rounded once), e.g. fp32 attention scores of bf16 q and k
 at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType out_dt);

@@ -289,8 +289,15 @@ static isa_status append_part(linker *L, const isa_program *p, const nk_link_par
 			st = relocate_ap(L, &dd.index, where, p->n_tensors);
 		if (st)
 			goto free_where;
-		char name[ISA_MAX_NAME + 1];
-		snprintf(name, sizeof(name), "p%u_d%u", k, d);
+		/* named after what the part computes: traces show the FX node */
+		char name[ISA_MAX_NAME + 1], what[40];
+		snprintf(what, sizeof(what), "%s", part->label ? part->label : "p");
+		for (char *c = what; *c; c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_'))
+				*c = '_';
+		if (what[0] >= '0' && what[0] <= '9')
+			what[0] = '_';
+		snprintf(name, sizeof(name), "%s.p%u_d%u", what, k, d);
 		if (isa_builder_dma(L->out, name, dd.mode, &dd.dst, &dd.src,
 				    isa_dma_mode_indexed(dd.mode) ? &dd.index : NULL, L->diag) < 0) {
 			st = L->diag->code;

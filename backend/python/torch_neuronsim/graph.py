@@ -14,6 +14,7 @@ segment: one launch, one slice in traces.
 
 Python only walks the FX graph here; what runs on the device is what the
 kernel generators emitted, linked in C."""
+import operator
 import os
 import warnings
 
@@ -161,6 +162,29 @@ class CompiledGraph:
             for a in n.all_input_nodes:
                 self.last_use[self.index[a]] = i
         self._free_after = None
+        self.const = self._constant_nodes()
+        self.const_values = {}     # node index -> value, computed once
+
+    def _constant_nodes(self):
+        """nodes whose value depends on no graph input and nothing random
+        (arange, masks, scalar_tensor): computed once and kept, as a
+        compiler folds constants"""
+        const = set()
+        for i, n in enumerate(self.nodes):
+            if n.op == "get_attr":
+                const.add(i)
+                continue
+            t = n.target
+            if n.op != "call_function" or not isinstance(t, torch._ops.OpOverload):
+                if n.op == "call_function" and t is operator.getitem and self.index[n.args[0]] in const:
+                    const.add(i)
+                continue
+            if torch.Tag.nondeterministic_seeded in t.tags or t._schema.is_mutable or \
+                    any(r.alias_info is not None for r in t._schema.returns):
+                continue   # random, in place, or a view (views stay with their users)
+            if all(self.index[a] in const for a in n.all_input_nodes):
+                const.add(i)
+        return const
 
     # ---------------------------------------------------------------- capture
     def _capture(self, args):
@@ -172,17 +196,25 @@ class CompiledGraph:
         deferred = []          # dead values defined before the current segment
         places = iter(args)
         result = None
+        for i, node in enumerate(self.nodes):
+            if node.op == "placeholder":
+                env[node] = next(places)
+                info[i] = NodeInfo(env[node], "", [ops.device_span(t) for t in _device_leaves(env[node])])
+        # constants first: their memory must not be memory a segment used
+        # and freed before them
+        for i in sorted(self.const):
+            value = self.const_values[i] = env[self.nodes[i]] = run_node(self.gm, self.nodes[i], env)
+            info[i] = NodeInfo(value, "", [ops.device_span(t) for t in _device_leaves(value)])
         ops.capture_begin()
         try:
             for i, node in enumerate(self.nodes):
-                if node.op == "placeholder":
-                    env[node] = next(places)
-                    info[i] = NodeInfo(env[node], "", [ops.device_span(t) for t in _device_leaves(env[node])])
+                if node.op == "placeholder" or i in self.const:
                     continue
                 if node.op == "output":
                     result = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
                     break
-                ops.capture_node(i)
+                fused = node.meta.get("fused_from")
+                ops.capture_node(i, "fused_" + "_".join(fused) if fused else node.name)
                 value = run_node(self.gm, node, env)
                 env[node] = value
                 why = ops.capture_reason(i)
@@ -230,6 +262,9 @@ class CompiledGraph:
         for i, node in enumerate(self.nodes):
             if node.op in ("placeholder", "output"):
                 continue
+            if i in self.const:
+                steps.append(("const", i))
+                continue
             if info[i].why:
                 close()
                 steps.append(("node", i))
@@ -241,7 +276,7 @@ class CompiledGraph:
 
     def _link(self, seg, info, device):
         """seg's inputs, outputs and linked program from the capture"""
-        inside = range(seg.first, seg.last + 1)
+        inside = [i for i in range(seg.first, seg.last + 1) if i not in self.const]
         ins = sorted({self.index[a] for i in inside for a in self.nodes[i].all_input_nodes} - set(inside))
         in_spans = []
         for i in ins:
@@ -277,6 +312,8 @@ class CompiledGraph:
                 except RuntimeError as e:
                     # cannot be one program: its nodes run eagerly, counted
                     for i in range(x.first, x.last + 1):
+                        if i in self.const:
+                            continue
                         steps.append(("node", i))
                         self.fallbacks[i] = f"its segment was not linked: {e}"
                     continue
@@ -319,6 +356,8 @@ class CompiledGraph:
         step_of = {}
         for k, (kind, x) in enumerate(steps):
             for i in (range(x.first, x.last + 1) if kind == "segment" else (x,)):
+                if kind == "segment" and i in self.const:
+                    continue
                 step_of[i] = k
         self._free_after = [[] for _ in steps]
         for i, lu in self.last_use.items():
@@ -334,7 +373,11 @@ class CompiledGraph:
             env[node] = next(places)
         nodes = self.nodes
         for k, (kind, x) in enumerate(self.steps):
-            if kind == "node":
+            if kind == "const":
+                if x not in self.const_values:     # loaded from the disk cache
+                    self.const_values[x] = run_node(self.gm, nodes[x], env)
+                env[nodes[x]] = self.const_values[x]
+            elif kind == "node":
                 env[nodes[x]] = run_node(self.gm, nodes[x], env)
                 COUNTERS["fallback_node_runs"] += x in self.fallbacks
             else:
@@ -351,7 +394,8 @@ class CompiledGraph:
             # changed): the segment's nodes run eagerly this time
             COUNTERS["replay_mismatches"] += 1
             for i in range(seg.first, seg.last + 1):
-                env[nodes[i]] = run_node(self.gm, nodes[i], env)
+                if i not in self.const:
+                    env[nodes[i]] = run_node(self.gm, nodes[i], env)
             return
         flat = _ops().graph_run(seg.load(), f"{self.name}", tensors, seg.plan, seg.out_meta)
         COUNTERS["segment_runs"] += 1

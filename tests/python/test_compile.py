@@ -1,0 +1,263 @@
+"""torch.compile(backend="neuron"): the graph compiler (issue 17).
+
+Values match eager; a graph without breaks is one program per call; the
+compile cache holds in memory and across processes; fusion and linking pay
+in simulated time; host-bound nodes fall back per node, counted and named."""
+import copy
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+
+
+def stats():
+    return torch_neuronsim.stats()
+
+
+def eager_and_compiled(fn, *args, calls=2):
+    """eager values and stats, then the compiled function's last call's"""
+    with torch.no_grad():
+        torch_neuronsim.reset_stats()
+        want = fn(*args)
+        se = stats()
+        want = want.cpu()
+        c = torch.compile(fn, backend="neuron")
+        for _ in range(calls - 1):
+            c(*args)
+        torch_neuronsim.reset_stats()
+        got = c(*args)
+        sc = stats()
+    return want, got.cpu(), se, sc
+
+
+class Block(torch.nn.Module):
+    """a pre-norm transformer block: attention and MLP with residuals"""
+
+    def __init__(self, d=128, heads=4, ff=256):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.qkv, self.proj = torch.nn.Linear(d, 3 * d), torch.nn.Linear(d, d)
+        self.up, self.down = torch.nn.Linear(d, ff), torch.nn.Linear(ff, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, s, d)
+        x = x + self.proj(a)
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+def small_llama():
+    import transformers as T
+    cfg = T.LlamaConfig(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2,
+                        vocab_size=1000, num_hidden_layers=2)
+    torch.manual_seed(0)
+    return T.LlamaForCausalLM(cfg).eval(), cfg
+
+
+def test_mlp_is_one_program_per_call_and_compiles_once():
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 32)).to(NEURON)
+    x = torch.randn(16, 64).to(NEURON)
+    want, got, se, sc = eager_and_compiled(mlp, x, calls=3)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert se["programs_executed"] >= 3                       # (plus first-call weight layouts)
+    assert sc["programs_executed"] == 1                      # the graph's one linked program
+    assert sc["compile"]["graphs_compiled"] == 0             # the second and third calls did not compile
+    assert sc["compile"]["segment_runs"] == 1 and sc["compile"]["fallback_node_runs"] == 0
+    assert sc["simulated_time_ns"] < se["simulated_time_ns"]
+
+
+def test_elementwise_chain_moves_its_data_through_hbm_once():
+    x = torch.randn(256, 1024).to(NEURON)
+
+    def chain(x):   # five pointwise ops
+        return torch.sigmoid((x * 2.0 + 1.0).relu() - 0.5)
+    want, got, se, sc = eager_and_compiled(chain, x)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    assert sc["programs_executed"] == 1
+    assert sc["hbm_read_bytes"] == x.nbytes and sc["hbm_write_bytes"] == x.nbytes   # 2 x tensor bytes
+    assert se["hbm_read_bytes"] + se["hbm_write_bytes"] == 10 * x.nbytes            # eager: each op both ways
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fused_regions_mixing_engines_match_eager(dtype):
+    torch.manual_seed(1)
+    x = torch.randn(100, 300).to(dtype).to(NEURON)          # a tail tile too
+    y = torch.randn(100, 300).to(dtype).to(NEURON)
+
+    def f(x, y):
+        return F.silu(x) * y + x.exp() / (y.abs() + 1) - torch.tanh(y) * 0.5
+    want, got, _, sc = eager_and_compiled(f, x, y)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=5e-2)
+    torch.testing.assert_close(got.float(), want.float(), **tol)
+    assert sc["programs_executed"] == 1
+    assert sc["hbm_read_bytes"] == 2 * x.nbytes and sc["hbm_write_bytes"] == x.nbytes
+
+
+def test_transformer_block_fusion_and_linking_pay():
+    torch.manual_seed(0)
+    block = Block().eval().to(NEURON)
+    x = torch.randn(2, 64, 128).to(NEURON)
+    want, got, se, sc = eager_and_compiled(block, x)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert sc["programs_executed"] == 1 and sc["compile"]["fallback_node_runs"] == 0
+    # launch charges included on both sides (simulated_time_ns is stream time)
+    assert sc["simulated_time_ns"] <= 0.6 * se["simulated_time_ns"], (sc["simulated_time_ns"], se["simulated_time_ns"])
+
+
+def test_small_llama_forward_matches_eager():
+    model, _ = small_llama()
+    model.to(NEURON)
+    ids = torch.randint(0, 1000, (2, 16)).to(NEURON)
+    want, got, se, sc = eager_and_compiled(lambda i: model(i).logits, ids)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert sc["cpu_fallbacks"] == 0
+    assert sc["programs_executed"] <= 4                        # segments plus host-bound nodes
+    assert sc["simulated_time_ns"] * 3 < se["simulated_time_ns"]
+
+
+def test_decode_step_is_at_least_5x_faster_than_eager():
+    from transformers import StaticCache
+    model, cfg = small_llama()
+    model.to(NEURON)
+
+    def decode(fn):
+        torch.manual_seed(3)
+        cache = StaticCache(config=cfg, max_cache_len=64)
+        ids = torch.randint(0, 1000, (1, 8)).to(NEURON)
+        with torch.no_grad():
+            fn(input_ids=ids, past_key_values=cache, cache_position=torch.arange(8).to(NEURON), use_cache=True)
+            tok = torch.tensor([[5]]).to(NEURON)
+            fn(input_ids=tok, past_key_values=cache, cache_position=torch.tensor([8]).to(NEURON), use_cache=True)
+            torch_neuronsim.reset_stats()
+            out = fn(input_ids=tok, past_key_values=cache, cache_position=torch.tensor([9]).to(NEURON),
+                     use_cache=True).logits
+            return out.cpu(), stats()
+    want, se = decode(model)
+    got, sc = decode(torch.compile(model, backend="neuron"))
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert sc["compile"]["graphs_compiled"] == 0                       # the step replayed
+    assert sc["simulated_time_ns"] * 5 <= se["simulated_time_ns"], (sc["simulated_time_ns"], se["simulated_time_ns"])
+
+
+def test_training_step_with_adamw_matches_eager():
+    model, _ = small_llama()
+    ids = torch.randint(0, 1000, (2, 16)).to(NEURON)
+
+    def make():
+        m = copy.deepcopy(model).to(NEURON).train()
+        return m, torch.optim.AdamW(m.parameters(), lr=1e-3)
+
+    def step(m, opt, ids):
+        loss = m(ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss
+
+    me, oe = make()
+    mc, oc = make()
+    cstep = torch.compile(step, backend="neuron")
+    for i in range(3):
+        torch_neuronsim.reset_stats()
+        le = step(me, oe, ids).item()
+        pe = stats()["programs_executed"]
+        torch_neuronsim.reset_stats()
+        lc = cstep(mc, oc, ids).item()
+        sc = stats()
+        assert lc == pytest.approx(le, rel=1e-5)
+    for a, b in zip(me.parameters(), mc.parameters()):
+        torch.testing.assert_close(b.detach().cpu(), a.detach().cpu(), rtol=1e-4, atol=1e-5)
+    c = sc["compile"]
+    assert c["graphs_compiled"] == 0 and c["segment_runs"] >= 3      # forward, backward, optimizer
+    assert sc["cpu_fallbacks"] == 0
+    assert sc["programs_executed"] * 5 < pe
+
+
+def test_host_bound_nodes_fall_back_per_node_counted_and_named(monkeypatch):
+    # int64 -> float asks the host whether every value is below 2^31: that
+    # node runs eagerly, between two linked segments
+    def f(x, i):
+        return (x * 2).sum(-1) + (i * 3).float().exp() * 0
+    x = torch.randn(8, 32).to(NEURON)
+    i = torch.arange(8).to(NEURON)
+    with torch.no_grad():
+        want = f(x, i).cpu()
+        monkeypatch.setenv("NEURON_STRICT", "1")
+        c = torch.compile(f, backend="neuron")
+        torch_neuronsim.reset_stats()
+        with pytest.warns(UserWarning, match=r"_to_copy.*reads device values on the host"):
+            c(x, i)
+        assert stats()["compile"]["fallback_nodes"] >= 1
+        torch_neuronsim.reset_stats()
+        got = c(x, i).cpu()
+        s = stats()
+    torch.testing.assert_close(got, want)
+    assert s["compile"]["fallback_node_runs"] >= 1 and s["compile"]["segment_runs"] >= 1
+
+
+def test_a_cpu_fallback_in_a_graph_is_named_under_strict_mode(monkeypatch):
+    def f(x):
+        return torch.special.zeta(x * 2 + 3, torch.full_like(x, 2.0)) + 1
+    x = torch.rand(16).to(NEURON)
+    want = f(x.cpu())
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="neuron")(x).cpu()
+    torch.testing.assert_close(got, want)
+    monkeypatch.setenv("NEURON_STRICT", "1")
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="zeta"):
+        torch.compile(f, backend="neuron")(x)
+
+
+def test_a_new_process_loads_the_compiled_graph_from_the_disk_cache(tmp_path):
+    script = textwrap.dedent("""
+        import json, torch, torch_neuronsim
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).to("neuron")
+        x = torch.randn(4, 32).to("neuron")
+        with torch.no_grad():
+            torch_neuronsim.reset_stats()
+            y = torch.compile(m, backend="neuron")(x)
+            s = torch_neuronsim.stats()
+        print(json.dumps({"c": s["compile"], "programs": s["programs_executed"], "y": y.cpu().tolist()}))
+    """)
+    env = dict(os.environ, NEURON_SIM_COMPILE_CACHE_DIR=str(tmp_path), NEURON_SIM="1")
+    runs = []
+    import json
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert runs[0]["c"]["graphs_compiled"] == 1 and runs[0]["c"]["disk_cache_writes"] == 1
+    assert runs[1]["c"]["graphs_compiled"] == 0 and runs[1]["c"]["disk_cache_hits"] == 1
+    assert runs[1]["programs"] == 1                                 # straight to the linked program
+    assert runs[1]["y"] == runs[0]["y"]
+
+
+def test_a_corrupt_disk_cache_entry_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("NEURON_SIM_COMPILE_CACHE_DIR", str(tmp_path))
+    from torch_neuronsim.compile import clear_memory_cache
+    f = lambda x: (x + 1) * 2   # noqa: E731
+    x = torch.randn(64).to(NEURON)
+    torch._dynamo.reset()
+    clear_memory_cache()
+    torch.compile(f, backend="neuron")(x)
+    for d in tmp_path.iterdir():
+        (d / "graph.json").write_text("{not json")
+    torch._dynamo.reset()
+    clear_memory_cache()
+    torch_neuronsim.reset_stats()
+    got = torch.compile(f, backend="neuron")(x)
+    assert stats()["compile"]["graphs_compiled"] == 1
+    torch.testing.assert_close(got.cpu(), f(x.cpu()))
