@@ -261,3 +261,33 @@ def test_a_corrupt_disk_cache_entry_is_compiled_again(tmp_path, monkeypatch):
     got = torch.compile(f, backend="neuron")(x)
     assert stats()["compile"]["graphs_compiled"] == 1
     torch.testing.assert_close(got.cpu(), f(x.cpu()))
+
+
+def test_random_nodes_are_not_replayed():
+    # a seed drawn on the host makes the node host-bound: every call draws anew
+    f = lambda x: torch.rand_like(x) + x * 0   # noqa: E731
+    x = torch.zeros(1024).to(NEURON)
+    c = torch.compile(f, backend="neuron")
+    a, b, d = c(x).cpu(), c(x).cpu(), c(x).cpu()
+    assert not torch.equal(b, d) and not torch.equal(a, b)
+    assert 0 <= float(d.min()) and float(d.max()) < 1
+    assert stats()["compile"]["fallback_node_runs"] >= 1
+
+
+def test_trainer_torch_compile_uses_the_neuron_backend(tmp_path, monkeypatch):
+    import transformers as T
+    from datasets import Dataset
+    model, _ = small_llama()
+    model.train()
+    g = torch.Generator().manual_seed(0)
+    rows = [{"input_ids": torch.randint(3, 1000, (32,), generator=g).tolist()} for _ in range(8)]
+    ds = Dataset.from_list([dict(r, labels=r["input_ids"]) for r in rows])
+    args = T.TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=4, max_steps=3,
+                               report_to=[], learning_rate=1e-3, torch_compile=True,
+                               torch_compile_backend="neuron", save_strategy="no")
+    torch_neuronsim.reset_stats()
+    T.Trainer(model=model, args=args, train_dataset=ds).train()
+    c = stats()["compile"]
+    assert c["graphs_compiled"] >= 2                         # forward and backward graphs
+    assert c["segment_runs"] > c["graphs_compiled"]          # later steps replayed linked programs
+    assert stats()["cpu_fallbacks"] == 0
