@@ -1,5 +1,6 @@
-// neuron_fused.cpp -- torch.ops.neuronsim.fused_pointwise: the graph
-// compiler's fused elementwise regions (kernels/fused.c), one program each.
+// neuron_fused.cpp -- the graph compiler's fused ops: fused_pointwise, its
+// elementwise regions (kernels/fused.c), and matmul_epilogue, a matmul whose
+// PSUM evacuation applies an activation (kernels/matmul.c).
 // The compiler's FX pass (torch_neuronsim/fusion.py) replaces a chain of
 // pointwise nodes by one call; the region's steps come as integer rows
 // (kind, op, op2, a, b, reverse) and immediate pairs.
@@ -8,7 +9,14 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/tanh.h>
 
 namespace neuron {
 namespace {
@@ -61,15 +69,40 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 	return out;
 }
 
+// act(a @ b + bias): one matmul program whose PSUM evacuation applies the
+// activation; operands the matmul kernel does not take are composed of
+// eager ops instead (same values)
+at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::optional<at::Tensor> &bias,
+			   int64_t act)
+{
+	TORCH_CHECK(act == ISA_ACT_relu || act == ISA_ACT_gelu || act == ISA_ACT_gelu_tanh || act == ISA_ACT_silu ||
+			    act == ISA_ACT_sigmoid || act == ISA_ACT_tanh,
+		    "neuronsim.matmul_epilogue: activation ", act, " is not one the epilogue applies");
+	at::Tensor r = matmul_act(a, b, bias ? &*bias : nullptr, (int)act);
+	if (r.defined())
+		return r;
+	at::Tensor p = bias ? at::addmm(*bias, a, b) : at::mm(a, b);
+	switch (act) {
+	case ISA_ACT_relu: return at::relu(p);
+	case ISA_ACT_gelu: return at::gelu(p);
+	case ISA_ACT_gelu_tanh: return at::gelu(p, "tanh");
+	case ISA_ACT_silu: return at::silu(p);
+	case ISA_ACT_sigmoid: return at::sigmoid(p);
+	default: return at::tanh(p);
+	}
+}
+
 }  // namespace
 }  // namespace neuron
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
 	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms) -> Tensor");
+	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(neuronsim, PrivateUse1, m)
 {
 	m.impl("fused_pointwise", &neuron::fused_pointwise);
+	m.impl("matmul_epilogue", &neuron::matmul_epilogue);
 }

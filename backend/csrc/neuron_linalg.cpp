@@ -89,7 +89,8 @@ bool operand_ok(const at::Tensor &t, const at::Tensor &like)
 
 // out[b] = a[b] @ b[b] (+ bias) on the device; false: not covered
 bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
-		   const at::Tensor *bias, at::Tensor &out, at::ScalarType out_dt = at::ScalarType::Undefined)
+		   const at::Tensor *bias, at::Tensor &out, at::ScalarType out_dt = at::ScalarType::Undefined,
+		   int act = ISA_ACT_identity)
 {
 	if (out_dt == at::ScalarType::Undefined)
 		out_dt = a.scalar_type();
@@ -132,6 +133,7 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	mm.b_elems = (uint64_t)extent_of(bc);
 	mm.bias = bias != nullptr;
 	mm.out_dtype = isa_dtype_of(out_dt);
+	mm.act = act;
 	int dev = a.device().index();
 	Program prog = cached_program("matmul", mm, dev, nk_matmul_program);
 	if (bias)
@@ -215,6 +217,15 @@ at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType ou
 		    "neuron: matmul of ", a.sizes(), " ", a.scalar_type(), " and ", b.sizes(), " ", b.scalar_type(),
 		    " is not covered by the TensorE kernel");
 	return out;
+}
+
+at::Tensor matmul_act(const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias, int act)
+{
+	at::Tensor out;
+	if (a.dim() == 2 && b.dim() == 2 && native_matmul(bias ? "aten::addmm" : "aten::mm", a, b, bias, out,
+							  at::ScalarType::Undefined, act))
+		return out;
+	return {};
 }
 
 NEURON_REGISTER_OPS(NEURON_OPS_LINALG)

@@ -36,6 +36,18 @@ isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, u
 	return st ? st : nk_encode(p, bin, len, diag);
 }
 
+isa_status nk_store_tiles(isa_program *p, uint32_t nt, unsigned per_tile, unsigned store, uint8_t **bin, size_t *len,
+			  isa_diag *diag)
+{
+	isa_status st = ISA_OK;
+	for (uint32_t t = 0; t < nt && !st; t++)
+		if (!(st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, t + 1)))
+			st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * t + store, 2, 2, 1);
+	if (!st)
+		st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt);
+	return st ? st : nk_encode(p, bin, len, diag);
+}
+
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 {
 	if (!diag)
@@ -430,14 +442,7 @@ static isa_status chain_emit(int target, const nk_chain *c, const tile *tiles, u
 		    (st = isa_builder_sem_signal(p, ISA_ENGINE_VECTOR, 1, ISA_SEMOP_ADD, 1)))
 			goto free_program;
 	}
-	for (uint32_t t = 0; t < nt; t++)
-		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, t + 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * t + c->nin, 2, 2, 1)))
-			goto free_program;
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt)) ||
-	    (st = nk_encode(p, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
+	st = nk_store_tiles(p, nt, per_tile, c->nin, bin, len, diag);
 	goto free_program;
 failed:
 	st = diag->code;

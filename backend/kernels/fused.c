@@ -25,7 +25,7 @@
 
 #define FUSED_F 512u   /* elements per partition row: 33 fp32 slots of 2 KiB per set fit SBUF */
 
-enum { SEM_LOAD, SEM_TILE, SEM_STORE, SEM_VEC, SEM_ACT };
+enum { SEM_LOAD, SEM_TILE, SEM_STORE, SEM_VEC, SEM_ACT };   /* 1, 2: as nk_store_tiles */
 
 /* one step, gathered from nk_fused's per-field arrays */
 typedef struct nk_fused_step {
@@ -240,14 +240,7 @@ static isa_status fused_emit(int target, const nk_fused *f, const ftile *tiles, 
 		if ((st = emit_tile(&E, t, x, base)))
 			goto free_program;
 	}
-	for (uint32_t t = 0; t < nt; t++)
-		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, SEM_TILE, ISA_ALU_is_ge, t + 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * t + f->nin, 2, SEM_STORE, 1)))
-			goto free_program;
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, SEM_STORE, ISA_ALU_is_ge, nt)) ||
-	    (st = nk_encode(p, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
+	st = nk_store_tiles(p, nt, per_tile, f->nin, bin, len, diag);
 	goto free_program;
 failed:
 	st = diag->code;

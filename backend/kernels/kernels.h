@@ -89,6 +89,7 @@ typedef struct nk_matmul {
 	uint64_t a_elems, b_elems;
 	bool bias;                 /* input "bias" [n] */
 	int out_dtype;             /* 0: dtype; else a float type (e.g. fp32 scores) */
+	int act;                   /* epilogue: out = act(product + bias) (ISA_ACT_identity: none) */
 } nk_matmul;
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
@@ -264,6 +265,13 @@ isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t
 isa_status nk_encode(isa_program *p, uint8_t **bin, size_t *len, isa_diag *diag);
 isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, uint8_t **bin, size_t *len,
 		     isa_diag *diag);
+
+/* The tail of a double-buffered tile kernel (elementwise.c): GpSimd stores
+ * tile t (descriptor per_tile * t + store) once semaphore 1 counts t + 1
+ * tiles computed, counting stores on semaphore 2; waits for all nt, then
+ * nk_encode. */
+isa_status nk_store_tiles(isa_program *p, uint32_t nt, unsigned per_tile, unsigned store, uint8_t **bin, size_t *len,
+			  isa_diag *diag);
 
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -14,7 +14,10 @@
  * to 512 columns, the block of b for all K double-buffered so the loads of
  * block j+1 overlap the matmuls of block j; per m-tile an accumulation over
  * K into one PSUM bank (6 banks rotate, 2 hold transposes), evacuated by
- * VectorE (cast, + bias) and stored by GpSimd's DMA queue.  b is re-read once
+ * VectorE (cast, + bias) and stored by GpSimd's DMA queue.  With an
+ * activation epilogue (the graph compiler's linear + gelu / silu / relu ...),
+ * VectorE adds the bias in PSUM and ScalarE evacuates func(PSUM): the
+ * activation costs no HBM round trip and no program of its own.  b is re-read once
  * per super-tile, a once.  Engines: Sync issues loads, TensorE transposes and
  * multiplies, VectorE copies out of PSUM, GpSimd issues stores.
  */
@@ -33,7 +36,7 @@
 #define PSUM_BYTES 16384u
 #define OUT_SLOTS 3u      /* SBUF result tiles */
 
-enum { S_ALOAD, S_BLOAD, S_TRANS, S_COPY, S_MM, S_EVAC, S_STORE, NSEM };
+enum { S_ALOAD, S_BLOAD, S_TRANS, S_COPY, S_MM, S_EVAC, S_STORE, S_BIASED, NSEM };
 
 /* A stream of loads issued by one engine, counted on its own semaphore (a
  * count identifies loads only when one in-order issuer produces them), with
@@ -239,16 +242,36 @@ static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64
 	     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
 	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_MM, ISA_ALU_is_ge, t + 1)))
 		return st;
-	if (mm->bias) {
-		isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
-		if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
-		    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, ps, sb, ISA_ALU_add)))
+	bool act = mm->act != ISA_ACT_identity;
+	if (act) {
+		/* bias into PSUM on VectorE, then ScalarE: out slot = func(PSUM) */
+		uint32_t ready_sem = S_MM;
+		if (mm->bias) {
+			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
+			if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
+			    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, ps, ps, sb, ISA_ALU_add)) ||
+			    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_BIASED, ISA_SEMOP_ADD, 1)))
+				return st;
+			ready_sem = S_BIASED;
+		}
+		if ((t >= OUT_SLOTS &&
+		     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
+		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, ready_sem, ISA_ALU_is_ge, t + 1)) ||
+		    (st = isa_builder_activation(g->p, so, ps, mm->act, 1.0f, 0.0f)) ||
+		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_SCALAR, S_EVAC, ISA_SEMOP_ADD, 1)))
 			return st;
-	} else if ((st = isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, so, ps))) {
-		return st;
+	} else {
+		if (mm->bias) {
+			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
+			if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
+			    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, ps, sb, ISA_ALU_add)))
+				return st;
+		} else if ((st = isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, so, ps))) {
+			return st;
+		}
+		if ((st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
+			return st;
 	}
-	if ((st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
-		return st;
 	g->evacs++;
 
 	/* GpSimd: store the tile */

@@ -28,7 +28,7 @@ import tempfile
 import torch
 
 from . import graph as _graph
-from .fusion import fuse_pointwise, reinplace_input_updates
+from .fusion import fuse_matmul_epilogues, fuse_pointwise, reinplace_input_updates
 
 _graph_ids = itertools.count()
 _FORMAT = 1      # bump when the disk layout or the linker's output changes
@@ -226,6 +226,7 @@ def _compiler(kind):
         from .profiler import is_active, range as profile_range
         name = f"compiled graph {next(_graph_ids)} ({kind}, {len(gm.graph.nodes)} nodes)"
         reinplace_input_updates(gm)
+        fuse_matmul_epilogues(gm)
         fuse_pointwise(gm)
         cg = _graph.CompiledGraph(gm, name, _CACHE)
 

@@ -115,6 +115,66 @@ class _Region:
         return ins
 
 
+_EPILOGUE = {aten.relu.default: "relu", aten.silu.default: "silu", aten.sigmoid.default: "sigmoid",
+             aten.tanh.default: "tanh"}
+
+
+def fuse_matmul_epilogues(gm):
+    """act(mm(a, b)) and act(addmm(bias, a, b)) -> neuronsim.matmul_epilogue:
+    the activation applied as the product leaves PSUM (ScalarE), no HBM round
+    trip and no program of its own.  Returns how many it fused."""
+    if not enabled():
+        return 0
+    _, act = _codes()
+    done = 0
+    for u in list(gm.graph.nodes):
+        if u.op != "call_function" or len(u.args) != 1 or not isinstance(u.args[0], torch.fx.Node):
+            continue
+        if u.target is aten.gelu.default:
+            name = "gelu_tanh" if u.kwargs.get("approximate", "none") == "tanh" else "gelu"
+        elif u.target in _EPILOGUE and not u.kwargs:
+            name = _EPILOGUE[u.target]
+        else:
+            continue
+        m, view = u.args[0], None
+        if m.op == "call_function" and m.target in (aten.view.default, aten._unsafe_view.default) and \
+                len(m.users) == 1 and isinstance(m.args[0], torch.fx.Node):
+            view, m = m, m.args[0]      # act(view(mm)): Llama's [b*s, n] product seen as [b, s, n]
+        if m.op != "call_function" or len(m.users) != 1 or m.kwargs:
+            continue
+        if m.target is aten.mm.default and len(m.args) == 2:
+            bias, a, b = None, m.args[0], m.args[1]
+        elif m.target is aten.addmm.default and len(m.args) == 3:
+            bias, a, b = m.args
+            bv = _val(bias)
+            if not isinstance(bv, torch.Tensor) or bv.dim() != 1:
+                continue
+        else:
+            continue
+        out = _val(m)
+        if not isinstance(out, torch.Tensor) or out.device.type != "neuron" or \
+                out.dtype not in (torch.float32, torch.bfloat16, torch.float16) or name not in act:
+            continue
+        with gm.graph.inserting_before(u):
+            f = gm.graph.call_function(torch.ops.neuronsim.matmul_epilogue.default, (a, b, bias, act[name]))
+            f.meta["val"] = out
+            f.meta["fused_from"] = [m.name, u.name]
+            r = f
+            if view is not None:
+                r = gm.graph.call_function(view.target, (f, view.args[1]))
+                r.meta["val"] = _val(u)
+        u.replace_all_uses_with(r)
+        gm.graph.erase_node(u)
+        if view is not None:
+            gm.graph.erase_node(view)
+        gm.graph.erase_node(m)
+        done += 1
+    if done:
+        gm.graph.lint()
+        gm.recompile()
+    return done
+
+
 def fuse_pointwise(gm):
     """rewrites gm in place; returns how many regions it made"""
     if not enabled():
