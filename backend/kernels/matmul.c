@@ -437,7 +437,10 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	g.kt_n = (mm->k + P - 1) / P;
 	g.tr_slots = (PSUM_BYTES - OUT_BANKS * BANK) / (P * g.esz);
 	g.lane[0] = (lane){ .engine = ISA_ENGINE_SYNC, .queue = 0, .sem = S_ALOAD, .nstage = NSTAGE_MAX };
-	g.lane[1] = (lane){ .engine = ISA_ENGINE_SCALAR, .queue = 1, .sem = S_BLOAD, .nstage = 8 };
+	/* with an activation epilogue ScalarE waits for each product: b's loads
+	 * go from Sync then, so the next block's still overlap this one's */
+	int b_engine = mm->act != ISA_ACT_identity ? ISA_ENGINE_SYNC : ISA_ENGINE_SCALAR;
+	g.lane[1] = (lane){ .engine = b_engine, .queue = 1, .sem = S_BLOAD, .nstage = 8 };
 	g.kpad = g.kt_n * P;
 	/* program size: instructions grow with batch x (M/128) x (N/nb) x K/128 */
 	double work = (double)mm->batch * ((mm->m + P - 1) / P) * (double)g.kt_n *
