@@ -31,7 +31,7 @@ from . import graph as _graph
 from .fusion import fuse_matmul_epilogues, fuse_pointwise, reinplace_input_updates
 
 _graph_ids = itertools.count()
-_FORMAT = 1      # bump when the disk layout or the linker's output changes
+_FORMAT = 2      # bump when the disk layout or the linker's output changes
 
 
 def _symbolic_input(gm, example_inputs):
@@ -122,7 +122,7 @@ class GraphCache:
         try:
             out = []
             for k, (kind, x) in enumerate(steps):
-                if kind in ("node", "const"):
+                if kind in ("node", "const", "host"):
                     out.append({kind: x})
                     continue
                 with open(os.path.join(tmp, f"seg{k}.nsp"), "wb") as f:
@@ -151,11 +151,13 @@ class GraphCache:
             n = len(cg.nodes)
             steps = []
             for s in doc["steps"]:
-                kind = "node" if "node" in s else "const" if "const" in s else None
+                kind = next((k for k in ("node", "const", "host") if k in s), None)
                 if kind:
                     if not 0 <= int(s[kind]) < n or (kind == "const") != (int(s[kind]) in cg.const):
                         return None
                     steps.append((kind, int(s[kind])))
+                    if kind == "host":
+                        cg.outside.add(int(s[kind]))
                     continue
                 seg = _graph.Segment(int(s["first"]), int(s["last"]))
                 if not 0 <= seg.first <= seg.last < n:

@@ -27,7 +27,10 @@ aten = torch.ops.aten
 # counters merged into torch_neuronsim.stats()["compile"]
 COUNTERS = dict.fromkeys(("graphs_compiled", "compile_cache_hits", "compile_cache_misses", "disk_cache_hits",
                           "disk_cache_writes", "graph_calls", "segments_linked", "segment_runs",
-                          "fallback_nodes", "fallback_node_runs", "replay_mismatches"), 0)
+                          "fallback_nodes", "fallback_node_runs", "host_node_runs", "replay_mismatches"), 0)
+
+# why a node runs on the host every call without splitting the graph
+_HOST_ONLY = "computes on host tensors only"
 
 # c10::ScalarType codes of the dtypes a linked segment may return
 _SCALAR_TYPE = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
@@ -164,6 +167,7 @@ class CompiledGraph:
         self._free_after = None
         self.const = self._constant_nodes()
         self.const_values = {}     # node index -> value, computed once
+        self.outside = set()       # host-only nodes: run every call, before their segment
 
     def _constant_nodes(self):
         """nodes whose value depends on no graph input and nothing random
@@ -218,8 +222,13 @@ class CompiledGraph:
                 value = run_node(self.gm, node, env)
                 env[node] = value
                 why = ops.capture_reason(i)
-                if not why and any(isinstance(env.get(a), torch.Tensor) and env[a].device.type != "neuron"
-                                   for a in node.all_input_nodes):
+                in_leaves = [t for a in node.all_input_nodes for t in _leaves(env.get(a)) if isinstance(t, torch.Tensor)]
+                host_in = any(t.device.type != "neuron" for t in in_leaves)
+                if not why and host_in and not any(t.device.type == "neuron" for t in in_leaves) and \
+                        not _device_leaves(value):
+                    # CPU work (an optimizer's step counters): no device memory
+                    why = _HOST_ONLY
+                if not why and host_in:
                     # its program may hold the host tensor's value as an immediate
                     why = "reads a host tensor"
                 if not why and any(isinstance(t, torch.Tensor) and t.device.type != "neuron" for t in _leaves(value)):
@@ -265,6 +274,11 @@ class CompiledGraph:
             if i in self.const:
                 steps.append(("const", i))
                 continue
+            if info[i].why == _HOST_ONLY:
+                # before the segment it sits in: it reads no device value
+                steps.append(("host", i))
+                self.outside.add(i)
+                continue
             if info[i].why:
                 close()
                 steps.append(("node", i))
@@ -276,7 +290,7 @@ class CompiledGraph:
 
     def _link(self, seg, info, device):
         """seg's inputs, outputs and linked program from the capture"""
-        inside = [i for i in range(seg.first, seg.last + 1) if i not in self.const]
+        inside = [i for i in range(seg.first, seg.last + 1) if i not in self.const and i not in self.outside]
         ins = sorted({self.index[a] for i in inside for a in self.nodes[i].all_input_nodes} - set(inside))
         in_spans = []
         for i in ins:
@@ -312,7 +326,7 @@ class CompiledGraph:
                 except RuntimeError as e:
                     # cannot be one program: its nodes run eagerly, counted
                     for i in range(x.first, x.last + 1):
-                        if i in self.const:
+                        if i in self.const or i in self.outside:
                             continue
                         steps.append(("node", i))
                         self.fallbacks[i] = f"its segment was not linked: {e}"
@@ -356,7 +370,7 @@ class CompiledGraph:
         step_of = {}
         for k, (kind, x) in enumerate(steps):
             for i in (range(x.first, x.last + 1) if kind == "segment" else (x,)):
-                if kind == "segment" and i in self.const:
+                if kind == "segment" and (i in self.const or i in self.outside):
                     continue
                 step_of[i] = k
         self._free_after = [[] for _ in steps]
@@ -377,6 +391,9 @@ class CompiledGraph:
                 if x not in self.const_values:     # loaded from the disk cache
                     self.const_values[x] = run_node(self.gm, nodes[x], env)
                 env[nodes[x]] = self.const_values[x]
+            elif kind == "host":
+                env[nodes[x]] = run_node(self.gm, nodes[x], env)
+                COUNTERS["host_node_runs"] += 1
             elif kind == "node":
                 env[nodes[x]] = run_node(self.gm, nodes[x], env)
                 COUNTERS["fallback_node_runs"] += x in self.fallbacks
@@ -394,7 +411,7 @@ class CompiledGraph:
             # changed): the segment's nodes run eagerly this time
             COUNTERS["replay_mismatches"] += 1
             for i in range(seg.first, seg.last + 1):
-                if i not in self.const:
+                if i not in self.const and i not in self.outside:
                     env[nodes[i]] = run_node(self.gm, nodes[i], env)
             return
         flat = _ops().graph_run(seg.load(), f"{self.name}", tensors, seg.plan, seg.out_meta)
