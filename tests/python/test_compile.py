@@ -181,7 +181,10 @@ def test_training_step_with_adamw_matches_eager():
     c = sc["compile"]
     assert c["graphs_compiled"] == 0 and c["segment_runs"] >= 3      # forward, backward, optimizer
     assert sc["cpu_fallbacks"] == 0
-    assert sc["programs_executed"] * 5 < pe
+    # AdamW's CPU step counters run on the host first; the device work of
+    # the whole step is a handful of linked programs
+    assert c["host_node_runs"] > 0 and c["fallback_node_runs"] <= 2
+    assert sc["programs_executed"] <= 10 < pe
 
 
 def test_host_bound_nodes_fall_back_per_node_counted_and_named(monkeypatch):

@@ -28,7 +28,7 @@ import tempfile
 import torch
 
 from . import graph as _graph
-from .fusion import fuse_matmul_epilogues, fuse_pointwise, reinplace_input_updates
+from .fusion import fuse_matmul_epilogues, fuse_pointwise, reinplace_input_updates, upload_host_scalars
 
 _graph_ids = itertools.count()
 _FORMAT = 2      # bump when the disk layout or the linker's output changes
@@ -122,7 +122,7 @@ class GraphCache:
         try:
             out = []
             for k, (kind, x) in enumerate(steps):
-                if kind in ("node", "const", "host"):
+                if kind in ("node", "const", "host", "pre"):
                     out.append({kind: x})
                     continue
                 with open(os.path.join(tmp, f"seg{k}.nsp"), "wb") as f:
@@ -151,9 +151,10 @@ class GraphCache:
             n = len(cg.nodes)
             steps = []
             for s in doc["steps"]:
-                kind = next((k for k in ("node", "const", "host") if k in s), None)
+                kind = next((k for k in ("node", "const", "host", "pre") if k in s), None)
                 if kind:
-                    if not 0 <= int(s[kind]) < n or (kind == "const") != (int(s[kind]) in cg.const):
+                    if not 0 <= int(s[kind]) < n or (kind == "const") != (int(s[kind]) in cg.const) or \
+                            (kind == "pre") != (int(s[kind]) in cg.prelude_set):
                         return None
                     steps.append((kind, int(s[kind])))
                     if kind == "host":
@@ -228,6 +229,7 @@ def _compiler(kind):
         from .profiler import is_active, range as profile_range
         name = f"compiled graph {next(_graph_ids)} ({kind}, {len(gm.graph.nodes)} nodes)"
         reinplace_input_updates(gm)
+        upload_host_scalars(gm)
         fuse_matmul_epilogues(gm)
         fuse_pointwise(gm)
         cg = _graph.CompiledGraph(gm, name, _CACHE)

@@ -8,9 +8,11 @@ used only inside it.  Only nodes whose tensor operands all have the
 output's shape and float dtype are taken (no broadcast, no type promotion),
 with Python numbers as immediates.  NEURON_SIM_FUSION=0 turns the pass off."""
 import math
+import operator
 import os
 
 import torch
+from torch.utils import _pytree as pytree
 
 aten = torch.ops.aten
 
@@ -268,6 +270,93 @@ def reinplace_input_updates(gm):
         n.target = _INPLACE[n.target]
         gm.graph.erase_node(c)
         done += 1
+    if done:
+        gm.graph.lint()
+        gm.recompile()
+    return done
+
+
+def _cpu_only(v):
+    leaves = pytree.tree_flatten(v)[0]
+    return all(not isinstance(t, torch.Tensor) or t.device.type == "cpu" for t in leaves)
+
+
+def host_prelude(gm):
+    """nodes that compute on host tensors only from graph inputs (an
+    optimizer's step counters and bias corrections), none reading an input an
+    earlier node mutates: they can run first, before any device work"""
+    nodes = list(gm.graph.nodes)
+    mutated_at = {}
+    for i, n in enumerate(nodes):
+        if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable \
+                and n.args and isinstance(n.args[0], torch.fx.Node):
+            mutated_at.setdefault(n.args[0], i)
+    pre = set()
+    for i, n in enumerate(nodes):
+        if n.op == "placeholder":
+            if _cpu_only(_val(n)):
+                pre.add(n)
+            continue
+        if n.op != "call_function":
+            continue
+        t = n.target
+        if isinstance(t, torch._ops.OpOverload):
+            if torch.Tag.nondeterministic_seeded in t.tags or t._schema.is_mutable:
+                continue
+        elif t is not operator.getitem:
+            continue
+        if not all(a in pre and mutated_at.get(a, len(nodes)) > i for a in n.all_input_nodes):
+            continue
+        v = _val(n)
+        if _cpu_only(v) or n.meta.get("neuron_upload"):
+            pre.add(n)
+    return {n for n in pre if n.op != "placeholder"}
+
+
+def upload_host_scalars(gm):
+    """a device op reading 0-dim host tensors computed first on the host (an
+    optimizer's bias corrections): they are uploaded (a transfer each, in the
+    prelude) so the op itself stays on the device and in its segment.
+    Returns how many it uploaded."""
+    pre = host_prelude(gm)
+    done = 0
+
+    def scalar_node(a):
+        v = _val(a)
+        return isinstance(a, torch.fx.Node) and a in pre and isinstance(v, torch.Tensor) and \
+            v.device.type == "cpu" and v.dim() == 0 and v.dtype in (torch.float32, torch.float64)
+
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or not isinstance(n.target, torch._ops.OpOverload) or n in pre:
+            continue
+        leaves = pytree.tree_flatten(_val(n))[0]
+        dev = next((t.device for t in leaves if isinstance(t, torch.Tensor) and t.device.type == "neuron"), None)
+        if dev is None:
+            continue
+
+        def upload(a):
+            nonlocal done
+            with gm.graph.inserting_before(n):
+                u = gm.graph.call_function(aten._to_copy.default, (a,), {"dtype": torch.float32, "device": dev})
+            v = _val(a)
+            u.meta["val"] = torch.empty((), dtype=torch.float32, device="meta") if v is not None else None
+            u.meta["neuron_upload"] = True
+            done += 1
+            return u
+
+        new_args = []
+        changed = False
+        for a in n.args:
+            if scalar_node(a):
+                new_args.append(upload(a))
+                changed = True
+            elif isinstance(a, (list, tuple)) and a and all(scalar_node(x) for x in a):
+                new_args.append([upload(x) for x in a])
+                changed = True
+            else:
+                new_args.append(a)
+        if changed:
+            n.args = tuple(new_args)
     if done:
         gm.graph.lint()
         gm.recompile()

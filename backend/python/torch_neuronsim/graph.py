@@ -168,6 +168,13 @@ class CompiledGraph:
         self.const = self._constant_nodes()
         self.const_values = {}     # node index -> value, computed once
         self.outside = set()       # host-only nodes: run every call, before their segment
+        from .fusion import host_prelude
+        # host work on graph inputs only (step counters, uploads of their
+        # scalars): every call, first, so its device memory is never a
+        # segment's
+        self.prelude = sorted(self.index[n] for n in host_prelude(gm)) if gm is not None else []
+        self.outside.update(self.prelude)
+        self.prelude_set = set(self.prelude)
 
     def _constant_nodes(self):
         """nodes whose value depends on no graph input and nothing random
@@ -204,6 +211,9 @@ class CompiledGraph:
             if node.op == "placeholder":
                 env[node] = next(places)
                 info[i] = NodeInfo(env[node], "", [ops.device_span(t) for t in _device_leaves(env[node])])
+        for i in self.prelude:
+            value = env[self.nodes[i]] = run_node(self.gm, self.nodes[i], env)
+            info[i] = NodeInfo(value, "", [ops.device_span(t) for t in _device_leaves(value)])
         # constants first: their memory must not be memory a segment used
         # and freed before them
         for i in sorted(self.const):
@@ -212,7 +222,7 @@ class CompiledGraph:
         ops.capture_begin()
         try:
             for i, node in enumerate(self.nodes):
-                if node.op == "placeholder" or i in self.const:
+                if node.op == "placeholder" or i in self.const or i in self.prelude_set:
                     continue
                 if node.op == "output":
                     result = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
@@ -238,7 +248,7 @@ class CompiledGraph:
                 info[i] = NodeInfo(value, why, [ops.device_span(t) for t in _device_leaves(value)])
                 for a in node.all_input_nodes:
                     ai = self.index[a]
-                    if self.last_use.get(ai) == i and a.op != "placeholder":
+                    if self.last_use.get(ai) == i and a.op != "placeholder" and ai not in self.prelude_set:
                         # a segment's own values may be reused at once; its
                         # inputs' memory must stay as it was until it ends
                         if ai >= seg_start:
@@ -259,7 +269,7 @@ class CompiledGraph:
 
     def _segments(self, info):
         """maximal runs of nodes that are not host-bound, holding a program"""
-        steps, run = [], []
+        steps, run = [("pre", i) for i in self.prelude], []
 
         def close():
             if any(info[i].programs for i in run):
@@ -273,6 +283,8 @@ class CompiledGraph:
                 continue
             if i in self.const:
                 steps.append(("const", i))
+                continue
+            if i in self.prelude_set:
                 continue
             if info[i].why == _HOST_ONLY:
                 # before the segment it sits in: it reads no device value
@@ -391,7 +403,7 @@ class CompiledGraph:
                 if x not in self.const_values:     # loaded from the disk cache
                     self.const_values[x] = run_node(self.gm, nodes[x], env)
                 env[nodes[x]] = self.const_values[x]
-            elif kind == "host":
+            elif kind in ("host", "pre"):
                 env[nodes[x]] = run_node(self.gm, nodes[x], env)
                 COUNTERS["host_node_runs"] += 1
             elif kind == "node":
