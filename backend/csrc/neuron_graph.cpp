@@ -359,6 +359,9 @@ std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::Te
 	for (size_t r = 0; r < nreg; r++, at_ += 3) {
 		kind[r] = (int)plan[at_];
 		int64_t bytes = plan[at_ + 1], input = plan[at_ + 2];
+		TORCH_CHECK((kind[r] == ISA_TK_INPUT || kind[r] == ISA_TK_OUTPUT || kind[r] == ISA_TK_INTERNAL) &&
+				    bytes >= 0 && input >= -1 && (input >= 0 || kind[r] != ISA_TK_INPUT),
+			    "neuronsim.graph_run: plan region ", r, " is malformed");
 		if (input >= 0) {
 			TORCH_CHECK((size_t)input < inputs.size(), "neuronsim.graph_run: plan names input ", input);
 			const at::Tensor &t = inputs[input];
@@ -387,6 +390,8 @@ std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::Te
 		int64_t r = plan[at_], off = plan[at_ + 1];
 		at_ += 2;
 		TORCH_CHECK(m + 2 <= out_meta.size(), "neuronsim.graph_run: short output meta");
+		TORCH_CHECK(out_meta[m] >= 0 && out_meta[m] < (int64_t)at::ScalarType::NumOptions,
+			    "neuronsim.graph_run: output dtype code ", out_meta[m]);
 		auto dtype = (at::ScalarType)out_meta[m];
 		int64_t rank = out_meta[m + 1];
 		TORCH_CHECK(rank >= 0 && m + 2 + 2 * (size_t)rank <= out_meta.size(), "neuronsim.graph_run: bad rank");
@@ -398,8 +403,12 @@ std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::Te
 			results.push_back(at::empty_strided(sizes, strides, opt));
 			continue;
 		}
+		TORCH_CHECK(r < (int64_t)nreg && region[r].defined() && off >= 0,
+			    "neuronsim.graph_run: output ", results.size(), " names region ", r, " at byte ", off,
+			    ", which the plan does not allocate");
 		const at::Tensor &base = region[r];
 		int64_t es = (int64_t)c10::elementSize(dtype);
+		TORCH_CHECK(off % es == 0, "neuronsim.graph_run: output ", results.size(), " at a misaligned byte ", off);
 		int64_t elem_off = base.storage_offset() * base.element_size() / es + off / es;
 		results.push_back(at::empty({ 0 }, opt).set_(base.storage(), elem_off, sizes, strides));
 	}

@@ -319,3 +319,29 @@ def test_matmul_epilogue_applies_the_activation_in_the_evacuation(act, dtype):
     es = x.element_size()
     moved = (x.numel() + w1.numel() + 128 * b1.numel() + w2.numel() + 2 * 300 * 640 + 300 * 96) * es
     assert sc["hbm_read_bytes"] + sc["hbm_write_bytes"] <= moved
+
+
+def test_linked_program_runs_check_their_plan():
+    ops = torch.ops.neuronsim
+    a, b = torch.randn(64).to(NEURON), torch.randn(64).to(NEURON)
+    ops.capture_begin()
+    ops.capture_node(0, "add")
+    y = torch.ops.aten.add.Tensor(a, b)
+    assert ops.capture_end() == [0, 1, 0]
+    prog, plan = ops.graph_link(0, 0, list(ops.device_span(a)) + list(ops.device_span(b)),
+                                list(ops.device_span(y)) + [4], "add")
+    h = ops.graph_load(prog, 0)
+    meta = [6, 1, 64, 1]          # fp32, rank 1, size 64, stride 1
+    (out,) = ops.graph_run(h, "add", [a, b], plan, meta)
+    torch.testing.assert_close(out.cpu(), a.cpu() + b.cpu())
+    bad = list(plan)
+    bad[-2] = 99                  # the output's region
+    with pytest.raises(RuntimeError, match="does not allocate"):
+        ops.graph_run(h, "add", [a, b], bad, meta)
+    with pytest.raises(RuntimeError, match="spans"):
+        ops.graph_run(h, "add", [a, b[:32]], plan, meta)
+    with pytest.raises(RuntimeError, match="dtype code"):
+        ops.graph_run(h, "add", [a, b], plan, [999, 1, 64, 1])
+    ops.graph_free(h)
+    with pytest.raises(RuntimeError, match="no linked program"):
+        ops.graph_run(h, "add", [a, b], plan, meta)
