@@ -255,7 +255,7 @@ class CompiledGraph:
                             del env[a]
                         else:
                             deferred.append(a)
-                if why:
+                if why and why != _HOST_ONLY:   # the segment ends here (host work does not end it)
                     seg_start = i + 1
                     for a in deferred:
                         env.pop(a, None)
