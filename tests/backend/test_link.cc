@@ -1,0 +1,214 @@
+// The graph compiler's linker (backend/kernels/link.c): kernel programs
+// linked into one over memory regions give the values of running them one
+// after another; what a linked program cannot hold is refused by name.
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+extern "C" {
+#include "kernels.h"
+#include "link.h"
+#include "neuronsim/runtime.h"
+}
+
+namespace {
+
+struct Bin {
+	uint8_t *p = nullptr;
+	size_t n = 0;
+	~Bin() { free(p); }
+};
+
+int target()
+{
+	EXPECT_EQ(nsim_init(), NSIM_SUCCESS) << nsim_last_error();
+	return isa_target_from_name(nsim_target_name());
+}
+
+void binary(int tgt, int alu, uint64_t n, Bin *b)
+{
+	nk_binary prm{ alu, ISA_DT_fp32, n };
+	isa_diag d{};
+	ASSERT_EQ(nk_binary_program(tgt, &prm, &b->p, &b->n, &d), ISA_OK) << d.msg;
+}
+
+struct Buf {
+	nsim_tensor *t = nullptr;
+	Buf(uint64_t bytes) { EXPECT_EQ(nsim_tensor_allocate(0, bytes, "t", &t), NSIM_SUCCESS); }
+	~Buf() { nsim_tensor_free(t); }
+};
+
+// runs `bin` with region r bound to bufs[r] under every dtype name it uses
+nsim_exec_stats run(const Bin &bin, const std::vector<std::pair<std::string, nsim_tensor *>> &in,
+		    const std::vector<std::pair<std::string, nsim_tensor *>> &out)
+{
+	nsim_model *m = nullptr;
+	EXPECT_EQ(nsim_load(bin.p, bin.n, 0, &m), NSIM_SUCCESS) << nsim_last_error();
+	nsim_tensor_set *si = nullptr, *so = nullptr;
+	nsim_tensor_set_create(&si);
+	nsim_tensor_set_create(&so);
+	for (auto &[name, t] : in)
+		nsim_tensor_set_add(si, name.c_str(), t);
+	for (auto &[name, t] : out)
+		nsim_tensor_set_add(so, name.c_str(), t);
+	EXPECT_EQ(nsim_execute(m, si, so), NSIM_SUCCESS) << nsim_last_error();
+	nsim_exec_stats st{};
+	nsim_model_stats(m, &st);
+	nsim_tensor_set_free(si);
+	nsim_tensor_set_free(so);
+	nsim_unload(m);
+	return st;
+}
+
+std::vector<float> ramp(uint64_t n, float a, float b)
+{
+	std::vector<float> v(n);
+	for (uint64_t i = 0; i < n; i++)
+		v[i] = a + b * (float)(i % 97);
+	return v;
+}
+
+}  // namespace
+
+TEST(Link, TwoPartsOverAnIntermediateGiveTheSequentialValues)
+{
+	int tgt = target();
+	const uint64_t n = 5000;   // tail tiles too
+	Bin add, mul, linked;
+	binary(tgt, ISA_ALU_add, n, &add);
+	binary(tgt, ISA_ALU_multiply, n, &mul);
+	// z = (x + y) * y with t = x + y kept in the linked program's scratch
+	nk_link_region regions[4] = { { ISA_TK_INPUT, n * 4 }, { ISA_TK_INPUT, n * 4 }, { ISA_TK_INTERNAL, n * 4 },
+				      { ISA_TK_OUTPUT, n * 4 } };
+	nk_link_bind b0[3] = { { "a", 0, 0 }, { "b", 1, 0 }, { "out", 2, 0 } };
+	nk_link_bind b1[3] = { { "a", 2, 0 }, { "b", 1, 0 }, { "out", 3, 0 } };
+	nk_link_part parts[2] = { { add.p, add.n, "add", 3, b0 }, { mul.p, mul.n, "mul", 3, b1 } };
+	isa_diag d{};
+	ASSERT_EQ(nk_link_program(tgt, parts, 2, regions, 4, &linked.p, &linked.n, &d), ISA_OK) << d.msg;
+
+	std::vector<float> x = ramp(n, -3.f, 0.25f), y = ramp(n, 0.5f, -0.125f), z(n);
+	Buf bx(n * 4), by(n * 4), bz(n * 4), bt(n * 4);
+	nsim_tensor_write(bx.t, x.data(), 0, n * 4);
+	nsim_tensor_write(by.t, y.data(), 0, n * 4);
+	nsim_exec_stats st = run(linked, { { "r0_fp32", bx.t }, { "r1_fp32", by.t } }, { { "r3_fp32", bz.t } });
+	nsim_tensor_read(bz.t, z.data(), 0, n * 4);
+	for (uint64_t i = 0; i < n; i++)
+		ASSERT_EQ(z[i], (x[i] + y[i]) * y[i]) << i;
+
+	// the same work as two programs takes at least as long on the device
+	nsim_exec_stats s1 = run(add, { { "a", bx.t }, { "b", by.t } }, { { "out", bt.t } });
+	nsim_exec_stats s2 = run(mul, { { "a", bt.t }, { "b", by.t } }, { { "out", bz.t } });
+	EXPECT_LE(st.total_ps, s1.total_ps + s2.total_ps + 100000);   // barriers cost no more than ends
+	EXPECT_EQ(st.hbm_read_bytes, s1.hbm_read_bytes + s2.hbm_read_bytes);
+}
+
+TEST(Link, SemaphoresAreResetWhenTheTableRunsOut)
+{
+	int tgt = target();
+	const uint64_t n = 256;
+	Bin add, linked;
+	binary(tgt, ISA_ALU_add, n, &add);
+	// 120 adds (3 semaphores each: more than 256 in all), ping-ponging
+	// between two scratch regions: out = x + 120 * y
+	const unsigned k = 120;
+	nk_link_region regions[4] = { { ISA_TK_INPUT, n * 4 }, { ISA_TK_INPUT, n * 4 }, { ISA_TK_INTERNAL, n * 4 },
+				      { ISA_TK_OUTPUT, n * 4 } };
+	std::vector<std::vector<nk_link_bind>> binds(k);
+	std::vector<nk_link_part> parts(k);
+	for (unsigned i = 0; i < k; i++) {
+		uint32_t src = i == 0 ? 0 : (i % 2 ? 2 : 3), dst = i % 2 ? 3 : 2;
+		binds[i] = { { "a", src, 0 }, { "b", 1, 0 }, { "out", dst, 0 } };
+		parts[i] = { add.p, add.n, "add", 3, binds[i].data() };
+	}
+	isa_diag d{};
+	ASSERT_EQ(nk_link_program(tgt, parts.data(), k, regions, 4, &linked.p, &linked.n, &d), ISA_OK) << d.msg;
+	std::vector<float> x = ramp(n, 1.f, 1.f), y = ramp(n, 0.25f, 0.f), z(n);
+	Buf bx(n * 4), by(n * 4), bz(n * 4);
+	nsim_tensor_write(bx.t, x.data(), 0, n * 4);
+	nsim_tensor_write(by.t, y.data(), 0, n * 4);
+	run(linked, { { "r0_fp32", bx.t }, { "r1_fp32", by.t } }, { { "r3_fp32", bz.t } });
+	nsim_tensor_read(bz.t, z.data(), 0, n * 4);
+	for (uint64_t i = 0; i < n; i++)
+		ASSERT_EQ(z[i], x[i] + 30.f) << i;   // 120 * 0.25, exact in fp32
+}
+
+TEST(Link, RefusesWhatALinkedProgramCannotHold)
+{
+	int tgt = target();
+	const uint64_t n = 1024;
+	Bin add, rnd, out;
+	binary(tgt, ISA_ALU_add, n, &add);
+	nk_link_region regions[2] = { { ISA_TK_INPUT, n * 4 }, { ISA_TK_OUTPUT, n * 4 } };
+	isa_diag d{};
+
+	// a tensor bound past its region's end
+	nk_link_bind past[3] = { { "a", 0, 4 }, { "b", 0, 0 }, { "out", 1, 0 } };
+	nk_link_part p1 = { add.p, add.n, "add", 3, past };
+	EXPECT_EQ(nk_link_program(tgt, &p1, 1, regions, 2, &out.p, &out.n, &d), ISA_E_OUT_OF_BOUNDS);
+	EXPECT_NE(std::string(d.msg).find("outside region 0"), std::string::npos) << d.msg;
+
+	// a tensor bound to no region
+	nk_link_bind missing[2] = { { "a", 0, 0 }, { "out", 1, 0 } };
+	nk_link_part p2 = { add.p, add.n, "add", 2, missing };
+	EXPECT_EQ(nk_link_program(tgt, &p2, 1, regions, 2, &out.p, &out.n, &d), ISA_E_UNDEFINED_TENSOR);
+	EXPECT_NE(std::string(d.msg).find("'b'"), std::string::npos) << d.msg;
+
+	// a write into an input region
+	nk_link_bind into_input[3] = { { "a", 0, 0 }, { "b", 0, 0 }, { "out", 0, 0 } };
+	nk_link_part p3 = { add.p, add.n, "add", 3, into_input };
+	EXPECT_EQ(nk_link_program(tgt, &p3, 1, regions, 2, &out.p, &out.n, &d), ISA_E_BAD_TENSOR);
+
+	// engine state: the PRNG a random kernel seeds and draws from
+	nk_random r{ NK_RAND_UNIFORM, ISA_DT_fp32, n, 0.f, 1.f };
+	ASSERT_EQ(nk_random_program(tgt, &r, &rnd.p, &rnd.n, &d), ISA_OK) << d.msg;
+	nk_link_region rr[2] = { { ISA_TK_INPUT, 128 * 6 * 4 }, { ISA_TK_OUTPUT, n * 4 } };
+	nk_link_bind rb[2] = { { "seeds", 0, 0 }, { "out", 1, 0 } };
+	nk_link_part p4 = { rnd.p, rnd.n, "rand", 2, rb };
+	EXPECT_EQ(nk_link_program(tgt, &p4, 1, rr, 2, &out.p, &out.n, &d), ISA_E_BAD_OPCODE);
+	EXPECT_NE(std::string(d.msg).find("rand"), std::string::npos) << d.msg;
+}
+
+TEST(Fused, ARegionMixingEnginesMatchesItsStepsOneByOne)
+{
+	int tgt = target();
+	const uint64_t n = 70000;   // several tiles and a tail
+	// out = tanh(x * y + 1) - x / 2: TT, TS, ACT (ScalarE), TS, TT
+	nk_fused f{};
+	f.dtype = ISA_DT_fp32;
+	f.n = n;
+	f.nin = 2;
+	f.nsteps = 5;
+	int kind[5] = { NK_FUSED_TT, NK_FUSED_TS, NK_FUSED_ACT, NK_FUSED_TS, NK_FUSED_TT };
+	int op[5] = { ISA_ALU_multiply, ISA_ALU_add, ISA_ACT_tanh, ISA_ALU_divide, ISA_ALU_subtract };
+	int a[5] = { 0, 2, 3, 0, 4 }, b[5] = { 1, -1, -1, -1, 5 };
+	float imm[5] = { 0, 1, 1, 2, 0 };
+	for (int k = 0; k < 5; k++) {
+		f.kind[k] = kind[k];
+		f.op[k] = op[k];
+		f.op2[k] = ISA_ALU_bypass;
+		f.a[k] = a[k];
+		f.b[k] = b[k];
+		f.imm[k] = imm[k];
+	}
+	Bin prog;
+	isa_diag d{};
+	ASSERT_EQ(nk_fused_program(tgt, &f, &prog.p, &prog.n, &d), ISA_OK) << d.msg;
+	std::vector<float> x = ramp(n, -1.f, 0.02f), y = ramp(n, 0.3f, -0.01f), z(n);
+	Buf bx(n * 4), by(n * 4), bz(n * 4);
+	nsim_tensor_write(bx.t, x.data(), 0, n * 4);
+	nsim_tensor_write(by.t, y.data(), 0, n * 4);
+	nsim_exec_stats st = run(prog, { { "in0", bx.t }, { "in1", by.t } }, { { "out", bz.t } });
+	nsim_tensor_read(bz.t, z.data(), 0, n * 4);
+	for (uint64_t i = 0; i < n; i++)
+		ASSERT_NEAR(z[i], std::tanh(x[i] * y[i] + 1.f) - x[i] / 2.f, 2e-6f) << i;
+	EXPECT_EQ(st.hbm_read_bytes, 2 * n * 4);    // each input once
+	EXPECT_EQ(st.hbm_write_bytes, n * 4);       // the output once
+
+	f.a[2] = 4;   // an operand that is not an earlier step
+	Bin bad;
+	EXPECT_EQ(nk_fused_program(tgt, &f, &bad.p, &bad.n, &d), ISA_E_LIMIT);
+}
