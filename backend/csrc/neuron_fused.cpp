@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <ATen/ops/add.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/gelu.h>
@@ -73,22 +74,27 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 // activation; operands the matmul kernel does not take are composed of
 // eager ops instead (same values)
 at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::optional<at::Tensor> &bias,
-			   int64_t act)
+			   int64_t act, const std::optional<at::Tensor> &residual)
 {
-	TORCH_CHECK(act == ISA_ACT_relu || act == ISA_ACT_gelu || act == ISA_ACT_gelu_tanh || act == ISA_ACT_silu ||
-			    act == ISA_ACT_sigmoid || act == ISA_ACT_tanh,
+	TORCH_CHECK(act == ISA_ACT_identity || act == ISA_ACT_relu || act == ISA_ACT_gelu || act == ISA_ACT_gelu_tanh ||
+			    act == ISA_ACT_silu || act == ISA_ACT_sigmoid || act == ISA_ACT_tanh,
 		    "neuronsim.matmul_epilogue: activation ", act, " is not one the epilogue applies");
-	at::Tensor r = matmul_act(a, b, bias ? &*bias : nullptr, (int)act);
+	TORCH_CHECK(!residual || act == ISA_ACT_identity,
+		    "neuronsim.matmul_epilogue: a residual add or an activation, not both");
+	at::Tensor r = matmul_act(a, b, bias ? &*bias : nullptr, (int)act, residual ? &*residual : nullptr);
 	if (r.defined())
 		return r;
 	at::Tensor p = bias ? at::addmm(*bias, a, b) : at::mm(a, b);
+	if (residual)
+		return at::add(p, *residual);
 	switch (act) {
 	case ISA_ACT_relu: return at::relu(p);
 	case ISA_ACT_gelu: return at::gelu(p);
 	case ISA_ACT_gelu_tanh: return at::gelu(p, "tanh");
 	case ISA_ACT_silu: return at::silu(p);
 	case ISA_ACT_sigmoid: return at::sigmoid(p);
-	default: return at::tanh(p);
+	case ISA_ACT_tanh: return at::tanh(p);
+	default: return p;
 	}
 }
 
@@ -98,7 +104,7 @@ at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
 	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms) -> Tensor");
-	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act) -> Tensor");
+	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act, Tensor? residual=None) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(neuronsim, PrivateUse1, m)

@@ -101,10 +101,12 @@ at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarTyp
 // would split the graph -- filled by a program
 at::Tensor wrapped_on_device(const at::Tensor &scalar, const at::Tensor &like, at::ScalarType t);
 
-// a @ b (+ bias [n]) with the activation `act` (isa_act) applied as the
-// product leaves PSUM (the graph compiler's matmul epilogue); undefined when
-// the matmul kernel does not cover the operands
-at::Tensor matmul_act(const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias, int act);
+// a @ b (+ bias [n]) with the activation `act` (isa_act) applied, or the
+// [m, n] residual added, as the product leaves PSUM (the graph compiler's
+// matmul epilogue); undefined when the matmul kernel does not cover the
+// operands
+at::Tensor matmul_act(const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias, int act,
+		      const at::Tensor *residual = nullptr);
 
 // [b,] m x k @ [b,] k x n on TensorE with the result in out_dt (fp32 PSUM
 // values rounded once), e.g. fp32 attention scores of bf16 q and k

@@ -90,7 +90,7 @@ bool operand_ok(const at::Tensor &t, const at::Tensor &like)
 // out[b] = a[b] @ b[b] (+ bias) on the device; false: not covered
 bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 		   const at::Tensor *bias, at::Tensor &out, at::ScalarType out_dt = at::ScalarType::Undefined,
-		   int act = ISA_ACT_identity)
+		   int act = ISA_ACT_identity, const at::Tensor *residual = nullptr)
 {
 	if (out_dt == at::ScalarType::Undefined)
 		out_dt = a.scalar_type();
@@ -134,12 +134,18 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	mm.bias = bias != nullptr;
 	mm.out_dtype = isa_dtype_of(out_dt);
 	mm.act = act;
+	mm.residual = residual != nullptr;
 	int dev = a.device().index();
 	Program prog = cached_program("matmul", mm, dev, nk_matmul_program);
+	std::vector<Binding> in{ { "a", &ac }, { "b", &bc } };
 	if (bias)
-		run_program(prog, dev, name, { { "a", &ac }, { "b", &bc }, { "bias", bias } }, { { "out", &out } });
-	else
-		run_program(prog, dev, name, { { "a", &ac }, { "b", &bc } }, { { "out", &out } });
+		in.emplace_back("bias", bias);
+	at::Tensor res;
+	if (residual) {
+		res = materialize(*residual, out.sizes(), out.scalar_type());
+		in.emplace_back("res", &res);
+	}
+	run_program(prog, dev, name, in, { { "out", &out } });
 	return true;
 }
 
@@ -219,11 +225,14 @@ at::Tensor matmul_to(const at::Tensor &a, const at::Tensor &b, at::ScalarType ou
 	return out;
 }
 
-at::Tensor matmul_act(const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias, int act)
+at::Tensor matmul_act(const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias, int act,
+		      const at::Tensor *residual)
 {
 	at::Tensor out;
-	if (a.dim() == 2 && b.dim() == 2 && native_matmul(bias ? "aten::addmm" : "aten::mm", a, b, bias, out,
-							  at::ScalarType::Undefined, act))
+	if (a.dim() == 2 && b.dim() == 2 &&
+	    (!residual || (residual->is_privateuseone() && residual->scalar_type() == a.scalar_type() &&
+			   residual->dim() == 2 && residual->size(0) == a.size(0) && residual->size(1) == b.size(1))) &&
+	    native_matmul(bias ? "aten::addmm" : "aten::mm", a, b, bias, out, at::ScalarType::Undefined, act, residual))
 		return out;
 	return {};
 }

@@ -90,6 +90,7 @@ typedef struct nk_matmul {
 	bool bias;                 /* input "bias" [n] */
 	int out_dtype;             /* 0: dtype; else a float type (e.g. fp32 scores) */
 	int act;                   /* epilogue: out = act(product + bias) (ISA_ACT_identity: none) */
+	bool residual;             /* epilogue: out = product + bias + "res" [batch, m, n] (no act) */
 } nk_matmul;
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);

@@ -17,7 +17,10 @@
  * VectorE (cast, + bias) and stored by GpSimd's DMA queue.  With an
  * activation epilogue (the graph compiler's linear + gelu / silu / relu ...),
  * VectorE adds the bias in PSUM and ScalarE evacuates func(PSUM): the
- * activation costs no HBM round trip and no program of its own.  b is re-read once
+ * activation costs no HBM round trip and no program of its own.  With a
+ * residual epilogue (out = a @ b (+ bias) + res, a transformer's o_proj and
+ * down_proj), GpSimd loads res's tile into SBUF and VectorE adds it as it
+ * evacuates PSUM.  b is re-read once
  * per super-tile, a once.  Engines: Sync issues loads, TensorE transposes and
  * multiplies, VectorE copies out of PSUM, GpSimd issues stores.
  */
@@ -36,7 +39,7 @@
 #define PSUM_BYTES 16384u
 #define OUT_SLOTS 3u      /* SBUF result tiles */
 
-enum { S_ALOAD, S_BLOAD, S_TRANS, S_COPY, S_MM, S_EVAC, S_STORE, S_BIASED, NSEM };
+enum { S_ALOAD, S_BLOAD, S_TRANS, S_COPY, S_MM, S_EVAC, S_STORE, S_BIASED, S_RLOAD, NSEM };
 
 /* A stream of loads issued by one engine, counted on its own semaphore (a
  * count identifies loads only when one in-order issuer produces them), with
@@ -55,12 +58,12 @@ typedef struct lane {
 typedef struct gen {
 	isa_program *p;
 	const nk_matmul *mm;
-	int dt, odt, ta, tb, tbias, to;
+	int dt, odt, ta, tb, tbias, to, tres;
 	unsigned esz;
 	uint64_t kt_n, kpad;         /* K tiles; K rounded up to P */
 	uint32_t ms, nb;             /* m-tiles per super-tile; columns per n block */
 	/* SBUF byte offsets per partition */
-	uint64_t at_off[2], b_off[2], out_off, bias_off[2];
+	uint64_t at_off[2], b_off[2], out_off, bias_off[2], res_off;
 	lane lane[2];                /* a, b */
 	uint32_t tr_slots;           /* transposes that fit in PSUM banks 5..7 */
 	/* how many of each event were issued so far (semaphore targets) */
@@ -260,6 +263,30 @@ static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64
 		    (st = isa_builder_activation(g->p, so, ps, mm->act, 1.0f, 0.0f)) ||
 		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_SCALAR, S_EVAC, ISA_SEMOP_ADD, 1)))
 			return st;
+	} else if (mm->residual) {
+		/* GpSimd: res's tile into its slot (free once its store was read);
+		 * VectorE: slot = PSUM (+ bias) + res */
+		uint64_t roff = ((bi * mm->m + m0) * mm->n + n0) * isa_dtype_size(g->odt);
+		isa_ap sr = isa_ap_sbuf(g->odt, 0, msz, g->res_off + (uint64_t)slot * g->nb * 4, nsz);
+		isa_ap hr = isa_ap_hbm(g->odt, (uint32_t)g->tres, roff, msz, (int64_t)mm->n, nsz);
+		int rd = isa_builder_dma(g->p, "", ISA_DMA_DIRECT, &sr, &hr, NULL, diag);
+		if (rd < 0)
+			return diag->code;
+		if ((t >= OUT_SLOTS &&
+		     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_GPSIMD, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
+		    (st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)rd, 3, S_RLOAD, 1)) ||
+		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_RLOAD, ISA_ALU_is_ge, t + 1)))
+			return st;
+		isa_ap acc = ps;
+		if (mm->bias) {
+			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
+			if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
+			    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, ps, ps, sb, ISA_ALU_add)))
+				return st;
+		}
+		if ((st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, acc, sr, ISA_ALU_add)) ||
+		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
+			return st;
 	} else {
 		if (mm->bias) {
 			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
@@ -296,7 +323,7 @@ static bool plan(gen *g, uint64_t sbuf)
 	for (uint64_t nb = nb_want; nb > 0; nb = nb > 64 ? nb / 2 : 0) {
 		uint64_t fixed = (uint64_t)(g->lane[0].nstage + g->lane[1].nstage) * CHUNK * g->esz
 			       + 2 * g->kpad / P * nb * g->esz     /* b blocks */
-			       + OUT_SLOTS * nb * 4                /* results */
+			       + OUT_SLOTS * nb * 4 * (mm->residual ? 2 : 1)   /* results (and residual tiles) */
 			       + 2 * nb * g->esz;                  /* bias */
 		uint64_t per_mt = 2 * g->kpad * g->esz;   /* two a^T regions */
 		if (fixed + per_mt > sbuf)
@@ -317,6 +344,7 @@ static bool plan(gen *g, uint64_t sbuf)
 		for (int i = 0; i < 2; i++, o += nb * g->esz)
 			g->bias_off[i] = o;
 		g->out_off = o;
+		g->res_off = o + (uint64_t)OUT_SLOTS * nb * 4;
 		return true;
 	}
 	return false;
@@ -430,7 +458,8 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	}
 	if (!mm->batch || !mm->m || !mm->k || !mm->n || mm->k > (1u << 20) || mm->m > INT32_MAX ||
 	    mm->n > INT32_MAX || mm->batch > (1u << 20) || !strides_ok(mm->a_stride) ||
-	    !strides_ok(mm->b_stride)) {
+	    !strides_ok(mm->b_stride) || (mm->residual && mm->act != ISA_ACT_identity) ||
+	    mm->act < 0 || mm->act >= ISA_NUM_ACTS) {
 		nk_fail(diag, ISA_E_LIMIT, "matmul kernel: unsupported shape or strides");
 		return ISA_E_LIMIT;
 	}
@@ -462,7 +491,8 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	g.tb = isa_builder_tensor(g.p, "b", g.dt, ISA_TK_INPUT, 1, sb, diag);
 	g.tbias = mm->bias ? isa_builder_tensor(g.p, "bias", g.dt, ISA_TK_INPUT, 1, sbias, diag) : 0;
 	g.to = isa_builder_tensor(g.p, "out", g.odt, ISA_TK_OUTPUT, 3, so, diag);
-	if (g.ta < 0 || g.tb < 0 || g.tbias < 0 || g.to < 0) {
+	g.tres = mm->residual ? isa_builder_tensor(g.p, "res", g.odt, ISA_TK_INPUT, 3, so, diag) : 0;
+	if (g.ta < 0 || g.tb < 0 || g.tbias < 0 || g.to < 0 || g.tres < 0) {
 		st = diag->code;
 		goto free_program;
 	}

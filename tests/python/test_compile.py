@@ -345,3 +345,25 @@ def test_linked_program_runs_check_their_plan():
     ops.graph_free(h)
     with pytest.raises(RuntimeError, match="no linked program"):
         ops.graph_run(h, "add", [a, b], plan, meta)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("bias", [False, True], ids=["mm", "addmm"])
+def test_matmul_epilogue_adds_the_residual_in_the_evacuation(bias, dtype):
+    torch.manual_seed(4)
+    x = torch.randn(3, 100, 192).to(dtype).to(NEURON)        # 300 rows: a partial last m-tile
+    w = (torch.randn(640, 192) * 0.1).to(dtype).to(NEURON)
+    b = torch.randn(640).to(dtype).to(NEURON) if bias else None
+    r = torch.randn(3, 100, 640).to(dtype).to(NEURON)
+
+    def f(x, r):
+        return r + F.linear(x, w, b)
+    want, got, se, sc = eager_and_compiled(f, x, r)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == torch.float32 else dict(rtol=2e-2, atol=3e-2)
+    torch.testing.assert_close(got.float(), want.float(), **tol)
+    assert sc["programs_executed"] == 1
+    es = x.element_size()
+    # the product never crossed HBM: x, w, the residual and the result once
+    # each (the bias once per partition, a broadcasting DMA)
+    moved = (x.numel() + w.numel() + 2 * r.numel() + (128 * 640 if bias else 0)) * es
+    assert sc["hbm_read_bytes"] + sc["hbm_write_bytes"] == moved

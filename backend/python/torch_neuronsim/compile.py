@@ -28,7 +28,8 @@ import tempfile
 import torch
 
 from . import graph as _graph
-from .fusion import fuse_matmul_epilogues, fuse_pointwise, reinplace_input_updates, upload_host_scalars
+from .fusion import (fuse_matmul_epilogues, fuse_pointwise, fuse_residual_epilogues, reinplace_input_updates,
+                     upload_host_scalars)
 
 _graph_ids = itertools.count()
 _FORMAT = 2      # bump when the disk layout or the linker's output changes
@@ -231,6 +232,7 @@ def _compiler(kind):
         reinplace_input_updates(gm)
         upload_host_scalars(gm)
         fuse_matmul_epilogues(gm)
+        fuse_residual_epilogues(gm)
         fuse_pointwise(gm)
         cg = _graph.CompiledGraph(gm, name, _CACHE)
 

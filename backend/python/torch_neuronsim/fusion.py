@@ -177,6 +177,73 @@ def fuse_matmul_epilogues(gm):
     return done
 
 
+def _product(n):
+    """(mm or addmm node, view node or None, bias) when n is a product (seen
+    through one view) whose value has one use; else None"""
+    view = None
+    if isinstance(n, torch.fx.Node) and n.op == "call_function" and \
+            n.target in (aten.view.default, aten._unsafe_view.default) and len(n.users) == 1 and \
+            isinstance(n.args[0], torch.fx.Node):
+        view, n = n, n.args[0]
+    if not isinstance(n, torch.fx.Node) or n.op != "call_function" or len(n.users) != 1 or n.kwargs:
+        return None
+    if n.target is aten.mm.default and len(n.args) == 2:
+        return n, view, None
+    if n.target is aten.addmm.default and len(n.args) == 3:
+        bv = _val(n.args[0])
+        if isinstance(bv, torch.Tensor) and bv.dim() == 1:
+            return n, view, n.args[0]
+    return None
+
+
+def fuse_residual_epilogues(gm):
+    """r + mm(a, b) (a transformer's o_proj / down_proj and its residual):
+    neuronsim.matmul_epilogue with the residual added as the product leaves
+    PSUM.  Returns how many it fused."""
+    if not enabled():
+        return 0
+    done = 0
+    for u in list(gm.graph.nodes):
+        if u.op != "call_function" or u.target is not aten.add.Tensor or len(u.args) != 2 or \
+                node_alpha(u) != 1:
+            continue
+        for k in (1, 0):
+            p, r = u.args[k], u.args[1 - k]
+            got = _product(p)
+            if got is None or not isinstance(r, torch.fx.Node):
+                continue
+            m, view, bias = got
+            out, rv, uv = _val(m), _val(r), _val(u)
+            if not (isinstance(out, torch.Tensor) and isinstance(rv, torch.Tensor) and isinstance(uv, torch.Tensor)) \
+                    or out.device.type != "neuron" or rv.dtype != out.dtype or uv.dtype != out.dtype or \
+                    rv.shape != uv.shape or rv.numel() != out.numel() or \
+                    out.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+                continue
+            with gm.graph.inserting_before(u):
+                r2 = gm.graph.call_function(aten.reshape.default, (r, list(out.shape)))
+                f = gm.graph.call_function(torch.ops.neuronsim.matmul_epilogue.default,
+                                           (m.args[-2], m.args[-1], bias, 0, r2))
+                f.meta["val"] = out
+                f.meta["fused_from"] = [m.name, u.name]
+                res = gm.graph.call_function(aten.view.default, (f, list(uv.shape)))
+                res.meta["val"] = uv
+            u.replace_all_uses_with(res)
+            gm.graph.erase_node(u)
+            if view is not None:
+                gm.graph.erase_node(view)
+            gm.graph.erase_node(m)
+            done += 1
+            break
+    if done:
+        gm.graph.lint()
+        gm.recompile()
+    return done
+
+
+def node_alpha(n):
+    return n.kwargs.get("alpha", 1)
+
+
 def fuse_pointwise(gm):
     """rewrites gm in place; returns how many regions it made"""
     if not enabled():
