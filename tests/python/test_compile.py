@@ -367,3 +367,22 @@ def test_matmul_epilogue_adds_the_residual_in_the_evacuation(bias, dtype):
     # each (the bias once per partition, a broadcasting DMA)
     moved = (x.numel() + w.numel() + 2 * r.numel() + (128 * 640 if bias else 0)) * es
     assert sc["hbm_read_bytes"] + sc["hbm_write_bytes"] == moved
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("name", ["qwen2", "gpt2", "bert"])
+def test_other_architectures_compile_to_linked_programs(name, dtype):
+    from test_models import build
+    torch.manual_seed(0)
+    model = build(name).eval().to(dtype).to(NEURON)
+    ids = torch.randint(0, 1000, (2, 12)).to(NEURON)
+    mask = torch.ones(2, 12, dtype=torch.long)
+    mask[1, :3] = 0
+    mask = mask.to(NEURON)
+    fn = lambda i, m: model(i, attention_mask=m)[0]   # noqa: E731
+    want, got, se, sc = eager_and_compiled(fn, ids, mask)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=5e-2, atol=5e-2)
+    torch.testing.assert_close(got.float(), want.float(), **tol)
+    assert sc["cpu_fallbacks"] == 0
+    assert sc["programs_executed"] * 4 < se["programs_executed"]
+    assert sc["simulated_time_ns"] * 2 < se["simulated_time_ns"]

@@ -45,6 +45,22 @@ def enabled():
     return os.environ.get("NEURON_SIM_FUSION", "1") != "0"
 
 
+def _finish(gm, changes):
+    """a pass's end: the rewritten graph checked and its code regenerated"""
+    if changes:
+        gm.graph.lint()
+        gm.recompile()
+    return changes
+
+
+def _retire(gm, node, by, *dead):
+    """node's uses go to `by`; node and the (now unused) dead nodes go"""
+    node.replace_all_uses_with(by)
+    for n in (node,) + dead:
+        if n is not None:
+            gm.graph.erase_node(n)
+
+
 def _val(n):
     return n.meta.get("val") if isinstance(n, torch.fx.Node) else None
 
@@ -117,6 +133,25 @@ class _Region:
         return ins
 
 
+def _product(n):
+    """(mm or addmm node, view node or None, bias) when n is a product (seen
+    through one view) whose value has one use; else None"""
+    view = None
+    if isinstance(n, torch.fx.Node) and n.op == "call_function" and \
+            n.target in (aten.view.default, aten._unsafe_view.default) and len(n.users) == 1 and \
+            isinstance(n.args[0], torch.fx.Node):
+        view, n = n, n.args[0]
+    if not isinstance(n, torch.fx.Node) or n.op != "call_function" or len(n.users) != 1 or n.kwargs:
+        return None
+    if n.target is aten.mm.default and len(n.args) == 2:
+        return n, view, None
+    if n.target is aten.addmm.default and len(n.args) == 3:
+        bv = _val(n.args[0])
+        if isinstance(bv, torch.Tensor) and bv.dim() == 1:
+            return n, view, n.args[0]
+    return None
+
+
 _EPILOGUE = {aten.relu.default: "relu", aten.silu.default: "silu", aten.sigmoid.default: "sigmoid",
              aten.tanh.default: "tanh"}
 
@@ -138,21 +173,11 @@ def fuse_matmul_epilogues(gm):
             name = _EPILOGUE[u.target]
         else:
             continue
-        m, view = u.args[0], None
-        if m.op == "call_function" and m.target in (aten.view.default, aten._unsafe_view.default) and \
-                len(m.users) == 1 and isinstance(m.args[0], torch.fx.Node):
-            view, m = m, m.args[0]      # act(view(mm)): Llama's [b*s, n] product seen as [b, s, n]
-        if m.op != "call_function" or len(m.users) != 1 or m.kwargs:
+        got = _product(u.args[0])   # act(view(mm)): Llama's [b*s, n] product seen as [b, s, n]
+        if got is None:
             continue
-        if m.target is aten.mm.default and len(m.args) == 2:
-            bias, a, b = None, m.args[0], m.args[1]
-        elif m.target is aten.addmm.default and len(m.args) == 3:
-            bias, a, b = m.args
-            bv = _val(bias)
-            if not isinstance(bv, torch.Tensor) or bv.dim() != 1:
-                continue
-        else:
-            continue
+        m, view, bias = got
+        a, b = m.args[-2], m.args[-1]
         out = _val(m)
         if not isinstance(out, torch.Tensor) or out.device.type != "neuron" or \
                 out.dtype not in (torch.float32, torch.bfloat16, torch.float16) or name not in act:
@@ -165,35 +190,9 @@ def fuse_matmul_epilogues(gm):
             if view is not None:
                 r = gm.graph.call_function(view.target, (f, view.args[1]))
                 r.meta["val"] = _val(u)
-        u.replace_all_uses_with(r)
-        gm.graph.erase_node(u)
-        if view is not None:
-            gm.graph.erase_node(view)
-        gm.graph.erase_node(m)
+        _retire(gm, u, r, view, m)
         done += 1
-    if done:
-        gm.graph.lint()
-        gm.recompile()
-    return done
-
-
-def _product(n):
-    """(mm or addmm node, view node or None, bias) when n is a product (seen
-    through one view) whose value has one use; else None"""
-    view = None
-    if isinstance(n, torch.fx.Node) and n.op == "call_function" and \
-            n.target in (aten.view.default, aten._unsafe_view.default) and len(n.users) == 1 and \
-            isinstance(n.args[0], torch.fx.Node):
-        view, n = n, n.args[0]
-    if not isinstance(n, torch.fx.Node) or n.op != "call_function" or len(n.users) != 1 or n.kwargs:
-        return None
-    if n.target is aten.mm.default and len(n.args) == 2:
-        return n, view, None
-    if n.target is aten.addmm.default and len(n.args) == 3:
-        bv = _val(n.args[0])
-        if isinstance(bv, torch.Tensor) and bv.dim() == 1:
-            return n, view, n.args[0]
-    return None
+    return _finish(gm, done)
 
 
 def fuse_residual_epilogues(gm):
@@ -205,7 +204,7 @@ def fuse_residual_epilogues(gm):
     done = 0
     for u in list(gm.graph.nodes):
         if u.op != "call_function" or u.target is not aten.add.Tensor or len(u.args) != 2 or \
-                node_alpha(u) != 1:
+                u.kwargs.get("alpha", 1) != 1:
             continue
         for k in (1, 0):
             p, r = u.args[k], u.args[1 - k]
@@ -227,21 +226,10 @@ def fuse_residual_epilogues(gm):
                 f.meta["fused_from"] = [m.name, u.name]
                 res = gm.graph.call_function(aten.view.default, (f, list(uv.shape)))
                 res.meta["val"] = uv
-            u.replace_all_uses_with(res)
-            gm.graph.erase_node(u)
-            if view is not None:
-                gm.graph.erase_node(view)
-            gm.graph.erase_node(m)
+            _retire(gm, u, res, view, m)
             done += 1
             break
-    if done:
-        gm.graph.lint()
-        gm.recompile()
-    return done
-
-
-def node_alpha(n):
-    return n.kwargs.get("alpha", 1)
+    return _finish(gm, done)
 
 
 def fuse_pointwise(gm):
@@ -305,10 +293,7 @@ def _rewrite(gm, regions):
         replaced[root] = fused
         for n in reversed(r.nodes):
             gm.graph.erase_node(n)
-    if regions:
-        gm.graph.lint()
-        gm.recompile()
-    return len(regions)
+    return _finish(gm, len(regions))
 
 
 # functional updates of a graph input that AOTAutograd copies back into it
@@ -337,10 +322,7 @@ def reinplace_input_updates(gm):
         n.target = _INPLACE[n.target]
         gm.graph.erase_node(c)
         done += 1
-    if done:
-        gm.graph.lint()
-        gm.recompile()
-    return done
+    return _finish(gm, done)
 
 
 def _cpu_only(v):
@@ -424,7 +406,4 @@ def upload_host_scalars(gm):
                 new_args.append(a)
         if changed:
             n.args = tuple(new_args)
-    if done:
-        gm.graph.lint()
-        gm.recompile()
-    return done
+    return _finish(gm, done)
