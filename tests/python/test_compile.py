@@ -386,3 +386,25 @@ def test_other_architectures_compile_to_linked_programs(name, dtype):
     assert sc["cpu_fallbacks"] == 0
     assert sc["programs_executed"] * 4 < se["programs_executed"]
     assert sc["simulated_time_ns"] * 2 < se["simulated_time_ns"]
+
+
+def test_input_mutation_and_aliased_outputs_behave_as_eager():
+    def f(x, y):
+        x.mul_(2).add_(y)            # mutates a graph input in place
+        t = y * 3
+        return x[1:], t, t.view(-1), y.t()   # a view of the input, an output twice, a view of one
+    torch.manual_seed(5)
+    x0, y = torch.randn(4, 4), torch.randn(4, 4)
+    want = f(x0.clone(), y)
+    c = torch.compile(f, backend="neuron")
+    for i in range(3):   # compile, then replays
+        xd, yd = x0.clone().to(NEURON), y.to(NEURON)
+        torch_neuronsim.reset_stats()
+        got = c(xd, yd)
+        assert stats()["compile"]["segment_runs"] == (1 if i else 0)
+        torch.testing.assert_close(xd.cpu(), x0 * 2 + y)                        # the mutation landed
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g.cpu(), w)
+        assert got[0].data_ptr() == xd[1:].data_ptr()                          # still a view of x
+        assert got[2].data_ptr() == got[1].data_ptr()
+        assert stats()["cpu_fallbacks"] == 0
