@@ -32,7 +32,7 @@ from .fusion import (fuse_matmul_epilogues, fuse_pointwise, fuse_residual_epilog
                      upload_host_scalars)
 
 _graph_ids = itertools.count()
-_FORMAT = 2      # bump when the disk layout or the linker's output changes
+_FORMAT = 3      # bump when the disk layout or the linker's output changes
 
 
 def _symbolic_input(gm, example_inputs):
@@ -129,7 +129,8 @@ class GraphCache:
                 with open(os.path.join(tmp, f"seg{k}.nsp"), "wb") as f:
                     f.write(x.program.numpy().tobytes())
                 out.append({"segment": k, "first": x.first, "last": x.last, "inputs": x.inputs,
-                            "in_meta": x.in_meta, "outputs": x.outputs, "out_meta": x.out_meta,
+                            "in_meta": x.in_meta, "in_overlaps": x.in_overlaps, "outputs": x.outputs,
+                            "out_meta": x.out_meta,
                             "out_specs": [[torch.utils._pytree.treespec_dumps(spec), kinds]
                                           for spec, kinds in x.out_specs],
                             "plan": x.plan, "device": x.device})
@@ -169,6 +170,7 @@ class GraphCache:
                 if not all(0 <= i < n for i in seg.inputs + seg.outputs):
                     return None
                 seg.in_meta = [(m[0], tuple(m[1]), tuple(m[2])) for m in s["in_meta"]]
+                seg.in_overlaps = [tuple(int(v) for v in o) for o in s["in_overlaps"]]
                 seg.out_meta = [int(v) for v in s["out_meta"]]
                 seg.out_specs = [(torch.utils._pytree.treespec_loads(spec), [tuple(k) for k in kinds])
                                  for spec, kinds in s["out_specs"]]

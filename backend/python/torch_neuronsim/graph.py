@@ -96,6 +96,29 @@ def _meta(t):
     return (str(t.dtype), tuple(t.shape), tuple(t.stride()))
 
 
+def overlaps(tensors):
+    """how the tensors' bytes overlap: (i, j, start_j - start_i) for every
+    pair whose [first, last] element ranges meet.  A linked program resolved
+    each access against the inputs as they overlapped at capture; a call
+    where they overlap differently (fn(x, x[1:]) compiled, fn(a, b) called)
+    must not replay it."""
+    spans = []
+    for k, t in enumerate(tensors):
+        if t.numel():
+            lo = t.data_ptr()
+            hi = lo + (1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))) * t.element_size()
+            spans.append((lo, hi, k))
+    spans.sort()
+    out = []
+    for a in range(len(spans)):
+        for b in range(a + 1, len(spans)):
+            if spans[b][0] >= spans[a][1]:
+                break
+            i, j = sorted((spans[a][2], spans[b][2]))
+            out.append((i, j, tensors[j].data_ptr() - tensors[i].data_ptr()))
+    return sorted(out)
+
+
 def _device_leaves(value):
     return [t for t in _leaves(value) if isinstance(t, torch.Tensor) and t.device.type == "neuron"]
 
@@ -124,6 +147,7 @@ class Segment:
         self.first, self.last = first, last
         self.inputs = []       # node indices whose neuron tensors are bound, in order
         self.in_meta = []      # per bound tensor: _meta at capture
+        self.in_overlaps = []  # overlaps() of the bound tensors at capture
         self.outputs = []      # node indices defined here and used later
         self.out_specs = []    # per output node: (treespec, [("t", k) | ("c", constant)])
         self.out_meta = []     # flat ints for graph_run
@@ -304,12 +328,17 @@ class CompiledGraph:
         """seg's inputs, outputs and linked program from the capture"""
         inside = [i for i in range(seg.first, seg.last + 1) if i not in self.const and i not in self.outside]
         ins = sorted({self.index[a] for i in inside for a in self.nodes[i].all_input_nodes} - set(inside))
-        in_spans = []
+        in_spans, spans = [], []
         for i in ins:
             seg.inputs.append(i)
             for span in info[i].spans:
                 in_spans += span
+                spans.append(span)
             seg.in_meta += info[i].metas
+        seg.in_overlaps = sorted((a, b, spans[b][0] - spans[a][0]) for a in range(len(spans))
+                                 for b in range(a + 1, len(spans))
+                                 if spans[a][1] > spans[a][0] and spans[b][1] > spans[b][0] and
+                                 spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1])
         out_spans = []
         for i in inside:
             if self.last_use.get(i, -1) <= seg.last:
@@ -418,9 +447,9 @@ class CompiledGraph:
     def _run_segment(self, seg, env):
         nodes = self.nodes
         tensors = [t for i in seg.inputs for t in _device_leaves(env[nodes[i]])]
-        if [_meta(t) for t in tensors] != seg.in_meta:
-            # another layout than the capture's (a host-bound node's output
-            # changed): the segment's nodes run eagerly this time
+        if [_meta(t) for t in tensors] != seg.in_meta or overlaps(tensors) != seg.in_overlaps:
+            # another layout or aliasing than the capture's: the segment's
+            # nodes run eagerly this time
             COUNTERS["replay_mismatches"] += 1
             for i in range(seg.first, seg.last + 1):
                 if i not in self.const and i not in self.outside:
