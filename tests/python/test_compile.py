@@ -426,3 +426,13 @@ def test_a_call_whose_inputs_alias_differently_does_not_replay():
     torch_neuronsim.reset_stats()
     c(x, y)
     assert stats()["compile"]["replay_mismatches"] == 0 and stats()["compile"]["segment_runs"] == 1
+
+
+def test_a_folded_constant_returned_is_a_fresh_tensor_each_call():
+    f = lambda x: (x + 1, torch.arange(8, device=x.device))   # noqa: E731
+    c = torch.compile(f, backend="neuron")
+    x = torch.randn(8).to(NEURON)
+    for _ in range(3):
+        _, r = c(x)
+        torch.testing.assert_close(r.cpu(), torch.arange(8))
+        r.add_(100)                       # the caller's to change

@@ -249,7 +249,7 @@ class CompiledGraph:
                 if node.op == "placeholder" or i in self.const or i in self.prelude_set:
                     continue
                 if node.op == "output":
-                    result = torch.fx.node.map_arg(node.args[0], lambda n: env[n])
+                    result = torch.fx.node.map_arg(node.args[0], lambda n: self._own(n, env[n]))
                     break
                 fused = node.meta.get("fused_from")
                 ops.capture_node(i, "fused_" + "_".join(fused) if fused else node.name)
@@ -442,7 +442,13 @@ class CompiledGraph:
                 self._run_segment(x, env)
             for i in self._free_after[k]:
                 env.pop(nodes[i], None)
-        return torch.fx.node.map_arg(nodes[-1].args[0], lambda n: env[n])
+        # a folded constant handed out is the caller's to change: a copy
+        return torch.fx.node.map_arg(nodes[-1].args[0], lambda n: self._own(n, env[n]))
+
+    def _own(self, node, value):
+        if self.index[node] not in self.const:
+            return value
+        return pytree.tree_map(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, value)
 
     def _run_segment(self, seg, env):
         nodes = self.nodes
