@@ -51,18 +51,16 @@ struct Part {
 };
 
 struct Capture {
-	bool active = false;
 	int64_t node = -1;
 	std::string node_name;   // the FX node's, for the parts it runs
 	std::vector<Part> parts;
-	std::unordered_map<int64_t, int64_t> host_bound;   // node -> host accesses
-	std::unordered_map<int64_t, std::string> why;       // node -> the first one
+	std::unordered_map<int64_t, std::string> why;       // host-bound node -> its first host access
 	std::unordered_map<int64_t, int64_t> programs;     // node -> programs run
 };
 
 std::mutex g_capture_lock;
 Capture g_capture;
-std::atomic<bool> g_capturing{ false };   // the run_program hook's fast check
+std::atomic<bool> g_capturing{ false };   // a capture is in progress (the hooks' fast check)
 
 uint64_t device_address(const at::Tensor &t)
 {
@@ -76,7 +74,6 @@ void capture_begin()
 {
 	std::lock_guard<std::mutex> g(g_capture_lock);
 	g_capture = Capture{};
-	g_capture.active = true;
 	g_capturing = true;
 }
 
@@ -87,26 +84,14 @@ void capture_node(int64_t node, c10::string_view name)
 	g_capture.node_name = std::string(name);
 }
 
-// (node, programs, host accesses) for every node that did either
+// (node, programs run) for every node that ran one
 std::vector<int64_t> capture_end()
 {
 	std::lock_guard<std::mutex> g(g_capture_lock);
-	g_capture.active = false;
 	g_capturing = false;
-	std::vector<int64_t> nodes;
-	for (auto &[n, c] : g_capture.programs)
-		nodes.push_back(n);
-	for (auto &[n, c] : g_capture.host_bound)
-		if (!g_capture.programs.count(n))
-			nodes.push_back(n);
-	std::sort(nodes.begin(), nodes.end());
 	std::vector<int64_t> out;
-	for (int64_t n : nodes) {
-		auto p = g_capture.programs.find(n);
-		auto h = g_capture.host_bound.find(n);
-		out.insert(out.end(), { n, p == g_capture.programs.end() ? 0 : p->second,
-					h == g_capture.host_bound.end() ? 0 : h->second });
-	}
+	for (auto &[n, c] : g_capture.programs)
+		out.insert(out.end(), { n, c });
 	return out;
 }
 
@@ -305,7 +290,7 @@ struct Linked {
 	std::vector<std::pair<std::string, int64_t>> names;   // bound tensor -> region
 };
 std::mutex g_linked_lock;
-std::unordered_map<int64_t, Linked> g_linked;
+std::unordered_map<int64_t, std::shared_ptr<const Linked>> g_linked;
 int64_t g_next_handle = 1;
 
 int64_t graph_load(const at::Tensor &program, int64_t dev)
@@ -313,7 +298,8 @@ int64_t graph_load(const at::Tensor &program, int64_t dev)
 	TORCH_CHECK(program.device().is_cpu() && program.scalar_type() == at::kByte && program.dim() == 1 &&
 			    program.is_contiguous(),
 		    "neuronsim.graph_load: the program is a contiguous 1-D uint8 CPU tensor of .nsp bytes");
-	Linked l{ load_bytes(program.data_ptr(), (size_t)program.numel(), (int)dev), (int)dev, {} };
+	auto l = std::make_shared<Linked>(Linked{ load_bytes(program.data_ptr(), (size_t)program.numel(), (int)dev),
+						  (int)dev, {} });
 	isa_program *p = nullptr;
 	isa_diag d{};
 	TORCH_CHECK(isa_program_decode(program.data_ptr(), (size_t)program.numel(), &p, &d) == ISA_OK,
@@ -322,7 +308,7 @@ int64_t graph_load(const at::Tensor &program, int64_t dev)
 		const isa_tensor &t = p->tensors[i];
 		unsigned r = 0;
 		if ((t.kind == ISA_TK_INPUT || t.kind == ISA_TK_OUTPUT) && std::sscanf(t.name, "r%u_", &r) == 1)
-			l.names.emplace_back(t.name, (int64_t)r);
+			l->names.emplace_back(t.name, (int64_t)r);
 	}
 	isa_program_free(p);
 	std::lock_guard<std::mutex> g(g_linked_lock);
@@ -343,13 +329,14 @@ void graph_free(int64_t handle)
 std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::TensorList inputs,
 				  at::IntArrayRef plan, at::IntArrayRef out_meta)
 {
-	Linked l;
+	std::shared_ptr<const Linked> held;   // a graph_free meanwhile leaves this run its program
 	{
 		std::lock_guard<std::mutex> g(g_linked_lock);
 		auto it = g_linked.find(handle);
 		TORCH_CHECK(it != g_linked.end(), "neuronsim.graph_run: no linked program ", handle);
-		l = it->second;
+		held = it->second;
 	}
+	const Linked &l = *held;
 	TORCH_CHECK(!plan.empty(), "neuronsim.graph_run: empty plan");
 	size_t nreg = (size_t)plan[0], at_ = 1;
 	TORCH_CHECK(plan.size() >= 1 + 3 * nreg, "neuronsim.graph_run: short plan");
@@ -423,13 +410,12 @@ void capture_program(const nsim_model *m, const char *op, const std::vector<Bind
 	if (!g_capturing)
 		return;
 	std::lock_guard<std::mutex> g(g_capture_lock);
-	if (!g_capture.active)
+	if (!g_capturing)   // ended while this thread waited
 		return;
 	// named after the FX node: the linked program's DMA descriptors carry it
 	Part p{ g_capture.node, g_capture.node_name.empty() ? std::string(op) : g_capture.node_name, program_image(m), {} };
 	g_capture.programs[g_capture.node]++;
-	if (!p.image) {
-		g_capture.host_bound[g_capture.node]++;   // cannot be replayed without its bytes
+	if (!p.image) {   // cannot be replayed without its bytes
 		g_capture.why.emplace(g_capture.node, "runs a program whose bytes are unknown");
 		return;
 	}
@@ -452,10 +438,8 @@ void capture_host_access(const char *why)
 	if (!g_capturing)
 		return;
 	std::lock_guard<std::mutex> g(g_capture_lock);
-	if (g_capture.active) {
-		g_capture.host_bound[g_capture.node]++;
+	if (g_capturing)
 		g_capture.why.emplace(g_capture.node, why);
-	}
 }
 
 }  // namespace neuron

@@ -27,18 +27,19 @@
 
 enum { SEM_LOAD, SEM_TILE, SEM_STORE, SEM_VEC, SEM_ACT };   /* 1, 2: as nk_store_tiles */
 
-/* one step, gathered from nk_fused's per-field arrays */
+/* one step, gathered from nk_fused's per-field arrays: op is the ALU
+ * operator (tensor_tensor, tensor_scalar) or the activation function; imm,
+ * imm2 the immediates or the activation's scale and bias */
 typedef struct nk_fused_step {
-	int kind, alu, alu2, func;
-	float imm, imm2, scale, bias;
+	int kind, op, op2;
+	float imm, imm2;
 	int a, b;
 	bool reverse;
 } nk_fused_step;
 
 static nk_fused_step step_of(const nk_fused *f, unsigned k)
 {
-	nk_fused_step s = { f->kind[k], f->op[k], f->op2[k], f->op[k], f->imm[k], f->imm2[k], f->imm[k], f->imm2[k],
-			    f->a[k], f->b[k], f->reverse[k] };
+	nk_fused_step s = { f->kind[k], f->op[k], f->op2[k], f->imm[k], f->imm2[k], f->a[k], f->b[k], f->reverse[k] };
 	return s;
 }
 
@@ -157,10 +158,10 @@ static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t bas
 			switch (s->kind) {
 			case NK_FUSED_TT:
 				st = isa_builder_tensor_tensor(E->p, eng, dst, a, value_ap(E, (unsigned)s->b, base, x, false),
-							       s->alu);
+							       s->op);
 				break;
 			case NK_FUSED_TS: {
-				st = isa_builder_tensor_scalar(E->p, eng, dst, a, s->alu, isa_imm_f32(s->imm), s->alu2,
+				st = isa_builder_tensor_scalar(E->p, eng, dst, a, s->op, isa_imm_f32(s->imm), s->op2,
 							       isa_imm_f32(s->imm2));
 				if (!st && s->reverse) {
 					/* imm <alu> x: the flag on the instruction just emitted */
@@ -169,7 +170,7 @@ static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t bas
 				break;
 			}
 			default:
-				st = isa_builder_activation(E->p, dst, a, s->func, s->scale, s->bias);
+				st = isa_builder_activation(E->p, dst, a, s->op, s->imm, s->imm2);
 				break;
 			}
 		}

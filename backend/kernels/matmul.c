@@ -210,6 +210,15 @@ static isa_status load_b(gen *g, uint64_t bi, uint64_t n0, uint32_t nsz, unsigne
 	return ISA_OK;
 }
 
+/* VectorE: dst = PSUM + the bias row of buffer `buf`, once it landed */
+static isa_status add_bias(gen *g, isa_ap dst, isa_ap ps, unsigned buf, uint32_t msz, uint32_t nsz,
+			   uint32_t bias_ready)
+{
+	isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
+	isa_status st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready);
+	return st ? st : isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, dst, ps, sb, ISA_ALU_add);
+}
+
 /* out[m0.., n0..] for m-tile mt: K-accumulation, evacuation, store */
 static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64_t at,
 			  uint64_t n0, uint32_t nsz, unsigned buf, uint32_t b_ready,
@@ -248,15 +257,10 @@ static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64
 	bool act = mm->act != ISA_ACT_identity;
 	if (act) {
 		/* bias into PSUM on VectorE, then ScalarE: out slot = func(PSUM) */
-		uint32_t ready_sem = S_MM;
-		if (mm->bias) {
-			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
-			if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
-			    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, ps, ps, sb, ISA_ALU_add)) ||
-			    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_BIASED, ISA_SEMOP_ADD, 1)))
-				return st;
-			ready_sem = S_BIASED;
-		}
+		uint32_t ready_sem = mm->bias ? S_BIASED : S_MM;
+		if (mm->bias && ((st = add_bias(g, ps, ps, buf, msz, nsz, bias_ready)) ||
+				 (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_BIASED, ISA_SEMOP_ADD, 1))))
+			return st;
 		if ((t >= OUT_SLOTS &&
 		     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
 		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, ready_sem, ISA_ALU_is_ge, t + 1)) ||
@@ -277,26 +281,14 @@ static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64
 		    (st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)rd, 3, S_RLOAD, 1)) ||
 		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_RLOAD, ISA_ALU_is_ge, t + 1)))
 			return st;
-		isa_ap acc = ps;
-		if (mm->bias) {
-			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
-			if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
-			    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, ps, ps, sb, ISA_ALU_add)))
-				return st;
-		}
-		if ((st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, acc, sr, ISA_ALU_add)) ||
+		if ((mm->bias && (st = add_bias(g, ps, ps, buf, msz, nsz, bias_ready))) ||
+		    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, ps, sr, ISA_ALU_add)) ||
 		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
 			return st;
 	} else {
-		if (mm->bias) {
-			isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
-			if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready)) ||
-			    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, ps, sb, ISA_ALU_add)))
-				return st;
-		} else if ((st = isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, so, ps))) {
-			return st;
-		}
-		if ((st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
+		if ((st = mm->bias ? add_bias(g, so, ps, buf, msz, nsz, bias_ready)
+				   : isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, so, ps)) ||
+		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
 			return st;
 	}
 	g->evacs++;

@@ -87,7 +87,7 @@ class GraphCache:
         return h.hexdigest()
 
     def find(self, cg, args):
-        key = self.key(cg, args)
+        key = cg.cache_key = self.key(cg, args)   # store() files the compiled steps under it
         hit = self.memory.get(key)
         if hit is not None:
             _graph.COUNTERS["compile_cache_hits"] += 1
@@ -104,7 +104,7 @@ class GraphCache:
         return None
 
     def store(self, cg, args, steps):
-        key = self.key(cg, args)
+        key = cg.cache_key
         self.memory[key] = (steps, dict(cg.fallbacks))
         d = _cache_dir()
         if d:
@@ -159,8 +159,6 @@ class GraphCache:
                             (kind == "pre") != (int(s[kind]) in cg.prelude_set):
                         return None
                     steps.append((kind, int(s[kind])))
-                    if kind == "host":
-                        cg.outside.add(int(s[kind]))
                     continue
                 seg = _graph.Segment(int(s["first"]), int(s["last"]))
                 if not 0 <= seg.first <= seg.last < n:

@@ -180,6 +180,7 @@ class CompiledGraph:
         self.gm = gm
         self.name = name
         self.cache = cache
+        self.cache_key = None      # set by cache.find, used by cache.store
         self.nodes = list(gm.graph.nodes)
         self.index = {n: i for i, n in enumerate(self.nodes)}
         self.steps = None          # [("segment", Segment) | ("node", index)]
@@ -286,7 +287,7 @@ class CompiledGraph:
                     deferred.clear()
         finally:
             flat = ops.capture_end()
-        for k in range(0, len(flat), 3):
+        for k in range(0, len(flat), 2):
             if flat[k] in info:
                 info[flat[k]].programs = flat[k + 1]
         return result, info
@@ -407,6 +408,8 @@ class CompiledGraph:
 
     def _set_steps(self, steps):
         self.steps = steps
+        # the host-only nodes come from the steps (a cache hit compiled elsewhere)
+        self.outside = set(self.prelude) | {x for kind, x in steps if kind == "host"}
         # after which step each value dies
         step_of = {}
         for k, (kind, x) in enumerate(steps):
