@@ -13,6 +13,7 @@
  * Semaphores: 0 loads landed, 1 VectorE steps, 2 ScalarE steps, 3 tiles
  * done, 4 stores landed.
  */
+#include "emitter.h"
 #include "kernels.h"
 
 #include <string.h>
@@ -23,11 +24,8 @@ enum { S_LOAD, S_VEC, S_ACT, S_DONE, S_STORE, NSEM };
 #define BIG 16777216.0f       /* 2^24: above any column index */
 
 typedef struct rg {
-	isa_program *p;
+	nk_em e;                       /* program, first error, signal counts */
 	const nk_rows *op;
-	isa_diag *diag;
-	isa_status st;                 /* first error; later steps do nothing */
-	uint32_t cnt[NSEM];            /* signals emitted per semaphore */
 	uint64_t cols;
 	int tx, tout, tw, tb, tmean, trstd;
 	uint64_t xoff[2], woff[2], soff[2], iota_off, wt_off, bt_off;   /* SBUF bytes */
@@ -37,111 +35,17 @@ static isa_ap tile(uint32_t r, uint64_t off, uint64_t n) { return isa_ap_sbuf(IS
 /* statistic k ([r, 1] fp32) of buffer set s */
 static isa_ap stat(const rg *g, int s, uint32_t r, unsigned k) { return tile(r, g->soff[s] + 4u * k, 1); }
 
-static void emit(rg *g, int engine, isa_instr *in)
-{
-	if (!g->st)
-		g->st = isa_builder_emit(g->p, engine, in, g->diag);
-}
-
-static void signal(rg *g, int engine, unsigned sem)
-{
-	if (!g->st)
-		g->st = isa_builder_sem_signal(g->p, engine, sem, ISA_SEMOP_ADD, 1);
-	g->cnt[sem]++;
-}
-
-static void wait(rg *g, int engine, unsigned sem, uint32_t v)
-{
-	if (!g->st && v)
-		g->st = isa_builder_sem_wait(g->p, engine, sem, ISA_ALU_is_ge, v);
-}
-
-/* VectorE: dst = (src op0 s0) op1 s1; a scalar is an immediate or, when
- * its AP pointer is given, a per-partition [r, 1] value */
-static void ts(rg *g, isa_ap dst, isa_ap src, int op0, float s0, const isa_ap *a0, int op1,
-	       float s1, const isa_ap *a1)
-{
-	isa_instr in = isa_instr_init(ISA_OP_tensor_scalar);
-	in.ap[ISA_AP_DST] = dst;
-	in.ap[ISA_AP_SRC] = src;
-	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
-	in.e[0] = (uint8_t)op0;
-	in.e[1] = (uint8_t)op1;
-	in.imm[0] = isa_imm_f32(s0);
-	in.imm[1] = isa_imm_f32(s1);
-	if (a0) {
-		in.ap[ISA_AP_SRC1] = *a0;
-		in.ap_mask |= 1u << ISA_AP_SRC1;
-	}
-	if (a1) {
-		in.ap[ISA_AP_SRC2] = *a1;
-		in.ap_mask |= 1u << ISA_AP_SRC2;
-	}
-	emit(g, ISA_ENGINE_VECTOR, &in);
-}
-
-static void reduce(rg *g, isa_ap dst, isa_ap src, int alu, bool negate)
-{
-	isa_instr in = isa_instr_init(ISA_OP_tensor_reduce);
-	in.ap[ISA_AP_DST] = dst;
-	in.ap[ISA_AP_SRC] = src;
-	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
-	in.e[0] = (uint8_t)alu;
-	in.u[0] = 1;
-	if (negate)
-		in.flags |= ISA_FLAG_NEGATE;
-	emit(g, ISA_ENGINE_VECTOR, &in);
-}
-
-/* ScalarE: dst = func(src + bias[p]) (bias optional), row sums into acc */
-static void act(rg *g, isa_ap dst, isa_ap src, int func, const isa_ap *bias, const isa_ap *acc)
-{
-	isa_instr in = isa_instr_init(ISA_OP_activation);
-	in.ap[ISA_AP_DST] = dst;
-	in.ap[ISA_AP_SRC] = src;
-	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
-	in.e[0] = (uint8_t)func;
-	in.imm[0] = isa_imm_f32(1.0f);
-	in.imm[1] = isa_imm_f32(0.0f);
-	if (bias) {
-		in.ap[ISA_AP_SRC2] = *bias;
-		in.ap_mask |= 1u << ISA_AP_SRC2;
-	}
-	if (acc) {
-		in.e[1] = ISA_ALU_add;
-		in.ap[ISA_AP_AUX] = *acc;
-		in.ap_mask |= 1u << ISA_AP_AUX;
-	}
-	emit(g, ISA_ENGINE_SCALAR, &in);
-}
-
-static void vec(rg *g, isa_ap dst, isa_ap a, isa_ap b, int alu)
-{
-	if (!g->st)
-		g->st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, dst, a, b, alu);
-}
-
 /* VectorE hands over to ScalarE and back (within one tile) */
 static void to_act(rg *g)
 {
-	signal(g, ISA_ENGINE_VECTOR, S_VEC);
-	wait(g, ISA_ENGINE_SCALAR, S_VEC, g->cnt[S_VEC]);
+	nk_em_signal(&g->e, ISA_ENGINE_VECTOR, S_VEC);
+	nk_em_wait(&g->e, ISA_ENGINE_SCALAR, S_VEC, g->e.cnt[S_VEC]);
 }
 
 static void to_vec(rg *g)
 {
-	signal(g, ISA_ENGINE_SCALAR, S_ACT);
-	wait(g, ISA_ENGINE_VECTOR, S_ACT, g->cnt[S_ACT]);
-}
-
-static int dma(rg *g, isa_ap dst, isa_ap src)
-{
-	if (g->st)
-		return 0;
-	int d = isa_builder_dma(g->p, "", ISA_DMA_DIRECT, &dst, &src, NULL, g->diag);
-	if (d < 0)
-		g->st = g->diag->code;
-	return d;
+	nk_em_signal(&g->e, ISA_ENGINE_SCALAR, S_ACT);
+	nk_em_wait(&g->e, ISA_ENGINE_VECTOR, S_ACT, g->e.cnt[S_ACT]);
 }
 
 /* the computation of one tile of r rows in buffer set s; the result is in
@@ -154,64 +58,64 @@ static void compute(rg *g, int s, uint32_t r)
 	switch (g->op->op) {
 	case NK_ROW_SUM:
 	case NK_ROW_MEAN:
-		reduce(g, s0, x, ISA_ALU_add, false);
+		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s0, x, ISA_ALU_add, false);
 		if (g->op->op == NK_ROW_MEAN)
-			ts(g, s0, s0, ISA_ALU_divide, (float)n, NULL, ISA_ALU_bypass, 0, NULL);
+			nk_em_ts(&g->e, ISA_ENGINE_VECTOR, s0, s0, ISA_ALU_divide, (float)n, NULL, ISA_ALU_bypass, 0, NULL);
 		break;
 	case NK_ROW_MAX:
 	case NK_ROW_MIN:
-		reduce(g, s0, x, g->op->op == NK_ROW_MAX ? ISA_ALU_max : ISA_ALU_min, false);
+		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s0, x, g->op->op == NK_ROW_MAX ? ISA_ALU_max : ISA_ALU_min, false);
 		break;
 	case NK_ROW_ARGMAX:
 	case NK_ROW_ARGMIN: {
 		/* first index of the max (min): (x == it ? 0 : BIG) + column, min-reduced */
 		isa_ap iota = tile(r, g->iota_off, n);
-		reduce(g, s0, x, g->op->op == NK_ROW_ARGMAX ? ISA_ALU_max : ISA_ALU_min, false);
-		ts(g, w, x, ISA_ALU_is_equal, 0, &s0, ISA_ALU_multiply, -BIG, NULL);
-		ts(g, w, w, ISA_ALU_add, BIG, NULL, ISA_ALU_bypass, 0, NULL);
-		vec(g, w, w, iota, ISA_ALU_add);
-		reduce(g, s1, w, ISA_ALU_min, false);
+		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s0, x, g->op->op == NK_ROW_ARGMAX ? ISA_ALU_max : ISA_ALU_min, false);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, x, ISA_ALU_is_equal, 0, &s0, ISA_ALU_multiply, -BIG, NULL);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, w, ISA_ALU_add, BIG, NULL, ISA_ALU_bypass, 0, NULL);
+		nk_em_tt(&g->e, ISA_ENGINE_VECTOR, w, w, iota, ISA_ALU_add);
+		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s1, w, ISA_ALU_min, false);
 		/* as int64: the int32 index and a zero high word */
 		isa_ap lo = isa_ap_sbuf(ISA_DT_int32, 0, r, g->soff[s] + 16, 1);
-		if (!g->st)
-			g->st = isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, lo, s1);
+		if (!g->e.st)
+			g->e.st = isa_builder_tensor_copy(g->e.p, ISA_ENGINE_VECTOR, lo, s1);
 		break;
 	}
 	case NK_ROW_SOFTMAX:
 	case NK_ROW_SAFE_SOFTMAX:
 	case NK_ROW_LOG_SOFTMAX:
-		reduce(g, s0, x, ISA_ALU_max, true);                    /* -max */
+		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s0, x, ISA_ALU_max, true);                    /* -max */
 		if (g->op->op == NK_ROW_SAFE_SOFTMAX)                   /* a row of -inf: e = 0 */
-			ts(g, s0, s0, ISA_ALU_min, 3.4028235e38f, NULL, ISA_ALU_bypass, 0, NULL);
+			nk_em_ts(&g->e, ISA_ENGINE_VECTOR, s0, s0, ISA_ALU_min, 3.4028235e38f, NULL, ISA_ALU_bypass, 0, NULL);
 		to_act(g);
-		act(g, w, x, ISA_ACT_exp, &s0, &s1);                     /* e, sum(e) */
+		nk_em_act(&g->e, w, x, ISA_ACT_exp, 1.0f, &s0, &s1);                     /* e, sum(e) */
 		if (g->op->op == NK_ROW_LOG_SOFTMAX) {
-			act(g, s2, s1, ISA_ACT_log, NULL, NULL);         /* log sum */
+			nk_em_act(&g->e, s2, s1, ISA_ACT_log, 1.0f, NULL, NULL);         /* log sum */
 			to_vec(g);
-			ts(g, w, x, ISA_ALU_add, 0, &s0, ISA_ALU_subtract, 0, &s2);
+			nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, x, ISA_ALU_add, 0, &s0, ISA_ALU_subtract, 0, &s2);
 		} else {
 			to_vec(g);
 			if (g->op->op == NK_ROW_SAFE_SOFTMAX)           /* 0 / tiny = 0 */
-				ts(g, s1, s1, ISA_ALU_max, 1.17549435e-38f, NULL, ISA_ALU_bypass, 0, NULL);
-			ts(g, w, w, ISA_ALU_divide, 0, &s1, ISA_ALU_bypass, 0, NULL);
+				nk_em_ts(&g->e, ISA_ENGINE_VECTOR, s1, s1, ISA_ALU_max, 1.17549435e-38f, NULL, ISA_ALU_bypass, 0, NULL);
+			nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, w, ISA_ALU_divide, 0, &s1, ISA_ALU_bypass, 0, NULL);
 		}
 		break;
 	case NK_ROW_LAYER_NORM: {
 		isa_ap s3 = stat(g, s, r, 3);
-		reduce(g, s0, x, ISA_ALU_add, false);
-		ts(g, s0, s0, ISA_ALU_divide, (float)n, NULL, ISA_ALU_bypass, 0, NULL);  /* mean */
-		ts(g, w, x, ISA_ALU_subtract, 0, &s0, ISA_ALU_bypass, 0, NULL);           /* x - mean */
+		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s0, x, ISA_ALU_add, false);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, s0, s0, ISA_ALU_divide, (float)n, NULL, ISA_ALU_bypass, 0, NULL);  /* mean */
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, x, ISA_ALU_subtract, 0, &s0, ISA_ALU_bypass, 0, NULL);           /* x - mean */
 		to_act(g);
-		act(g, x, w, ISA_ACT_square, NULL, &s1);                                   /* sum sq */
+		nk_em_act(&g->e, x, w, ISA_ACT_square, 1.0f, NULL, &s1);                                   /* sum sq */
 		to_vec(g);
-		ts(g, s2, s1, ISA_ALU_divide, (float)n, NULL, ISA_ALU_add, g->op->eps, NULL);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, s2, s1, ISA_ALU_divide, (float)n, NULL, ISA_ALU_add, g->op->eps, NULL);
 		to_act(g);
-		act(g, s3, s2, ISA_ACT_rsqrt, NULL, NULL);                                  /* rstd */
+		nk_em_act(&g->e, s3, s2, ISA_ACT_rsqrt, 1.0f, NULL, NULL);                                  /* rstd */
 		to_vec(g);
-		ts(g, w, w, ISA_ALU_multiply, 0, &s3, ISA_ALU_bypass, 0, NULL);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, w, ISA_ALU_multiply, 0, &s3, ISA_ALU_bypass, 0, NULL);
 		if (g->op->affine) {
-			vec(g, w, w, tile(r, g->wt_off, n), ISA_ALU_multiply);
-			vec(g, w, w, tile(r, g->bt_off, n), ISA_ALU_add);
+			nk_em_tt(&g->e, ISA_ENGINE_VECTOR, w, w, tile(r, g->wt_off, n), ISA_ALU_multiply);
+			nk_em_tt(&g->e, ISA_ENGINE_VECTOR, w, w, tile(r, g->bt_off, n), ISA_ALU_add);
 		}
 		break;
 	}
@@ -240,65 +144,60 @@ static void emit_tiles(rg *g)
 		in.imm[1] = isa_imm_i32(0);
 		in.nivec = 1;
 		in.ivec[0] = 1;
-		emit(g, ISA_ENGINE_GPSIMD, &in);
+		nk_em_emit(&g->e, ISA_ENGINE_GPSIMD, &in);
 		for (int s = 0; s < 2; s++)   /* the high words of the int64 results */
-			if (!g->st)
-				g->st = isa_builder_memset(g->p, ISA_ENGINE_GPSIMD,
+			if (!g->e.st)
+				g->e.st = isa_builder_memset(g->e.p, ISA_ENGINE_GPSIMD,
 							   isa_ap_sbuf(ISA_DT_int32, 0, P, g->soff[s] + 20, 1),
 							   isa_imm_i32(0));
-		signal(g, ISA_ENGINE_GPSIMD, S_STORE);   /* counted as store 0 */
-		wait(g, ISA_ENGINE_VECTOR, S_STORE, 1);
+		nk_em_signal(&g->e, ISA_ENGINE_GPSIMD, S_STORE);   /* counted as store 0 */
+		nk_em_wait(&g->e, ISA_ENGINE_VECTOR, S_STORE, 1);
 	}
-	uint32_t base_stores = g->cnt[S_STORE];
+	uint32_t base_stores = g->e.cnt[S_STORE];
 	if (op->op == NK_ROW_LAYER_NORM && op->affine) {
-		int dw = dma(g, tile(P, g->wt_off, g->cols), isa_ap_hbm(op->in_dtype, (uint32_t)g->tw, 0, P, 0, (uint32_t)g->cols));
-		int db = dma(g, tile(P, g->bt_off, g->cols), isa_ap_hbm(op->in_dtype, (uint32_t)g->tb, 0, P, 0, (uint32_t)g->cols));
-		if (!g->st && !(g->st = isa_builder_dma_copy(g->p, ISA_ENGINE_SYNC, (uint32_t)dw, 0, S_LOAD, 1)))
-			g->st = isa_builder_dma_copy(g->p, ISA_ENGINE_SYNC, (uint32_t)db, 0, S_LOAD, 1);
-		g->cnt[S_LOAD] += 2;
+		uint32_t n = (uint32_t)g->cols;
+		uint32_t dw = nk_em_dma(&g->e, tile(P, g->wt_off, n), isa_ap_hbm(op->in_dtype, (uint32_t)g->tw, 0, P, 0, n));
+		uint32_t db = nk_em_dma(&g->e, tile(P, g->bt_off, n), isa_ap_hbm(op->in_dtype, (uint32_t)g->tb, 0, P, 0, n));
+		nk_em_dma_start(&g->e, ISA_ENGINE_SYNC, dw, 0, S_LOAD);
+		nk_em_dma_start(&g->e, ISA_ENGINE_SYNC, db, 0, S_LOAD);
 	}
-	uint32_t base_loads = g->cnt[S_LOAD];
-	for (uint64_t t = 0; t < ntiles && !g->st; t++) {
+	uint32_t base_loads = g->e.cnt[S_LOAD];
+	for (uint64_t t = 0; t < ntiles && !g->e.st; t++) {
 		int s = (int)(t % 2);
 		uint64_t r0 = t * P;
 		uint32_t r = (uint32_t)(op->rows - r0 < P ? op->rows - r0 : P);
 		/* Sync: load into set s once the tile two back has been stored */
 		if (t >= 2)
-			wait(g, ISA_ENGINE_SYNC, S_STORE, base_stores + (uint32_t)(t - 1) * (op->op == NK_ROW_LAYER_NORM ? 3 : 1));
-		int dl = dma(g, tile(r, g->xoff[s], g->cols),
+			nk_em_wait(&g->e, ISA_ENGINE_SYNC, S_STORE, base_stores + (uint32_t)(t - 1) * (op->op == NK_ROW_LAYER_NORM ? 3 : 1));
+		int dl = nk_em_dma(&g->e, tile(r, g->xoff[s], g->cols),
 			     isa_ap_hbm(op->in_dtype, (uint32_t)g->tx, r0 * g->cols * isz, r, (int64_t)g->cols,
 					(uint32_t)g->cols));
-		if (!g->st)
-			g->st = isa_builder_dma_copy(g->p, ISA_ENGINE_SYNC, (uint32_t)dl, 0, S_LOAD, 1);
-		g->cnt[S_LOAD]++;
-		wait(g, ISA_ENGINE_VECTOR, S_LOAD, base_loads + (uint32_t)t + 1);
+		nk_em_dma_start(&g->e, ISA_ENGINE_SYNC, (uint32_t)dl, 0, S_LOAD);
+		nk_em_wait(&g->e, ISA_ENGINE_VECTOR, S_LOAD, base_loads + (uint32_t)t + 1);
 		compute(g, s, r);
-		signal(g, ISA_ENGINE_VECTOR, S_DONE);
+		nk_em_signal(&g->e, ISA_ENGINE_VECTOR, S_DONE);
 		/* GpSimd: store the result */
-		wait(g, ISA_ENGINE_GPSIMD, S_DONE, g->cnt[S_DONE]);
+		nk_em_wait(&g->e, ISA_ENGINE_GPSIMD, S_DONE, g->e.cnt[S_DONE]);
 		int ds;
 		if (row_shaped(op->op))
-			ds = dma(g, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, r0 * g->cols * osz, r,
+			ds = nk_em_dma(&g->e, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, r0 * g->cols * osz, r,
 					       (int64_t)g->cols, (uint32_t)g->cols),
 				 tile(r, g->woff[s], g->cols));
 		else if (op->op == NK_ROW_ARGMAX || op->op == NK_ROW_ARGMIN)
-			ds = dma(g, isa_ap_hbm(ISA_DT_int32, (uint32_t)g->tout, r0 * 8, r, 2, 2),
+			ds = nk_em_dma(&g->e, isa_ap_hbm(ISA_DT_int32, (uint32_t)g->tout, r0 * 8, r, 2, 2),
 				 isa_ap_sbuf(ISA_DT_int32, 0, r, g->soff[s] + 16, 2));
 		else
-			ds = dma(g, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, r0 * osz, r, 1, 1),
+			ds = nk_em_dma(&g->e, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, r0 * osz, r, 1, 1),
 				 stat(g, s, r, 0));
-		if (!g->st)
-			g->st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)ds, 2, S_STORE, 1);
-		g->cnt[S_STORE]++;
+		nk_em_dma_start(&g->e, ISA_ENGINE_GPSIMD, (uint32_t)ds, 2, S_STORE);
 		if (op->op == NK_ROW_LAYER_NORM) {   /* mean and rstd */
-			int dm = dma(g, isa_ap_hbm(op->out_dtype, (uint32_t)g->tmean, r0 * osz, r, 1, 1), stat(g, s, r, 0));
-			int dr = dma(g, isa_ap_hbm(op->out_dtype, (uint32_t)g->trstd, r0 * osz, r, 1, 1), stat(g, s, r, 3));
-			if (!g->st && !(g->st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)dm, 2, S_STORE, 1)))
-				g->st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)dr, 2, S_STORE, 1);
-			g->cnt[S_STORE] += 2;
+			int dm = nk_em_dma(&g->e, isa_ap_hbm(op->out_dtype, (uint32_t)g->tmean, r0 * osz, r, 1, 1), stat(g, s, r, 0));
+			int dr = nk_em_dma(&g->e, isa_ap_hbm(op->out_dtype, (uint32_t)g->trstd, r0 * osz, r, 1, 1), stat(g, s, r, 3));
+			nk_em_dma_start(&g->e, ISA_ENGINE_GPSIMD, (uint32_t)dm, 2, S_STORE);
+			nk_em_dma_start(&g->e, ISA_ENGINE_GPSIMD, (uint32_t)dr, 2, S_STORE);
 		}
 	}
-	wait(g, ISA_ENGINE_GPSIMD, S_STORE, g->cnt[S_STORE]);
+	nk_em_wait(&g->e, ISA_ENGINE_GPSIMD, S_STORE, g->e.cnt[S_STORE]);
 }
 
 isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t *len, isa_diag *diag)
@@ -326,7 +225,7 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	rg g;
 	memset(&g, 0, sizeof(g));
 	g.op = op;
-	g.diag = diag;
+	g.e.diag = diag;
 	g.cols = op->cols;
 	uint64_t o = 0, row = op->cols * 4;
 	for (int s = 0; s < 2; s++) {
@@ -339,34 +238,26 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	o += 128;
 	g.iota_off = g.wt_off = o;
 	g.bt_off = o + row;
-	g.p = isa_program_new(target);
-	if (!g.p)
+	g.e.p = isa_program_new(target);
+	if (!g.e.p)
 		return ISA_E_NOMEM;
-	g.p->num_semaphores = NSEM;
+	g.e.p->num_semaphores = NSEM;
 	uint64_t sx[1] = { op->rows * op->cols }, srow[1] = { op->rows }, sc[1] = { op->cols };
 	uint64_t sout[1] = { row_shaped(op->op) ? op->rows * op->cols
 			     : arg ? 2 * op->rows : op->rows };
 	int odt = arg ? ISA_DT_int32 : op->out_dtype;
-	g.tx = isa_builder_tensor(g.p, "x", op->in_dtype, ISA_TK_INPUT, 1, sx, diag);
-	g.tout = isa_builder_tensor(g.p, "out", odt, ISA_TK_OUTPUT, 1, sout, diag);
+	g.tx = isa_builder_tensor(g.e.p, "x", op->in_dtype, ISA_TK_INPUT, 1, sx, diag);
+	g.tout = isa_builder_tensor(g.e.p, "out", odt, ISA_TK_OUTPUT, 1, sout, diag);
 	if (op->op == NK_ROW_LAYER_NORM) {
 		if (op->affine) {
-			g.tw = isa_builder_tensor(g.p, "w", op->in_dtype, ISA_TK_INPUT, 1, sc, diag);
-			g.tb = isa_builder_tensor(g.p, "b", op->in_dtype, ISA_TK_INPUT, 1, sc, diag);
+			g.tw = isa_builder_tensor(g.e.p, "w", op->in_dtype, ISA_TK_INPUT, 1, sc, diag);
+			g.tb = isa_builder_tensor(g.e.p, "b", op->in_dtype, ISA_TK_INPUT, 1, sc, diag);
 		}
-		g.tmean = isa_builder_tensor(g.p, "mean", op->out_dtype, ISA_TK_OUTPUT, 1, srow, diag);
-		g.trstd = isa_builder_tensor(g.p, "rstd", op->out_dtype, ISA_TK_OUTPUT, 1, srow, diag);
+		g.tmean = isa_builder_tensor(g.e.p, "mean", op->out_dtype, ISA_TK_OUTPUT, 1, srow, diag);
+		g.trstd = isa_builder_tensor(g.e.p, "rstd", op->out_dtype, ISA_TK_OUTPUT, 1, srow, diag);
 	}
-	isa_status st;
-	if (g.tx < 0 || g.tout < 0 || g.tw < 0 || g.tb < 0 || g.tmean < 0 || g.trstd < 0) {
-		st = diag->code;
-		goto free_program;
-	}
+	if (g.tx < 0 || g.tout < 0 || g.tw < 0 || g.tb < 0 || g.tmean < 0 || g.trstd < 0)
+		return nk_em_done(&g.e, diag->code, bin, len);
 	emit_tiles(&g);
-	if ((st = g.st) || (st = nk_encode(g.p, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(g.p);
-	return st;
+	return nk_em_done(&g.e, ISA_OK, bin, len);
 }
