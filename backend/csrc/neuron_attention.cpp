@@ -5,12 +5,15 @@
 // the native kernels: q @ k^T (TensorE), scale, causal / additive / boolean
 // mask, softmax (VectorE + ScalarE), dropout, @ v, and its backward
 // (_scaled_dot_product_fused_attention_overrideable_backward).
-// Grouped-query attention (fewer k/v heads) repeats the k/v heads.  Not
-// fused into one program yet: each step is its own program on the device
-// timeline.
+// Without dropout the forward is one program, the flash-attention tile loop
+// of kernels/attention.c (scores never leave SBUF / PSUM, grouped-query
+// heads read in place); the backward, and the forward with dropout or
+// shapes that kernel does not take, run the steps above as one program
+// each (grouped-query attention then repeats the k/v heads).
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/_safe_softmax.h>
@@ -21,6 +24,8 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -181,6 +186,86 @@ at::Tensor fold_heads(const at::Tensor &g, int64_t heads)
 	return g.reshape(sz).sum(-3);
 }
 
+// NEURON_SIM_FUSION=0 (the graph compiler's switch) runs attention as its
+// steps, one program each, as before the fused kernel: for comparisons
+bool fused_off()
+{
+	const char *v = std::getenv("NEURON_SIM_FUSION");
+	return v && std::string(v) == "0";
+}
+
+// t as [batch, heads, rows, d] (leading dims of 1 added)
+at::Tensor as4(const at::Tensor &t)
+{
+	at::Tensor r = t;
+	while (r.dim() < 4)
+		r = r.unsqueeze(0);
+	return r;
+}
+
+// a tensor's (batch, head, row) element strides, its last dim made unit-stride
+void attention_strides(at::Tensor &t, int64_t s[3])
+{
+	if (t.size(3) > 1 && t.stride(3) != 1)
+		t = t.contiguous();
+	for (int i = 0; i < 3; i++)
+		s[i] = t.size(i) == 1 ? 0 : t.stride(i);
+}
+
+// The forward as one flash-attention program (kernels/attention.c);
+// undefined when that kernel does not take the operands (the caller runs
+// the steps one program each).
+at::Tensor fused_attention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+			   const std::optional<at::Tensor> &bias, bool is_causal, double sc)
+{
+	if (q.dim() > 4 || q.dim() < 2 || k.size(-1) != q.size(-1) || v.size(-1) != q.size(-1) ||
+	    v.size(-2) != k.size(-2) || q.numel() == 0 || k.numel() == 0)
+		return {};
+	at::Tensor q4 = as4(q), k4 = as4(k), v4 = as4(v);
+	int64_t B = q4.size(0), H = q4.size(1), L = q4.size(2), D = q4.size(3), S = k4.size(2), KH = k4.size(1);
+	if (v4.size(1) != KH || KH == 0 || H % KH || (k4.size(0) != B && k4.size(0) != 1) || v4.size(0) != k4.size(0))
+		return {};
+	k4 = k4.expand({ B, KH, S, D });
+	v4 = v4.expand({ B, KH, S, D });
+	nk_attention at{};
+	at.dtype = isa_dtype_of(q.scalar_type());
+	at.batch = (uint64_t)B;
+	at.heads = (uint64_t)H;
+	at.kv_heads = (uint64_t)KH;
+	at.l = (uint64_t)L;
+	at.s = (uint64_t)S;
+	at.d = (uint64_t)D;
+	at.scale = (float)sc;
+	at.causal = is_causal;
+	attention_strides(q4, at.q_stride);
+	attention_strides(k4, at.k_stride);
+	attention_strides(v4, at.v_stride);
+	at::Tensor m;
+	if (bias && bias->defined()) {
+		if (!bias->is_privateuseone() || !at::is_expandable_to(bias->sizes(), { B, H, L, S }))
+			return {};
+		at.mask_dtype = bias->scalar_type() == at::kBool ? ISA_DT_bool : isa_dtype_of(bias->scalar_type());
+		if (at.mask_dtype == ISA_DT_INVALID)
+			return {};
+		m = bias->expand({ B, H, L, S });
+		attention_strides(m, at.mask_stride);
+		at.mask_elems = (uint64_t)extent_of(m);
+	}
+	at.q_elems = (uint64_t)extent_of(q4);
+	at.k_elems = (uint64_t)extent_of(k4);
+	at.v_elems = (uint64_t)extent_of(v4);
+	if (!nk_attention_covered(isa_target_from_name(nsim_target_name()), &at))
+		return {};
+	int dev = q.device().index();
+	Program prog = cached_program("attention", at, dev, nk_attention_program);
+	at::Tensor out = at::empty({ B, H, L, D }, q.options());
+	std::vector<Binding> in{ { "q", &q4 }, { "k", &k4 }, { "v", &v4 } };
+	if (m.defined())
+		in.emplace_back("mask", &m);
+	run_program(prog, dev, "aten::_scaled_dot_product_fused_attention_overrideable", in, { { "out", &out } });
+	return out.view(q.sizes());
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
 sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		  const std::optional<at::Tensor> &bias, double dropout_p, bool is_causal,
@@ -190,6 +275,12 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		    "float neuron tensors of one dtype, and dropout_p in [0, 1)");
 	int64_t L = q.size(-2), S = k.size(-2), E = q.size(-1);
 	double sc = scale.value_or(1.0 / std::sqrt((double)E));
+	at::Tensor none = at::empty({ 0 }, q.options());
+	if (dropout_p == 0.0 && !fused_off()) {
+		at::Tensor out = fused_attention(q, k, v, bias, is_causal, sc);
+		if (out.defined())
+			return { out, none, none, none, c10::SymInt(L), c10::SymInt(S), none, none, none };
+	}
 	auto [kk, vv] = heads_like_q(q, k, v);
 	// the probabilities are rounded to v's dtype for the second product, as
 	// CPU PyTorch's flash attention does
@@ -200,7 +291,6 @@ sdpa_overrideable(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
 		p = p.mul(dropout_keep(p, s, dropout_p));
 	}
 	at::Tensor out = batched_matmul(p.to(v.scalar_type()), vv, v.scalar_type());
-	at::Tensor none = at::empty({ 0 }, q.options());
 	return { out, none, none, none, c10::SymInt(L), c10::SymInt(S), seed, none, none };
 }
 

@@ -95,6 +95,30 @@ typedef struct nk_matmul {
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
 
+/* Scaled-dot-product attention's forward as one flash-attention tile loop
+ * (attention.c): out[b, h, l, :] = softmax(scale * q[b, h, l, :] .
+ * k[b, h / rep, j, :] + mask[b, h, l, j]) @ v[b, h / rep, j, :] over keys j,
+ * rep = heads / kv_heads (grouped-query attention); with `causal`, keys
+ * j > l are hidden (top-left aligned, as PyTorch's is_causal).  q, k, v and
+ * mask are flat tensors addressed by element strides (batch, head, row) with
+ * a unit stride along the last dim; the mask is additive (a float type) or
+ * bool (true: take part); out is contiguous [batch, heads, l, d]. */
+typedef struct nk_attention {
+	int dtype;                 /* q, k, v and out: fp32, bf16 or fp16 */
+	uint64_t batch, heads, kv_heads, l, s, d;
+	int64_t q_stride[3], k_stride[3], v_stride[3];
+	uint64_t q_elems, k_elems, v_elems;
+	float scale;               /* > 0 */
+	bool causal;
+	int mask_dtype;            /* 0: no "mask" input */
+	int64_t mask_stride[3];
+	uint64_t mask_elems;
+} nk_attention;
+isa_status nk_attention_program(int target, const nk_attention *at, uint8_t **bin, size_t *len,
+				isa_diag *diag);
+/* whether nk_attention_program takes these parameters (shapes, strides, SBUF) */
+bool nk_attention_covered(int target, const nk_attention *at);
+
 /* out[n] (bool) = a[n] <cmp> b[n], or a[n] <cmp> s with `scalar` */
 typedef struct nk_compare {
 	int alu;
