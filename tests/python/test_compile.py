@@ -248,6 +248,68 @@ def test_a_new_process_loads_the_compiled_graph_from_the_disk_cache(tmp_path):
     assert runs[1]["y"] == runs[0]["y"]
 
 
+_SAVE = """
+import json, sys, torch, torch_neuronsim
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 8)).to("neuron")
+x = torch.randn(4, 32).to("neuron")
+with torch.no_grad():
+    torch_neuronsim.reset_stats()
+    y = torch.compile(m, backend="neuron")(x)
+    s = torch_neuronsim.stats()
+"""
+
+
+@pytest.mark.parametrize("load_cache", ["empty", "off"])
+def test_cache_artifacts_carry_compiled_graphs_to_a_new_process(tmp_path, load_cache):
+    """torch.compiler.save_cache_artifacts() after a compile holds the graph;
+    load_cache_artifacts() in a new process with an empty (or no) disk cache
+    makes the same compile a cache hit"""
+    import json
+    blob = tmp_path / "artifacts.bin"
+    save = _SAVE + textwrap.dedent(f"""
+        data, info = torch.compiler.save_cache_artifacts()
+        open({str(blob)!r}, "wb").write(data)
+        print(json.dumps({{"n": len(info.neuronsim_graph_artifacts), "c": s["compile"], "y": y.cpu().tolist()}}))
+    """)
+    load = textwrap.dedent(f"""
+        import json, torch
+        info = torch.compiler.load_cache_artifacts(open({str(blob)!r}, "rb").read())
+        n = len(info.neuronsim_graph_artifacts)
+    """) + _SAVE + 'print(json.dumps({"n": n, "c": s["compile"], "programs": s["programs_executed"], ' \
+        '"y": y.cpu().tolist()}))\n'
+    runs = []
+    for script, cache in ((save, tmp_path / "a"), (load, tmp_path / "b" if load_cache == "empty" else "off")):
+        env = dict(os.environ, NEURON_SIM_COMPILE_CACHE_DIR=str(cache), NEURON_SIM="1")
+        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert runs[0]["n"] == 1 and runs[0]["c"]["graphs_compiled"] == 1
+    assert runs[1]["n"] == 1
+    assert runs[1]["c"]["graphs_compiled"] == 0 and runs[1]["c"]["disk_cache_hits"] == 1
+    assert runs[1]["programs"] == 1 and runs[1]["y"] == runs[0]["y"]
+    if load_cache == "empty":
+        assert len(list((tmp_path / "b").iterdir())) == 1
+
+
+def test_a_foreign_cache_artifact_is_refused_by_name(tmp_path, monkeypatch):
+    from torch_neuronsim.compile_cache import _bundle, _populate
+    monkeypatch.setenv("NEURON_SIM_COMPILE_CACHE_DIR", str(tmp_path))
+    good = _bundle({"graph.json": b"{}", "seg1.nsp": b"abc"})
+    with pytest.raises(ValueError, match="not a compile-cache key"):
+        _populate("../../etc", good)
+    key = "0" * 64
+    with pytest.raises(ValueError, match="bad file entry"):
+        _populate(key, b'[["../graph.json", 2]]\n{}')
+    with pytest.raises(ValueError, match="disagree"):
+        _populate(key, good + b"trailing")
+    with pytest.raises(ValueError, match="no index line"):
+        _populate(key, b"garbage")
+    assert not any(tmp_path.iterdir())
+    _populate(key, good)
+    assert sorted(p.name for p in (tmp_path / key).iterdir()) == ["graph.json", "seg1.nsp"]
+
+
 def test_a_corrupt_disk_cache_entry_is_compiled_again(tmp_path, monkeypatch):
     monkeypatch.setenv("NEURON_SIM_COMPILE_CACHE_DIR", str(tmp_path))
     from torch_neuronsim.compile import clear_memory_cache

@@ -146,5 +146,7 @@ def _register():
 
 
 from .profiler import profile, range as profile_range  # noqa: E402
+# the compile cache's artifact type, known before any load_cache_artifacts()
+from . import compile_cache as _compile_cache  # noqa: E402,F401
 
 _register()

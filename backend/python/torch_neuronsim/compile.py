@@ -10,7 +10,8 @@ graph compiler into one program per segment between host-bound nodes.
 Compiled graphs are cached by graph code, input shapes / strides / dtypes,
 target and plugin build: in memory, and on disk under
 NEURON_SIM_COMPILE_CACHE_DIR (default $XDG_CACHE_HOME/neuronsim/compile, or
-~/.cache/...; "off" disables it), so a new process does not compile again.
+~/.cache/...; "off" disables it), so a new process does not compile again;
+torch.compiler.save/load_cache_artifacts carry them (compile_cache.py).
 Counters: torch_neuronsim.stats()["compile"].  Shapes are static:
 `dynamic=True` is refused with the Neuron compiler's message (NCC_EMOD025);
 TORCH_LOGS=recompiles explains Dynamo's recompiles as for any backend.
@@ -18,21 +19,17 @@ TORCH_LOGS=recompiles explains Dynamo's recompiles as for any backend.
 Dynamo finds the backend through the package's `torch_dynamo_backends` entry
 point (pyproject.toml), the public registration route: nothing here touches
 Dynamo's registries."""
-import hashlib
 import itertools
-import json
-import os
-import shutil
-import tempfile
 
 import torch
 
 from . import graph as _graph
+from .compile_cache import CACHE as _CACHE
+from .compile_cache import clear_memory_cache  # noqa: F401  (part of this module's API)
 from .fusion import (fuse_matmul_epilogues, fuse_pointwise, fuse_residual_epilogues, reinplace_input_updates,
                      upload_host_scalars)
 
 _graph_ids = itertools.count()
-_FORMAT = 3      # bump when the disk layout or the linker's output changes
 
 
 def _symbolic_input(gm, example_inputs):
@@ -49,146 +46,6 @@ def _symbolic_input(gm, example_inputs):
         if isinstance(t, torch.SymInt):
             return f"size input '{n.name}' is symbolic"
     return None
-
-
-# ----------------------------------------------------------------- the cache
-def _cache_dir():
-    d = os.environ.get("NEURON_SIM_COMPILE_CACHE_DIR")
-    if d is not None:
-        return None if d.strip().lower() in ("", "off", "0") else d
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "neuronsim", "compile")
-
-
-def _build_stamp():
-    """the plugin build the cached programs came from"""
-    from . import _lib_path
-    st = os.stat(_lib_path)
-    return f"{st.st_size}:{st.st_mtime_ns}"
-
-
-def _arg_key(a):
-    if isinstance(a, torch.Tensor):
-        return ("T", str(a.dtype), a.device.type, tuple(a.shape), tuple(a.stride()), a.storage_offset())
-    return ("V", repr(a))
-
-
-class GraphCache:
-    """compiled steps by key: in memory, and on disk as graph.json plus one
-    .nsp per linked segment (no pickle: a cache directory is data)"""
-
-    def __init__(self):
-        self.memory = {}
-
-    def key(self, cg, args):
-        from . import target
-        h = hashlib.sha256()
-        h.update(repr((_FORMAT, target(), _build_stamp(), cg.gm.code, [_arg_key(a) for a in args])).encode())
-        return h.hexdigest()
-
-    def find(self, cg, args):
-        key = cg.cache_key = self.key(cg, args)   # store() files the compiled steps under it
-        hit = self.memory.get(key)
-        if hit is not None:
-            _graph.COUNTERS["compile_cache_hits"] += 1
-            cg.fallbacks = dict(hit[1])
-            return hit[0]
-        _graph.COUNTERS["compile_cache_misses"] += 1
-        d = _cache_dir()
-        if d:
-            loaded = self._load(os.path.join(d, key), cg)
-            if loaded is not None:
-                _graph.COUNTERS["disk_cache_hits"] += 1
-                self.memory[key] = (loaded, dict(cg.fallbacks))
-                return loaded
-        return None
-
-    def store(self, cg, args, steps):
-        key = cg.cache_key
-        self.memory[key] = (steps, dict(cg.fallbacks))
-        d = _cache_dir()
-        if d:
-            try:
-                self._save(os.path.join(d, key), cg, steps)
-                _graph.COUNTERS["disk_cache_writes"] += 1
-            except (OSError, TypeError, ValueError):
-                pass   # a cache that cannot be written is only slower
-
-    @staticmethod
-    def _save(path, cg, steps):
-        if os.path.isdir(path):
-            return
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".tmp-")
-        try:
-            out = []
-            for k, (kind, x) in enumerate(steps):
-                if kind in ("node", "const", "host", "pre"):
-                    out.append({kind: x})
-                    continue
-                with open(os.path.join(tmp, f"seg{k}.nsp"), "wb") as f:
-                    f.write(x.program.numpy().tobytes())
-                out.append({"segment": k, "first": x.first, "last": x.last, "inputs": x.inputs,
-                            "in_meta": x.in_meta, "in_overlaps": x.in_overlaps, "outputs": x.outputs,
-                            "out_meta": x.out_meta,
-                            "out_specs": [[torch.utils._pytree.treespec_dumps(spec), kinds]
-                                          for spec, kinds in x.out_specs],
-                            "plan": x.plan, "device": x.device})
-            doc = {"format": _FORMAT, "graph": cg.name, "steps": out,
-                   "fallbacks": {str(i): why for i, why in cg.fallbacks.items()}}
-            with open(os.path.join(tmp, "graph.json"), "w") as f:
-                json.dump(doc, f)
-            os.rename(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-
-    @staticmethod
-    def _load(path, cg):
-        try:
-            with open(os.path.join(path, "graph.json")) as f:
-                doc = json.load(f)
-            if doc.get("format") != _FORMAT:
-                return None
-            n = len(cg.nodes)
-            steps = []
-            for s in doc["steps"]:
-                kind = next((k for k in ("node", "const", "host", "pre") if k in s), None)
-                if kind:
-                    if not 0 <= int(s[kind]) < n or (kind == "const") != (int(s[kind]) in cg.const) or \
-                            (kind == "pre") != (int(s[kind]) in cg.prelude_set):
-                        return None
-                    steps.append((kind, int(s[kind])))
-                    continue
-                seg = _graph.Segment(int(s["first"]), int(s["last"]))
-                if not 0 <= seg.first <= seg.last < n:
-                    return None
-                seg.inputs = [int(i) for i in s["inputs"]]
-                seg.outputs = [int(i) for i in s["outputs"]]
-                if not all(0 <= i < n for i in seg.inputs + seg.outputs):
-                    return None
-                seg.in_meta = [(m[0], tuple(m[1]), tuple(m[2])) for m in s["in_meta"]]
-                seg.in_overlaps = [tuple(int(v) for v in o) for o in s["in_overlaps"]]
-                seg.out_meta = [int(v) for v in s["out_meta"]]
-                seg.out_specs = [(torch.utils._pytree.treespec_loads(spec), [tuple(k) for k in kinds])
-                                 for spec, kinds in s["out_specs"]]
-                seg.plan = [int(v) for v in s["plan"]]
-                seg.device = int(s["device"])
-                with open(os.path.join(path, f"seg{int(s['segment'])}.nsp"), "rb") as f:
-                    seg.program = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
-                steps.append(("segment", seg))
-            cg.fallbacks = {int(i): why for i, why in doc.get("fallbacks", {}).items()}
-            return steps
-        except (OSError, ValueError, KeyError, TypeError, IndexError):
-            return None   # unreadable or foreign: compile again
-
-
-_CACHE = GraphCache()
-
-
-def clear_memory_cache():
-    """forget compiled graphs kept in this process (the disk cache stays)"""
-    _CACHE.memory.clear()
 
 
 # --------------------------------------------------------------- AOTAutograd
