@@ -6,6 +6,7 @@
  */
 #include "runtime_internal.h"
 
+#include "collectives.h"
 #include "cost.h"
 #include "numerics.h"
 
@@ -124,6 +125,7 @@ size_t nsim_struct_size(const char *name)
 		{ "nsim_exec_options", sizeof(nsim_exec_options) },
 		{ "nsim_profile_options", sizeof(nsim_profile_options) },
 		{ "nsim_chip_info", sizeof(nsim_chip_info) },
+		{ "nsim_collective_cost", sizeof(nsim_collective_cost) },
 	};
 	for (size_t i = 0; name && i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		if (!strcmp(sizes[i].name, name))
@@ -160,4 +162,28 @@ const char *nsim_stats_field(unsigned i, unsigned *words)
 	if (words)
 		*words = stat_fields[i].words;
 	return stat_fields[i].name;
+}
+
+nsim_status nsim_collective_estimate(const char *target, const char *op, uint32_t ranks, uint64_t bytes,
+				     nsim_collective_cost *out)
+{
+	const dm_chip *c = target ? dm_chip_by_name(target) : rt.init ? rt.chip : NULL;
+	if (!out || !op)
+		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: no op or output");
+	if (!c)
+		return target ? rt_fail(NSIM_INVALID, "nsim_collective_estimate: unknown target '%s'", target)
+			      : rt_fail(NSIM_UNINITIALIZED, "nsim_collective_estimate: no target and no runtime");
+	int k = 0;
+	while (k < DM_COLL_NUM_OPS && strcmp(dm_coll_op_name((dm_coll_op)k), op))
+		k++;
+	if (k == DM_COLL_NUM_OPS)
+		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: unknown collective '%s' (all_reduce, "
+			       "all_gather, reduce_scatter, broadcast, all_to_all, send_recv, barrier)", op);
+	dm_coll_cost cost;
+	if (dm_coll_estimate(dm_fabric_get(c->target), (dm_coll_op)k, ranks, bytes, &cost))
+		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: %s over %u ranks of %llu bytes", op, ranks,
+			       (unsigned long long)bytes);
+	*out = (nsim_collective_cost){ .ps = cost.ps, .algorithm = dm_coll_algo_name(cost.algo), .steps = cost.steps,
+				       .rings = cost.rings, .wire_bytes = cost.wire_bytes };
+	return NSIM_SUCCESS;
 }

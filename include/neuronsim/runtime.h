@@ -209,6 +209,22 @@ typedef struct nsim_chip_info {
 } nsim_chip_info;
 nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out);
 
+/* The modeled time of a collective over `ranks` NeuronCores (ranks fill
+ * chips in order), as nccom-test reports it: `op` is "all_reduce",
+ * "all_gather" (bytes: the gathered output), "reduce_scatter" (bytes: the
+ * whole input), "broadcast", "all_to_all" (bytes: one rank's buffer),
+ * "send_recv" or "barrier"; target NULL: the running runtime's.  The
+ * formulas and the fabric data: device_model/collectives.c. */
+typedef struct nsim_collective_cost {
+	uint64_t    ps;                 /* simulated time */
+	const char *algorithm;          /* "mesh", "rdh", "ring" or "p2p" */
+	uint32_t    steps;              /* sequential exchanges */
+	uint32_t    rings;              /* concurrent rings */
+	uint64_t    wire_bytes;         /* bytes each rank sends */
+} nsim_collective_cost;
+nsim_status nsim_collective_estimate(const char *target, const char *op, uint32_t ranks, uint64_t bytes,
+				     nsim_collective_cost *out);
+
 /* n elements of isa dtype `src_dtype` -> `dst_dtype` with the engines'
  * numerics (round to nearest even; float <-> float, or between equal
  * dtypes).  NSIM_INVALID names a pair it does not convert. */

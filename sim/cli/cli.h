@@ -20,6 +20,7 @@ int nsim_cli_nki(int argc, char **argv);
 /* exec python3 -m module argv[0..argc) with pydir first on PYTHONPATH (cli_python.c) */
 int nsim_cli_exec_python(const char *pydir, const char *module, int argc, char **argv);
 int nsim_cli_run(int argc, char **argv);
+int nsim_cli_collective(int argc, char **argv);
 /* the target names from the ISA's target table, "trn1|trn2|..." (cli_isa.c) */
 void nsim_cli_targets(char *buf, size_t size);
 

@@ -20,13 +20,15 @@ static const struct {
 	{ "isa",      nsim_cli_isa,      "list the instructions, or one's fields: isa [NAME...]" },
 	{ "nki",      nsim_cli_nki,      "run an NKI kernel file on the simulator: nki run FILE.py [--target T]" },
 	{ "trace",    nsim_cli_trace,    "trace tools: trace summary FILE | diff A B | report FILE -o OUT.html" },
+	{ "collective", nsim_cli_collective,
+	  "modeled collective times, nccom-test style: collective [-r N] [-b MIN] [-e MAX] [-f F] OP" },
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: neuronsim COMMAND [ARGS]\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nexit status: 0 success, 1 bad input, 2 usage error\n");
 }
 

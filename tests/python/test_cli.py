@@ -113,3 +113,36 @@ def test_isa_listing(neuronsim):
     assert "cost: elementwise" in out
     r = run(neuronsim, "isa", "frob")
     assert r.returncode == 1 and b"no instruction 'frob'" in r.stderr
+
+
+def test_collective_table_follows_the_model(neuronsim):
+    """`neuronsim collective` prints nccom-test's table from the collective
+    model: the same times as the bindings, busbw = algbw x 2(n-1)/n for an
+    all-reduce, and clear errors for bad ranks, sizes and ops"""
+    import neuronsim as ns
+    r = run(neuronsim, "collective", "-r", 16, "-b", "1kb", "-e", "64mb", "-f", 8, "--target", "trn1", "allr")
+    assert r.returncode == 0, r.stderr
+    lines = [ln.split() for ln in r.stdout.decode().splitlines()[1:] if ln.strip()[:1].isdigit()]
+    assert [int(ln[0]) for ln in lines] == [1024 * 8 ** k for k in range(6)]
+    for size, ranks, us, algbw, busbw, algo in lines:
+        want = ns.collective_estimate("all_reduce", 16, int(size), "trn1")
+        assert float(us) == pytest.approx(want["us"], abs=0.05) and algo == want["algorithm"]
+        assert float(busbw) == pytest.approx(float(algbw) * 2 * 15 / 16, abs=0.02)
+    assert b"Avg bus bandwidth" in r.stdout
+    for args, code, msg in ((("-r", 0, "allr"), 2, b"ranks"), (("-b", "1zb", "allr"), 2, b"bad size"),
+                            (("allx",), 1, b"unknown collective 'allx'"), (("-f", 1, "allr"), 2, b"step factor")):
+        r = run(neuronsim, "collective", *args)
+        assert r.returncode == code and msg in r.stderr, (args, r.stderr)
+
+
+def test_collective_estimate_bindings():
+    import neuronsim as ns
+    a = ns.collective_estimate("all_reduce", 8, 64 << 20, "trn2")
+    g = ns.collective_estimate("all_gather", 8, 64 << 20, "trn2")
+    assert a["algorithm"] == g["algorithm"] == "ring" and a["steps"] == 2 * g["steps"] == 14
+    assert a["wire_bytes"] == 2 * g["wire_bytes"] == 2 * (64 << 20) // 8 * 7
+    assert ns.collective_estimate("barrier", 4, 0, "trn2")["us"] == pytest.approx(58.0)
+    with pytest.raises(ns.NeuronSimError, match="unknown collective"):
+        ns.collective_estimate("gossip", 2, 1, "trn2")
+    with pytest.raises(ns.NeuronSimError, match="unknown target"):
+        ns.collective_estimate("all_reduce", 2, 1, "trn9")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
-           "target_info", "chip_info", "run_multi", "memory_allocated", "running_target", "tables", "op_fields",
+           "target_info", "chip_info", "collective_estimate", "COLLECTIVES", "run_multi", "memory_allocated", "running_target", "tables", "op_fields",
            "ENGINES", "ENGINE_TRACKS", "OPCODES", "TARGETS", "ACTIVATIONS", "ALU_OPS"]
 
 _HERE = pathlib.Path(__file__).resolve().parent
@@ -77,6 +77,11 @@ class _ChipInfo(ctypes.Structure):
                 ("hbm_bytes_per_second", ctypes.c_uint64), ("peak_flops_per_second", ctypes.c_uint64),
                 ("exec_startup_ps", ctypes.c_uint64), ("exec_teardown_ps", ctypes.c_uint64),
                 ("peer_signal_ps", ctypes.c_uint64)]
+
+
+class _CollectiveCost(ctypes.Structure):
+    _fields_ = [("ps", ctypes.c_uint64), ("algorithm", ctypes.c_char_p), ("steps", ctypes.c_uint32),
+                ("rings", ctypes.c_uint32), ("wire_bytes", ctypes.c_uint64)]
 
 
 # operand roles of isa_field_info.role (isa.h): part of the library's ABI
@@ -140,13 +145,16 @@ def _load():
         "nsim_stats_field": (ctypes.c_char_p, [ctypes.c_uint, ctypes.POINTER(ctypes.c_uint)]),
         "nsim_chip_info_get": (i32, [ctypes.c_char_p, ctypes.POINTER(_ChipInfo)]),
         "nsim_trace_track_name": (ctypes.c_char_p, [i32]),
+        "nsim_collective_estimate": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, u64,
+                                           ctypes.POINTER(_CollectiveCost)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = res, args
     for cname, pyt in (("isa_diag", _Diag), ("nsim_config", _Config), ("nsim_exec_options", _ExecOptions),
                        ("isa_target_info", _TargetInfo), ("nsim_profile_options", _ProfileOptions),
-                       ("isa_field_info", _FieldInfo), ("nsim_chip_info", _ChipInfo)):
+                       ("isa_field_info", _FieldInfo), ("nsim_chip_info", _ChipInfo),
+                       ("nsim_collective_cost", _CollectiveCost)):
         if lib.nsim_struct_size(cname.encode()) != ctypes.sizeof(pyt):
             raise NeuronSimError(f"{path}: its {cname} layout differs from these bindings' (rebuild)")
     _lib = lib
@@ -205,6 +213,27 @@ def chip_info(target=None) -> dict:
         out[k] = out[k].decode()
     out["clock_mhz"] = dict(zip(tables().ENGINES, info.clock_mhz))
     return out
+
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv", "barrier")
+
+
+def collective_estimate(op: str, ranks: int, nbytes: int, target=None) -> dict:
+    """The modeled time of collective `op` over `ranks` NeuronCores moving
+    `nbytes` (nccom-test's size: all_gather's gathered output,
+    reduce_scatter's whole input), on `target` (None: the running
+    runtime's): {"us", "algorithm", "steps", "rings", "wire_bytes"}, plus
+    nccom-test's algbw and busbw in GiB/s."""
+    lib = _load()
+    cost = _CollectiveCost()
+    _check(lib.nsim_collective_estimate(target.encode() if target else None, op.encode(), int(ranks), int(nbytes),
+                                        ctypes.byref(cost)), f"collective_estimate({op!r}, {ranks}, {nbytes})")
+    us = cost.ps / 1e6
+    algbw = nbytes / (us * 1e-6) / 2**30 if us else 0.0
+    factor = {"all_reduce": 2 * (ranks - 1) / ranks, "all_gather": (ranks - 1) / ranks,
+              "reduce_scatter": (ranks - 1) / ranks, "all_to_all": (ranks - 1) / ranks}.get(op, 1.0)
+    return {"us": us, "algorithm": cost.algorithm.decode(), "steps": cost.steps, "rings": cost.rings,
+            "wire_bytes": cost.wire_bytes, "algbw": algbw, "busbw": algbw * factor}
 
 
 # ---------------------------------------------------------------- tables

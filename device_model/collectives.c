@@ -1,0 +1,189 @@
+/*
+ * collectives.c -- collective time across NeuronCores (collectives.h).
+ *
+ * The formulas are the textbook ones for each algorithm over n ranks and a
+ * buffer of S bytes (nccom-test's size(B)): every rank sends
+ *   all-reduce      2(n-1)/n S   in 2(n-1) ring steps, 2 log2 n RDH steps, 2 mesh steps
+ *   all-gather,
+ *   reduce-scatter   (n-1)/n S   in n-1 ring steps, log2 n RDH steps, 1 mesh step
+ *   broadcast              S     in n-1 steps (a pipelined chain)
+ *   all-to-all       (n-1)/n S   in 1 mesh step
+ *   send / recv            S     in 1 step
+ * and the time is   max(launch, steps x step + wire / rate):
+ * the runtime's launch-and-completion handshake (a floor every collective
+ * pays) runs beside the data movement, whose steps each cost one handshake
+ * with a peer -- a cross-chip one where the ranks span chips -- and whose
+ * bytes move at the ring rate times the number of concurrent rings (one
+ * per torus dimension the ranks' chips span), capped by the NeuronLink
+ * rate of a link where the ring crosses chips.  Ranks fill chips in order
+ * (rank r on chip r / cores-per-chip).  The algorithm by size, as the
+ * Neuron collectives library picks it: mesh for small buffers, recursive
+ * halving-doubling (power-of-two rank counts) in between, ring above.
+ *
+ * Sources: HW = ../shared/HARDWARE.md "Interconnect"; CAL = CALIBRATION.md
+ * C-12 (2 ranks, all-reduce fp32, 1 KiB - 1 GiB) and C-13 (16 ranks, with
+ * the algorithm per size: mesh up to 128 KiB, rdh at 2 MiB, a ring variant
+ * from 32 MiB), nccom-test's sample outputs (SDK
+ * tools/neuron-sys-tools/nccom-test.rst, "Performance data ... should not
+ * be considered up-to-date").  The samples name no instance; a 2-rank
+ * run on one instance is two cores of one chip, and the 16-rank one with
+ * its two-ring bandwidth spans eight trn1 chips (two cores each), so both
+ * rows are read as trn1.
+ */
+#include "collectives.h"
+
+#include "chip.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define US 1000000ull   /* ps per us */
+
+static const dm_fabric fabrics[] = {
+	{
+		.target = ISA_TARGET_trn1,
+		.torus_x = 4, .torus_y = 4,          /* HW: 16 chips in a 2D torus (trn1.32xlarge) */
+		/* HW: 384 GB/s per chip over its four torus links: 96 GB/s each way */
+		.link_rate = 96000,
+		/* CAL C-12: from 64 MiB to 1 GiB the 2-rank time grows 56.8 bytes/ns
+		 * (1 GiB: 18930 us, busbw 52.83 GiB/s): the rate one rank moves on
+		 * one ring, below the link's (the DMA rings that drive it) */
+		.ring_rate = 56800,
+		/* CAL C-12: 1 KiB to 64 KiB all take 58 us */
+		.launch_ps = 58 * US,
+		/* CAL C-12: 4 MiB takes 107 us = 73.8 us of bytes + 33 us: two
+		 * steps between cores of one chip */
+		.step_ps = 16500000,
+		/* CAL C-13: mesh up to 128 KiB, rdh at 2 MiB, ring from 32 MiB */
+		.mesh_max = 128u << 10, .rdh_max = 4u << 20,
+	},
+	{
+		.target = ISA_TARGET_trn2,
+		.torus_x = 4, .torus_y = 4,          /* HW: trn2.48xlarge, 16 chips in a 4x4 torus */
+		.link_rate = 256000,                 /* HW: 1024 GB/s per chip intra-instance / 4 links */
+		/* no trn2 collective measurement in CALIBRATION.md: trn1's
+		 * per-ring rate, steps and launch (the same runtime and DMA rings) */
+		.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
+		.mesh_max = 128u << 10, .rdh_max = 4u << 20,
+	},
+	{
+		.target = ISA_TARGET_trn3,
+		/* HARDWARE.md states no trn3 interconnect: trn2's fabric */
+		.torus_x = 4, .torus_y = 4, .link_rate = 256000,
+		.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
+		.mesh_max = 128u << 10, .rdh_max = 4u << 20,
+	},
+};
+
+/* a step between chips: a handshake over NeuronLink.  CAL C-13: 16 ranks
+ * at 2 MiB (rdh, 8 steps) take 686 us of which 35 us are bytes; at 32 MiB
+ * (ring, 30 steps) 2754 us of which ~550 us are bytes: ~72 us a step */
+#define CROSS_CHIP_STEP_PS (72 * US)
+
+const dm_fabric *dm_fabric_get(int target)
+{
+	for (size_t i = 0; i < sizeof(fabrics) / sizeof(fabrics[0]); i++)
+		if (fabrics[i].target == target)
+			return &fabrics[i];
+	return NULL;
+}
+
+static const char *const op_names[DM_COLL_NUM_OPS] = {
+	"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv", "barrier",
+};
+static const char *const algo_names[DM_ALGO_NUM] = { "mesh", "rdh", "ring", "p2p" };
+
+const char *dm_coll_op_name(dm_coll_op op) { return (unsigned)op < DM_COLL_NUM_OPS ? op_names[op] : NULL; }
+const char *dm_coll_algo_name(dm_coll_algo a) { return (unsigned)a < DM_ALGO_NUM ? algo_names[a] : NULL; }
+
+static uint32_t log2_ceil(uint32_t n)
+{
+	uint32_t k = 0;
+	while ((1u << k) < n)
+		k++;
+	return k;
+}
+
+/* chips the first n ranks fill, and torus dimensions those chips span */
+static void span(const dm_fabric *f, uint32_t n, uint32_t *chips, uint32_t *dims)
+{
+	const dm_chip *c = dm_chip_get(f->target);
+	uint32_t per = c && c->cores ? c->cores : 1;
+	*chips = (n + per - 1) / per;
+	*dims = *chips <= 1 ? 0 : *chips <= f->torus_x ? 1 : 2;
+}
+
+int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t n, uint64_t bytes, dm_coll_cost *out)
+{
+	if (!f || !out || (unsigned)op >= DM_COLL_NUM_OPS || n == 0 || bytes > (1ull << 50))
+		return -1;
+	*out = (dm_coll_cost){ .algo = DM_ALGO_P2P, .rings = 1 };
+	if (n == 1 && op != DM_COLL_SEND_RECV)
+		return 0;   /* one rank: nothing moves */
+	if (op == DM_COLL_BARRIER) {
+		op = DM_COLL_ALL_REDUCE;
+		bytes = 4;
+	}
+	uint32_t chips, dims;
+	span(f, op == DM_COLL_SEND_RECV ? 2 : n, &chips, &dims);
+	/* the algorithm */
+	dm_coll_algo a = DM_ALGO_RING;
+	bool pow2 = (n & (n - 1)) == 0;
+	switch (op) {
+	case DM_COLL_ALL_REDUCE:
+	case DM_COLL_ALL_GATHER:
+	case DM_COLL_REDUCE_SCATTER:
+		a = bytes <= f->mesh_max ? DM_ALGO_MESH : bytes <= f->rdh_max && pow2 ? DM_ALGO_RDH : DM_ALGO_RING;
+		break;
+	case DM_COLL_ALL_TO_ALL:
+		a = DM_ALGO_MESH;
+		break;
+	case DM_COLL_SEND_RECV:
+		a = DM_ALGO_P2P;
+		break;
+	default:
+		break;
+	}
+	/* steps and bytes each rank sends */
+	bool full = op == DM_COLL_ALL_REDUCE;
+	uint64_t share = bytes / n * (n - 1);   /* (n-1)/n S */
+	uint32_t steps = 1;
+	uint64_t wire = share;
+	switch (op) {
+	case DM_COLL_ALL_REDUCE:
+	case DM_COLL_ALL_GATHER:
+	case DM_COLL_REDUCE_SCATTER:
+		steps = a == DM_ALGO_MESH ? 1 : a == DM_ALGO_RDH ? log2_ceil(n) : n - 1;
+		if (full) {
+			steps *= 2;
+			wire = 2 * share;
+		}
+		break;
+	case DM_COLL_BROADCAST:
+		steps = n - 1;
+		wire = bytes;
+		break;
+	case DM_COLL_SEND_RECV:
+		wire = bytes;
+		break;
+	default:
+		break;
+	}
+	/* the rate: rings over the torus dimensions spanned (mesh: a rank's
+	 * peers in parallel, over the same DMA rings), capped by a link's rate
+	 * where they cross chips */
+	uint32_t rings = dims == 2 ? 2 : 1;
+	uint64_t rate = f->ring_rate;
+	if (dims && f->link_rate < rate)
+		rate = f->link_rate;
+	rate *= rings;
+	uint64_t step = dims ? CROSS_CHIP_STEP_PS : f->step_ps;
+	/* wire / rate in ps without overflowing: whole microseconds, then the rest */
+	uint64_t move = (uint64_t)steps * step + wire / rate * US + ((wire % rate) * US + rate - 1) / rate;
+	out->ps = move > f->launch_ps ? move : f->launch_ps;
+	out->algo = a;
+	out->steps = steps;
+	out->rings = rings;
+	out->wire_bytes = wire;
+	return 0;
+}

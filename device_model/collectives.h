@@ -1,0 +1,55 @@
+/*
+ * collectives.h -- the time of a collective across NeuronCores: algorithm
+ * formulas (ring, recursive halving-doubling, mesh, point to point) over
+ * per-generation fabric data (collectives.c).  A pure function of its
+ * arguments: the runtime API (nsim_collective_estimate) and the torch
+ * plugin's c10d backend charge what it returns to each rank's clock.
+ */
+#ifndef NSIM_DM_COLLECTIVES_H
+#define NSIM_DM_COLLECTIVES_H
+
+#include <stdint.h>
+
+typedef enum dm_coll_op {
+	DM_COLL_ALL_REDUCE,
+	DM_COLL_ALL_GATHER,       /* bytes: the gathered output */
+	DM_COLL_REDUCE_SCATTER,   /* bytes: the whole input */
+	DM_COLL_BROADCAST,
+	DM_COLL_ALL_TO_ALL,       /* bytes: one rank's buffer */
+	DM_COLL_SEND_RECV,
+	DM_COLL_BARRIER,
+	DM_COLL_NUM_OPS
+} dm_coll_op;
+
+typedef enum dm_coll_algo { DM_ALGO_MESH, DM_ALGO_RDH, DM_ALGO_RING, DM_ALGO_P2P, DM_ALGO_NUM } dm_coll_algo;
+
+/* One generation's collective fabric, as data (collectives.c names the
+ * source of every figure). */
+typedef struct dm_fabric {
+	int      target;            /* isa_target */
+	uint32_t torus_x, torus_y;  /* chips of an instance in a 2D torus */
+	uint64_t link_rate;         /* bytes/us, one direction of one chip-to-chip link */
+	uint64_t ring_rate;         /* bytes/us a rank moves on one ring: the engines driving it */
+	uint64_t launch_ps;         /* a collective's floor: launch and completion handshake */
+	uint64_t pipe_ps;           /* a pipelined algorithm's fill, beside the launch */
+	uint64_t step_ps;           /* per step: a handshake with the step's peer */
+	uint64_t mesh_max;          /* bytes up to which all-reduce / gathers use mesh */
+	uint64_t rdh_max;           /* ... recursive halving-doubling (2^k ranks), ring above */
+} dm_fabric;
+
+typedef struct dm_coll_cost {
+	uint64_t ps;                /* simulated time */
+	dm_coll_algo algo;
+	uint32_t steps;             /* sequential exchanges */
+	uint32_t rings;             /* concurrent rings (torus dimensions the ranks span) */
+	uint64_t wire_bytes;        /* bytes each rank sends */
+} dm_coll_cost;
+
+const dm_fabric *dm_fabric_get(int target);   /* NULL for an unknown target */
+const char *dm_coll_op_name(dm_coll_op op);   /* "all_reduce" */
+const char *dm_coll_algo_name(dm_coll_algo a);/* "ring" */
+/* cost of `op` over `ranks` ranks moving `bytes` (see dm_coll_op); 0 on
+ * success, -1 for a bad op, ranks == 0 or a size whose time overflows */
+int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t ranks, uint64_t bytes, dm_coll_cost *out);
+
+#endif
