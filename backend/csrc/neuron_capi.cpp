@@ -40,10 +40,14 @@ int neuron_stats(char *buf, int len)
 		{ "program_cache_entries", pc.entries },
 		{ "program_cache_bytes", pc.bytes },
 		{ "program_cache_limit_bytes", pc.limit_bytes },
-		{ "simulated_time_ns", (s.launch_ps + s.kernel_ps + s.link_ps) / 1000 },
+		{ "simulated_time_ns", (s.launch_ps + s.kernel_ps + s.link_ps + s.collective_ps) / 1000 },
 		{ "kernel_time_ns", s.kernel_ps / 1000 },
 		{ "launch_time_ns", s.launch_ps / 1000 },
 		{ "transfer_time_ns", s.link_ps / 1000 },
+		{ "collectives", s.collectives },
+		{ "collective_time_ns", s.collective_ps / 1000 },
+		{ "collective_wait_ns", s.collective_wait_ps / 1000 },
+		{ "collective_bytes", s.collective_bytes },
 		{ "host_to_device_bytes", s.host_to_device_bytes },
 		{ "device_to_host_bytes", s.device_to_host_bytes },
 		{ "allocated_bytes", s.allocated_bytes },
@@ -148,5 +152,13 @@ int neuron_stream_wait_until(int dev, int id, uint64_t at, char *err, int errlen
 }
 
 uint64_t neuron_device_memory_in_use(void) { return nsim_memory_allocated(); }
+
+// a collective's modeled time on the current stream of `dev` (the c10d
+// backend, torch_neuronsim/distributed.py): its end in *end_ps
+int neuron_collective_charge(int dev, uint64_t start_ps, uint64_t dur_ps, const char *label, uint64_t bytes,
+			     uint64_t *end_ps, char *err, int errlen)
+{
+	CATCH(*end_ps = neuron::charge_collective(dev, start_ps, dur_ps, label ? label : "collective", bytes); return 0)
+}
 
 }  // extern "C"

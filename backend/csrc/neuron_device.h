@@ -28,6 +28,9 @@ struct Stats {
 	uint64_t dma_busy_ps = 0, dma_bytes = 0, hbm_read_bytes = 0, hbm_write_bytes = 0;
 	uint64_t dma_active_ps = 0;        // any DMA engine moving data (the profiler's DMA active)
 	uint64_t matmul_flops = 0;
+	// collectives of the c10d backend: count, modeled time on the stream
+	// clocks (after the ranks' reconciliation wait), bytes each rank sent
+	uint64_t collectives = 0, collective_ps = 0, collective_wait_ps = 0, collective_bytes = 0;
 };
 
 // one executed program on the device timeline (simulated ps on its stream)
@@ -127,6 +130,13 @@ at::Tensor to_cpu(const at::Tensor &t);
 // no transfer modeled (no link time, not counted).  For the simulator's own
 // decisions (which exact path, PyTorch's input checks), never for results.
 at::Tensor peek_cpu(const at::Tensor &t);
+/* src's values into device tensor dst without the host link's charge: a
+ * collective's result, whose time the collective model charges */
+void poke_cpu(const at::Tensor &dst, const at::Tensor &src);
+/* a collective on the current stream of `dev`: it starts at `start_ps`
+ * (the last rank's arrival) or when the stream is free, lasts `dur_ps`;
+ * recorded on the timeline and in the trace as `label`; returns its end */
+uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes);
 int device_of_ptr(const void *p);                       /* the core holding it */
 void resize_storage(const c10::Storage &storage, size_t newsize);
 

@@ -131,6 +131,33 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	}
 }
 
+uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes)
+{
+	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: collective on device ", dev);
+	uint64_t begin, end;
+	{
+		std::lock_guard<std::mutex> g(g_lock);
+		auto &v = g_stream_ps[dev];
+		int sid = g_current_stream[dev];
+		TORCH_CHECK(sid >= 0 && (size_t)sid < v.size(), "neuron: collective on an unknown stream ", sid);
+		begin = std::max(v[sid], start_ps);
+		end = begin + dur_ps;
+		g_stats.collectives++;
+		g_stats.collective_wait_ps += begin - v[sid];
+		g_stats.collective_ps += end - v[sid];
+		g_stats.collective_bytes += bytes;
+		if (g_timeline.size() == kTimelineCap) {
+			g_timeline.pop_front();
+			g_timeline_dropped++;
+		}
+		g_timeline.push_back({ label, dev, sid, begin, end, { 0, 0, 0, 0, 0 }, bytes });
+		v[sid] = end;
+	}
+	if (nsim_profile_active())
+		nsim_profile_range(dev, label.c_str(), begin, end, 0);
+	return end;
+}
+
 Stats stats()
 {
 	std::lock_guard<std::mutex> g(g_lock);

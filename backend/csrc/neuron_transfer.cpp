@@ -68,12 +68,12 @@ at::Tensor read_to_cpu(const at::Tensor &t, bool transfer)
 }
 
 // writes `src` (CPU, same dtype) into device tensor `dst` element by element
-// through a CPU mirror of the bytes dst touches
-void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
+// through a CPU mirror of the bytes dst touches; `transfer` as read_to_cpu
+void write_from_cpu(const at::Tensor &dst, const at::Tensor &src, bool transfer)
 {
 	if (dst.numel() == 0)
 		return;
-	capture_host_access("writes host data to the device");
+	capture_host_access(transfer ? "writes host data to the device" : "writes device values from the host");
 	note_write(dst.storage().data());
 	int64_t first, last;
 	span_of(dst, &first, &last);
@@ -84,11 +84,13 @@ void write_from_cpu(const at::Tensor &dst, const at::Tensor &src)
 		mirror = src.contiguous();
 		check_status(nsim_tensor_write(dt, mirror.data_ptr(), off + first, last - first), "host to device copy");
 	} else {
-		mirror = read_to_cpu(dst, true);                       // keep the bytes between elements
+		mirror = read_to_cpu(dst, transfer);                   // keep the bytes between elements
 		mirror.copy_(src);
 		const uint8_t *base = static_cast<const uint8_t *>(mirror.storage().data());
 		check_status(nsim_tensor_write(dt, base, off + first, last - first), "host to device copy");
 	}
+	if (!transfer)
+		return;
 	{
 		std::lock_guard<std::mutex> g(g_lock);
 		g_stats.host_to_device_bytes += last - first;
@@ -108,6 +110,14 @@ at::Tensor to_cpu(const at::Tensor &t)
 	return read_to_cpu(t, true);
 }
 
+void poke_cpu(const at::Tensor &dst, const at::Tensor &src)
+{
+	TORCH_CHECK(dst.is_privateuseone() && src.device().is_cpu() && src.scalar_type() == dst.scalar_type() &&
+			    src.sizes().equals(dst.sizes()),
+		    "neuron: poke_cpu: a CPU tensor of the device tensor's dtype and shape");
+	write_from_cpu(dst, src, false);
+}
+
 namespace {
 
 // every direction: host<->device and device<->device, any strides, any dtypes
@@ -116,7 +126,7 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 	(void)non_blocking;
 	TORCH_CHECK(self.defined() && dst.defined(), "neuron: copy of an undefined tensor");
 	if (self.is_cpu() && dst.is_privateuseone()) {
-		write_from_cpu(dst, self.to(dst.scalar_type()));
+		write_from_cpu(dst, self.to(dst.scalar_type()), true);
 	} else if (self.is_privateuseone() && dst.is_cpu()) {
 		const_cast<at::Tensor &>(dst).copy_(read_to_cpu(self, true));
 	} else {
@@ -127,7 +137,7 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 		if (!done) {
 			// a cast or layout no copy program covers: through the host, counted
 			count_fallback("aten::copy_");
-			write_from_cpu(dst, read_to_cpu(self, true).to(dst.scalar_type()));
+			write_from_cpu(dst, read_to_cpu(self, true).to(dst.scalar_type()), true);
 		}
 	}
 	return dst;
@@ -151,7 +161,7 @@ at::Tensor &fill_scalar(at::Tensor &self, const at::Scalar &value)
 	count_fallback("aten::fill_");
 	auto cpu = at::empty(self.sizes(), self.options().device(at::kCPU));
 	cpu.fill_(value);
-	write_from_cpu(self, cpu);
+	write_from_cpu(self, cpu, true);
 	return self;
 }
 

@@ -148,5 +148,9 @@ def _register():
 from .profiler import profile, range as profile_range  # noqa: E402
 # the compile cache's artifact type, known before any load_cache_artifacts()
 from . import compile_cache as _compile_cache  # noqa: E402,F401
+# the c10d backend "neuron", the device's default (torch.distributed)
+from . import distributed as _distributed  # noqa: E402
+
+_distributed.register()
 
 _register()

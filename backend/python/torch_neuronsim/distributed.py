@@ -1,0 +1,413 @@
+"""torch.distributed on `neuron`: the c10d backend named "neuron".
+
+`dist.init_process_group(backend="neuron")` (or no backend: it is the
+default for the device; or "cpu:gloo,neuron:neuron") makes a
+NeuronProcessGroup: a torch.distributed.ProcessGroup whose collectives move
+the data through Gloo -- PyTorch's own transport, so ranks may be processes
+on different hosts -- and charge each rank's simulated stream clock the
+collective model's time (device_model/collectives.c, the same figures as
+`neuronsim collective`):
+
+1. every rank publishes (collective, element count, dtype, root, its
+   stream's clock) to the group; a disagreement raises on every rank and
+   names it, so mismatched shapes never hang or corrupt;
+2. the values: a neuron tensor's bytes are read and written by the host
+   without the host link's charge (the hardware moves them over
+   NeuronLink), reduced by Gloo;
+3. the collective starts when the last rank arrived and lasts the model's
+   time; each rank's stream waits for its end.  The device timeline and the
+   trace show it as "all_reduce 4.0 MiB ring" on the rank's stream.
+
+Collectives run synchronously (the simulated device finishes them before
+the call returns): the Work is complete, `async_op` and `wait()` work as
+usual, and a dead peer surfaces as Gloo's timeout error.  CPU tensors in
+the same group go to Gloo directly and are not timed."""
+import ctypes
+
+import torch
+import torch.distributed as dist
+from torch.futures import Future
+
+_CODES = {"all_reduce": 1, "broadcast": 2, "all_gather": 3, "reduce_scatter": 4, "all_to_all": 5, "barrier": 6,
+          "reduce": 7, "gather": 8, "scatter": 9}
+_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+           torch.int8, torch.uint8, torch.bool]
+
+
+class _Done(dist.Work):
+    """A collective that finished before the call returned."""
+
+    def __init__(self, result=None):
+        super().__init__()
+        self._result = result if result is not None else []
+        self._future = Future()
+        self._future.set_result(self._result)
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+    def result(self):
+        return self._result
+
+    def get_future(self):
+        return self._future
+
+    def synchronize(self):
+        pass
+
+
+def _is_neuron(t):
+    return isinstance(t, torch.Tensor) and t.device.type == "neuron"
+
+
+def _host(t):
+    """a contiguous CPU copy of t's values (a neuron tensor: no host-link charge)"""
+    if _is_neuron(t):
+        return torch.ops.neuronsim.collective_read(t).contiguous()
+    return t.contiguous() if not t.is_contiguous() else t
+
+
+def _put(dst, src):
+    """src's values (CPU) into dst"""
+    if _is_neuron(dst):
+        torch.ops.neuronsim.collective_write_(dst, src.to(dst.dtype).reshape(dst.shape))
+    elif dst.data_ptr() != src.data_ptr():
+        dst.copy_(src.reshape(dst.shape))
+
+
+def _clock(dev):
+    """the simulated time (ps) of dev's current stream; 0 without a device"""
+    if dev is None:
+        return 0
+    from .device import _stream_time_ps, current_stream
+    return _stream_time_ps(dev, current_stream(dev).stream_id)
+
+
+def _nbytes(ts):
+    return sum(t.numel() * t.element_size() for t in ts)
+
+
+def _size_text(n):
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _reduce_op(opts):
+    """the ReduceOp Gloo runs, and whether to divide after (AVG)"""
+    op = opts.reduceOp
+    if op == dist.ReduceOp.AVG:
+        return dist.ReduceOp.SUM, True
+    if op == dist.ReduceOp.PREMUL_SUM:
+        raise RuntimeError("neuron: ReduceOp.PREMUL_SUM is not supported by the neuron backend")
+    return op, False
+
+
+class NeuronProcessGroup(dist.ProcessGroup):
+    def __init__(self, store, rank, size, timeout, group_name=""):
+        super().__init__(rank, size)
+        self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        self._name, self._desc = group_name, ""
+
+    # -------------------------------------------------------- identity
+    def getBackendName(self):
+        return "neuron"
+
+    def _set_group_name(self, name):
+        self._name = name
+
+    @property
+    def group_name(self):
+        return self._name
+
+    def _set_group_desc(self, desc):
+        self._desc = desc
+
+    @property
+    def group_desc(self):
+        return self._desc
+
+    # ----------------------------------------------------------- timing
+    def _begin(self, kind, tensors, root=-1, dev=None):
+        """every rank's (collective, elements, dtype, root, clock): a mismatch
+        raises on every rank; returns (device, start clock in ps)"""
+        if dev is None:
+            dev = next((t.device.index for t in tensors if _is_neuron(t)), None)
+        clock = _clock(dev)
+        dtype = tensors[0].dtype if tensors else torch.float32
+        code = _DTYPES.index(dtype) if dtype in _DTYPES else len(_DTYPES)
+        mine = torch.tensor([_CODES[kind], sum(t.numel() for t in tensors), code, root, clock], dtype=torch.int64)
+        every = torch.empty(self.size() * 5, dtype=torch.int64)
+        self._gloo._allgather_base(every, mine).wait()
+        rows = every.view(self.size(), 5).tolist()
+        names = {v: k for k, v in _CODES.items()}
+        for r, (op, n, dt, rt, _) in enumerate(rows):
+            if (op, n, dt, rt) != tuple(mine[:4].tolist()):
+                theirs = f"{names.get(op, op)} of {n} elements of {_DTYPES[dt] if dt < len(_DTYPES) else '?'}"
+                raise RuntimeError(
+                    f"neuron: collective mismatch in group '{self._name}': rank {self.rank()} called {kind} of "
+                    f"{mine[1].item()} elements of {dtype}" + (f" (root {root})" if root >= 0 else "") +
+                    f", rank {r} called {theirs}" + (f" (root {rt})" if rt >= 0 else ""))
+        return dev, max(row[4] for row in rows)
+
+    def _charge(self, kind, dev, start_ps, nbytes, sent):
+        """the model's time for `kind` over the group on dev's current stream"""
+        if dev is None:
+            return
+        import neuronsim
+
+        from . import _lib
+        # reduce / gather / scatter move what all-reduce / all-gather do
+        model = {"reduce": "all_reduce", "gather": "all_gather", "scatter": "all_gather"}.get(kind, kind)
+        cost = neuronsim.collective_estimate(model, self.size(), nbytes)
+        label = f"{kind} {_size_text(nbytes)} {cost['algorithm']} x{self.size()}"
+        end = ctypes.c_uint64()
+        err = ctypes.create_string_buffer(512)
+        if _lib.neuron_collective_charge(dev, ctypes.c_uint64(start_ps), ctypes.c_uint64(round(cost["us"] * 1e6)),
+                                         label.encode(), ctypes.c_uint64(sent), ctypes.byref(end), err, 512) < 0:
+            raise RuntimeError(err.value.decode())
+
+    def _timed(self, kind, tensors, nbytes, run, root=-1):
+        dev, start = self._begin(kind, tensors, root)
+        run()
+        self._charge(kind, dev, start, nbytes, nbytes)
+
+    # ----------------------------------------------------- collectives
+    def allreduce(self, tensors, opts=None):
+        opts = opts or dist.AllreduceOptions()
+        op, avg = _reduce_op(opts)
+
+        def run():
+            hosts = [_host(t) for t in tensors]
+            o = dist.AllreduceOptions()
+            o.reduceOp = op
+            self._gloo.allreduce(hosts, o).wait()
+            for t, h in zip(tensors, hosts):
+                if avg:
+                    if not h.is_floating_point():
+                        raise RuntimeError(f"neuron: ReduceOp.AVG needs a floating-point tensor, not {h.dtype}")
+                    h = h / self.size()
+                _put(t, h)
+        self._timed("all_reduce", tensors, _nbytes(tensors), run)
+        return _Done(tensors)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        o = dist.AllreduceOptions()
+        if opts is not None:
+            o.reduceOp = opts.reduceOp
+        return self.allreduce(tensors, o)
+
+    def broadcast(self, tensors, opts=None):
+        opts = opts or dist.BroadcastOptions()
+
+        def run():
+            hosts = [_host(t) for t in tensors]
+            o = dist.BroadcastOptions()
+            o.rootRank, o.rootTensor = opts.rootRank, opts.rootTensor
+            self._gloo.broadcast(hosts, o).wait()
+            if self.rank() != opts.rootRank:
+                for t, h in zip(tensors, hosts):
+                    _put(t, h)
+        self._timed("broadcast", tensors, _nbytes(tensors), run, root=opts.rootRank)
+        return _Done(tensors)
+
+    def _allgather_base(self, output, input, opts=None):
+        def run():
+            out = torch.empty(output.numel(), dtype=output.dtype)
+            self._gloo._allgather_base(out, _host(input).reshape(-1)).wait()
+            _put(output, out)
+        self._timed("all_gather", [input], output.numel() * output.element_size(), run)
+        return _Done([output])
+
+    def allgather(self, output_tensors, input_tensors, opts=None):
+        def run():
+            for outs, inp in zip(output_tensors, input_tensors):
+                hosts = [torch.empty(o.shape, dtype=o.dtype) for o in outs]
+                self._gloo.allgather([hosts], [_host(inp)]).wait()
+                for o, h in zip(outs, hosts):
+                    _put(o, h)
+        total = sum(_nbytes(outs) for outs in output_tensors)
+        self._timed("all_gather", input_tensors, total, run)
+        return _Done(output_tensors)
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        return self.allgather(output_lists, input_list, opts)
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._allgather_base(o, i, opts)
+        return _Done(outputs)
+
+    def _reduce_scatter(self, output, flat, opts, nbytes, inputs):
+        """output = this rank's slice of the reduction of every rank's flat
+        host tensor (Gloo: all-reduce, then the slice)"""
+        opts = opts or dist.ReduceScatterOptions()
+        op, avg = _reduce_op(opts)
+        n = output.numel()
+        if flat.numel() != n * self.size():
+            raise RuntimeError(f"neuron: reduce_scatter: input of {flat.numel()} elements is not "
+                               f"{self.size()} x the output's {n}")
+
+        def run():
+            h = flat.clone()
+            o = dist.AllreduceOptions()
+            o.reduceOp = op
+            self._gloo.allreduce([h], o).wait()
+            part = h[self.rank() * n:(self.rank() + 1) * n]
+            _put(output, part / self.size() if avg else part)
+        self._timed("reduce_scatter", inputs, nbytes, run)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        self._reduce_scatter(output, _host(input).reshape(-1), opts, input.numel() * input.element_size(), [input])
+        return _Done([output])
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        for out, ins in zip(output_tensors, input_tensors):
+            flat = torch.cat([_host(i).reshape(-1) for i in ins])
+            self._reduce_scatter(out, flat, opts, _nbytes(ins), list(ins))
+        return _Done(output_tensors)
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._reduce_scatter_base(o, i, opts)
+        return _Done(outputs)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        def run():
+            out = torch.empty(output.shape, dtype=output.dtype)
+            self._gloo.alltoall_base(out, _host(input), list(output_split_sizes), list(input_split_sizes)).wait()
+            _put(output, out)
+        self._timed("all_to_all", [input], input.numel() * input.element_size(), run)
+        return _Done([output])
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        def run():
+            outs = [torch.empty(o.shape, dtype=o.dtype) for o in output_tensors]
+            self._gloo.alltoall(outs, [_host(i) for i in input_tensors]).wait()
+            for o, h in zip(output_tensors, outs):
+                _put(o, h)
+        self._timed("all_to_all", input_tensors, _nbytes(input_tensors), run)
+        return _Done(output_tensors)
+
+    def barrier(self, opts=None):
+        from .device import current_device
+        dev, start = self._begin("barrier", [], dev=current_device())
+        self._charge("barrier", dev, start, 0, 0)
+        return _Done()
+
+    # the names torch.distributed's Python API calls a group by
+    def all_gather_single(self, output, input, opts=None):
+        return self._allgather_base(output, input, opts)
+
+    def all_gather_single_coalesced(self, outputs, inputs, opts=None):
+        return self.allgather_into_tensor_coalesced(outputs, inputs, opts)
+
+    def reduce_scatter_single(self, output, input, opts=None):
+        return self._reduce_scatter_base(output, input, opts)
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        return self.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
+
+    # collectives run as they are called: coalescing has nothing to batch
+    def _start_coalescing(self, device):
+        pass
+
+    def _end_coalescing(self, device):
+        return _Done()
+
+    def reduce(self, tensors, opts=None):
+        opts = opts or dist.ReduceOptions()
+        op, avg = _reduce_op(opts)
+
+        def run():
+            hosts = [_host(t) for t in tensors]
+            o = dist.ReduceOptions()
+            o.reduceOp, o.rootRank, o.rootTensor = op, opts.rootRank, opts.rootTensor
+            self._gloo.reduce(hosts, o).wait()
+            if self.rank() == opts.rootRank:
+                for t, h in zip(tensors, hosts):
+                    _put(t, h / self.size() if avg else h)
+        self._timed("reduce", tensors, _nbytes(tensors), run, root=opts.rootRank)
+        return _Done(tensors)
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.GatherOptions()
+
+        def run():
+            root = self.rank() == opts.rootRank
+            outs = [[torch.empty(o.shape, dtype=o.dtype) for o in output_tensors[0]]] if root else []
+            o = dist.GatherOptions()
+            o.rootRank = opts.rootRank
+            self._gloo.gather(outs, [_host(i) for i in input_tensors], o).wait()
+            if root:
+                for t, h in zip(output_tensors[0], outs[0]):
+                    _put(t, h)
+        self._timed("gather", input_tensors, _nbytes(input_tensors) * self.size(), run, root=opts.rootRank)
+        return _Done(output_tensors)
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        opts = opts or dist.ScatterOptions()
+
+        def run():
+            root = self.rank() == opts.rootRank
+            outs = [torch.empty(o.shape, dtype=o.dtype) for o in output_tensors]
+            o = dist.ScatterOptions()
+            o.rootRank = opts.rootRank
+            self._gloo.scatter(outs, [[_host(i) for i in input_tensors[0]]] if root else [], o).wait()
+            for t, h in zip(output_tensors, outs):
+                _put(t, h)
+        self._timed("scatter", output_tensors, _nbytes(output_tensors) * self.size(), run, root=opts.rootRank)
+        return _Done(output_tensors)
+
+    # ----------------------------------------------------- point to point
+    def send(self, tensors, dst, tag):
+        dev = next((t.device.index for t in tensors if _is_neuron(t)), None)
+        clock = _clock(dev)
+        meta = torch.tensor([sum(t.numel() for t in tensors), clock], dtype=torch.int64)
+        self._gloo.send([meta], dst, tag).wait()
+        self._gloo.send([torch.cat([_host(t).reshape(-1) for t in tensors])], dst, tag).wait()
+        nbytes = _nbytes(tensors)
+        self._charge("send_recv", dev, clock, nbytes, nbytes)
+        return _Done(tensors)
+
+    def recv(self, tensors, src, tag):
+        dev = next((t.device.index for t in tensors if _is_neuron(t)), None)
+        meta = torch.empty(2, dtype=torch.int64)
+        self._gloo.recv([meta], src, tag).wait()
+        n = sum(t.numel() for t in tensors)
+        if meta[0].item() != n:
+            raise RuntimeError(f"neuron: recv of {n} elements from rank {src}, which sent {meta[0].item()}")
+        flat = torch.empty(n, dtype=tensors[0].dtype)
+        self._gloo.recv([flat], src, tag).wait()
+        at = 0
+        for t in tensors:
+            _put(t, flat[at:at + t.numel()])
+            at += t.numel()
+        mine = _clock(dev)
+        nbytes = _nbytes(tensors)
+        self._charge("send_recv", dev, max(mine, meta[1].item()), nbytes, 0)
+        return _Done(tensors)
+
+
+def _create(opts, backend_options=None):
+    """Backend.register_backend's creator (extended API: it receives the
+    group's name, which functional collectives look groups up by)."""
+    return NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, opts.group_id)
+
+
+def register():
+    """`neuron` as a c10d backend name and the default backend for the
+    device (torch_neuronsim's import calls this)."""
+    if not dist.is_available() or "neuron" in dist.Backend.backend_list:
+        return
+    dist.Backend.register_backend("neuron", _create, extended_api=True, devices=["neuron"])

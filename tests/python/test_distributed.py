@@ -1,0 +1,256 @@
+"""torch.distributed on `neuron` (torch_neuronsim/distributed.py): the c10d
+backend "neuron" under torchrun -- every collective's values, DDP training
+matching one process, the collective model's time on each rank's clock,
+mismatched calls raising on every rank, a dead peer surfacing as an error --
+and in one process, the backend's registration and defaults."""
+import datetime
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+
+
+def torchrun(tmp_path, body, nproc=2, expect_ok=True):
+    """runs `body` (after a process-group prologue) on nproc ranks; each
+    rank's `out(obj)` lands in rank<r>.json; returns {rank: [objs]}"""
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent("""
+        import datetime, json, os, sys, torch, torch.distributed as dist, torch_neuronsim
+        R = int(os.environ["RANK"])
+        def out(obj):
+            with open(os.path.join(sys.argv[1], f"rank{R}.json"), "a") as f:
+                f.write(json.dumps(obj) + "\\n")
+    """) + textwrap.dedent(body))
+    env = dict(os.environ, NEURON_SIM="1")
+    # --standalone: torchrun's own rendezvous on a port it finds free
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+           str(script), str(tmp_path)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if expect_ok:
+        assert r.returncode == 0, r.stderr[-4000:]
+    res = {}
+    for k in range(nproc):
+        p = tmp_path / f"rank{k}.json"
+        res[k] = [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+    return res, r
+
+
+def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
+    res, _ = torchrun(tmp_path, """
+        dist.init_process_group()                      # the device's default backend: neuron
+        r, n = dist.get_rank(), dist.get_world_size()
+        dev = torch.device("neuron", 0)
+        got = {"backend": dist.get_backend_config()}
+        x = torch.arange(6, dtype=torch.float32).to(dev) + r
+        dist.all_reduce(x); got["sum"] = x.cpu().tolist()
+        y = torch.full((3,), float(r)).to(dev); dist.all_reduce(y, op=dist.ReduceOp.AVG); got["avg"] = y.cpu().tolist()
+        m = torch.tensor([r, -r], dtype=torch.int32).to(dev); dist.all_reduce(m, op=dist.ReduceOp.MAX)
+        got["max"] = m.cpu().tolist()
+        b = torch.full((4,), float(r + 10)).to(dev); dist.broadcast(b, src=1); got["bcast"] = b.cpu().tolist()
+        o = torch.empty(2 * n).to(dev); dist.all_gather_into_tensor(o, torch.full((2,), float(r)).to(dev))
+        got["gather_t"] = o.cpu().tolist()
+        lst = [torch.empty(2).to(dev) for _ in range(n)]; dist.all_gather(lst, torch.full((2,), float(r)).to(dev))
+        got["gather_l"] = [t.cpu().tolist() for t in lst]
+        rs = torch.empty(2).to(dev); dist.reduce_scatter_tensor(rs, torch.arange(2 * n, dtype=torch.float32).to(dev))
+        got["rs"] = rs.cpu().tolist()
+        a = torch.empty(n).to(dev); dist.all_to_all_single(a, torch.arange(n, dtype=torch.float32).to(dev) + 100 * r)
+        got["a2a"] = a.cpu().tolist()
+        if r == 0:
+            dist.send(torch.tensor([7.0, 8.0]).to(dev), 1)
+        else:
+            z = torch.empty(2).to(dev); dist.recv(z, 0); got["recv"] = z.cpu().tolist()
+        w = dist.all_reduce(torch.ones(2).to(dev), async_op=True); w.wait(); got["async"] = w.is_completed()
+        dist.barrier()
+        from torch.distributed._functional_collectives import all_reduce as far
+        got["functional"] = far(torch.ones(2).to(dev), "sum", dist.group.WORLD).cpu().tolist()
+        c = torch.full((2,), float(r)); dist.all_reduce(c); got["cpu"] = c.tolist()   # CPU tensors too
+        out(got)
+        dist.destroy_process_group()
+    """)
+    for r in (0, 1):
+        g = res[r][0]
+        assert "neuron:neuron" in g["backend"], g["backend"]
+        assert g["sum"] == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0] and g["avg"] == [0.5] * 3 and g["max"] == [1, 0]
+        assert g["bcast"] == [11.0] * 4 and g["gather_t"] == [0.0, 0.0, 1.0, 1.0]
+        assert g["gather_l"] == [[0.0, 0.0], [1.0, 1.0]] and g["rs"] == [[0.0, 2.0], [4.0, 6.0]][r]
+        assert g["a2a"] == [[0.0, 100.0], [1.0, 101.0]][r] and g["async"] is True
+        assert g["functional"] == [2.0, 2.0] and g["cpu"] == [1.0, 1.0]
+    assert res[1][0]["recv"] == [7.0, 8.0]
+
+
+LLAMA = dict(hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=4, vocab_size=100,
+             num_hidden_layers=2)
+
+
+def reference_training():
+    """one process, the whole batch: the losses and first parameters that
+    every parallel mode must reproduce"""
+    import transformers as T
+    torch.manual_seed(0)
+    model = T.LlamaForCausalLM(T.LlamaConfig(**LLAMA)).to(NEURON)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    data = torch.randint(0, 100, (4, 12), generator=torch.Generator().manual_seed(1)).to(NEURON)
+    losses = []
+    for _ in range(2):
+        loss = model(data, labels=data).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    return losses, [p.detach().cpu() for p in list(model.parameters())[:4]]
+
+
+@pytest.mark.parametrize("nproc", [2, 4])
+def test_ddp_fsdp2_and_tensor_parallel_training_match_one_process(tmp_path, nproc):
+    res, _ = torchrun(tmp_path, f"""
+        import transformers as T
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+        from torch.distributed.tensor import DTensor
+        from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+        dist.init_process_group(backend="neuron")
+        r, n = dist.get_rank(), dist.get_world_size()
+        dev = torch.device("neuron", 0)
+        data = torch.randint(0, 100, (4, 12), generator=torch.Generator().manual_seed(1))
+        mine = data[r * (4 // n):(r + 1) * (4 // n)].to(dev)
+
+        def make():
+            torch.manual_seed(0)
+            return T.LlamaForCausalLM(T.LlamaConfig(**{LLAMA!r})).to(dev)
+
+        def train(model, batch, **opt_kw):
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-2, **opt_kw)
+            losses = []
+            for _ in range(2):
+                loss = model(batch, labels=batch).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                l = loss.detach().clone()
+                dist.all_reduce(l, op=dist.ReduceOp.AVG)
+                losses.append(l.item())
+            return losses
+
+        def first(model):
+            ps = list(model.parameters())[:4]
+            return [(p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu().flatten().tolist() for p in ps]
+
+        got = {{}}
+        m = make()
+        got["ddp"] = (train(torch.nn.parallel.DistributedDataParallel(m), mine), first(m))
+        m = make()
+        for layer in m.model.layers:
+            fully_shard(layer)
+        fully_shard(m)
+        got["fsdp2"] = (train(m, mine), first(m))
+        m = make()
+        mesh = init_device_mesh("neuron", (n,))
+        for layer in m.model.layers:
+            parallelize_module(layer.self_attn, mesh, {{"q_proj": ColwiseParallel(), "k_proj": ColwiseParallel(),
+                                                       "v_proj": ColwiseParallel(), "o_proj": RowwiseParallel()}})
+            parallelize_module(layer.mlp, mesh, {{"gate_proj": ColwiseParallel(), "up_proj": ColwiseParallel(),
+                                                 "down_proj": RowwiseParallel()}})
+        # plain tensors (embeddings, norms) beside DTensors: the per-tensor
+        # optimizer path, as PyTorch's foreach kernels take one kind per group
+        got["tp"] = (train(m, data.to(dev), foreach=False), first(m))
+        out(got)
+        dist.destroy_process_group()
+    """, nproc=nproc)
+    want_losses, want_params = reference_training()
+    for r in range(nproc):
+        for mode in ("ddp", "fsdp2", "tp"):
+            losses, params = res[r][0][mode]
+            assert losses == pytest.approx(want_losses, rel=2e-4), (mode, r)
+            for p, w in zip(params, want_params):
+                torch.testing.assert_close(torch.tensor(p), w.flatten(), rtol=1e-4, atol=2e-5,
+                                           msg=lambda m: f"{mode} rank {r}: {m}")
+
+
+def test_a_collective_takes_the_model_time_after_the_last_arrival(tmp_path):
+    res, _ = torchrun(tmp_path, """
+        import ctypes
+        from torch_neuronsim import _lib
+        from torch_neuronsim.device import _call, _stream_time_ps
+        dist.init_process_group(backend="neuron")
+        dev = torch.device("neuron", 0)
+        big = torch.ones(1 << 20).to(dev)                      # 4 MiB
+        dist.barrier()
+        sid = torch.neuron.current_stream().stream_id
+        if dist.get_rank() == 1:                               # rank 1 arrives 1 ms of device time late
+            _call(_lib.neuron_stream_wait_until, 0, sid, ctypes.c_uint64(_stream_time_ps(0, sid) + 10**9))
+        t0 = _stream_time_ps(0, sid)
+        torch_neuronsim.reset_stats()
+        dist.all_reduce(big)
+        s = torch_neuronsim.stats()
+        t1 = _stream_time_ps(0, sid)
+        out({"t0": t0, "t1": t1, "coll": s["collectives"], "coll_ns": s["collective_time_ns"],
+             "wait_ns": s["collective_wait_ns"], "big": big[:2].cpu().tolist()})
+        dist.destroy_process_group()
+    """)
+    import neuronsim
+    model_ps = round(neuronsim.collective_estimate("all_reduce", 2, 4 << 20)["us"] * 1e6)
+    a, b = res[0][0], res[1][0]
+    assert a["big"] == b["big"] == [2.0, 2.0] and a["coll"] == b["coll"] == 1
+    # both end at the late rank's arrival plus the model's time
+    assert a["t1"] == b["t1"] == max(a["t0"], b["t0"]) + model_ps
+    assert a["coll_ns"] - a["wait_ns"] == b["coll_ns"] - b["wait_ns"] == model_ps // 1000
+    assert a["wait_ns"] >= 999_000 and b["wait_ns"] == 0
+
+
+def test_mismatched_collectives_raise_on_every_rank(tmp_path):
+    res, _ = torchrun(tmp_path, """
+        dist.init_process_group(backend="neuron")
+        r = dist.get_rank()
+        try:
+            dist.all_reduce(torch.ones(3 + r).to("neuron"))
+            out({"error": None})
+        except RuntimeError as e:
+            out({"error": str(e)})
+        dist.destroy_process_group()
+    """)
+    for r in (0, 1):
+        msg = res[r][0]["error"]
+        assert msg and "collective mismatch" in msg and "3 elements" in msg and "4 elements" in msg, msg
+
+
+def test_a_dead_rank_makes_the_others_fail_not_hang(tmp_path):
+    res, r = torchrun(tmp_path, """
+        dist.init_process_group(backend="neuron", timeout=datetime.timedelta(seconds=20))
+        dist.all_reduce(torch.ones(2).to("neuron"))
+        if dist.get_rank() == 1:
+            os._exit(3)                               # killed mid-step
+        try:
+            dist.all_reduce(torch.ones(2).to("neuron"))
+            out({"error": None})
+        except RuntimeError as e:
+            out({"error": type(e).__name__ + ": " + str(e)[:300]})
+    """, expect_ok=False)
+    assert r.returncode != 0                                   # torchrun reports the dead rank
+    assert res[0] and res[0][0]["error"], res                 # rank 0 got an error, not a hang
+
+
+def test_the_backend_is_registered_for_the_device(tmp_path):
+    assert "neuron" in dist.Backend.backend_list
+    assert dist.Backend.default_device_backend_map["neuron"] == "neuron"
+    store = dist.FileStore(str(tmp_path / "store"), 1)
+    dist.init_process_group("cpu:gloo,neuron:neuron", store=store, rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=30))
+    try:
+        x = torch.arange(4.0).to(NEURON)
+        torch_neuronsim.reset_stats()
+        dist.all_reduce(x)
+        assert x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0]
+        assert torch_neuronsim.stats()["collectives"] == 1   # one rank: no time, but counted
+        with pytest.raises(RuntimeError, match="PREMUL_SUM"):
+            dist.all_reduce(x, op=dist._make_nccl_premul_sum(2.0))
+    finally:
+        dist.destroy_process_group()
