@@ -73,8 +73,14 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         from torch.distributed._functional_collectives import all_reduce as far
         got["functional"] = far(torch.ones(2).to(dev), "sum", dist.group.WORLD).cpu().tolist()
         c = torch.full((2,), float(r)); dist.all_reduce(c); got["cpu"] = c.tolist()   # CPU tensors too
-        out(got)
+        pg = dist.group.WORLD
+        ddp = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(2, 2).to(dev))   # alive at exit
         dist.destroy_process_group()
+        try:
+            pg.allreduce([torch.ones(1).to(dev)])
+        except RuntimeError as e:
+            got["after"] = str(e)
+        out(got)
     """)
     for r in (0, 1):
         g = res[r][0]
@@ -84,6 +90,7 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         assert g["gather_l"] == [[0.0, 0.0], [1.0, 1.0]] and g["rs"] == [[0.0, 2.0], [4.0, 6.0]][r]
         assert g["a2a"] == [[0.0, 100.0], [1.0, 101.0]][r] and g["async"] is True
         assert g["functional"] == [2.0, 2.0] and g["cpu"] == [1.0, 1.0]
+        assert "was destroyed" in g["after"]
     assert res[1][0]["recv"] == [7.0, 8.0]
 
 

@@ -113,7 +113,7 @@ def _reduce_op(opts):
 class NeuronProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, size, timeout, group_name=""):
         super().__init__(rank, size)
-        self._gloo = dist.ProcessGroupGloo(store, rank, size, timeout)
+        self._gloo_pg = dist.ProcessGroupGloo(store, rank, size, timeout)
         self._name, self._desc = group_name, ""
 
     # -------------------------------------------------------- identity
@@ -133,6 +133,25 @@ class NeuronProcessGroup(dist.ProcessGroup):
     @property
     def group_desc(self):
         return self._desc
+
+    # destroy_process_group() shuts the group down: Gloo's threads end now,
+    # while Python runs, not when the last holder (a DDP reducer kept alive
+    # to the interpreter's exit) lets the group go
+    def shutdown(self):
+        g, self._gloo_pg = self._gloo_pg, None
+        if g is not None:
+            g.shutdown()
+
+    def abort(self):
+        g, self._gloo_pg = self._gloo_pg, None
+        if g is not None:
+            g.abort()
+
+    @property
+    def _gloo(self):
+        if self._gloo_pg is None:
+            raise RuntimeError(f"neuron: process group '{self._name}' was destroyed (destroy_process_group)")
+        return self._gloo_pg
 
     # ----------------------------------------------------------- timing
     def _begin(self, kind, tensors, root=-1, dev=None):
