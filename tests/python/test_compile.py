@@ -223,31 +223,6 @@ def test_a_cpu_fallback_in_a_graph_is_named_under_strict_mode(monkeypatch):
         torch.compile(f, backend="neuron")(x)
 
 
-def test_a_new_process_loads_the_compiled_graph_from_the_disk_cache(tmp_path):
-    script = textwrap.dedent("""
-        import json, torch, torch_neuronsim
-        torch.manual_seed(0)
-        m = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).to("neuron")
-        x = torch.randn(4, 32).to("neuron")
-        with torch.no_grad():
-            torch_neuronsim.reset_stats()
-            y = torch.compile(m, backend="neuron")(x)
-            s = torch_neuronsim.stats()
-        print(json.dumps({"c": s["compile"], "programs": s["programs_executed"], "y": y.cpu().tolist()}))
-    """)
-    env = dict(os.environ, NEURON_SIM_COMPILE_CACHE_DIR=str(tmp_path), NEURON_SIM="1")
-    runs = []
-    import json
-    for _ in range(2):
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr[-2000:]
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-    assert runs[0]["c"]["graphs_compiled"] == 1 and runs[0]["c"]["disk_cache_writes"] == 1
-    assert runs[1]["c"]["graphs_compiled"] == 0 and runs[1]["c"]["disk_cache_hits"] == 1
-    assert runs[1]["programs"] == 1                                 # straight to the linked program
-    assert runs[1]["y"] == runs[0]["y"]
-
-
 _SAVE = """
 import json, sys, torch, torch_neuronsim
 torch.manual_seed(0)
@@ -258,6 +233,28 @@ with torch.no_grad():
     y = torch.compile(m, backend="neuron")(x)
     s = torch_neuronsim.stats()
 """
+
+
+def run_python(script, cache):
+    """`script` in a new process with the compile cache at `cache`: the JSON
+    of its last line"""
+    import json
+    env = dict(os.environ, NEURON_SIM_COMPILE_CACHE_DIR=str(cache), NEURON_SIM="1")
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_loads_the_compiled_graph_from_the_disk_cache(tmp_path):
+    script = _SAVE + ('print(json.dumps({"c": s["compile"], "programs": s["programs_executed"], '
+                      '"y": y.cpu().tolist()}))\n')
+    runs = [run_python(script, tmp_path) for _ in range(2)]
+    assert runs[0]["c"]["graphs_compiled"] == 1 and runs[0]["c"]["disk_cache_writes"] == 1
+    assert runs[1]["c"]["graphs_compiled"] == 0 and runs[1]["c"]["disk_cache_hits"] == 1
+    assert runs[1]["programs"] == 1                                 # straight to the linked program
+    assert runs[1]["y"] == runs[0]["y"]
+
+
 
 
 @pytest.mark.parametrize("load_cache", ["empty", "off"])
@@ -278,12 +275,7 @@ def test_cache_artifacts_carry_compiled_graphs_to_a_new_process(tmp_path, load_c
         n = len(info.neuronsim_graph_artifacts)
     """) + _SAVE + 'print(json.dumps({"n": n, "c": s["compile"], "programs": s["programs_executed"], ' \
         '"y": y.cpu().tolist()}))\n'
-    runs = []
-    for script, cache in ((save, tmp_path / "a"), (load, tmp_path / "b" if load_cache == "empty" else "off")):
-        env = dict(os.environ, NEURON_SIM_COMPILE_CACHE_DIR=str(cache), NEURON_SIM="1")
-        out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
-        assert out.returncode == 0, out.stderr[-2000:]
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    runs = [run_python(save, tmp_path / "a"), run_python(load, tmp_path / "b" if load_cache == "empty" else "off")]
     assert runs[0]["n"] == 1 and runs[0]["c"]["graphs_compiled"] == 1
     assert runs[1]["n"] == 1
     assert runs[1]["c"]["graphs_compiled"] == 0 and runs[1]["c"]["disk_cache_hits"] == 1
