@@ -1,5 +1,5 @@
 /*
- * cli_trace.c -- `neuronsim trace summary|diff|report`: the trace tools are
+ * cli_trace.c -- `neuronsim trace summary|diff|report|merge`: the trace tools are
  * Python (traces/python/neuronsim_trace: protobuf decoding, tables, HTML).
  */
 #include "cli.h"

@@ -19,7 +19,7 @@ static const struct {
 	{ "run",      nsim_cli_run,      "execute a program on the simulated core: run PROG --input N=F.npy ..." },
 	{ "isa",      nsim_cli_isa,      "list the instructions, or one's fields: isa [NAME...]" },
 	{ "nki",      nsim_cli_nki,      "run an NKI kernel file on the simulator: nki run FILE.py [--target T]" },
-	{ "trace",    nsim_cli_trace,    "trace tools: trace summary FILE | diff A B | report FILE -o OUT.html" },
+	{ "trace",    nsim_cli_trace,    "trace tools: trace summary FILE | diff A B | report FILE -o OUT.html | merge R0 R1.. -o OUT" },
 	{ "collective", nsim_cli_collective,
 	  "modeled collective times, nccom-test style: collective [-r N] [-b MIN] [-e MAX] [-f F] OP" },
 };

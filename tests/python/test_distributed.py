@@ -261,3 +261,34 @@ def test_the_backend_is_registered_for_the_device(tmp_path):
             dist.all_reduce(x, op=dist._make_nccl_premul_sum(2.0))
     finally:
         dist.destroy_process_group()
+
+
+def test_per_rank_traces_merge_into_one_with_collectives_aligned(tmp_path):
+    """each rank profiles its device; `neuronsim trace merge` joins the
+    traces (Perfetto and Chrome JSON alike) into one process per rank, and a
+    collective's slice starts at the same simulated time on every rank"""
+    torchrun(tmp_path, """
+        dist.init_process_group(backend="neuron")
+        r = dist.get_rank()
+        x = torch.randn(128, 64 * (r + 1)).to("neuron")           # rank 1 computes longer
+        ext = ".pftrace" if r == 0 else ".json"
+        with torch_neuronsim.profile(path=os.path.join(sys.argv[1], f"trace{r}{ext}")):
+            y = (x @ x.T).sum(0)
+            dist.all_reduce(y)
+            y.relu()
+        dist.destroy_process_group()
+    """)
+    from neuronsim_trace.__main__ import main as trace_main
+    out = tmp_path / "merged.json"
+    assert trace_main(["merge", str(tmp_path / "trace0.pftrace"), str(tmp_path / "trace1.json"), "-o", str(out),
+                       "--labels", "host a,host b"]) == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert procs == {1: "host a", 2: "host b"}
+    threads = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thread_name"}
+    for pid in (1, 2):
+        assert (pid, "NeuronCore 0 / TensorE") in threads
+    coll = [e for e in events if e.get("ph") == "X" and e["name"].startswith("all_reduce")]
+    assert len(coll) == 2 and {e["pid"] for e in coll} == {1, 2}
+    assert coll[0]["ts"] == pytest.approx(coll[1]["ts"], abs=1e-3) and coll[0]["dur"] == pytest.approx(coll[1]["dur"])
+    assert trace_main(["merge", str(tmp_path / "trace0.pftrace"), "-o", str(out), "--labels", "a,b"]) == 1

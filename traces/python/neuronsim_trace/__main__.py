@@ -124,6 +124,14 @@ def cmd_report(args, out=sys.stdout):
     return 0
 
 
+def cmd_merge(args, out=sys.stdout):
+    from .merge import merge
+    labels = args.labels.split(",") if args.labels else None
+    ranks, slices, samples = merge(args.files, args.output, labels)
+    out.write(f"wrote {args.output}: {ranks} ranks, {slices} slices, {samples} counter samples\n")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="neuronsim trace", description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -140,9 +148,14 @@ def main(argv=None):
     r = sub.add_parser("report", help="a self-contained HTML report")
     r.add_argument("file")
     r.add_argument("-o", "--output", required=True)
+    m = sub.add_parser("merge", help="per-rank traces into one trace, one process per rank")
+    m.add_argument("files", nargs="+", help="rank 0's trace, rank 1's, ...")
+    m.add_argument("-o", "--output", required=True, help="the joined trace (Chrome trace-event JSON)")
+    m.add_argument("--labels", help="comma-separated process names (default: rank 0, rank 1, ...)")
     args = ap.parse_args(argv)
     try:
-        return {"summary": cmd_summary, "diff": cmd_diff, "report": cmd_report}[args.cmd](args)
+        return {"summary": cmd_summary, "diff": cmd_diff, "report": cmd_report,
+                "merge": cmd_merge}[args.cmd](args)
     except TraceError as e:
         sys.stderr.write(f"neuronsim trace: {e}\n")
         return 1
