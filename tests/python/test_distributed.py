@@ -64,6 +64,11 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         got["rs"] = rs.cpu().tolist()
         a = torch.empty(n).to(dev); dist.all_to_all_single(a, torch.arange(n, dtype=torch.float32).to(dev) + 100 * r)
         got["a2a"] = a.cpu().tolist()
+        # uneven splits: rank 0 sends 1 element to each, rank 1 sends 2 to each
+        u = torch.empty(3 if r == 0 else 3).to(dev)
+        dist.all_to_all_single(u, torch.arange(2 * (r + 1), dtype=torch.float32).to(dev) + 10 * r,
+                               output_split_sizes=[1, 2], input_split_sizes=[r + 1, r + 1])
+        got["a2a_uneven"] = u.cpu().tolist()
         if r == 0:
             dist.send(torch.tensor([7.0, 8.0]).to(dev), 1)
         else:
@@ -89,6 +94,7 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         assert g["bcast"] == [11.0] * 4 and g["gather_t"] == [0.0, 0.0, 1.0, 1.0]
         assert g["gather_l"] == [[0.0, 0.0], [1.0, 1.0]] and g["rs"] == [[0.0, 2.0], [4.0, 6.0]][r]
         assert g["a2a"] == [[0.0, 100.0], [1.0, 101.0]][r] and g["async"] is True
+        assert g["a2a_uneven"] == [[0.0, 10.0, 11.0], [1.0, 12.0, 13.0]][r]
         assert g["functional"] == [2.0, 2.0] and g["cpu"] == [1.0, 1.0]
         assert "was destroyed" in g["after"]
     assert res[1][0]["recv"] == [7.0, 8.0]
@@ -204,7 +210,7 @@ def test_a_collective_takes_the_model_time_after_the_last_arrival(tmp_path):
         dist.destroy_process_group()
     """)
     import neuronsim
-    model_ps = round(neuronsim.collective_estimate("all_reduce", 2, 4 << 20)["us"] * 1e6)
+    model_ps = round(neuronsim.collective_estimate("all_reduce", 2, 4 << 20, torch_neuronsim.target())["us"] * 1e6)
     a, b = res[0][0], res[1][0]
     assert a["big"] == b["big"] == [2.0, 2.0] and a["coll"] == b["coll"] == 1
     # both end at the late rank's arrival plus the model's time
@@ -292,3 +298,41 @@ def test_per_rank_traces_merge_into_one_with_collectives_aligned(tmp_path):
     assert len(coll) == 2 and {e["pid"] for e in coll} == {1, 2}
     assert coll[0]["ts"] == pytest.approx(coll[1]["ts"], abs=1e-3) and coll[0]["dur"] == pytest.approx(coll[1]["dur"])
     assert trace_main(["merge", str(tmp_path / "trace0.pftrace"), "-o", str(out), "--labels", "a,b"]) == 1
+
+
+def test_one_process_stands_for_a_symmetric_mesh_in_timing_mode():
+    """SymmetricStore: one process is every rank of a 32-rank world; its
+    groups move no data and charge the model's time for their real size --
+    a DeviceMesh's 4-rank and 8-rank dimensions each their own"""
+    import subprocess
+    script = textwrap.dedent("""
+        import json, torch, torch.distributed as dist, torch_neuronsim, neuronsim
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch_neuronsim.distributed import SymmetricStore
+        dist.init_process_group("neuron", store=SymmetricStore(), rank=0, world_size=32)
+        mesh = init_device_mesh("neuron", (8, 4), mesh_dim_names=("dp", "tp"))
+        x = torch.ones(1 << 18).to("neuron")                      # 1 MiB
+        got = {}
+        for dim in ("dp", "tp"):
+            torch_neuronsim.reset_stats()
+            dist.all_reduce(x, group=mesh[dim].get_group())
+            s = torch_neuronsim.stats()
+            got[dim] = [mesh[dim].size(), s["collectives"], s["collective_time_ns"]]
+        torch_neuronsim.reset_stats()
+        dist.all_gather_into_tensor(torch.empty(32 << 18).to("neuron"), x)
+        got["world"] = [dist.get_world_size(), torch_neuronsim.stats()["collective_time_ns"]]
+        print(json.dumps(got))
+        dist.destroy_process_group()
+    """)
+    r = subprocess.run([sys.executable, "-c", script], env=dict(os.environ, NEURON_SIM="1", NEURON_SIM_MODE="timing"),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    import neuronsim
+
+    def model_ns(op, ranks, nbytes):
+        return round(neuronsim.collective_estimate(op, ranks, nbytes, torch_neuronsim.target())["us"] * 1e6) // 1000
+    for dim, ranks in (("dp", 8), ("tp", 4)):
+        size, count, ns = got[dim]
+        assert size == ranks and count == 1 and ns == model_ns("all_reduce", ranks, 1 << 20)
+    assert got["world"] == [32, model_ns("all_gather", 32, 32 << 20)]

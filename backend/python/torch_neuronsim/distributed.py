@@ -162,7 +162,9 @@ class NeuronProcessGroup(dist.ProcessGroup):
         clock = _clock(dev)
         dtype = tensors[0].dtype if tensors else torch.float32
         code = _DTYPES.index(dtype) if dtype in _DTYPES else len(_DTYPES)
-        mine = torch.tensor([_CODES[kind], sum(t.numel() for t in tensors), code, root, clock], dtype=torch.int64)
+        # all-to-all's inputs may differ in size across ranks (uneven splits)
+        count = -1 if kind == "all_to_all" else sum(t.numel() for t in tensors)
+        mine = torch.tensor([_CODES[kind], count, code, root, clock], dtype=torch.int64)
         every = torch.empty(self.size() * 5, dtype=torch.int64)
         self._gloo._allgather_base(every, mine).wait()
         rows = every.view(self.size(), 5).tolist()
@@ -418,9 +420,112 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return _Done(tensors)
 
 
+_SYMMETRIC_KEY = "__neuronsim_symmetric_ranks__"
+_LIVE_STORES = []
+
+
+class SymmetricStore(dist.Store):
+    """The store of a timing-only run in which this process stands for every
+    rank: `init_process_group("neuron", store=SymmetricStore(), rank=0,
+    world_size=128)`.  Its groups (and DeviceMesh's sub-groups) move no
+    data -- every rank is taken to hold what this one holds, as PyTorch's
+    fake process group does -- and charge the collective model's time for
+    their real size, so a 128-rank mesh's step time comes from one process
+    (NEURON_SIM_MODE=timing: no values are computed anyway).  An in-memory
+    key-value store (one process needs no other)."""
+
+    def __init__(self):
+        super().__init__()
+        self._kv = {_SYMMETRIC_KEY: b"1"}
+        # the process group keeps only the C++ side of a Python store: this
+        # keeps the Python side (its methods) alive for the process
+        _LIVE_STORES.append(self)
+
+    def set(self, key, value):
+        self._kv[key] = value.encode() if isinstance(value, str) else bytes(value)
+
+    def get(self, key):
+        if key not in self._kv:
+            raise RuntimeError(f"SymmetricStore: no key {key!r} (one process holds every rank's)")
+        return self._kv[key]
+
+    def add(self, key, amount):
+        v = int(self._kv.get(key, b"0")) + amount
+        self._kv[key] = str(v).encode()
+        return v
+
+    def check(self, keys):
+        return all(k in self._kv for k in keys)
+
+    def wait(self, keys, timeout=None):
+        self.get(next((k for k in keys if k not in self._kv), keys[0]) if keys else _SYMMETRIC_KEY)
+
+    def compare_set(self, key, expected, desired):
+        cur = self._kv.get(key)
+        if cur is None and not expected or cur == (expected.encode() if isinstance(expected, str) else expected):
+            self.set(key, desired)
+        return self._kv.get(key, b"")
+
+    def delete_key(self, key):
+        return self._kv.pop(key, None) is not None
+
+    def num_keys(self):
+        return len(self._kv)
+
+
+class SymmetricProcessGroup(NeuronProcessGroup):
+    """A group of symmetric ranks in one process (SymmetricStore)."""
+
+    def __init__(self, rank, size, group_name=""):
+        dist.ProcessGroup.__init__(self, rank, size)
+        self._gloo_pg = None
+        self._name, self._desc = group_name, ""
+
+    def _begin(self, kind, tensors, root=-1, dev=None):
+        if dev is None:
+            dev = next((t.device.index for t in tensors if _is_neuron(t)), None)
+        return dev, _clock(dev)            # every rank arrives when this one does
+
+    def _timed(self, kind, tensors, nbytes, run, root=-1):
+        dev, start = self._begin(kind, tensors, root)
+        self._charge(kind, dev, start, nbytes, nbytes)   # no values move
+
+    def send(self, tensors, dst, tag):
+        self._timed("send_recv", tensors, _nbytes(tensors), None)
+        return _Done(tensors)
+
+    def recv(self, tensors, src, tag):
+        self._timed("send_recv", tensors, _nbytes(tensors), None)
+        return _Done(tensors)
+
+    def reduce_scatter(self, output_tensors, input_tensors, opts=None):
+        for out, ins in zip(output_tensors, input_tensors):
+            self._timed("reduce_scatter", list(ins), _nbytes(ins), None)
+        return _Done(output_tensors)
+
+    def shutdown(self):
+        pass
+
+    def abort(self):
+        pass
+
+
+def _symmetric(store):
+    """the bottom of a chain of prefix stores is a SymmetricStore (pybind
+    hands it back as a plain Store: asked for its marker key)"""
+    while isinstance(store, dist.PrefixStore):
+        store = store.underlying_store
+    try:
+        return isinstance(store, SymmetricStore) or store.check([_SYMMETRIC_KEY])
+    except Exception:
+        return False
+
+
 def _create(opts, backend_options=None):
     """Backend.register_backend's creator (extended API: it receives the
     group's name, which functional collectives look groups up by)."""
+    if _symmetric(opts.store):
+        return SymmetricProcessGroup(opts.group_rank, opts.group_size, opts.group_id)
     return NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, opts.group_id)
 
 
