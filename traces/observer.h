@@ -62,6 +62,15 @@ typedef struct trc_range_event {
 	int         depth;         /* 0 outermost */
 } trc_range_event;
 
+/* a collective across NeuronCores on this core's timeline (the torch
+ * plugin's c10d backend): drawn on the core's "Collectives" track */
+typedef struct trc_collective_event {
+	int         core;
+	const char *name;          /* "all_reduce 4.0 MiB ring x8" */
+	uint64_t    start_ps, end_ps;
+	uint64_t    bytes;         /* bytes this rank sent */
+} trc_collective_event;
+
 /* a sampled quantity (e.g. HBM bandwidth of one stack over an interval) */
 typedef struct trc_counter_event {
 	int         core;          /* -1: chip-wide */
@@ -81,6 +90,7 @@ typedef struct trc_observer {
 	void (*program)(void *ctx, const trc_program_event *e);
 	void (*counter)(void *ctx, const trc_counter_event *e);
 	void (*range)(void *ctx, const trc_range_event *e);
+	void (*collective)(void *ctx, const trc_collective_event *e);
 } trc_observer;
 
 #endif

@@ -435,6 +435,19 @@ static void on_range(void *ctx, const trc_range_event *e)
 		w->io_error = true;
 }
 
+static void on_collective(void *ctx, const trc_collective_event *e)
+{
+	trc_writer *w = ctx;
+	if (!in_range(e->core) || e->end_ps < e->start_ps || w->detail == TRC_DETAIL_UTIL || !admit(w))
+		return;
+	declare(w, e->core, TRC_SLOT_COLLECTIVES, "Collectives", false);
+	trc_arg args[3] = { { TRC_ARG_bytes, NULL, e->bytes }, { TRC_ARG_start_ps, NULL, e->start_ps },
+			    { TRC_ARG_duration_ps, NULL, e->end_ps - e->start_ps } };
+	if (w->ops->slice(w, trc_track_id(e->core, TRC_SLOT_COLLECTIVES), -1, e->name, "collective", e->start_ps,
+			  e->end_ps, args, 3))
+		w->io_error = true;
+}
+
 /* ------------------------------------------------------------ open/close */
 
 int trc_writer_open(trc_writer **out, const char *path, const trc_options *opt)
@@ -458,7 +471,7 @@ int trc_writer_open(trc_writer **out, const char *path, const trc_options *opt)
 	if (w->ops->open(w))
 		goto close_file;
 	w->obs = (trc_observer){ w, o.detail == TRC_DETAIL_INSTR, on_instr, on_dma, on_sem, on_program, on_counter,
-				 on_range };
+				 on_range, on_collective };
 	if (o.target) {
 		trc_arg a[3] = { { TRC_ARG_target, o.target, 0 },
 				 { TRC_ARG_peak_flops_per_second, NULL, o.peak_flops_per_second },

@@ -80,6 +80,7 @@ typedef struct trc_arg {
 #define TRC_SLOT_PROGRAMS    24
 #define TRC_SLOT_RANGES      25                 /* 25..28: host ranges by depth */
 #define TRC_MAX_RANGE_DEPTH  4
+#define TRC_SLOT_COLLECTIVES 29                 /* collectives across cores */
 #define TRC_SLOT_COUNTER0    32                 /* 32..127: counters by name */
 #define TRC_CHIP             TRC_MAX_CORES      /* "core" of chip-wide tracks */
 

@@ -154,7 +154,7 @@ uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const st
 		v[sid] = end;
 	}
 	if (nsim_profile_active())
-		nsim_profile_range(dev, label.c_str(), begin, end, 0);
+		nsim_profile_collective(dev, label.c_str(), begin, end, bytes);
 	return end;
 }
 

@@ -184,6 +184,10 @@ int         nsim_profile_active(void);
  * region), drawn over the programs it enclosed; depth 0..3 for nesting.
  * Nothing happens when no profile is active. */
 nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, uint64_t end_ps, int depth);
+/* a collective across cores (a c10d backend's) on `core`'s "Collectives"
+ * track: its name, span and the bytes this core sent.  Nothing happens
+ * when no profile is active. */
+nsim_status nsim_profile_collective(int core, const char *name, uint64_t start_ps, uint64_t end_ps, uint64_t bytes);
 /* the name of an engine's track in traces ("TensorE" for isa engine 0), as
  * the profiler names it; NULL for an unknown engine */
 const char *nsim_trace_track_name(int engine);

@@ -294,8 +294,11 @@ def test_per_rank_traces_merge_into_one_with_collectives_aligned(tmp_path):
     threads = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thread_name"}
     for pid in (1, 2):
         assert (pid, "NeuronCore 0 / TensorE") in threads
+    tid_name = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     coll = [e for e in events if e.get("ph") == "X" and e["name"].startswith("all_reduce")]
     assert len(coll) == 2 and {e["pid"] for e in coll} == {1, 2}
+    assert {tid_name[(e["pid"], e["tid"])] for e in coll} == {"NeuronCore 0 / Collectives"}
+    assert all(e["args"]["bytes"] == 128 * 4 for e in coll)
     assert coll[0]["ts"] == pytest.approx(coll[1]["ts"], abs=1e-3) and coll[0]["dur"] == pytest.approx(coll[1]["dur"])
     assert trace_main(["merge", str(tmp_path / "trace0.pftrace"), "-o", str(out), "--labels", "a,b"]) == 1
 

@@ -33,7 +33,7 @@ class Track:
     uuid: int
     name: str
     process: str = ""
-    kind: str = "other"          # engine | dma | programs | counter | notes | other
+    kind: str = "other"          # engine | dma | programs | counter | notes | collectives | other
 
 
 @dataclass
@@ -132,6 +132,8 @@ def _kind_of(name: str) -> str:
         return "programs"
     if name == "Trace notes":
         return "notes"
+    if name == "Collectives":
+        return "collectives"
     return "other"
 
 
