@@ -15,8 +15,10 @@
  * with a peer -- a cross-chip one where the ranks span chips -- and whose
  * bytes move at the ring rate times the number of concurrent rings (one
  * per torus dimension the ranks' chips span), capped by the NeuronLink
- * rate of a link where the ring crosses chips.  Ranks fill chips in order
- * (rank r on chip r / cores-per-chip).  The algorithm by size, as the
+ * rate of a link where the ring crosses chips.  Rank r is NeuronCore r, on
+ * chip r / cores-per-chip; a group given by its global ranks spans the
+ * chips those sit on (dm_coll_place_ranks), a group given by its size
+ * fills chips in order.  The algorithm by size, as the
  * Neuron collectives library picks it: mesh for small buffers, recursive
  * halving-doubling (power-of-two rank counts) in between, ring above.
  *
@@ -104,16 +106,56 @@ static uint32_t log2_ceil(uint32_t n)
 	return k;
 }
 
-/* chips the first n ranks fill, and torus dimensions those chips span */
-static void span(const dm_fabric *f, uint32_t n, uint32_t *chips, uint32_t *dims)
+static uint32_t cores_per_chip(const dm_fabric *f)
 {
 	const dm_chip *c = dm_chip_get(f->target);
-	uint32_t per = c && c->cores ? c->cores : 1;
-	*chips = (n + per - 1) / per;
-	*dims = *chips <= 1 ? 0 : *chips <= f->torus_x ? 1 : 2;
+	return c && c->cores ? c->cores : 1;
+}
+
+/* chips the first n ranks fill, and torus dimensions those chips span */
+static dm_coll_place in_order(const dm_fabric *f, uint32_t n)
+{
+	uint32_t per = cores_per_chip(f);
+	uint32_t chips = n / per + (n % per != 0);
+	return (dm_coll_place){ chips, chips <= 1 ? 0 : chips <= f->torus_x ? 1 : 2 };
+}
+
+/* A strided group (an FSDP dimension over a TP one) spans more chips than
+ * its size says; the steps of its algorithm cross chips even when a
+ * contiguous group of the same size would stay on one. */
+int dm_coll_place_ranks(const dm_fabric *f, const uint32_t *ranks, uint32_t n, dm_coll_place *out)
+{
+	if (!f || !ranks || !out || n == 0)
+		return -1;
+	uint8_t seen[(DM_COLL_MAX_RANK + 1) / 8] = { 0 };   /* chips seen, at most one per rank */
+	uint32_t per = cores_per_chip(f), per_instance = f->torus_x * f->torus_y;
+	uint32_t chips = 0, first = ranks[0] / per;
+	bool x_varies = false, y_varies = false, instances = false;
+	for (uint32_t i = 0; i < n; i++) {
+		if (ranks[i] > DM_COLL_MAX_RANK)
+			return -1;
+		uint32_t c = ranks[i] / per;
+		if (!(seen[c / 8] & (1u << (c % 8)))) {
+			seen[c / 8] |= (uint8_t)(1u << (c % 8));
+			chips++;
+		}
+		x_varies |= c % f->torus_x != first % f->torus_x;
+		y_varies |= c / f->torus_x % f->torus_y != first / f->torus_x % f->torus_y;
+		instances |= c / per_instance != first / per_instance;
+	}
+	/* the instances' EFA links are not modeled: a group across instances
+	 * is charged as one spanning both torus dimensions */
+	*out = (dm_coll_place){ chips, instances ? 2 : (uint32_t)x_varies + (uint32_t)y_varies };
+	return 0;
 }
 
 int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t n, uint64_t bytes, dm_coll_cost *out)
+{
+	return dm_coll_estimate_placed(f, op, n, NULL, bytes, out);
+}
+
+int dm_coll_estimate_placed(const dm_fabric *f, dm_coll_op op, uint32_t n, const dm_coll_place *place,
+			    uint64_t bytes, dm_coll_cost *out)
 {
 	if (!f || !out || (unsigned)op >= DM_COLL_NUM_OPS || n == 0 || bytes > (1ull << 50))
 		return -1;
@@ -124,8 +166,9 @@ int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t n, uint64_t byt
 		op = DM_COLL_ALL_REDUCE;
 		bytes = 4;
 	}
-	uint32_t chips, dims;
-	span(f, op == DM_COLL_SEND_RECV ? 2 : n, &chips, &dims);
+	/* send / recv: between two ranks; placed, the group's placement */
+	dm_coll_place p = place ? *place : in_order(f, op == DM_COLL_SEND_RECV ? 2 : n);
+	uint32_t dims = p.dims;
 	/* the algorithm */
 	dm_coll_algo a = DM_ALGO_RING;
 	bool pow2 = (n & (n - 1)) == 0;

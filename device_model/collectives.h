@@ -48,8 +48,28 @@ typedef struct dm_coll_cost {
 const dm_fabric *dm_fabric_get(int target);   /* NULL for an unknown target */
 const char *dm_coll_op_name(dm_coll_op op);   /* "all_reduce" */
 const char *dm_coll_algo_name(dm_coll_algo a);/* "ring" */
-/* cost of `op` over `ranks` ranks moving `bytes` (see dm_coll_op); 0 on
- * success, -1 for a bad op, ranks == 0 or a size whose time overflows */
+
+/* Where a group's ranks sit: the chips they occupy and the torus
+ * dimensions those chips span (0: one chip, 1: a row, 2: rows and
+ * columns, or more than one instance). */
+typedef struct dm_coll_place {
+	uint32_t chips;
+	uint32_t dims;
+} dm_coll_place;
+
+#define DM_COLL_MAX_RANK 4095u   /* the highest global rank a placement takes */
+
+/* the placement of global ranks ranks[0..n): rank r is NeuronCore r, on
+ * chip r / cores-per-chip, chip c at torus (c % x, c / x % y) of instance
+ * c / (x y).  0, or -1 for n == 0 or a rank above DM_COLL_MAX_RANK. */
+int dm_coll_place_ranks(const dm_fabric *f, const uint32_t *ranks, uint32_t n, dm_coll_place *out);
+
+/* cost of `op` over `ranks` ranks moving `bytes` (see dm_coll_op), the
+ * ranks filling chips in order (global ranks 0..ranks-1); 0 on success, -1
+ * for a bad op, ranks == 0 or a size whose time overflows */
 int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t ranks, uint64_t bytes, dm_coll_cost *out);
+/* ... over ranks placed as `place` says (NULL: in order) */
+int dm_coll_estimate_placed(const dm_fabric *f, dm_coll_op op, uint32_t ranks, const dm_coll_place *place,
+			    uint64_t bytes, dm_coll_cost *out);
 
 #endif

@@ -207,7 +207,8 @@ nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, ui
 	return NSIM_SUCCESS;
 }
 
-nsim_status nsim_profile_collective(int core, const char *name, uint64_t start_ps, uint64_t end_ps, uint64_t bytes)
+nsim_status nsim_profile_collective(int core, const char *name, uint64_t start_ps, uint64_t end_ps, uint64_t bytes,
+				    const char *algorithm, const char *peers)
 {
 	if (!name || end_ps < start_ps || core < 0 || core >= TRC_MAX_CORES)
 		return rt_fail(NSIM_INVALID, "nsim_profile_collective: bad collective '%s' on core %d [%llu, %llu]",
@@ -215,7 +216,7 @@ nsim_status nsim_profile_collective(int core, const char *name, uint64_t start_p
 	pthread_mutex_lock(&rt.profile_lock);
 	const trc_observer *o = rt_profile_observer();
 	if (o && o->collective) {
-		trc_collective_event e = { core, name, start_ps, end_ps, bytes };
+		trc_collective_event e = { core, name, start_ps, end_ps, bytes, algorithm, peers };
 		o->collective(o->ctx, &e);
 	}
 	pthread_mutex_unlock(&rt.profile_lock);

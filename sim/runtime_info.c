@@ -167,6 +167,12 @@ const char *nsim_stats_field(unsigned i, unsigned *words)
 nsim_status nsim_collective_estimate(const char *target, const char *op, uint32_t ranks, uint64_t bytes,
 				     nsim_collective_cost *out)
 {
+	return nsim_collective_estimate_ranks(target, op, NULL, ranks, bytes, out);
+}
+
+nsim_status nsim_collective_estimate_ranks(const char *target, const char *op, const uint32_t *ranks, uint32_t n,
+					   uint64_t bytes, nsim_collective_cost *out)
+{
 	const dm_chip *c = target ? dm_chip_by_name(target) : rt.init ? rt.chip : NULL;
 	if (!out || !op)
 		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: no op or output");
@@ -179,9 +185,14 @@ nsim_status nsim_collective_estimate(const char *target, const char *op, uint32_
 	if (k == DM_COLL_NUM_OPS)
 		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: unknown collective '%s' (all_reduce, "
 			       "all_gather, reduce_scatter, broadcast, all_to_all, send_recv, barrier)", op);
+	const dm_fabric *f = dm_fabric_get(c->target);
+	dm_coll_place place;
+	if (ranks && dm_coll_place_ranks(f, ranks, n, &place))
+		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: a group of %u ranks needs ranks 0..%u", n,
+			       DM_COLL_MAX_RANK);
 	dm_coll_cost cost;
-	if (dm_coll_estimate(dm_fabric_get(c->target), (dm_coll_op)k, ranks, bytes, &cost))
-		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: %s over %u ranks of %llu bytes", op, ranks,
+	if (dm_coll_estimate_placed(f, (dm_coll_op)k, n, ranks ? &place : NULL, bytes, &cost))
+		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: %s over %u ranks of %llu bytes", op, n,
 			       (unsigned long long)bytes);
 	*out = (nsim_collective_cost){ .ps = cost.ps, .algorithm = dm_coll_algo_name(cost.algo), .steps = cost.steps,
 				       .rings = cost.rings, .wire_bytes = cost.wire_bytes };

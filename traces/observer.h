@@ -69,6 +69,8 @@ typedef struct trc_collective_event {
 	const char *name;          /* "all_reduce 4.0 MiB ring x8" */
 	uint64_t    start_ps, end_ps;
 	uint64_t    bytes;         /* bytes this rank sent */
+	const char *algorithm;     /* "ring", or NULL */
+	const char *peers;         /* the group's global ranks, "0-7" / "0,8,16", or NULL */
 } trc_collective_event;
 
 /* a sampled quantity (e.g. HBM bandwidth of one stack over an interval) */

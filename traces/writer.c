@@ -441,10 +441,15 @@ static void on_collective(void *ctx, const trc_collective_event *e)
 	if (!in_range(e->core) || e->end_ps < e->start_ps || w->detail == TRC_DETAIL_UTIL || !admit(w))
 		return;
 	declare(w, e->core, TRC_SLOT_COLLECTIVES, "Collectives", false);
-	trc_arg args[3] = { { TRC_ARG_bytes, NULL, e->bytes }, { TRC_ARG_start_ps, NULL, e->start_ps },
+	trc_arg args[5] = { { TRC_ARG_bytes, NULL, e->bytes }, { TRC_ARG_start_ps, NULL, e->start_ps },
 			    { TRC_ARG_duration_ps, NULL, e->end_ps - e->start_ps } };
+	int nargs = 3;
+	if (e->algorithm)
+		args[nargs++] = (trc_arg){ TRC_ARG_algorithm, e->algorithm, 0 };
+	if (e->peers)
+		args[nargs++] = (trc_arg){ TRC_ARG_peers, e->peers, 0 };
 	if (w->ops->slice(w, trc_track_id(e->core, TRC_SLOT_COLLECTIVES), -1, e->name, "collective", e->start_ps,
-			  e->end_ps, args, 3))
+			  e->end_ps, args, nargs))
 		w->io_error = true;
 }
 

@@ -57,7 +57,8 @@ typedef struct trc_options {
 	X(instruction) X(index) X(bytes) X(flops) X(sem_wait_ns) X(duration_ps) \
 	X(dma_engines) X(descriptor) X(hbm_read_bytes) X(hbm_write_bytes)      \
 	X(program) X(instructions) X(transfers) X(busy_ps) X(sbuf_bytes)        \
-	X(psum_bytes) X(start_ps) X(target) X(peak_flops_per_second) X(hbm_bytes_per_second)
+	X(psum_bytes) X(start_ps) X(target) X(peak_flops_per_second) X(hbm_bytes_per_second)   \
+	X(algorithm) X(peers)
 enum trc_arg_name {
 #define TRC_X(n) TRC_ARG_##n,
 	TRC_ARG_NAMES(TRC_X)

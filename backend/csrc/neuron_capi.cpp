@@ -154,11 +154,14 @@ int neuron_stream_wait_until(int dev, int id, uint64_t at, char *err, int errlen
 uint64_t neuron_device_memory_in_use(void) { return nsim_memory_allocated(); }
 
 // a collective's modeled time on the current stream of `dev` (the c10d
-// backend, torch_neuronsim/distributed.py): its end in *end_ps
+// backend, torch_neuronsim/distributed.py): its end in *end_ps; the
+// algorithm and the group's ranks (text, either may be NULL) go to the trace
 int neuron_collective_charge(int dev, uint64_t start_ps, uint64_t dur_ps, const char *label, uint64_t bytes,
-			     uint64_t *end_ps, char *err, int errlen)
+			     const char *algorithm, const char *peers, uint64_t *end_ps, char *err, int errlen)
 {
-	CATCH(*end_ps = neuron::charge_collective(dev, start_ps, dur_ps, label ? label : "collective", bytes); return 0)
+	CATCH(*end_ps = neuron::charge_collective(dev, start_ps, dur_ps, label ? label : "collective", bytes,
+						  algorithm, peers);
+	      return 0)
 }
 
 }  // extern "C"

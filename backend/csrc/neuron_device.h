@@ -136,7 +136,8 @@ void poke_cpu(const at::Tensor &dst, const at::Tensor &src);
 /* a collective on the current stream of `dev`: it starts at `start_ps`
  * (the last rank's arrival) or when the stream is free, lasts `dur_ps`;
  * recorded on the timeline and in the trace as `label`; returns its end */
-uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes);
+uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes,
+			   const char *algorithm, const char *peers);
 int device_of_ptr(const void *p);                       /* the core holding it */
 void resize_storage(const c10::Storage &storage, size_t newsize);
 

@@ -131,7 +131,8 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	}
 }
 
-uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes)
+uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes,
+			   const char *algorithm, const char *peers)
 {
 	TORCH_CHECK(dev >= 0 && dev < 64, "neuron: collective on device ", dev);
 	uint64_t begin, end;
@@ -154,7 +155,7 @@ uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const st
 		v[sid] = end;
 	}
 	if (nsim_profile_active())
-		nsim_profile_collective(dev, label.c_str(), begin, end, bytes);
+		nsim_profile_collective(dev, label.c_str(), begin, end, bytes, algorithm, peers);
 	return end;
 }
 

@@ -185,9 +185,11 @@ int         nsim_profile_active(void);
  * Nothing happens when no profile is active. */
 nsim_status nsim_profile_range(int core, const char *name, uint64_t start_ps, uint64_t end_ps, int depth);
 /* a collective across cores (a c10d backend's) on `core`'s "Collectives"
- * track: its name, span and the bytes this core sent.  Nothing happens
- * when no profile is active. */
-nsim_status nsim_profile_collective(int core, const char *name, uint64_t start_ps, uint64_t end_ps, uint64_t bytes);
+ * track: its name, span, the bytes this core sent, the algorithm ("ring")
+ * and the group's global ranks as text ("0-7", "0,8,16"); either text may
+ * be NULL.  Nothing happens when no profile is active. */
+nsim_status nsim_profile_collective(int core, const char *name, uint64_t start_ps, uint64_t end_ps, uint64_t bytes,
+				    const char *algorithm, const char *peers);
 /* the name of an engine's track in traces ("TensorE" for isa engine 0), as
  * the profiler names it; NULL for an unknown engine */
 const char *nsim_trace_track_name(int engine);
@@ -228,6 +230,11 @@ typedef struct nsim_collective_cost {
 } nsim_collective_cost;
 nsim_status nsim_collective_estimate(const char *target, const char *op, uint32_t ranks, uint64_t bytes,
 				     nsim_collective_cost *out);
+/* ... over a group given by its global ranks ranks[0..n) (rank r is
+ * NeuronCore r: a strided group spans more chips than a contiguous one);
+ * ranks NULL: the first n.  Ranks above 4095 are NSIM_INVALID. */
+nsim_status nsim_collective_estimate_ranks(const char *target, const char *op, const uint32_t *ranks, uint32_t n,
+					   uint64_t bytes, nsim_collective_cost *out);
 
 /* n elements of isa dtype `src_dtype` -> `dst_dtype` with the engines'
  * numerics (round to nearest even; float <-> float, or between equal

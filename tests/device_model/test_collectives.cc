@@ -2,7 +2,8 @@
 // formula for all-reduce, all-gather and reduce-scatter at several sizes and
 // rank counts, the algorithm chosen by size, rings by the torus dimensions
 // the ranks span, the link cap, and the 2-rank all-reduce curve against
-// nccom-test's published sample (CALIBRATION.md C-12, within 15% from 1 MiB).
+// nccom-test's published sample (CALIBRATION.md C-12, within 15% from 1 MiB),
+// and a group placed by its global ranks.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -142,4 +143,62 @@ TEST(Collectives, TwoRankAllReduceMatchesThePublishedCurve)
 		double us = (double)cost(ISA_TARGET_trn1, DM_COLL_ALL_REDUCE, 2, p.bytes).ps / 1e6;
 		EXPECT_NEAR(us / p.us, 1.0, 0.15) << p.bytes << " bytes: " << us << " us vs " << p.us;
 	}
+}
+
+TEST(Collectives, AGroupIsPlacedByItsGlobalRanks)
+{
+	// trn2: 8 cores a chip, chips row-major on a 4x4 torus
+	const dm_fabric *f = dm_fabric_get(ISA_TARGET_trn2);
+	dm_coll_place p{};
+	// a TP group (one chip's cores) stays on the chip
+	uint32_t tp[8] = { 8, 9, 10, 11, 12, 13, 14, 15 };
+	ASSERT_EQ(dm_coll_place_ranks(f, tp, 8, &p), 0);
+	EXPECT_EQ(p.chips, 1u);
+	EXPECT_EQ(p.dims, 0u);
+	// a strided FSDP group over TP = 8: one rank on each of the 16 chips
+	uint32_t fsdp[16];
+	for (uint32_t i = 0; i < 16; i++)
+		fsdp[i] = i * 8;
+	ASSERT_EQ(dm_coll_place_ranks(f, fsdp, 16, &p), 0);
+	EXPECT_EQ(p.chips, 16u);
+	EXPECT_EQ(p.dims, 2u);
+	// one torus column (chips 0, 4, 8, 12): one dimension
+	uint32_t column[4] = { 0, 32, 64, 96 };
+	ASSERT_EQ(dm_coll_place_ranks(f, column, 4, &p), 0);
+	EXPECT_EQ(p.chips, 4u);
+	EXPECT_EQ(p.dims, 1u);
+	// two instances: charged as both dimensions
+	uint32_t two[2] = { 0, 128 };
+	ASSERT_EQ(dm_coll_place_ranks(f, two, 2, &p), 0);
+	EXPECT_EQ(p.dims, 2u);
+
+	// the same size, placed: the strided group pays cross-chip steps and
+	// runs two rings; the contiguous one (ranks 0..15: two chips in a row)
+	// one ring
+	dm_coll_cost strided{}, contiguous{};
+	ASSERT_EQ(dm_coll_place_ranks(f, fsdp, 16, &p), 0);
+	ASSERT_EQ(dm_coll_estimate_placed(f, DM_COLL_ALL_GATHER, 16, &p, 64u << 20, &strided), 0);
+	ASSERT_EQ(dm_coll_estimate(f, DM_COLL_ALL_GATHER, 16, 64u << 20, &contiguous), 0);
+	EXPECT_EQ(strided.rings, 2u);
+	EXPECT_EQ(contiguous.rings, 1u);
+	uint64_t wire = (64ull << 20) / 16 * 15;
+	EXPECT_EQ(strided.ps, expect_ps(f, 15, 72 * US, wire, 2 * f->ring_rate));
+	EXPECT_EQ(contiguous.ps, expect_ps(f, 15, 72 * US, wire, f->ring_rate));
+	// a group of the first n ranks, placed, costs what the count does
+	uint32_t first[16];
+	for (uint32_t i = 0; i < 16; i++)
+		first[i] = i;
+	for (uint32_t n : { 2u, 8u, 9u, 16u }) {
+		dm_coll_cost a{}, b{};
+		ASSERT_EQ(dm_coll_place_ranks(f, first, n, &p), 0);
+		ASSERT_EQ(dm_coll_estimate_placed(f, DM_COLL_ALL_REDUCE, n, &p, 8u << 20, &a), 0);
+		ASSERT_EQ(dm_coll_estimate(f, DM_COLL_ALL_REDUCE, n, 8u << 20, &b), 0);
+		EXPECT_EQ(a.ps, b.ps) << n;
+		EXPECT_EQ(a.rings, b.rings) << n;
+	}
+	// bounds: no ranks, a rank past the table
+	uint32_t far[1] = { DM_COLL_MAX_RANK + 1 };
+	EXPECT_EQ(dm_coll_place_ranks(f, far, 1, &p), -1);
+	EXPECT_EQ(dm_coll_place_ranks(f, first, 0, &p), -1);
+	EXPECT_EQ(dm_coll_place_ranks(f, nullptr, 1, &p), -1);
 }

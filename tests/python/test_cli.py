@@ -142,6 +142,18 @@ def test_collective_estimate_bindings():
     assert a["algorithm"] == g["algorithm"] == "ring" and a["steps"] == 2 * g["steps"] == 14
     assert a["wire_bytes"] == 2 * g["wire_bytes"] == 2 * (64 << 20) // 8 * 7
     assert ns.collective_estimate("barrier", 4, 0, "trn2")["us"] == pytest.approx(58.0)
+    # a group by its global ranks: the first eight cost what 8 does; eight
+    # strided over the chips cross them: two rings (both torus dimensions)
+    # and cross-chip steps, which dominate a small (rdh) all-reduce
+    assert ns.collective_estimate("all_reduce", range(8), 64 << 20, "trn2") == a
+    s = ns.collective_estimate("all_reduce", range(0, 128, 16), 64 << 20, "trn2")
+    assert s["rings"] == 2 and a["rings"] == 1 and s["steps"] == a["steps"]
+    small = [ns.collective_estimate("all_reduce", r, 2 << 20, "trn2")["us"] for r in (8, range(0, 128, 16))]
+    assert small[1] > 2 * small[0]
+    with pytest.raises(ns.NeuronSimError, match="ranks 0..4095"):
+        ns.collective_estimate("all_reduce", [0, 4096], 1, "trn2")
+    with pytest.raises(ValueError, match="negative rank"):
+        ns.collective_estimate("all_reduce", [0, -1], 1, "trn2")
     with pytest.raises(ns.NeuronSimError, match="unknown collective"):
         ns.collective_estimate("gossip", 2, 1, "trn2")
     with pytest.raises(ns.NeuronSimError, match="unknown target"):

@@ -299,14 +299,30 @@ def test_per_rank_traces_merge_into_one_with_collectives_aligned(tmp_path):
     assert len(coll) == 2 and {e["pid"] for e in coll} == {1, 2}
     assert {tid_name[(e["pid"], e["tid"])] for e in coll} == {"NeuronCore 0 / Collectives"}
     assert all(e["args"]["bytes"] == 128 * 4 for e in coll)
+    assert all(e["args"]["peers"] == "0-1" and e["args"]["algorithm"] == "mesh" for e in coll)
     assert coll[0]["ts"] == pytest.approx(coll[1]["ts"], abs=1e-3) and coll[0]["dur"] == pytest.approx(coll[1]["dur"])
     assert trace_main(["merge", str(tmp_path / "trace0.pftrace"), "-o", str(out), "--labels", "a,b"]) == 1
+    # the same merge as one Perfetto file: a process track per rank, the
+    # collective's slices at the same time with their arguments
+    from neuronsim_trace import load
+    pf = tmp_path / "merged.pftrace"
+    assert trace_main(["merge", str(tmp_path / "trace0.pftrace"), str(tmp_path / "trace1.json"), "-o", str(pf)]) == 0
+    merged = load(pf)
+    assert merged.kind == "perfetto"
+    pcoll = [s for s in merged.slices if s.name.startswith("all_reduce")]
+    assert sorted(merged.tracks[s.track].process for s in pcoll) == ["rank 0", "rank 1"]
+    assert {merged.tracks[s.track].name for s in pcoll} == {"NeuronCore 0 / Collectives"}
+    assert pcoll[0].start_ns == pytest.approx(pcoll[1].start_ns, abs=1) and pcoll[0].start_ns == pytest.approx(
+        coll[0]["ts"] * 1000, abs=1)
+    assert all(s.args["peers"] == "0-1" and s.args["bytes"] == 128 * 4 for s in pcoll)
+    # every slice of both ranks made it, none left open
+    assert len(merged.slices) == sum(1 for e in events if e.get("ph") == "X")
 
 
 def test_one_process_stands_for_a_symmetric_mesh_in_timing_mode():
     """SymmetricStore: one process is every rank of a 32-rank world; its
-    groups move no data and charge the model's time for their real size --
-    a DeviceMesh's 4-rank and 8-rank dimensions each their own"""
+    groups move no data and charge the model's time for their real size and
+    placement -- a DeviceMesh's 4-rank and 8-rank dimensions each their own"""
     import subprocess
     script = textwrap.dedent("""
         import json, torch, torch.distributed as dist, torch_neuronsim, neuronsim
@@ -335,7 +351,11 @@ def test_one_process_stands_for_a_symmetric_mesh_in_timing_mode():
 
     def model_ns(op, ranks, nbytes):
         return round(neuronsim.collective_estimate(op, ranks, nbytes, torch_neuronsim.target())["us"] * 1e6) // 1000
-    for dim, ranks in (("dp", 8), ("tp", 4)):
+    # rank 0's groups by their global ranks: dp strided (0, 4, ..., 28:
+    # four chips of eight cores), tp contiguous (0-3: one chip)
+    for dim, ranks in (("dp", list(range(0, 32, 4))), ("tp", [0, 1, 2, 3])):
         size, count, ns = got[dim]
-        assert size == ranks and count == 1 and ns == model_ns("all_reduce", ranks, 1 << 20)
+        assert size == len(ranks) and count == 1 and ns == model_ns("all_reduce", ranks, 1 << 20)
+    if torch_neuronsim.target() == "trn2":   # the strided group crosses chips: it costs more than 8 in a row
+        assert got["dp"][2] > model_ns("all_reduce", 8, 1 << 20)
     assert got["world"] == [32, model_ns("all_gather", 32, 32 << 20)]

@@ -24,9 +24,12 @@ usual, and a dead peer surfaces as Gloo's timeout error.  CPU tensors in
 the same group go to Gloo directly and are not timed."""
 import ctypes
 
+import neuronsim
 import torch
 import torch.distributed as dist
 from torch.futures import Future
+
+from . import _lib
 
 _CODES = {"all_reduce": 1, "broadcast": 2, "all_gather": 3, "reduce_scatter": 4, "all_to_all": 5, "barrier": 6,
           "reduce": 7, "gather": 8, "scatter": 9}
@@ -110,11 +113,32 @@ def _reduce_op(opts):
     return op, False
 
 
+def _ranks_text(ranks):
+    """a group's global ranks as the trace shows them: "0-7", "0,8,16,24"
+    or "0-3,8-11" (runs of consecutive ranks joined)"""
+    runs, start = [], None
+    for i, r in enumerate(ranks):
+        if start is None:
+            start = r
+        if i + 1 == len(ranks) or ranks[i + 1] != r + 1:
+            runs.append(f"{start}-{r}" if r > start else f"{r}")
+            start = None
+    return ",".join(runs)
+
+
 class NeuronProcessGroup(dist.ProcessGroup):
-    def __init__(self, store, rank, size, timeout, group_name=""):
+    def __init__(self, store, rank, size, timeout, group_name="", global_ranks=None):
         super().__init__(rank, size)
         self._gloo_pg = dist.ProcessGroupGloo(store, rank, size, timeout)
         self._name, self._desc = group_name, ""
+        self._set_ranks(global_ranks, size)
+
+    def _set_ranks(self, global_ranks, size):
+        # the model places the group by its global ranks (rank r is
+        # NeuronCore r): a strided FSDP group crosses chips where a
+        # contiguous one of the same size would not
+        self._ranks = list(global_ranks) if global_ranks else list(range(size))
+        self._peers = _ranks_text(self._ranks).encode()
 
     # -------------------------------------------------------- identity
     def getBackendName(self):
@@ -182,17 +206,15 @@ class NeuronProcessGroup(dist.ProcessGroup):
         """the model's time for `kind` over the group on dev's current stream"""
         if dev is None:
             return
-        import neuronsim
-
-        from . import _lib
         # reduce / gather / scatter move what all-reduce / all-gather do
         model = {"reduce": "all_reduce", "gather": "all_gather", "scatter": "all_gather"}.get(kind, kind)
-        cost = neuronsim.collective_estimate(model, self.size(), nbytes)
+        cost = neuronsim.collective_estimate(model, self._ranks, nbytes)
         label = f"{kind} {_size_text(nbytes)} {cost['algorithm']} x{self.size()}"
         end = ctypes.c_uint64()
         err = ctypes.create_string_buffer(512)
         if _lib.neuron_collective_charge(dev, ctypes.c_uint64(start_ps), ctypes.c_uint64(round(cost["us"] * 1e6)),
-                                         label.encode(), ctypes.c_uint64(sent), ctypes.byref(end), err, 512) < 0:
+                                         label.encode(), ctypes.c_uint64(sent), cost["algorithm"].encode(),
+                                         self._peers, ctypes.byref(end), err, 512) < 0:
             raise RuntimeError(err.value.decode())
 
     def _timed(self, kind, tensors, nbytes, run, root=-1):
@@ -476,10 +498,11 @@ class SymmetricStore(dist.Store):
 class SymmetricProcessGroup(NeuronProcessGroup):
     """A group of symmetric ranks in one process (SymmetricStore)."""
 
-    def __init__(self, rank, size, group_name=""):
+    def __init__(self, rank, size, group_name="", global_ranks=None):
         dist.ProcessGroup.__init__(self, rank, size)
         self._gloo_pg = None
         self._name, self._desc = group_name, ""
+        self._set_ranks(global_ranks, size)
 
     def _begin(self, kind, tensors, root=-1, dev=None):
         if dev is None:
@@ -524,9 +547,10 @@ def _symmetric(store):
 def _create(opts, backend_options=None):
     """Backend.register_backend's creator (extended API: it receives the
     group's name, which functional collectives look groups up by)."""
+    ranks = list(opts.global_ranks_in_group)
     if _symmetric(opts.store):
-        return SymmetricProcessGroup(opts.group_rank, opts.group_size, opts.group_id)
-    return NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, opts.group_id)
+        return SymmetricProcessGroup(opts.group_rank, opts.group_size, opts.group_id, ranks)
+    return NeuronProcessGroup(opts.store, opts.group_rank, opts.group_size, opts.timeout, opts.group_id, ranks)
 
 
 def register():

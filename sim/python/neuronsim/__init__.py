@@ -147,6 +147,8 @@ def _load():
         "nsim_trace_track_name": (ctypes.c_char_p, [i32]),
         "nsim_collective_estimate": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, u64,
                                            ctypes.POINTER(_CollectiveCost)]),
+        "nsim_collective_estimate_ranks": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32),
+                                                 ctypes.c_uint32, u64, ctypes.POINTER(_CollectiveCost)]),
     }
     for name, (res, args) in sigs.items():
         fn = getattr(lib, name)
@@ -218,20 +220,33 @@ def chip_info(target=None) -> dict:
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv", "barrier")
 
 
-def collective_estimate(op: str, ranks: int, nbytes: int, target=None) -> dict:
+def collective_estimate(op: str, ranks, nbytes: int, target=None) -> dict:
     """The modeled time of collective `op` over `ranks` NeuronCores moving
     `nbytes` (nccom-test's size: all_gather's gathered output,
     reduce_scatter's whole input), on `target` (None: the running
     runtime's): {"us", "algorithm", "steps", "rings", "wire_bytes"}, plus
-    nccom-test's algbw and busbw in GiB/s."""
+    nccom-test's algbw and busbw in GiB/s.  `ranks` is a count (the first
+    that many NeuronCores) or the group's global ranks (rank r is
+    NeuronCore r: a strided group spans more chips than a contiguous one)."""
     lib = _load()
     cost = _CollectiveCost()
-    _check(lib.nsim_collective_estimate(target.encode() if target else None, op.encode(), int(ranks), int(nbytes),
-                                        ctypes.byref(cost)), f"collective_estimate({op!r}, {ranks}, {nbytes})")
+    what = f"collective_estimate({op!r}, {ranks if isinstance(ranks, int) else len(ranks)}, {nbytes})"
+    if isinstance(ranks, int):
+        n = ranks
+        _check(lib.nsim_collective_estimate(target.encode() if target else None, op.encode(), int(ranks),
+                                            int(nbytes), ctypes.byref(cost)), what)
+    else:
+        group = [int(r) for r in ranks]
+        if any(r < 0 for r in group):
+            raise ValueError(f"{what}: negative rank in the group")
+        n = len(group)
+        arr = (ctypes.c_uint32 * max(n, 1))(*group)
+        _check(lib.nsim_collective_estimate_ranks(target.encode() if target else None, op.encode(), arr, n,
+                                                  int(nbytes), ctypes.byref(cost)), what)
     us = cost.ps / 1e6
     algbw = nbytes / (us * 1e-6) / 2**30 if us else 0.0
-    factor = {"all_reduce": 2 * (ranks - 1) / ranks, "all_gather": (ranks - 1) / ranks,
-              "reduce_scatter": (ranks - 1) / ranks, "all_to_all": (ranks - 1) / ranks}.get(op, 1.0)
+    factor = {"all_reduce": 2 * (n - 1) / n, "all_gather": (n - 1) / n,
+              "reduce_scatter": (n - 1) / n, "all_to_all": (n - 1) / n}.get(op, 1.0)
     return {"us": us, "algorithm": cost.algorithm.decode(), "steps": cost.steps, "rings": cost.rings,
             "wire_bytes": cost.wire_bytes, "algbw": algbw, "busbw": algbw * factor}
 

@@ -150,7 +150,7 @@ def main(argv=None):
     r.add_argument("-o", "--output", required=True)
     m = sub.add_parser("merge", help="per-rank traces into one trace, one process per rank")
     m.add_argument("files", nargs="+", help="rank 0's trace, rank 1's, ...")
-    m.add_argument("-o", "--output", required=True, help="the joined trace (Chrome trace-event JSON)")
+    m.add_argument("-o", "--output", required=True, help="the joined trace: .pftrace (Perfetto), else Chrome trace-event JSON")
     m.add_argument("--labels", help="comma-separated process names (default: rank 0, rank 1, ...)")
     args = ap.parse_args(argv)
     try:
