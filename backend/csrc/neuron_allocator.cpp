@@ -38,7 +38,11 @@ std::once_flag g_init_once;
 std::string g_init_error;
 
 std::map<uintptr_t, nsim_tensor *> g_allocs;         // data pointer -> allocation
-std::map<uintptr_t, uint64_t> g_write_gen;            // allocation -> writes so far
+// allocation -> the stamp of its last write or hand-out, from one counter:
+// a stamp is never repeated, so a cache entry made from an allocation's
+// data can only match while nothing wrote it and nobody was handed it since
+std::map<uintptr_t, uint64_t> g_write_gen;
+uint64_t g_gen_counter;
 std::map<uintptr_t, int> g_alloc_device;             // data pointer -> core
 
 }  // namespace
@@ -79,7 +83,7 @@ void note_write(const void *p)
 	std::lock_guard<std::mutex> g(g_lock);
 	auto it = g_allocs.upper_bound(u);
 	if (it != g_allocs.begin())
-		g_write_gen[std::prev(it)->first]++;
+		g_write_gen[std::prev(it)->first] = ++g_gen_counter;
 }
 
 uint64_t write_generation(const void *p)
@@ -144,7 +148,7 @@ void release_cached_locked(int dev)
 		g_mem[dev].segment_releases++;
 		nsim_tensor_free(it->second.t);
 		g_allocs.erase(ptr);
-		g_write_gen[reinterpret_cast<uintptr_t>(ptr)]++;   // a reused block is new data
+		g_write_gen.erase(reinterpret_cast<uintptr_t>(ptr));
 		g_alloc_device.erase(ptr);
 		g_blocks.erase(it);
 	}
@@ -222,6 +226,7 @@ struct NeuronAllocator final : public c10::DeviceAllocator {
 			ms.segments++;
 			ms.peak_live_segments = std::max(ms.peak_live_segments, ms.segments - ms.segment_releases);
 		}
+		g_write_gen[p] = ++g_gen_counter;   // a block handed out (again) is new data
 		g_blocks[p].requested = nbytes;
 		ms.allocated += nbytes;
 		ms.allocated_total += nbytes;

@@ -38,7 +38,8 @@ bool matrix_strides(const at::Tensor &t, int64_t s[3])
 // runtime that keeps weights in the matmul's layout, the first call makes a
 // K-major copy of W (one DMA program, charged then) and later calls use it
 // while W's storage is alive and unwritten (the device's per-allocation
-// write generation: any alias's write counts, `.data` ones too), so only
+// write stamp: any alias's write counts, `.data` ones too, and a block
+// handed out again gets a new one), so only
 // the first pays the transposes -- in host time and in simulated time.
 // NEURON_SIM_WEIGHT_LAYOUT_CACHE=0 turns it off (every call transposes).
 struct LayoutEntry {
@@ -63,8 +64,12 @@ at::Tensor weight_layout(const at::Tensor &wt)
 	if (!layout_cache_on() || wt.dim() != 2 || capturing())
 		return {};
 	const c10::Storage &st = wt.storage();
-	std::vector<int64_t> key{ (int64_t)(uintptr_t)st.unsafeGetStorageImpl(), wt.storage_offset(), wt.size(0),
-				  wt.size(1), wt.stride(0), wt.stride(1), (int64_t)wt.scalar_type() };
+	// the data pointer too: a storage resized to nothing and back (FSDP2's
+	// unsharded parameters between all-gathers) is the same StorageImpl on
+	// a new allocation
+	std::vector<int64_t> key{ (int64_t)(uintptr_t)st.unsafeGetStorageImpl(), (int64_t)(uintptr_t)st.data(),
+				  wt.storage_offset(), wt.size(0), wt.size(1), wt.stride(0), wt.stride(1),
+				  (int64_t)wt.scalar_type() };
 	uint64_t gen = write_generation(st.data());
 	{
 		std::lock_guard<std::mutex> g(g_layout_lock);

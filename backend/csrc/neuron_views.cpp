@@ -100,6 +100,20 @@ at::Tensor &set_storage_offset(at::Tensor &self, at::Storage src, int64_t offset
 	return at::cpu::set_(self, src, offset, size, stride);
 }
 
+// Tensor.record_stream (FSDP2 marks its all-gather outputs this way): a
+// caching allocator must not reuse the block until the stream's work is
+// done.  The simulator finishes a stream's work as it is issued (a stream's
+// clock is simulated time, not pending work), so nothing is deferred; what
+// is checked is that the stream is a neuron one.
+void record_stream(at::Tensor &self, c10::Stream s)
+{
+	TORCH_CHECK(s.device_type() == c10::DeviceType::PrivateUse1,
+		    "neuron: record_stream of a neuron tensor on a ", c10::DeviceTypeName(s.device_type()),
+		    " stream");
+	TORCH_CHECK(s.device_index() >= 0, "neuron: record_stream on a stream without a device index");
+	(void)self;
+}
+
 }  // namespace
 
 NEURON_REGISTER_OPS(NEURON_OPS_VIEWS)

@@ -5,6 +5,7 @@ peak (never faster, a big GEMM within 15%)."""
 import os
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import torch
@@ -190,6 +191,36 @@ def test_weight_layout_cache_sees_every_write():
     lin.weight.data = w2
     dl.weight.data = w2.to(NEURON)
     check()
+
+
+def test_weight_layout_cache_sees_a_storage_given_new_memory():
+    """FSDP2's unsharded parameters: the storage is freed (resized to
+    nothing) and given memory again, then written once -- as many writes as
+    the cached copy saw, on another allocation of the same StorageImpl.  A
+    fresh process, so which blocks the allocator hands out is the same
+    every run (the cases where the stale copy was used before the fix)."""
+    code = textwrap.dedent("""
+        import torch, torch_neuronsim
+        n, k = 37, 53
+        x = torch.randn(5, k)
+        w = torch.randn(n, k).to("neuron")           # one write
+        (x.to("neuron") @ w.t()).cpu()               # the layout is cached
+        for _ in range(6):
+            st = w.untyped_storage()
+            st.resize_(0)                            # the block goes back to the cache...
+            hold = torch.empty(n * k, device="neuron")   # ...and another tensor takes it
+            st.resize_(n * k * 4)                    # another block
+            w3 = torch.randn(n, k)
+            with torch.no_grad():
+                w.copy_(w3)                          # one write, again
+            print(((x.to("neuron") @ w.t()).cpu() - x @ w3.t()).abs().max().item())
+            del hold
+    """)
+    r = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, NEURON_SIM="1"), timeout=900)
+    assert r.returncode == 0, r.stderr
+    errors = [float(v) for v in r.stdout.split()]
+    assert len(errors) == 6 and max(errors) < 1e-4, errors
 
 
 def test_weight_layout_cache_can_be_turned_off():

@@ -299,6 +299,39 @@ def test_generic_torch_stream_and_event_api():
     del d
 
 
+def test_what_fsdp2_asks_of_the_device():
+    """FSDP2 / DTensor's device needs: set_data between neuron tensors,
+    high-priority streams (torch.neuron.Stream is a torch.Stream), events
+    recorded on one stream and waited on by another, wait_stream, and
+    Tensor.record_stream (a CPU stream refused by name)"""
+    dev = 5
+    p = torch.nn.Parameter(torch.zeros(2, device=f"neuron:{dev}"))
+    b = torch.arange(6.0).reshape(2, 3).to(f"neuron:{dev}")
+    p.data = b                                             # set_data: new shape, same device type
+    assert p.shape == (2, 3) and torch.equal(p.detach().cpu(), b.cpu())
+    hi = torch.neuron.Stream(dev, priority=-1)
+    assert isinstance(hi, torch.Stream) and hi.priority == -1 and torch.neuron.Stream(dev).priority == 0
+    assert torch.neuron.Stream.priority_range() == (0, -1)
+    cur = torch.neuron.current_stream(dev)
+    done = torch.neuron.Event()
+    x = torch.randn(256, 256)
+    with torch.neuron.device(dev), torch.neuron.stream(hi):
+        y = x.to(f"neuron:{dev}") @ x.to(f"neuron:{dev}")   # the "all-gather stream"'s work
+        done.record(hi)
+    before = torch.neuron.Event()
+    before.record(cur)
+    cur.wait_event(done)                                   # the consumer waits for the producer's event
+    after = torch.neuron.Event()
+    after.record(cur)
+    assert after._ps == done._ps > before._ps
+    y.record_stream(cur)                                   # accepted: work finishes as issued
+    y.record_stream(torch.Stream(device=f"neuron:{dev}"))
+    with pytest.raises(RuntimeError, match="record_stream of a neuron tensor on a CPU stream"):
+        y.record_stream(torch.Stream(device="cpu"))
+    cur.wait_stream(hi)
+    torch.testing.assert_close(y.cpu(), x @ x, rtol=1e-4, atol=1e-3)
+
+
 def test_autocast_bf16_by_default():
     a, b = torch.randn(8, 8).neuron(), torch.randn(8, 8).neuron()
     assert torch.get_autocast_dtype("neuron") == torch.bfloat16

@@ -219,13 +219,34 @@ def _stream_time_ps(device, stream_id):
     return out.value
 
 
-class Stream:
-    """A queue of device work with its own simulated clock."""
+_PRIVATEUSE1 = 20        # c10::DeviceType::PrivateUse1, the device type torch.Stream carries for `neuron`
+
+
+class Stream(torch.Stream):
+    """A queue of device work with its own simulated clock.  A torch.Stream,
+    so Tensor.record_stream, torch.Event and torch.accelerator take it.
+    `priority` (FSDP2 asks for -1 on its all-gather streams) is kept and
+    reported; it changes no timing: a stream's clock is simulated time and
+    streams do not compete for an issue queue in the model."""
+
+    def __new__(cls, device=None, priority=0, _id=None):
+        idx = _index(device)
+        sid = _id if _id is not None else _call(_lib.neuron_stream_new, idx)
+        self = super().__new__(cls, stream_id=sid, device_index=idx, device_type=_PRIVATEUSE1)
+        self._priority = int(priority)
+        return self
 
     def __init__(self, device=None, priority=0, _id=None):
-        self.device = torch.device("neuron", _index(device))
-        self.stream_id = _id if _id is not None else _call(_lib.neuron_stream_new,
-                                                           self.device.index)
+        pass
+
+    @property
+    def priority(self):
+        return self._priority
+
+    @staticmethod
+    def priority_range():
+        """(lowest, highest) priority, CUDA's convention: lower is higher"""
+        return 0, -1
 
     def wait_stream(self, other):
         _call(_lib.neuron_stream_wait_until, self.device.index, self.stream_id,
@@ -248,8 +269,8 @@ class Stream:
         pass
 
     def __eq__(self, other):
-        return isinstance(other, Stream) and (self.device, self.stream_id) == (other.device,
-                                                                                 other.stream_id)
+        return isinstance(other, torch.Stream) and (self.device, self.stream_id) == (other.device,
+                                                                                       other.stream_id)
 
     def __hash__(self):
         return hash((self.device, self.stream_id))
