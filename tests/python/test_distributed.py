@@ -62,6 +62,11 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         got["gather_l"] = [t.cpu().tolist() for t in lst]
         rs = torch.empty(2).to(dev); dist.reduce_scatter_tensor(rs, torch.arange(2 * n, dtype=torch.float32).to(dev))
         got["rs"] = rs.cpu().tolist()
+        rs_in = (torch.arange(2 * n, dtype=torch.float32) * (r + 1)).to(dev)
+        for name, op in (("rs_max", dist.ReduceOp.MAX), ("rs_avg", dist.ReduceOp.AVG)):
+            o = torch.empty(2).to(dev); dist.reduce_scatter_tensor(o, rs_in, op=op); got[name] = o.cpu().tolist()
+        o = torch.empty(2).to(dev); dist.reduce_scatter(o, [torch.full((2,), float(r + i)).to(dev) for i in range(n)])
+        got["rs_list"] = o.cpu().tolist()
         a = torch.empty(n).to(dev); dist.all_to_all_single(a, torch.arange(n, dtype=torch.float32).to(dev) + 100 * r)
         got["a2a"] = a.cpu().tolist()
         # uneven splits: rank 0 sends 1 element to each, rank 1 sends 2 to each
@@ -93,6 +98,8 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         assert g["sum"] == [1.0, 3.0, 5.0, 7.0, 9.0, 11.0] and g["avg"] == [0.5] * 3 and g["max"] == [1, 0]
         assert g["bcast"] == [11.0] * 4 and g["gather_t"] == [0.0, 0.0, 1.0, 1.0]
         assert g["gather_l"] == [[0.0, 0.0], [1.0, 1.0]] and g["rs"] == [[0.0, 2.0], [4.0, 6.0]][r]
+        assert g["rs_max"] == [[0.0, 2.0], [4.0, 6.0]][r] and g["rs_avg"] == [[0.0, 1.5], [3.0, 4.5]][r]
+        assert g["rs_list"] == [[1.0, 1.0], [3.0, 3.0]][r]
         assert g["a2a"] == [[0.0, 100.0], [1.0, 101.0]][r] and g["async"] is True
         assert g["a2a_uneven"] == [[0.0, 10.0, 11.0], [1.0, 12.0, 13.0]][r]
         assert g["functional"] == [2.0, 2.0] and g["cpu"] == [1.0, 1.0]

@@ -290,7 +290,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
 
     def _reduce_scatter(self, output, flat, opts, nbytes, inputs):
         """output = this rank's slice of the reduction of every rank's flat
-        host tensor (Gloo: all-reduce, then the slice)"""
+        host tensor (Gloo's reduce-scatter)"""
         opts = opts or dist.ReduceScatterOptions()
         op, avg = _reduce_op(opts)
         n = output.numel()
@@ -299,11 +299,10 @@ class NeuronProcessGroup(dist.ProcessGroup):
                                f"{self.size()} x the output's {n}")
 
         def run():
-            h = flat.clone()
-            o = dist.AllreduceOptions()
+            part = torch.empty(n, dtype=flat.dtype)
+            o = dist.ReduceScatterOptions()
             o.reduceOp = op
-            self._gloo.allreduce([h], o).wait()
-            part = h[self.rank() * n:(self.rank() + 1) * n]
+            self._gloo._reduce_scatter_base(part, flat, o).wait()
             _put(output, part / self.size() if avg else part)
         self._timed("reduce_scatter", inputs, nbytes, run)
 
