@@ -2,9 +2,11 @@
 """Distributed training on simulated NeuronCores: a small Llama's training
 step under DDP, FSDP2 and TP x FSDP (a 2D DeviceMesh) on 2, 4 and 8 ranks
 (torchrun, one process per rank, the c10d backend "neuron"), printed as a
-table: simulated step time (the slowest rank's stream), the share of it in
-collectives, collectives per step and MFU (6 x parameters x tokens per
-second over the ranks' TensorE bf16 peak).
+table: simulated step time (the slowest rank's stream), the collectives'
+time as a share of it ("comm %": they run on the device's collective
+stream, beside compute) and the share the compute stream stood still
+waiting for them ("exposed %"), collectives per step and MFU (6 x
+parameters x tokens per second over the ranks' TensorE bf16 peak).
 
     python3 bench/distributed.py [--ranks 2,4,8] [--modes ddp,fsdp2,tp_fsdp]
 
@@ -80,16 +82,17 @@ def worker(mode, out):
     loss = step()
     dist.barrier()
     s = torch_neuronsim.stats()
-    t = torch.tensor([_stream_time_ps(0, sid) - t0, s["collective_time_ns"] * 1000, s["collectives"]],
-                     dtype=torch.float64)
+    t = torch.tensor([_stream_time_ps(0, sid) - t0, s["collective_time_ns"] * 1000, s["collectives"],
+                      s["collective_exposed_ns"] * 1000], dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     if r == 0:
-        step_ps, coll_ps, colls = t.tolist()
+        step_ps, coll_ps, colls, exposed_ps = t.tolist()
         peak = neuronsim.chip_info()["peak_flops_per_second"]
         flops = 6 * params * BATCH * SEQ
         with open(out, "w") as f:
             json.dump({"mode": mode, "ranks": n, "dp": dp, "tp": tp, "params": params, "loss": loss.item(),
                        "step_us": step_ps / 1e6, "comm_pct": 100 * coll_ps / step_ps, "collectives": colls,
+                       "exposed_pct": 100 * exposed_ps / step_ps,
                        "mfu_pct": 100 * flops / (step_ps * 1e-12) / (peak * n)}, f)
     dist.destroy_process_group()
 
@@ -155,6 +158,7 @@ def symmetric_layer(tp, fsdp, seq, out):
         json.dump({"mode": "tp_fsdp (timing-only, 1 process)", "ranks": n, "dp": fsdp, "tp": tp, "params": params,
                    "loss": float("nan"), "step_us": step_ps / 1e6,
                    "comm_pct": 100 * st["collective_time_ns"] * 1000 / step_ps, "collectives": st["collectives"],
+                   "exposed_pct": 100 * st["collective_exposed_ns"] * 1000 / step_ps,
                    "mfu_pct": 100 * flops / (step_ps * 1e-12) / (peak * n)}, f)
     dist.destroy_process_group()
 
@@ -197,12 +201,13 @@ def main():
     import neuronsim
     print(f"Llama {CFG['num_hidden_layers']} layers, hidden {CFG['hidden_size']}, {rows[0]['params'] / 1e6:.2f} M "
           f"parameters, global batch {BATCH} x {SEQ} tokens, fp32; target {neuronsim.chip_info('trn2')['target']}")
-    head = ("mode", "ranks", "dp x tp", "sim step us", "comm %", "collectives/step", "MFU %", "rank 0 loss")
+    head = ("mode", "ranks", "dp x tp", "sim step us", "comm %", "exposed %", "collectives/step", "MFU %",
+            "rank 0 loss")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for x in rows:
         print(f"| {x['mode']} | {x['ranks']} | {x['dp']} x {x['tp']} | {x['step_us']:.1f} | {x['comm_pct']:.1f} | "
-              f"{x['collectives']:.0f} | {x['mfu_pct']:.3f} | {x['loss']:.4f} |")
+              f"{x['exposed_pct']:.1f} | {x['collectives']:.0f} | {x['mfu_pct']:.3f} | {x['loss']:.4f} |")
     if args.layer:
         x = layer
         print(f"\nLlama-8B-shaped decoder layer ({x['params'] / 1e6:.0f} M parameters, bf16), {args.seq} tokens per "
@@ -210,7 +215,7 @@ def main():
         print("| " + " | ".join(head[:-1]) + " |")
         print("|" + "---|" * (len(head) - 1))
         print(f"| {x['mode']} | {x['ranks']} | {x['dp']} x {x['tp']} | {x['step_us']:.1f} | {x['comm_pct']:.1f} | "
-              f"{x['collectives']:.0f} | {x['mfu_pct']:.2f} |")
+              f"{x['exposed_pct']:.1f} | {x['collectives']:.0f} | {x['mfu_pct']:.2f} |")
     return 0
 
 

@@ -47,6 +47,7 @@ int neuron_stats(char *buf, int len)
 		{ "collectives", s.collectives },
 		{ "collective_time_ns", s.collective_ps / 1000 },
 		{ "collective_wait_ns", s.collective_wait_ps / 1000 },
+		{ "collective_exposed_ns", s.collective_exposed_ps / 1000 },
 		{ "collective_bytes", s.collective_bytes },
 		{ "host_to_device_bytes", s.host_to_device_bytes },
 		{ "device_to_host_bytes", s.device_to_host_bytes },
@@ -146,6 +147,18 @@ int neuron_stream_time(int dev, int id, uint64_t *out, char *err, int errlen)
 {
 	CATCH(*out = neuron::stream_time_ps(dev, id); return 0)
 }
+// a stream's clock and whether a collective's end set it (an event's record)
+int neuron_stream_time_bound(int dev, int id, uint64_t *out, int *bound, char *err, int errlen)
+{
+	CATCH(*out = neuron::stream_time_ps(dev, id); *bound = neuron::stream_collective_bound(dev, id); return 0)
+}
+
+// stream `id` waits until `at`; `collective`: `at` is a collective's end
+int neuron_stream_wait_for(int dev, int id, uint64_t at, int collective, char *err, int errlen)
+{
+	CATCH(neuron::stream_wait_for(dev, id, at, collective != 0); return 0)
+}
+
 int neuron_stream_wait_until(int dev, int id, uint64_t at, char *err, int errlen)
 {
 	CATCH(neuron::stream_wait_until(dev, id, at); return 0)
@@ -153,7 +166,7 @@ int neuron_stream_wait_until(int dev, int id, uint64_t at, char *err, int errlen
 
 uint64_t neuron_device_memory_in_use(void) { return nsim_memory_allocated(); }
 
-// a collective's modeled time on the current stream of `dev` (the c10d
+// a collective's modeled time on the collective stream of `dev` (the c10d
 // backend, torch_neuronsim/distributed.py): its end in *end_ps; the
 // algorithm and the group's ranks (text, either may be NULL) go to the trace
 int neuron_collective_charge(int dev, uint64_t start_ps, uint64_t dur_ps, const char *label, uint64_t bytes,
@@ -162,6 +175,18 @@ int neuron_collective_charge(int dev, uint64_t start_ps, uint64_t dur_ps, const 
 	CATCH(*end_ps = neuron::charge_collective(dev, start_ps, dur_ps, label ? label : "collective", bytes,
 						  algorithm, peers);
 	      return 0)
+}
+
+// the current stream of `dev` waits for a collective ending at end_ps (a Work's wait)
+int neuron_collective_wait(int dev, uint64_t end_ps, char *err, int errlen)
+{
+	CATCH(neuron::collective_wait(dev, neuron::stream_current(dev), end_ps); return 0)
+}
+
+// the stream id collectives of `dev` run on (a future completes on it)
+int neuron_collective_stream(int dev, char *err, int errlen)
+{
+	CATCH(return neuron::collective_stream(dev))
 }
 
 }  // extern "C"

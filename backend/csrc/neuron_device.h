@@ -31,6 +31,8 @@ struct Stats {
 	// collectives of the c10d backend: count, modeled time on the stream
 	// clocks (after the ranks' reconciliation wait), bytes each rank sent
 	uint64_t collectives = 0, collective_ps = 0, collective_wait_ps = 0, collective_bytes = 0;
+	// ... and the time streams stood still waiting for a collective's end
+	uint64_t collective_exposed_ps = 0;
 };
 
 // one executed program on the device timeline (simulated ps on its stream)
@@ -133,11 +135,22 @@ at::Tensor peek_cpu(const at::Tensor &t);
 /* src's values into device tensor dst without the host link's charge: a
  * collective's result, whose time the collective model charges */
 void poke_cpu(const at::Tensor &dst, const at::Tensor &src);
-/* a collective on the current stream of `dev`: it starts at `start_ps`
- * (the last rank's arrival) or when the stream is free, lasts `dur_ps`;
- * recorded on the timeline and in the trace as `label`; returns its end */
+/* a collective on `dev`'s collective stream: it starts when the current
+ * stream has its inputs, the last rank arrived (`start_ps`) and the
+ * collective stream is free, lasts `dur_ps`; recorded on the timeline and
+ * in the trace as `label`; returns its end.  The current stream does not
+ * wait for it: collective_wait does (a Work's wait, a future's event). */
 uint64_t charge_collective(int dev, uint64_t start_ps, uint64_t dur_ps, const std::string &label, uint64_t bytes,
 			   const char *algorithm, const char *peers);
+int collective_stream(int dev);                         /* created on first use */
+/* stream `id` waits for a collective that ends at end_ps (the default
+ * stream's stall is counted as exposed collective time) */
+void collective_wait(int dev, int id, uint64_t end_ps);
+/* stream `id` waits until `at`; collective: `at` is a collective's end,
+ * directly or through a stream a collective's end set (stream_collective_bound) */
+void stream_wait_for(int dev, int id, uint64_t at, bool collective);
+bool stream_collective_bound(int dev, int id);
+void mark_collective_bound_locked(int dev, int id);     /* g_lock held: the clock is a collective's end */
 int device_of_ptr(const void *p);                       /* the core holding it */
 void resize_storage(const c10::Storage &storage, size_t newsize);
 

@@ -95,9 +95,22 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 		int dev = d.index() < 0 ? g_current_device : d.index();
 		return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, dev), stream_new(dev));
 	}
+	// a pool of streams per device, handed out round-robin as CUDA's are: a
+	// future's callbacks (DDP's, per bucket) take one each time and the
+	// stream table must not grow with every call
 	c10::Stream getStreamFromGlobalPool(c10::Device d, bool) const override
 	{
-		return getNewStream(d, 0);
+		static constexpr size_t kPool = 8;
+		static std::mutex pool_lock;
+		static std::vector<int> pool[64];
+		static size_t next[64];
+		int dev = d.index() < 0 ? g_current_device : d.index();
+		std::lock_guard<std::mutex> g(pool_lock);
+		auto &p = pool[dev & 63];
+		if (p.size() < kPool)
+			p.push_back(stream_new(dev));
+		int id = p[next[dev & 63]++ % p.size()];
+		return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, dev), id);
 	}
 	c10::Stream exchangeStream(c10::Stream s) const noexcept override
 	{
@@ -108,30 +121,40 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	}
 	bool queryStream(const c10::Stream &) const override { return true; }
 	void synchronizeStream(const c10::Stream &) const override {}
-	// events hold the simulated time of their stream when recorded
+	// events hold the simulated time of their stream when recorded, and
+	// whether a collective set it (stream_collective_bound): a stream
+	// blocked on such an event waits for a collective (a device-aware
+	// future's completion)
+	struct SimEvent {
+		uint64_t ps;
+		bool collective;
+	};
 	void record(void **event, const c10::Stream &stream, const c10::DeviceIndex,
 		    const c10::EventFlag) const override
 	{
 		if (!*event)
-			*event = new uint64_t(0);
-		*static_cast<uint64_t *>(*event) = stream_time_ps(stream.device_index(), (int)stream.id());
+			*event = new SimEvent{ 0, false };
+		auto *e = static_cast<SimEvent *>(*event);
+		e->ps = stream_time_ps(stream.device_index(), (int)stream.id());
+		e->collective = stream_collective_bound(stream.device_index(), (int)stream.id());
 	}
 	void block(void *event, const c10::Stream &stream) const override
 	{
-		if (event)
-			stream_wait_until(stream.device_index(), (int)stream.id(),
-					  *static_cast<uint64_t *>(event));
+		if (!event)
+			return;
+		auto *e = static_cast<SimEvent *>(event);
+		stream_wait_for(stream.device_index(), (int)stream.id(), e->ps, e->collective);
 	}
 	bool queryEvent(void *) const override { return true; }
 	void synchronizeEvent(void *) const override {}
 	void destroyEvent(void *event, const c10::DeviceIndex) const noexcept override
 	{
-		delete static_cast<uint64_t *>(event);
+		delete static_cast<SimEvent *>(event);
 	}
 	double elapsedTime(void *e1, void *e2, const c10::DeviceIndex) const override
 	{
 		TORCH_CHECK(e1 && e2, "neuron: elapsed_time needs two recorded events");
-		return ((double)*static_cast<uint64_t *>(e2) - (double)*static_cast<uint64_t *>(e1)) / 1e9;
+		return ((double)static_cast<SimEvent *>(e2)->ps - (double)static_cast<SimEvent *>(e1)->ps) / 1e9;
 	}
 	c10::DeviceIndex deviceCount() const noexcept override
 	{
@@ -193,13 +216,58 @@ uint64_t stream_time_ps(int dev, int id)
 	return g_stream_ps[dev][id];
 }
 
-// `id` waits for everything issued so far on `other` (and for time `at`)
-void stream_wait_until(int dev, int id, uint64_t at)
+// Which stream clocks a collective set: a stream is "collective-bound" while
+// its clock is still the value a collective's end gave it (the collective
+// stream after each collective, a stream that waited for one and has run
+// nothing since).  An event recorded on such a stream carries it, so the
+// default stream waiting -- directly or through FSDP2's all-gather stream
+// and its event -- for a collective counts as exposed collective time.
+static std::vector<uint64_t> g_bound_at[64];   // [device][stream]: the bound clock value
+
+static uint64_t &bound_at_locked(int dev, int id)
+{
+	auto &b = g_bound_at[dev];
+	if (b.size() < g_stream_ps[dev].size())
+		b.resize(g_stream_ps[dev].size(), UINT64_MAX);
+	return b[(size_t)id];
+}
+
+void mark_collective_bound_locked(int dev, int id)
+{
+	bound_at_locked(dev, id) = g_stream_ps[dev][id];
+}
+
+bool stream_collective_bound(int dev, int id)
 {
 	std::lock_guard<std::mutex> g(g_lock);
 	TORCH_CHECK(dev >= 0 && dev < 64 && id >= 0 && (size_t)id < g_stream_ps[dev].size(),
 		    "neuron: no stream ", id, " on device ", dev);
-	g_stream_ps[dev][id] = std::max(g_stream_ps[dev][id], at);
+	return bound_at_locked(dev, id) == g_stream_ps[dev][id];
+}
+
+// `id` waits until time `at` (everything issued so far on another stream,
+// an event); `collective`: `at` is a collective's end, directly or through
+// a collective-bound stream
+void stream_wait_for(int dev, int id, uint64_t at, bool collective)
+{
+	std::lock_guard<std::mutex> g(g_lock);
+	TORCH_CHECK(dev >= 0 && dev < 64 && id >= 0 && (size_t)id < g_stream_ps[dev].size(),
+		    "neuron: no stream ", id, " on device ", dev);
+	uint64_t &clock = g_stream_ps[dev][id];
+	if (at <= clock)
+		return;
+	// the default stream is where a step's compute runs: its stalls are
+	// the exposed ones (a side stream's would count the same wait twice)
+	if (collective && id == 0)
+		g_stats.collective_exposed_ps += at - clock;
+	clock = at;
+	if (collective)
+		bound_at_locked(dev, id) = at;
+}
+
+void stream_wait_until(int dev, int id, uint64_t at)
+{
+	stream_wait_for(dev, id, at, false);
 }
 
 }  // namespace neuron

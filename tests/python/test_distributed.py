@@ -79,6 +79,14 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         else:
             z = torch.empty(2).to(dev); dist.recv(z, 0); got["recv"] = z.cpu().tolist()
         w = dist.all_reduce(torch.ones(2).to(dev), async_op=True); w.wait(); got["async"] = w.is_completed()
+        ca, cb = torch.ones(2).to(dev), torch.full((3,), 2.0).to(dev)
+        torch_neuronsim.reset_stats()
+        with dist._coalescing_manager(async_ops=True) as cm:   # one collective of 20 bytes
+            dist.all_reduce(ca)
+            dist.all_reduce(cb)
+        cm.wait()
+        s = torch_neuronsim.stats()
+        got["coalesced"] = ca.cpu().tolist() + cb.cpu().tolist() + [s["collectives"], s["collective_bytes"]]
         dist.barrier()
         from torch.distributed._functional_collectives import all_reduce as far
         got["functional"] = far(torch.ones(2).to(dev), "sum", dist.group.WORLD).cpu().tolist()
@@ -103,6 +111,7 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
         assert g["a2a"] == [[0.0, 100.0], [1.0, 101.0]][r] and g["async"] is True
         assert g["a2a_uneven"] == [[0.0, 10.0, 11.0], [1.0, 12.0, 13.0]][r]
         assert g["functional"] == [2.0, 2.0] and g["cpu"] == [1.0, 1.0]
+        assert g["coalesced"] == [2.0, 2.0, 4.0, 4.0, 4.0, 1, 20]
         assert "was destroyed" in g["after"]
     assert res[1][0]["recv"] == [7.0, 8.0]
 
@@ -214,8 +223,28 @@ def test_a_collective_takes_the_model_time_after_the_last_arrival(tmp_path):
         dist.all_reduce(big)
         s = torch_neuronsim.stats()
         t1 = _stream_time_ps(0, sid)
+        first = big[:2].cpu().tolist()
+        # async: compute issued before wait() overlaps the collective, which
+        # runs on the device's collective stream
+        m = torch.randn(512, 512).to(dev)
+        dist.barrier()
+        ta = _stream_time_ps(0, sid)
+        work = dist.all_reduce(big, async_op=True)
+        tb = _stream_time_ps(0, sid)
+        for _ in range(4):
+            m = m @ m / 512
+        tc = _stream_time_ps(0, sid)
+        work.wait()
+        td = _stream_time_ps(0, sid)
+        # DDP's path: the future completes on the collective stream; a
+        # stream that waits on it waits for the collective's end
+        fut = dist.all_reduce(big, async_op=True).get_future()
+        te = _stream_time_ps(0, sid)
+        fut.wait()
+        tf = _stream_time_ps(0, sid)
         out({"t0": t0, "t1": t1, "coll": s["collectives"], "coll_ns": s["collective_time_ns"],
-             "wait_ns": s["collective_wait_ns"], "big": big[:2].cpu().tolist()})
+             "wait_ns": s["collective_wait_ns"], "exposed_ns": s["collective_exposed_ns"],
+             "big": first, "async": [ta, tb, tc, td, te, tf]})
         dist.destroy_process_group()
     """)
     import neuronsim
@@ -224,8 +253,20 @@ def test_a_collective_takes_the_model_time_after_the_last_arrival(tmp_path):
     assert a["big"] == b["big"] == [2.0, 2.0] and a["coll"] == b["coll"] == 1
     # both end at the late rank's arrival plus the model's time
     assert a["t1"] == b["t1"] == max(a["t0"], b["t0"]) + model_ps
-    assert a["coll_ns"] - a["wait_ns"] == b["coll_ns"] - b["wait_ns"] == model_ps // 1000
+    assert a["coll_ns"] == b["coll_ns"] == model_ps // 1000
     assert a["wait_ns"] >= 999_000 and b["wait_ns"] == 0
+    # a synchronous all_reduce: the caller's stream stood still from its arrival to the end
+    for r in (a, b):
+        assert r["exposed_ns"] == (r["t1"] - r["t0"]) // 1000
+    # async_op: the call does not hold the stream up; the matmuls run
+    # meanwhile; wait() ends at the collective's end or the compute's,
+    # whichever is later -- not their sum
+    start = max(a["async"][0], b["async"][0])
+    for r in (a, b):
+        ta, tb, tc, td, te, tf = r["async"]
+        assert tb == ta and tc > tb
+        assert td == max(tc, start + model_ps)
+        assert te == td and tf == td + model_ps   # the next one queued behind nothing: full time exposed
 
 
 def test_mismatched_collectives_raise_on_every_rank(tmp_path):

@@ -219,6 +219,13 @@ def _stream_time_ps(device, stream_id):
     return out.value
 
 
+def _stream_mark(device, stream_id):
+    """(clock in ps, whether a collective's end set it) of a stream"""
+    out, bound = ctypes.c_uint64(), ctypes.c_int()
+    _call(_lib.neuron_stream_time_bound, device, stream_id, ctypes.byref(out), ctypes.byref(bound))
+    return out.value, bool(bound.value)
+
+
 _PRIVATEUSE1 = 20        # c10::DeviceType::PrivateUse1, the device type torch.Stream carries for `neuron`
 
 
@@ -249,13 +256,13 @@ class Stream(torch.Stream):
         return 0, -1
 
     def wait_stream(self, other):
-        _call(_lib.neuron_stream_wait_until, self.device.index, self.stream_id,
-              ctypes.c_uint64(_stream_time_ps(other.device.index, other.stream_id)))
+        ps, bound = _stream_mark(other.device.index, other.stream_id)
+        _call(_lib.neuron_stream_wait_for, self.device.index, self.stream_id, ctypes.c_uint64(ps), int(bound))
 
     def wait_event(self, event):
         if event._ps is not None:
-            _call(_lib.neuron_stream_wait_until, self.device.index, self.stream_id,
-                  ctypes.c_uint64(event._ps))
+            _call(_lib.neuron_stream_wait_for, self.device.index, self.stream_id, ctypes.c_uint64(event._ps),
+                  int(event._collective))
 
     def record_event(self, event=None):
         event = event or Event()
@@ -311,12 +318,13 @@ class Event:
     def __init__(self, enable_timing=False, blocking=False, interprocess=False):
         self.enable_timing = enable_timing
         self._ps = None
+        self._collective = False       # a collective's end set the recorded time
         self._device = None
 
     def record(self, stream=None):
         stream = stream or current_stream()
         self._device = stream.device
-        self._ps = _stream_time_ps(stream.device.index, stream.stream_id)
+        self._ps, self._collective = _stream_mark(stream.device.index, stream.stream_id)
 
     def wait(self, stream=None):
         (stream or current_stream()).wait_event(self)

@@ -14,14 +14,17 @@ collective model's time (device_model/collectives.c, the same figures as
 2. the values: a neuron tensor's bytes are read and written by the host
    without the host link's charge (the hardware moves them over
    NeuronLink), reduced by Gloo;
-3. the collective starts when the last rank arrived and lasts the model's
-   time; each rank's stream waits for its end.  The device timeline and the
-   trace show it as "all_reduce 4.0 MiB ring" on the rank's stream.
+3. the collective runs on the device's collective stream (one per
+   device, as NCCL's): it starts when this rank's stream has its inputs,
+   the last rank arrived and the collective stream is free, and lasts the
+   model's time.  The caller's stream waits for its end when it waits on
+   the Work (a synchronous call does at once) or on its future (DDP's
+   reducer), so compute issued in between overlaps the collective.  The
+   device timeline and the trace show it as "all_reduce 4.0 MiB ring x2".
 
-Collectives run synchronously (the simulated device finishes them before
-the call returns): the Work is complete, `async_op` and `wait()` work as
-usual, and a dead peer surfaces as Gloo's timeout error.  CPU tensors in
-the same group go to Gloo directly and are not timed."""
+The values move before the call returns; a dead peer surfaces as Gloo's
+timeout error.  CPU tensors in the same group go to Gloo directly and are
+not timed."""
 import ctypes
 
 import neuronsim
@@ -30,6 +33,7 @@ import torch.distributed as dist
 from torch.futures import Future
 
 from . import _lib
+from .device import _call
 
 _CODES = {"all_reduce": 1, "broadcast": 2, "all_gather": 3, "reduce_scatter": 4, "all_to_all": 5, "barrier": 6,
           "reduce": 7, "gather": 8, "scatter": 9}
@@ -38,15 +42,30 @@ _DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.in
 
 
 class _Done(dist.Work):
-    """A collective that finished before the call returned."""
+    """A collective whose values moved before the call returned.  Its
+    simulated time runs on the device's collective stream until `end_ps`:
+    wait() makes the caller's current stream wait for that end, and the
+    future completes on the collective stream, so a stream that waits on it
+    (DDP's reducer, a .then callback) waits for the end too -- NCCL's
+    semantics, so compute issued before the wait overlaps the collective."""
 
-    def __init__(self, result=None):
+    def __init__(self, result=None, dev=None, end_ps=None):
         super().__init__()
         self._result = result if result is not None else []
-        self._future = Future()
-        self._future.set_result(self._result)
+        self._dev, self._end = (dev, end_ps) if end_ps is not None else (None, None)
+        self._future = _completed_future(self._result, self._dev)
+
+    @staticmethod
+    def joined(result, works):
+        """one Work for several collectives: it ends when the last does"""
+        timed = [w for w in works if w._dev is not None]
+        if not timed:
+            return _Done(result)
+        return _Done(result, timed[0]._dev, max(w._end for w in timed))
 
     def wait(self, timeout=None):
+        if self._dev is not None:
+            _call(_lib.neuron_collective_wait, self._dev, ctypes.c_uint64(self._end))
         return True
 
     def is_completed(self):
@@ -63,6 +82,29 @@ class _Done(dist.Work):
 
     def synchronize(self):
         pass
+
+
+def _tensors(x):
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (list, tuple)):
+        for y in x:
+            yield from _tensors(y)
+
+
+def _completed_future(result, dev):
+    """a completed Future of `result`; with a device, one that completes on
+    the device's collective stream (all of result's tensors on that device)"""
+    ts = list(_tensors(result))
+    if dev is None or not ts or any(not _is_neuron(t) or t.device.index != dev for t in ts):
+        fut = Future()
+        fut.set_result(result)
+        return fut
+    from .device import Stream, stream
+    fut = Future(devices=[torch.device("neuron", dev)])
+    with stream(Stream(dev, _id=_call(_lib.neuron_collective_stream, dev))):
+        fut.set_result(result)
+    return fut
 
 
 def _is_neuron(t):
@@ -138,6 +180,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         # NeuronCore r): a strided FSDP group crosses chips where a
         # contiguous one of the same size would not
         self._ranks = list(global_ranks) if global_ranks else list(range(size))
+        self._coalesced = None
         self._peers = _ranks_text(self._ranks).encode()
 
     # -------------------------------------------------------- identity
@@ -203,24 +246,29 @@ class NeuronProcessGroup(dist.ProcessGroup):
         return dev, max(row[4] for row in rows)
 
     def _charge(self, kind, dev, start_ps, nbytes, sent):
-        """the model's time for `kind` over the group on dev's current stream"""
+        """the model's time for `kind` over the group on dev's collective
+        stream: (dev, its end in ps), or (None, None) without a device"""
         if dev is None:
-            return
+            return None, None
         # reduce / gather / scatter move what all-reduce / all-gather do
         model = {"reduce": "all_reduce", "gather": "all_gather", "scatter": "all_gather"}.get(kind, kind)
         cost = neuronsim.collective_estimate(model, self._ranks, nbytes)
         label = f"{kind} {_size_text(nbytes)} {cost['algorithm']} x{self.size()}"
         end = ctypes.c_uint64()
-        err = ctypes.create_string_buffer(512)
-        if _lib.neuron_collective_charge(dev, ctypes.c_uint64(start_ps), ctypes.c_uint64(round(cost["us"] * 1e6)),
-                                         label.encode(), ctypes.c_uint64(sent), cost["algorithm"].encode(),
-                                         self._peers, ctypes.byref(end), err, 512) < 0:
-            raise RuntimeError(err.value.decode())
+        _call(_lib.neuron_collective_charge, dev, ctypes.c_uint64(start_ps), ctypes.c_uint64(round(cost["us"] * 1e6)),
+           label.encode(), ctypes.c_uint64(sent), cost["algorithm"].encode(), self._peers, ctypes.byref(end))
+        return dev, end.value
 
-    def _timed(self, kind, tensors, nbytes, run, root=-1):
+    def _done(self, result, dev=None, end_ps=None):
+        work = _Done(result, dev, end_ps)
+        if self._coalesced is not None:
+            self._coalesced.append(work)
+        return work
+
+    def _timed(self, kind, tensors, nbytes, run, root=-1, result=None):
         dev, start = self._begin(kind, tensors, root)
         run()
-        self._charge(kind, dev, start, nbytes, nbytes)
+        return self._done(result, *self._charge(kind, dev, start, nbytes, nbytes))
 
     # ----------------------------------------------------- collectives
     def allreduce(self, tensors, opts=None):
@@ -238,14 +286,34 @@ class NeuronProcessGroup(dist.ProcessGroup):
                         raise RuntimeError(f"neuron: ReduceOp.AVG needs a floating-point tensor, not {h.dtype}")
                     h = h / self.size()
                 _put(t, h)
-        self._timed("all_reduce", tensors, _nbytes(tensors), run)
-        return _Done(tensors)
+        return self._timed("all_reduce", tensors, _nbytes(tensors), run, result=tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
+        """tensors of any sizes (one dtype: one flat all-reduce, timed as
+        one collective of their total size, as the coalescing manager asks)"""
         o = dist.AllreduceOptions()
         if opts is not None:
             o.reduceOp = opts.reduceOp
-        return self.allreduce(tensors, o)
+        if len({t.dtype for t in tensors}) > 1:
+            return _Done.joined(tensors, [self.allreduce([t], o) for t in tensors])
+        if not tensors:
+            return _Done([])
+        op, avg = _reduce_op(o)
+
+        def run():
+            flat = torch.cat([_host(t).reshape(-1) for t in tensors])
+            g = dist.AllreduceOptions()
+            g.reduceOp = op
+            self._gloo.allreduce([flat], g).wait()
+            if avg:
+                if not flat.is_floating_point():
+                    raise RuntimeError(f"neuron: ReduceOp.AVG needs a floating-point tensor, not {flat.dtype}")
+                flat = flat / self.size()
+            offset = 0
+            for t in tensors:
+                _put(t, flat[offset:offset + t.numel()])
+                offset += t.numel()
+        return self._timed("all_reduce", tensors, _nbytes(tensors), run, result=tensors)
 
     def broadcast(self, tensors, opts=None):
         opts = opts or dist.BroadcastOptions()
@@ -258,16 +326,14 @@ class NeuronProcessGroup(dist.ProcessGroup):
             if self.rank() != opts.rootRank:
                 for t, h in zip(tensors, hosts):
                     _put(t, h)
-        self._timed("broadcast", tensors, _nbytes(tensors), run, root=opts.rootRank)
-        return _Done(tensors)
+        return self._timed("broadcast", tensors, _nbytes(tensors), run, root=opts.rootRank, result=tensors)
 
     def _allgather_base(self, output, input, opts=None):
         def run():
             out = torch.empty(output.numel(), dtype=output.dtype)
             self._gloo._allgather_base(out, _host(input).reshape(-1)).wait()
             _put(output, out)
-        self._timed("all_gather", [input], output.numel() * output.element_size(), run)
-        return _Done([output])
+        return self._timed("all_gather", [input], output.numel() * output.element_size(), run, result=[output])
 
     def allgather(self, output_tensors, input_tensors, opts=None):
         def run():
@@ -277,16 +343,13 @@ class NeuronProcessGroup(dist.ProcessGroup):
                 for o, h in zip(outs, hosts):
                     _put(o, h)
         total = sum(_nbytes(outs) for outs in output_tensors)
-        self._timed("all_gather", input_tensors, total, run)
-        return _Done(output_tensors)
+        return self._timed("all_gather", input_tensors, total, run, result=output_tensors)
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         return self.allgather(output_lists, input_list, opts)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
-        for o, i in zip(outputs, inputs):
-            self._allgather_base(o, i, opts)
-        return _Done(outputs)
+        return _Done.joined(outputs, [self._allgather_base(o, i, opts) for o, i in zip(outputs, inputs)])
 
     def _reduce_scatter(self, output, flat, opts, nbytes, inputs):
         """output = this rank's slice of the reduction of every rank's flat
@@ -304,30 +367,26 @@ class NeuronProcessGroup(dist.ProcessGroup):
             o.reduceOp = op
             self._gloo._reduce_scatter_base(part, flat, o).wait()
             _put(output, part / self.size() if avg else part)
-        self._timed("reduce_scatter", inputs, nbytes, run)
+        return self._timed("reduce_scatter", inputs, nbytes, run, result=[output])
 
     def _reduce_scatter_base(self, output, input, opts=None):
-        self._reduce_scatter(output, _host(input).reshape(-1), opts, input.numel() * input.element_size(), [input])
-        return _Done([output])
+        return self._reduce_scatter(output, _host(input).reshape(-1), opts, input.numel() * input.element_size(),
+                                    [input])
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        for out, ins in zip(output_tensors, input_tensors):
-            flat = torch.cat([_host(i).reshape(-1) for i in ins])
-            self._reduce_scatter(out, flat, opts, _nbytes(ins), list(ins))
-        return _Done(output_tensors)
+        works = [self._reduce_scatter(out, torch.cat([_host(i).reshape(-1) for i in ins]), opts, _nbytes(ins),
+                                      list(ins)) for out, ins in zip(output_tensors, input_tensors)]
+        return _Done.joined(output_tensors, works)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
-        for o, i in zip(outputs, inputs):
-            self._reduce_scatter_base(o, i, opts)
-        return _Done(outputs)
+        return _Done.joined(outputs, [self._reduce_scatter_base(o, i, opts) for o, i in zip(outputs, inputs)])
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         def run():
             out = torch.empty(output.shape, dtype=output.dtype)
             self._gloo.alltoall_base(out, _host(input), list(output_split_sizes), list(input_split_sizes)).wait()
             _put(output, out)
-        self._timed("all_to_all", [input], input.numel() * input.element_size(), run)
-        return _Done([output])
+        return self._timed("all_to_all", [input], input.numel() * input.element_size(), run, result=[output])
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
         def run():
@@ -335,14 +394,12 @@ class NeuronProcessGroup(dist.ProcessGroup):
             self._gloo.alltoall(outs, [_host(i) for i in input_tensors]).wait()
             for o, h in zip(output_tensors, outs):
                 _put(o, h)
-        self._timed("all_to_all", input_tensors, _nbytes(input_tensors), run)
-        return _Done(output_tensors)
+        return self._timed("all_to_all", input_tensors, _nbytes(input_tensors), run, result=output_tensors)
 
     def barrier(self, opts=None):
         from .device import current_device
         dev, start = self._begin("barrier", [], dev=current_device())
-        self._charge("barrier", dev, start, 0, 0)
-        return _Done()
+        return self._done([], *self._charge("barrier", dev, start, 0, 0))
 
     # the names torch.distributed's Python API calls a group by
     def all_gather_single(self, output, input, opts=None):
@@ -360,12 +417,14 @@ class NeuronProcessGroup(dist.ProcessGroup):
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
 
-    # collectives run as they are called: coalescing has nothing to batch
+    # collectives run as they are called: coalescing has nothing to batch;
+    # the Work of the block ends when its last collective does
     def _start_coalescing(self, device):
-        pass
+        self._coalesced = []
 
     def _end_coalescing(self, device):
-        return _Done()
+        works, self._coalesced = self._coalesced or [], None
+        return _Done.joined([], works)
 
     def reduce(self, tensors, opts=None):
         opts = opts or dist.ReduceOptions()
@@ -379,8 +438,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
             if self.rank() == opts.rootRank:
                 for t, h in zip(tensors, hosts):
                     _put(t, h / self.size() if avg else h)
-        self._timed("reduce", tensors, _nbytes(tensors), run, root=opts.rootRank)
-        return _Done(tensors)
+        return self._timed("reduce", tensors, _nbytes(tensors), run, root=opts.rootRank, result=tensors)
 
     def gather(self, output_tensors, input_tensors, opts=None):
         opts = opts or dist.GatherOptions()
@@ -394,8 +452,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
             if root:
                 for t, h in zip(output_tensors[0], outs[0]):
                     _put(t, h)
-        self._timed("gather", input_tensors, _nbytes(input_tensors) * self.size(), run, root=opts.rootRank)
-        return _Done(output_tensors)
+        return self._timed("gather", input_tensors, _nbytes(input_tensors) * self.size(), run, root=opts.rootRank,
+                           result=output_tensors)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         opts = opts or dist.ScatterOptions()
@@ -408,8 +466,8 @@ class NeuronProcessGroup(dist.ProcessGroup):
             self._gloo.scatter(outs, [[_host(i) for i in input_tensors[0]]] if root else [], o).wait()
             for t, h in zip(output_tensors, outs):
                 _put(t, h)
-        self._timed("scatter", output_tensors, _nbytes(output_tensors) * self.size(), run, root=opts.rootRank)
-        return _Done(output_tensors)
+        return self._timed("scatter", output_tensors, _nbytes(output_tensors) * self.size(), run,
+                           root=opts.rootRank, result=output_tensors)
 
     # ----------------------------------------------------- point to point
     def send(self, tensors, dst, tag):
@@ -419,8 +477,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         self._gloo.send([meta], dst, tag).wait()
         self._gloo.send([torch.cat([_host(t).reshape(-1) for t in tensors])], dst, tag).wait()
         nbytes = _nbytes(tensors)
-        self._charge("send_recv", dev, clock, nbytes, nbytes)
-        return _Done(tensors)
+        return self._done(tensors, *self._charge("send_recv", dev, clock, nbytes, nbytes))
 
     def recv(self, tensors, src, tag):
         dev = next((t.device.index for t in tensors if _is_neuron(t)), None)
@@ -437,8 +494,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
             at += t.numel()
         mine = _clock(dev)
         nbytes = _nbytes(tensors)
-        self._charge("send_recv", dev, max(mine, meta[1].item()), nbytes, 0)
-        return _Done(tensors)
+        return self._done(tensors, *self._charge("send_recv", dev, max(mine, meta[1].item()), nbytes, 0))
 
 
 _SYMMETRIC_KEY = "__neuronsim_symmetric_ranks__"
@@ -508,22 +564,20 @@ class SymmetricProcessGroup(NeuronProcessGroup):
             dev = next((t.device.index for t in tensors if _is_neuron(t)), None)
         return dev, _clock(dev)            # every rank arrives when this one does
 
-    def _timed(self, kind, tensors, nbytes, run, root=-1):
+    def _timed(self, kind, tensors, nbytes, run, root=-1, result=None):
         dev, start = self._begin(kind, tensors, root)
-        self._charge(kind, dev, start, nbytes, nbytes)   # no values move
+        return self._done(result, *self._charge(kind, dev, start, nbytes, nbytes))   # no values move
 
     def send(self, tensors, dst, tag):
-        self._timed("send_recv", tensors, _nbytes(tensors), None)
-        return _Done(tensors)
+        return self._timed("send_recv", tensors, _nbytes(tensors), None, result=tensors)
 
     def recv(self, tensors, src, tag):
-        self._timed("send_recv", tensors, _nbytes(tensors), None)
-        return _Done(tensors)
+        return self._timed("send_recv", tensors, _nbytes(tensors), None, result=tensors)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
-        for out, ins in zip(output_tensors, input_tensors):
-            self._timed("reduce_scatter", list(ins), _nbytes(ins), None)
-        return _Done(output_tensors)
+        works = [self._timed("reduce_scatter", list(ins), _nbytes(ins), None, result=[out])
+                 for out, ins in zip(output_tensors, input_tensors)]
+        return _Done.joined(output_tensors, works)
 
     def shutdown(self):
         pass
