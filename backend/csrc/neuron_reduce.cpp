@@ -21,6 +21,7 @@
 #include <ATen/ops/min_ops.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/max_ops.h>
@@ -30,6 +31,7 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <limits>
 
 namespace neuron {
 
@@ -87,6 +89,7 @@ std::vector<int64_t> reduced_shape(const at::Tensor &self, int64_t dim, bool all
 
 at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
 		      bool keepdim, at::ScalarType out_dt);
+std::vector<int64_t> reduced_shape(const at::Tensor &self, int64_t dim, bool all, bool keepdim);
 
 // Which dims of `self` a reduction over `dims` reduces (every dim for an
 // absent or empty list); a dim named twice is an error, as on CPU
@@ -184,6 +187,45 @@ at::Tensor reduce_dims(const char *name, int kop, const at::Tensor &self, at::In
 
 // reduction of `self` over its dims (all, for an empty/absent dim list);
 // undefined when not covered
+// argmax / argmin of rows too long for one SBUF pass (a vocabulary's
+// logits in greedy decoding): rows as [rows, chunks, c] (padded with the
+// value that never wins, -inf / +inf, at the end), each chunk's max / min
+// and its arg, the arg of the chunks' values, then that chunk's arg + its
+// offset.  The first occurrence wins within a chunk and across chunks (the
+// first chunk holding the extreme value), so the result is the first
+// occurrence overall, as on CPU; a NaN wins both passes the same way.
+at::Tensor long_arg(const char *name, int kop, const at::Tensor &self, const at::Tensor &x, int64_t dim, bool all,
+		    bool keepdim)
+{
+	int64_t cols = x.dim() == 0 ? 1 : x.size(dim);
+	int64_t c = 8192;
+	while (c > 256 && !fits(kop, c))
+		c /= 2;
+	if (!fits(kop, c))
+		return {};
+	at::Tensor xr = rows_view(x, dim);
+	int64_t rows = xr.numel() / cols, chunks = (cols + c - 1) / c;
+	xr = xr.view({ rows, cols });
+	if (chunks * c != cols) {
+		bool max = kop == NK_ROW_ARGMAX;
+		at::Tensor pad = at::full({ rows, chunks * c - cols },
+					  max ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity(),
+					  xr.options());
+		xr = at::cat({ xr, pad }, 1);
+	}
+	at::Tensor x3 = xr.view({ rows, chunks, c });
+	int vop = kop == NK_ROW_ARGMAX ? NK_ROW_MAX : NK_ROW_MIN;
+	at::Tensor part_v = reduce_one(name, vop, x3, at::IntArrayRef{ 2 }, false, self.scalar_type());
+	at::Tensor part_i = reduce_one(name, kop, x3, at::IntArrayRef{ 2 }, false, self.scalar_type());
+	if (!part_v.defined() || !part_i.defined())
+		return {};
+	at::Tensor j = reduce_one(name, kop, part_v, at::IntArrayRef{ 1 }, true, self.scalar_type());   // [rows, 1]
+	if (!j.defined())
+		return {};
+	at::Tensor out = part_i.gather(1, j).add(j.mul(c));
+	return out.view(reduced_shape(all ? self : x, dim, all, keepdim));
+}
+
 at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
 		      bool keepdim, at::ScalarType out_dt)
 {
@@ -218,7 +260,7 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 		return {};
 	}
 	if (!fits(kop, cols))
-		return {};
+		return arg ? long_arg(name, kop, self, x, dim, all, keepdim) : at::Tensor();
 	at::Tensor xr = rows_view(x, dim);
 	nk_rows op{};
 	op.op = kop;

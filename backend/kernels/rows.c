@@ -68,11 +68,15 @@ static void compute(rg *g, int s, uint32_t r)
 		break;
 	case NK_ROW_ARGMAX:
 	case NK_ROW_ARGMIN: {
-		/* first index of the max (min): (x == it ? 0 : BIG) + column, min-reduced */
+		/* first index of the max (min): (hit ? 0 : BIG) + column, min-reduced,
+		 * a hit being x == it or x NaN (the reduce propagates a NaN, which
+		 * equals nothing; PyTorch's arg of a row with NaN is its first NaN) */
 		isa_ap iota = tile(r, g->iota_off, n);
 		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s0, x, g->op->op == NK_ROW_ARGMAX ? ISA_ALU_max : ISA_ALU_min, false);
-		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, x, ISA_ALU_is_equal, 0, &s0, ISA_ALU_multiply, -BIG, NULL);
-		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, w, ISA_ALU_add, BIG, NULL, ISA_ALU_bypass, 0, NULL);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, x, ISA_ALU_is_equal, 0, &s0, ISA_ALU_bypass, 0, NULL);
+		nk_em_tt(&g->e, ISA_ENGINE_VECTOR, x, x, x, ISA_ALU_not_equal);   /* x is not needed after this */
+		nk_em_tt(&g->e, ISA_ENGINE_VECTOR, w, w, x, ISA_ALU_max);
+		nk_em_ts(&g->e, ISA_ENGINE_VECTOR, w, w, ISA_ALU_multiply, -BIG, NULL, ISA_ALU_add, BIG, NULL);
 		nk_em_tt(&g->e, ISA_ENGINE_VECTOR, w, w, iota, ISA_ALU_add);
 		nk_em_reduce(&g->e, ISA_ENGINE_VECTOR, s1, w, ISA_ALU_min, false);
 		/* as int64: the int32 index and a zero high word */

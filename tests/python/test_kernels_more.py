@@ -77,6 +77,34 @@ def test_long_flat_reduction_takes_two_passes():
     native(lambda t: t.mean(), x.bfloat16())
 
 
+@pytest.mark.parametrize("cols", [40000, 151936, 50257])
+def test_argmax_of_rows_longer_than_sbuf_in_two_passes(cols):
+    """greedy decoding's argmax over a vocabulary: chunks' max and arg, then
+    the arg of the chunks (the row padded with -inf / +inf when no chunk
+    size divides it); the first occurrence wins, as on CPU"""
+    g = torch.Generator().manual_seed(cols)
+    x = torch.randn(3, cols, generator=g)
+    x[0, 7] = x[0, cols - 5] = 9.0                   # a tie across chunks: the first
+    x[1, cols // 2] = x[1, cols // 2 + 1] = -9.0
+    for f in (torch.argmax, torch.argmin):
+        native(lambda t: f(t, -1), x, exact=True)
+        native(lambda t: f(t, 1, keepdim=True), x, exact=True)
+    native(lambda t: torch.max(t, -1), x, exact=True)
+    native(lambda t: torch.argmax(t), x, exact=True)
+    native(lambda t: torch.argmax(t, 0), x.t().contiguous()[:, :2], exact=True)
+
+
+@pytest.mark.parametrize("cols", [10, 1000, 40000])
+def test_argmax_of_a_row_with_nan_is_its_first_nan(cols):
+    x = torch.randn(4, cols)
+    x[1, cols - 1] = x[1, cols // 3] = float("nan")
+    x[2, :] = float("nan")
+    x[3, 1] = float("inf")
+    for f in (torch.argmax, torch.argmin):
+        native(lambda t: f(t, -1), x, exact=True)
+    native(lambda t: torch.max(t, -1), x, exact=True)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_layer_norm(dtype):
     g = torch.Generator().manual_seed(3)
