@@ -15,7 +15,13 @@ import traceback
 _SIZES = [
     (r"^(num_hidden_layers|n_layers?|num_layers|decoder_layers|num_decoder_layers|n_layer)$", 2),
     (r"^(encoder_layers|num_encoder_layers)$", 2),
-    (r"^(hidden_size|d_model|n_embd|embed_dim|model_dim|dim|word_embed_proj_dim|text_hidden_size)$", 64),
+    (r"^(hidden_size|d_model|n_embd|embed_dim|model_dim|dim|word_embed_proj_dim|text_hidden_size|"
+     r"embedding_dim|attention_hidden_size)$", 64),
+    (r"^(num_blocks)$", 2),
+    (r"^(rotary_dim)$", 16),
+    (r"^(attn_layer_period)$", 2),
+    (r"^(mamba_dt_rank)$", 8),
+    (r"^(n_groups|mamba_n_groups|mamba_ngroups)$", 1),
     (r"^(intermediate_size|ffn_dim|n_inner|ffn_hidden_size|d_ff|inner_hidden_size|decoder_ffn_dim|"
      r"encoder_ffn_dim|hidden_dim|mlp_dim)$", 128),
     (r"^(moe_intermediate_size|shared_expert_intermediate_size|expert_intermediate_size|"
@@ -23,7 +29,7 @@ _SIZES = [
     (r"^(num_attention_heads|n_head|num_heads|n_heads|encoder_attention_heads|decoder_attention_heads)$", 4),
     (r"^(num_key_value_heads|n_kv_heads|num_kv_heads|multi_query_group_num|n_head_kv|num_kv)$", 2),
     (r"^(head_dim|kv_channels|attention_head_size|qk_nope_head_dim|qk_rope_head_dim|v_head_dim|"
-     r"qk_head_dim|attention_head_dim|global_head_dim)$", 16),
+     r"attention_head_dim|global_head_dim)$", 16),
     (r"^(q_lora_rank|kv_lora_rank|index_head_dim)$", 32),
     (r"^(num_experts|n_routed_experts|num_local_experts|moe_num_experts|num_routed_experts)$", 4),
     (r"^(num_experts_per_tok|moe_topk|num_experts_per_token|moe_k|top_k|n_group|topk_group)$", 2),
@@ -44,7 +50,8 @@ def _shrink(cfg, seen):
     if id(cfg) in seen:
         return
     seen.add(id(cfg))
-    d = cfg.to_dict() if hasattr(cfg, "to_dict") else {}
+    # multi-head (not grouped) attention stays so: kv heads = heads after the cut
+    mha = getattr(cfg, "num_key_value_heads", None) == getattr(cfg, "num_attention_heads", 0)
     old_layers = {}
     for key in list(vars(cfg)):
         val = getattr(cfg, key, None)
@@ -59,13 +66,40 @@ def _shrink(cfg, seen):
                     old_layers[key] = val
                 setattr(cfg, key, tiny)
                 break
-    # lists with an entry per layer (layer_types, per-layer windows...)
+    if mha and isinstance(getattr(cfg, "num_attention_heads", None), int):
+        cfg.num_key_value_heads = cfg.num_attention_heads
+    # a period / offset pattern of layer kinds: the second of the two layers
+    # takes the other kind
+    if isinstance(getattr(cfg, "attn_layer_offset", None), int):
+        cfg.attn_layer_offset = 1
+    # lists with an entry per layer (layer_types, per-layer windows...): the
+    # first layer and the first of another kind, so hybrids keep both kinds
     for old in set(old_layers.values()):
+        keep = None
+        for key in sorted(vars(cfg)):
+            val = getattr(cfg, key, None)
+            if isinstance(val, (list, tuple)) and len(val) == old and old > 2 and keep is None and \
+                    all(isinstance(v, str) for v in val):
+                keep = [0, next((i for i, v in enumerate(val) if v != val[0]), 1)]
+        keep = keep or [0, 1]
         for key in list(vars(cfg)):
             val = getattr(cfg, key, None)
             if isinstance(val, (list, tuple)) and len(val) == old and old > 2:
-                setattr(cfg, key, type(val)(val[:2]))
-    del d
+                setattr(cfg, key, type(val)(val[i] for i in keep))
+    # state-space blocks: heads x head size = expand x hidden
+    hidden, expand = getattr(cfg, "hidden_size", None), getattr(cfg, "expand", getattr(cfg, "mamba_expand", None))
+    if isinstance(hidden, int) and isinstance(expand, int):
+        for heads, dim in (("num_heads", "head_dim"), ("mamba_n_heads", "mamba_d_head"),
+                           ("mamba_num_heads", "mamba_head_dim"), ("n_mamba_heads", "mamba_headdim")):
+            h = getattr(cfg, heads, None)
+            if isinstance(h, int) and isinstance(getattr(cfg, dim, None), int) and (expand * hidden) % h == 0:
+                setattr(cfg, dim, expand * hidden // h)
+        if isinstance(getattr(cfg, "mamba_d_ssm", None), int):
+            cfg.mamba_d_ssm = expand * hidden
+    # a router the default config leaves without its k
+    experts = getattr(cfg, "n_routed_experts", getattr(cfg, "num_experts", None))
+    if isinstance(experts, int) and hasattr(cfg, "num_experts_per_tok") and cfg.num_experts_per_tok is None:
+        cfg.num_experts_per_tok = 2
 
 
 def tiny_config(model_type):
@@ -79,6 +113,10 @@ def tiny_config(model_type):
         h, kv = getattr(c, "num_attention_heads", None), getattr(c, "num_key_value_heads", None)
         if isinstance(h, int) and isinstance(kv, int) and kv and h % kv:
             c.num_key_value_heads = 1
+        # multi-head latent attention: q / k head = its no-rope and rope parts
+        nope, rope = getattr(c, "qk_nope_head_dim", None), getattr(c, "qk_rope_head_dim", None)
+        if isinstance(nope, int) and isinstance(rope, int) and isinstance(getattr(c, "qk_head_dim", None), int):
+            c.qk_head_dim = nope + rope
     if hasattr(cfg, "use_cache"):
         cfg.use_cache = True
     return cfg

@@ -187,6 +187,15 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 // same-shape kernel runs.
 // an operand the general path can bring to a float result type: a float,
 // or an integer / bool (cast on the device; int64 exactly rounded)
+// t broadcast to `sizes` in `dt`, or undefined when the copy kernels do not cover the cast
+at::Tensor prepared(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dt)
+{
+	if (t.sizes().equals(sizes) && t.scalar_type() == dt && t.is_contiguous())
+		return t;
+	at::Tensor out = at::empty(sizes, t.options().dtype(dt));
+	return native_copy(out, t) ? out : at::Tensor();
+}
+
 bool promotable(const at::Tensor &t)
 {
 	return isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID ||
@@ -212,7 +221,11 @@ bool native_binary_general(const char *name, int alu, const at::Tensor &a, const
 		out = at::empty(shape, a.options().dtype(dt));
 		return true;
 	}
-	at::Tensor x = materialize(a, shape, dt), y = materialize(b, shape, dt);
+	// an operand the copy kernels cannot cast (an int64 beyond the exact
+	// float conversion) sends the call to the fallback
+	at::Tensor x = prepared(a, shape, dt), y = x.defined() ? prepared(b, shape, dt) : at::Tensor();
+	if (!y.defined())
+		return false;
 	out = run_elementwise(name, { BINARY, alu, 1.0f }, x, &y);
 	return true;
 }
@@ -505,6 +518,11 @@ at::Tensor &div_inplace(at::Tensor &self, const at::Tensor &b)
 }
 
 }  // namespace
+
+bool native_binary_op(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	return native_binary(name, alu, a, b, out);
+}
 
 NEURON_REGISTER_OPS(NEURON_OPS_ELEMENTWISE)
 

@@ -124,6 +124,9 @@ bool rows_write_dim(at::Tensor &out, int64_t dim, const at::Tensor &index, const
 bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src);   // and to bool
 bool native_cast(const at::Tensor &dst, const at::Tensor &src);          // ints/bool -> others
+// a <alu> b on VectorE for float operands of one device (broadcasts, a
+// wrapped number; ints of <= 32 bits except divide): false when not covered
+bool native_binary_op(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 // a <alu> b for integer / bool operands (exact, wrapping; neuron_select.cpp);
 // undefined when not covered
 at::Tensor int_binary(const char *name, int alu, const at::Tensor &a, const at::Tensor &b);

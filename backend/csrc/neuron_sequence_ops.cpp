@@ -62,12 +62,13 @@ at::Tensor &isin_out(const at::Tensor &e, const at::Tensor &t, bool assume_uniqu
 }
 
 // inclusive scan along `dim` in log2(n) steps of shifted adds (exact for
-// integers: int64 adds are exact; floats sum in a different order than
+// integers, wrapping as CPU's do; floats sum in a different order than
 // CPU's sequential loop)
 at::Tensor cumsum_impl(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype)
 {
 	at::ScalarType rt = dtype.value_or(at::isIntegralType(self.scalar_type(), true) ? at::kLong : self.scalar_type());
-	if (!on_device(self) || !(rt == at::kLong || isa_dtype_of(rt) != ISA_DT_INVALID))
+	bool int_rt = at::isIntegralType(rt, false) && rt != at::kLong;   // int32 and narrower: exact wrapping adds
+	if (!on_device(self) || !(rt == at::kLong || int_rt || isa_dtype_of(rt) != ISA_DT_INVALID))
 		return {};
 	if (self.dim() == 0)
 		return materialize(self, self.sizes(), rt).clone();
@@ -255,14 +256,59 @@ std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64
 	return declined;
 }
 
-// sort: the bitonic kernel for float types; otherwise (up to 64 elements)
-// topk of all of them (ties keep index order: also the stable sort)
+// Integers and bool: an LSD radix sort over 16-bit digits (int64: four,
+// int32: two, narrower: one), each pass the stable bitonic sort of the
+// digits -- exact as fp32 keys -- in the current order, the permutation
+// carried along.  The top digit is signed (floored division), so negative
+// values come first; every pass is stable, so ties keep index order.
+std::optional<std::tuple<at::Tensor, at::Tensor>> int_sort(const at::Tensor &self, int64_t dim, bool descending)
+{
+	at::ScalarType dt = self.scalar_type();
+	if (!self.is_privateuseone() || !at::isIntegralType(dt, true) || self.dim() == 0 || self.numel() == 0)
+		return std::nullopt;
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	int64_t c = self.size(dim);
+	if (c < 2 || c > (1 << 19))
+		return std::nullopt;
+	at::Tensor moved = self.movedim(dim, -1);
+	at::Tensor x = materialize(moved, moved.sizes(), dt);
+	int64_t rows = x.numel() / c;
+	at::Tensor x2 = x.view({ rows, c });
+	const int64_t B = 1 << 16;
+	std::vector<at::Tensor> digits;   // least significant first
+	if (dt == at::kLong) {
+		at::Tensor words = x2.view(at::kInt).view({ rows, c, 2 });
+		at::Tensor lo = words.select(2, 0), hi = words.select(2, 1);
+		digits = { lo.remainder(B), lo.floor_divide(B).remainder(B), hi.remainder(B), hi.floor_divide(B) };
+	} else if (dt == at::kInt) {
+		digits = { x2.remainder(B), x2.floor_divide(B) };
+	} else {
+		digits = { x2.to(at::kInt) };
+	}
+	at::Tensor perm = at::empty({ c }, x.options().dtype(at::kLong));
+	at::_ops::arange_start_out::call(0, c, 1, perm);
+	perm = perm.expand({ rows, c }).contiguous();
+	for (const at::Tensor &dg : digits) {
+		at::Tensor keys = dg.gather(1, perm).to(at::kFloat);
+		auto r = bitonic_sort(keys, 1, descending);
+		if (!r)
+			return std::nullopt;
+		perm = perm.gather(1, std::get<1>(*r));
+	}
+	at::Tensor vals = x2.gather(1, perm).view(x.sizes());
+	return std::make_tuple(vals.movedim(-1, dim).contiguous(), perm.view(x.sizes()).movedim(-1, dim).contiguous());
+}
+
+// sort: the bitonic kernel for float types, the radix passes over it for
+// integers; otherwise (up to 64 elements) topk of all of them (ties keep
+// index order: also the stable sort)
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, std::optional<bool> stable, int64_t dim,
 					       bool descending)
 {
 	if (self.dim() > 0) {
 		int64_t d = at::maybe_wrap_dim(dim, self.dim());
-		auto r = bitonic_sort(self, d, descending);
+		auto r = at::isIntegralType(self.scalar_type(), true) ? int_sort(self, d, descending)
+								      : bitonic_sort(self, d, descending);
 		if (!r)
 			r = topk_impl(self, self.size(d), d, descending);
 		if (r)
