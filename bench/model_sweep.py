@@ -22,7 +22,7 @@ _SIZES = [
     (r"^(attn_layer_period)$", 2),
     (r"^(mamba_dt_rank)$", 8),
     (r"^(n_groups|mamba_n_groups|mamba_ngroups)$", 1),
-    (r"^(intermediate_size|ffn_dim|n_inner|ffn_hidden_size|d_ff|inner_hidden_size|decoder_ffn_dim|"
+    (r"^(intermediate_size|intermediate_size_mlp|ffn_dim|n_inner|ffn_hidden_size|d_ff|inner_hidden_size|decoder_ffn_dim|"
      r"encoder_ffn_dim|hidden_dim|mlp_dim)$", 128),
     (r"^(moe_intermediate_size|shared_expert_intermediate_size|expert_intermediate_size|"
      r"moe_ffn_hidden_size|ffn_hidden_size_moe)$", 64),

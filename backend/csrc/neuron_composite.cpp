@@ -1,10 +1,12 @@
 // neuron_composite.cpp -- ops composed from the native kernels (each step
-// its own program on the device timeline): addcmul, lerp, baddbmm, var, std.
+// its own program on the device timeline): addcmul, lerp, baddbmm, var, std,
+// log1p, expm1, softplus, pow of a number base, eye, flip, triangular solves.
 // They keep the result dtype and the value semantics of CPU PyTorch; the
 // rounding of intermediate steps can differ within the dtype's tolerance.
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/bmm.h>
@@ -18,6 +20,22 @@
 #include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/std_ops.h>
 #include <ATen/ops/var_ops.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/linalg_solve_triangular_ops.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/arange_ops.h>
+#include <ATen/ops/eye_ops.h>
+#include <ATen/ops/flip_ops.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/pow_ops.h>
+#include <ATen/ops/result_type.h>
+#include <ATen/ops/index_select.h>
+#include <cmath>
+#include <limits>
+#include <ATen/ops/expm1_ops.h>
+#include <ATen/ops/log1p_ops.h>
+#include <ATen/ops/softplus_ops.h>
 #include <torch/library.h>
 
 namespace neuron {
@@ -97,6 +115,191 @@ at::Tensor stddev(const at::Tensor &self, at::OptionalIntArrayRef dim, const std
 {
 	at::Tensor r = variance(self, dim, corr, keepdim);
 	return r.defined() ? r.sqrt() : r;           // undefined: declined
+}
+
+// log1p and expm1 from ScalarE's log and exp with Kahan's correction: with
+// u = 1 + x, log1p(x) = log(u) x / (u - 1) (x itself where u rounds to 1),
+// and with u = exp(x), expm1(x) = (u - 1) x / log(u) (x where u is 1, -1
+// where u - 1 is -1); the naive forms lose every digit for small |x|
+at::Tensor log1p_impl(const at::Tensor &x)
+{
+	if (!is_float_neuron(x))
+		return {};
+	at::Tensor u = x.add(1.0);
+	at::Tensor r = u.log().mul(x).div(u.sub(1.0));
+	return at::where(u.eq(1.0), x, at::where(x.isinf().bitwise_and(x.gt(0)), x, r));
+}
+
+at::Tensor expm1_impl(const at::Tensor &x)
+{
+	if (!is_float_neuron(x))
+		return {};
+	at::Tensor u = x.exp();
+	at::Tensor um1 = u.sub(1.0);
+	at::Tensor r = um1.mul(x).div(u.log());
+	r = at::where(um1.eq(-1.0), um1, r);
+	return at::where(u.eq(1.0), x, at::where(u.isinf(), u, r));
+}
+
+// softplus(x) = log1p(exp(beta x)) / beta, x itself where beta x > threshold
+at::Tensor softplus_impl(const at::Tensor &x, const at::Scalar &beta, const at::Scalar &threshold)
+{
+	if (!is_float_neuron(x) || beta.isComplex() || threshold.isComplex())
+		return {};
+	double b = beta.toDouble();
+	at::Tensor bx = b == 1.0 ? x : x.mul(b);
+	at::Tensor sp = log1p_impl(bx.exp());
+	if (b != 1.0)
+		sp = sp.div(b);
+	return at::where(bx.gt(threshold.toDouble()), x, sp);
+}
+
+#define UNARY_COMPOSITE(fname, impl)                                                         \
+	at::Tensor fname(const at::Tensor &x)                                                \
+	{                                                                                   \
+		at::Tensor r = impl(x);                                                     \
+		if (r.defined())                                                            \
+			return r;                                                           \
+		return declined;                                                            \
+	}                                                                                   \
+	at::Tensor &fname##_out(const at::Tensor &x, at::Tensor &out)                        \
+	{                                                                                   \
+		at::Tensor r = out.is_privateuseone() ? impl(x) : at::Tensor();               \
+		if (r.defined())                                                            \
+			return write_result(out, r);                                        \
+		return declined;                                                            \
+	}
+
+UNARY_COMPOSITE(log1p, log1p_impl)
+UNARY_COMPOSITE(expm1, expm1_impl)
+
+at::Tensor softplus(const at::Tensor &x, const at::Scalar &beta, const at::Scalar &threshold)
+{
+	return softplus_impl(x, beta, threshold);   /* undefined: declined */
+}
+
+at::Tensor &softplus_out(const at::Tensor &x, const at::Scalar &beta, const at::Scalar &threshold, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? softplus_impl(x, beta, threshold) : at::Tensor());
+}
+
+// base ** x for a positive number base: exp(x ln base) on ScalarE (1 ** x
+// is 1; 0 ** x is 1, 0 or inf by the sign of x); a negative base declines
+at::Tensor pow_base_impl(const at::Scalar &base, const at::Tensor &x)
+{
+	if (base.isComplex() || !x.is_privateuseone())
+		return {};
+	double b = base.toDouble();
+	at::ScalarType rt = at::result_type(base, x);
+	if (!(b >= 0) || isa_dtype_of(rt) == ISA_DT_INVALID)
+		return {};
+	at::Tensor xf = x.scalar_type() == rt ? x : x.to(rt);
+	if (b == 1.0)
+		return at::ones_like(xf);
+	if (b == 0.0)
+		return at::where(xf.eq(0), 1.0, at::where(xf.gt(0), 0.0, std::numeric_limits<double>::infinity()))
+			.to(rt);
+	return xf.mul(std::log(b)).exp();
+}
+
+at::Tensor pow_scalar_base(const at::Scalar &base, const at::Tensor &x)
+{
+	return pow_base_impl(base, x);   /* undefined: declined */
+}
+
+at::Tensor &pow_scalar_base_out(const at::Scalar &base, const at::Tensor &x, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? pow_base_impl(base, x) : at::Tensor());
+}
+
+// eye: row index == column index, from two iotas
+at::Tensor &eye_m_out(int64_t n, int64_t m, at::Tensor &out)
+{
+	TORCH_CHECK(n >= 0 && m >= 0, "eye: n and m must be non-negative, got ", n, " and ", m);
+	if (!out.is_privateuseone() || units_of(out.scalar_type(), false).dtype == ISA_DT_INVALID)
+		return declined;
+	at::Tensor r = at::arange(n, out.options().dtype(at::kInt)).unsqueeze(1).eq(
+		at::arange(m, out.options().dtype(at::kInt)).unsqueeze(0));
+	return write_result(out, r.to(out.scalar_type()));
+}
+
+at::Tensor &eye_out(int64_t n, at::Tensor &out)
+{
+	return eye_m_out(n, n, out);
+}
+
+// flip: an index_select per flipped dim with the reversed indices
+at::Tensor flip(const at::Tensor &self, at::IntArrayRef dims)
+{
+	if (!self.is_privateuseone() || units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
+		return declined;
+	at::Tensor r = self;
+	std::vector<bool> seen(std::max<int64_t>(self.dim(), 1), false);
+	for (int64_t d0 : dims) {
+		int64_t d = at::maybe_wrap_dim(d0, self.dim());
+		TORCH_CHECK(!seen[d], "flip: dim ", d, " appears multiple times in the list of dims");
+		seen[d] = true;
+		int64_t n = self.size(d);
+		if (n < 2)
+			continue;
+		at::Tensor idx = at::empty({ n }, self.options().dtype(at::kLong));
+		at::_ops::arange_start_out::call(n - 1, -1, -1, idx);
+		r = r.index_select(d, idx);
+	}
+	return r.is_same(self) ? self.clone() : r;
+}
+
+// A X = B (left) or X A = B for triangular A, by substitution one row of X
+// at a time: x_i = (b_i - A[i, <i] x_<i) / A_ii (from the last row up for an
+// upper A; no division for a unit diagonal), each step a TensorE product of
+// the solved rows and two VectorE programs; X A = B solves A^T X^T = B^T.
+// The gated-delta-rule layers (Qwen3-Next, OLMo-hybrid) solve 64-row unit
+// lower systems per chunk.
+at::Tensor solve_triangular_impl(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit)
+{
+	if (!is_float_neuron(A) || !is_float_neuron(B) || A.scalar_type() != B.scalar_type() || A.dim() < 2 ||
+	    B.dim() < 2 || A.size(-1) != A.size(-2) || A.device() != B.device())
+		return {};
+	if (!left)
+		return solve_triangular_impl(A.transpose(-2, -1), B.transpose(-2, -1), !upper, true, unit)
+			.transpose(-2, -1)
+			.contiguous();
+	int64_t n = A.size(-1);
+	TORCH_CHECK(B.size(-2) == n, "linalg.solve_triangular: A is ", n, " x ", n, " but B has ", B.size(-2), " rows");
+	if (n == 0 || n > 4096)
+		return {};
+	std::vector<int64_t> batch = at::infer_size(A.sizes().slice(0, A.dim() - 2), B.sizes().slice(0, B.dim() - 2));
+	std::vector<int64_t> ashape = batch, bshape = batch;
+	ashape.insert(ashape.end(), { n, n });
+	bshape.insert(bshape.end(), { n, B.size(-1) });
+	at::Tensor a = A.expand(ashape), b = B.expand(bshape);
+	std::vector<at::Tensor> rows(n);
+	for (int64_t s = 0; s < n; s++) {
+		int64_t i = upper ? n - 1 - s : s;
+		at::Tensor x = b.narrow(-2, i, 1);
+		if (s > 0) {
+			// the rows solved so far: [0, i) for lower, (i, n) for upper
+			int64_t lo = upper ? i + 1 : 0, len = s;
+			std::vector<at::Tensor> done(rows.begin() + lo, rows.begin() + lo + len);
+			at::Tensor solved = at::cat(done, -2);
+			x = x.sub(at::matmul(a.narrow(-2, i, 1).narrow(-1, lo, len), solved));
+		}
+		if (!unit)
+			x = x.div(a.narrow(-2, i, 1).narrow(-1, i, 1));
+		rows[i] = x.contiguous();
+	}
+	return at::cat(rows, -2);
+}
+
+at::Tensor solve_triangular(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit)
+{
+	return solve_triangular_impl(A, B, upper, left, unit);   /* undefined: declined */
+}
+
+at::Tensor &solve_triangular_out(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit,
+				 at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? solve_triangular_impl(A, B, upper, left, unit) : at::Tensor());
 }
 
 }  // namespace

@@ -287,7 +287,37 @@ bool flat_rows(const at::Tensor &self, const c10::List<std::optional<at::Tensor>
 	return true;
 }
 
-at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+// Indices not on the leading dims (x[:, idx], x[..., [-2], :]) or on the
+// host (a Python list): the permutation of self that brings the indexed
+// dims first, their indices on self's device, and where PyTorch puts the
+// result's index dims -- at the first indexed dim when the indexed dims are
+// adjacent, else first.  False for mask (bool / byte) indices.
+bool to_front(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices, std::vector<int64_t> &perm,
+	      c10::List<std::optional<at::Tensor>> &front, int64_t &pos)
+{
+	std::vector<int64_t> hit, rest;
+	if ((int64_t)indices.size() > self.dim() || !self.is_privateuseone())
+		return false;
+	for (int64_t i = 0; i < self.dim(); i++) {
+		std::optional<at::Tensor> t = i < (int64_t)indices.size() ? indices.get(i) : std::nullopt;
+		if (!t || !t->defined()) {
+			rest.push_back(i);
+			continue;
+		}
+		if (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt)
+			return false;
+		hit.push_back(i);
+		front.push_back(t->is_privateuseone() ? *t : t->to(self.device()));
+	}
+	if (hit.empty())
+		return false;
+	pos = hit.back() - hit.front() + 1 == (int64_t)hit.size() ? hit.front() : 0;
+	perm = hit;
+	perm.insert(perm.end(), rest.begin(), rest.end());
+	return true;
+}
+
+at::Tensor index_front(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
 {
 	at::Tensor flat;
 	std::vector<int64_t> bshape;
@@ -303,14 +333,84 @@ at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at
 		oshape.insert(oshape.end(), rest.begin(), rest.end());
 		return out.view(oshape);
 	}
+	return {};
+}
+
+at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+{
+	at::Tensor r = index_front(self, indices);
+	if (r.defined())
+		return r;
+	std::vector<int64_t> perm;
+	c10::List<std::optional<at::Tensor>> front;
+	int64_t pos;
+	if (to_front(self, indices, perm, front, pos) && (r = index_front(self.permute(perm), front)).defined()) {
+		int64_t nb = r.dim() - (self.dim() - (int64_t)front.size());   // the index result's dims
+		if (pos > 0) {
+			std::vector<int64_t> from, to;
+			for (int64_t i = 0; i < nb; i++) {
+				from.push_back(i);
+				to.push_back(pos + i);
+			}
+			r = r.movedim(from, to).contiguous();
+		}
+		return r;
+	}
 	return declined;
 }
 
 // self[i0, ..., ik-1] = values (or += with accumulate, float and 32-bit-or-
 // narrower integer types): the indexed rows are written by a scatter DMA
 // into self in place (index_copy's kernel; scatter_add for accumulate)
+bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices, const at::Tensor &values,
+		     bool accumulate);
+
+// indices on other than the leading dims (scores[:, eos] = 0): on a copy of
+// self with those dims first, the values brought to that layout, then
+// copied back
 at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
-			   const at::Tensor &values, bool accumulate, bool unsafe)
+			   const at::Tensor &values0, bool accumulate, bool unsafe)
+{
+	at::Tensor values = values0;
+	if (values.dim() == 0 && values.is_cpu() && self.is_privateuseone())
+		values = values.to(self.device());
+	if (index_put_front(self, indices, values, accumulate))
+		return self;
+	std::vector<int64_t> perm;
+	c10::List<std::optional<at::Tensor>> front;
+	int64_t pos;
+	if (!to_front(self, indices, perm, front, pos))
+		return declined;
+	at::Tensor t = self.permute(perm).contiguous();
+	std::vector<int64_t> bshape = front.get(0)->sizes().vec();
+	for (size_t i = 1; i < front.size(); i++)
+		bshape = at::infer_size(bshape, front.get(i)->sizes());
+	int64_t nb = (int64_t)bshape.size();
+	std::vector<int64_t> rest(t.sizes().begin() + (int64_t)front.size(), t.sizes().end());
+	std::vector<int64_t> result(rest.begin(), rest.begin() + pos);   // PyTorch's layout of the indexed values
+	result.insert(result.end(), bshape.begin(), bshape.end());
+	result.insert(result.end(), rest.begin() + pos, rest.end());
+	at::Tensor v = values;
+	if (v.dim() > 0) {
+		v = v.expand(result);
+		std::vector<int64_t> from, to;
+		for (int64_t i = 0; i < nb; i++) {
+			from.push_back(pos + i);
+			to.push_back(i);
+		}
+		v = v.movedim(from, to);
+	}
+	if (!index_put_front(t, front, v, accumulate))
+		return declined;
+	std::vector<int64_t> inv(perm.size());
+	for (size_t i = 0; i < perm.size(); i++)
+		inv[perm[i]] = (int64_t)i;
+	TORCH_CHECK(native_copy(self, t.permute(inv)), "neuron: index_put copy back");
+	return self;
+}
+
+bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices, const at::Tensor &values,
+		     bool accumulate)
 {
 	at::Tensor flat;
 	std::vector<int64_t> bshape;
@@ -327,7 +427,7 @@ at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::T
 		vshape.insert(vshape.end(), rest.begin(), rest.end());
 		int64_t n = flat.numel();
 		if (n == 0)
-			return self;
+			return true;
 		std::vector<int64_t> tshape{ rows }, sshape{ n };
 		tshape.insert(tshape.end(), rest.begin(), rest.end());
 		sshape.insert(sshape.end(), rest.begin(), rest.end());
@@ -335,9 +435,9 @@ at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::T
 		at::Tensor table = self.view(tshape);
 		TORCH_CHECK(rows_into(table, 0, flat.reshape({ -1 }), src, table, accumulate, "aten::index_put_"),
 			    "neuron: index_put rows");
-		return self;
+		return true;
 	}
-	return declined;
+	return false;
 }
 
 }  // namespace

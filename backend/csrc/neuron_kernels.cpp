@@ -275,7 +275,6 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 		return declined; \
 	}
 
-BINARY_OP(mul, mul_Tensor, ISA_ALU_multiply)
 BINARY_OP(div, div_Tensor, ISA_ALU_divide)
 BINARY_OP(maximum, maximum, ISA_ALU_max)
 BINARY_OP(minimum, minimum, ISA_ALU_min)
@@ -341,6 +340,18 @@ at::Tensor int_unary(const char *name, int func, const at::Tensor &a)
 	}
 
 NEURON_UNARY_ACTS(UNARY)   /* the list: neuron_ops.def */
+
+// the .out forms: the same kernel, its result written into out
+#define UNARY_OUT(name)                                                               \
+	at::Tensor &name##_out(const at::Tensor &a, at::Tensor &out)                   \
+	{                                                                             \
+		at::Tensor r = out.is_privateuseone() ? at::Tensor(::neuron::name(a)) : at::Tensor(); \
+		if (r.defined())                                                      \
+			return write_result(out, r);                                  \
+		return declined;                                                      \
+	}
+
+NEURON_UNARY_OUTS(UNARY_OUT)
 
 at::Tensor gelu(const at::Tensor &a, c10::string_view approximate)
 {

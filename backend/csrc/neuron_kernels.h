@@ -86,6 +86,13 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src);
 // resized to r's shape first as PyTorch's out= contract says (nothing to do
 // when r is out); an error when out's dtype cannot take r's
 at::Tensor &write_result(at::Tensor &out, const at::Tensor &r);
+// an out= / in-place kernel's end: r (undefined: not covered) written into
+// out, or the decline (neuron_ops.h) that sends the call to the fallback
+at::Tensor &declined_tensor();
+inline at::Tensor &written_or_declined(at::Tensor &out, const at::Tensor &r)
+{
+	return r.defined() ? write_result(out, r) : declined_tensor();
+}
 // dst is x or shares no memory with it (a program may read x and write dst)
 bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x);
 // a neuron tensor of a float type the kernels compute in

@@ -150,18 +150,12 @@ at::Tensor remainder_impl(const at::Tensor &a, const at::Tensor &b)
 
 at::Tensor floor_divide(const at::Tensor &a, const at::Tensor &b)
 {
-	at::Tensor r = floor_divide_impl(a, b);
-	if (r.defined())
-		return r;
-	return declined;
+	return floor_divide_impl(a, b);   /* undefined: declined */
 }
 
 at::Tensor &floor_divide_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
-	at::Tensor r = out.is_privateuseone() ? floor_divide_impl(a, b) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return written_or_declined(out, out.is_privateuseone() ? floor_divide_impl(a, b) : at::Tensor());
 }
 
 at::Tensor &floor_divide_inplace(at::Tensor &self, const at::Tensor &b)
@@ -174,18 +168,12 @@ at::Tensor &floor_divide_inplace(at::Tensor &self, const at::Tensor &b)
 
 at::Tensor remainder(const at::Tensor &a, const at::Tensor &b)
 {
-	at::Tensor r = remainder_impl(a, b);
-	if (r.defined())
-		return r;
-	return declined;
+	return remainder_impl(a, b);   /* undefined: declined */
 }
 
 at::Tensor &remainder_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
-	at::Tensor r = out.is_privateuseone() ? remainder_impl(a, b) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return written_or_declined(out, out.is_privateuseone() ? remainder_impl(a, b) : at::Tensor());
 }
 
 at::Tensor &remainder_inplace(at::Tensor &self, const at::Tensor &b)
@@ -224,19 +212,13 @@ at::Tensor div_mode_impl(const at::Tensor &a, const at::Tensor &b, std::optional
 
 at::Tensor div_mode(const at::Tensor &a, const at::Tensor &b, std::optional<c10::string_view> mode)
 {
-	at::Tensor r = div_mode_impl(a, b, mode);
-	if (r.defined())
-		return r;
-	return declined;
+	return div_mode_impl(a, b, mode);   /* undefined: declined */
 }
 
 at::Tensor &div_out_mode(const at::Tensor &a, const at::Tensor &b, std::optional<c10::string_view> mode,
 			 at::Tensor &out)
 {
-	at::Tensor r = out.is_privateuseone() ? div_mode_impl(a, b, mode) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return written_or_declined(out, out.is_privateuseone() ? div_mode_impl(a, b, mode) : at::Tensor());
 }
 
 // clamp between tensor bounds: max with the lower, min with the upper
@@ -257,19 +239,13 @@ at::Tensor clamp_tensor_impl(const at::Tensor &x, const std::optional<at::Tensor
 
 at::Tensor clamp_tensor(const at::Tensor &x, const std::optional<at::Tensor> &lo, const std::optional<at::Tensor> &hi)
 {
-	at::Tensor r = clamp_tensor_impl(x, lo, hi);
-	if (r.defined())
-		return r;
-	return declined;
+	return clamp_tensor_impl(x, lo, hi);   /* undefined: declined */
 }
 
 at::Tensor &clamp_tensor_out(const at::Tensor &x, const std::optional<at::Tensor> &lo,
 			     const std::optional<at::Tensor> &hi, at::Tensor &out)
 {
-	at::Tensor r = out.is_privateuseone() ? clamp_tensor_impl(x, lo, hi) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return written_or_declined(out, out.is_privateuseone() ? clamp_tensor_impl(x, lo, hi) : at::Tensor());
 }
 
 at::Tensor floor_impl(const at::Tensor &x)
@@ -285,18 +261,12 @@ at::Tensor floor_impl(const at::Tensor &x)
 
 at::Tensor floor(const at::Tensor &x)
 {
-	at::Tensor r = floor_impl(x);
-	if (r.defined())
-		return r;
-	return declined;
+	return floor_impl(x);   /* undefined: declined */
 }
 
 at::Tensor &floor_out(const at::Tensor &x, at::Tensor &out)
 {
-	at::Tensor r = out.is_privateuseone() ? floor_impl(x) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return written_or_declined(out, out.is_privateuseone() ? floor_impl(x) : at::Tensor());
 }
 
 // histc: counts of x in `bins` equal bins over [min, max] (min == max: the
@@ -349,19 +319,13 @@ at::Tensor histc_impl(const at::Tensor &self, int64_t bins, const at::Scalar &mi
 
 at::Tensor histc(const at::Tensor &self, int64_t bins, const at::Scalar &min, const at::Scalar &max)
 {
-	at::Tensor r = histc_impl(self, bins, min, max);
-	if (r.defined())
-		return r;
-	return declined;
+	return histc_impl(self, bins, min, max);   /* undefined: declined */
 }
 
 at::Tensor &histc_out(const at::Tensor &self, int64_t bins, const at::Scalar &min, const at::Scalar &max,
 		      at::Tensor &out)
 {
-	at::Tensor r = out.is_privateuseone() ? histc_impl(self, bins, min, max) : at::Tensor();
-	if (r.defined())
-		return write_result(out, r);
-	return declined;
+	return written_or_declined(out, out.is_privateuseone() ? histc_impl(self, bins, min, max) : at::Tensor());
 }
 
 }  // namespace

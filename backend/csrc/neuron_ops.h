@@ -101,6 +101,7 @@ template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> 
 #define NEURON_DEV0_ROW(name, kernel) m.impl(#name, kernel);
 // sub-tables: an activation op is one default-overload row, a comparison two
 #define NEURON_UNARY_ROW(name, act) NEURON_OP0_ROW(name, name)
+#define NEURON_UNARY_OUT_ROW(name) NEURON_OP_ROW(name, out, name##_out)
 #define NEURON_COMPARISON_ROWS(name, alu) \
 	NEURON_OP_ROW(name, Tensor, name##_tensor) NEURON_OP_ROW(name, Scalar, name##_scalar)
 

@@ -334,6 +334,18 @@ at::Tensor sum(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim
 	}
 	return sum_float(self, dim, keepdim, dtype);
 }
+
+// sum into out (log-sum-exp and gated-attention code passes out=)
+at::Tensor &sum_out(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim,
+		    std::optional<at::ScalarType> dtype, at::Tensor &out)
+{
+	at::Tensor r = out.is_privateuseone() ? at::Tensor(sum(self, dim, keepdim, dtype.has_value() ? dtype
+												: std::optional<at::ScalarType>(out.scalar_type())))
+					      : at::Tensor();
+	if (r.defined())
+		return write_result(out, r);
+	return declined;
+}
 REDUCE(mean, NK_ROW_MEAN, mean_dim, "mean")
 
 at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)

@@ -140,13 +140,16 @@ at::Tensor min_full(const at::Tensor &self)
 // tril / triu over the last two dims (GpSimd affine_select, kernels/tri.c)
 at::Tensor tri(const at::Tensor &self, int64_t k, bool upper)
 {
-	if (!self.is_privateuseone() || isa_dtype_of(self.scalar_type()) == ISA_DT_INVALID || self.dim() < 2)
+	// floats, and integers / bool of one 32-bit-or-narrower unit (masks: the
+	// kernel only moves and zeroes elements)
+	Units u = units_of(self.scalar_type(), false);
+	if (!self.is_privateuseone() || u.dtype == ISA_DT_INVALID || u.per != 1 || self.dim() < 2)
 		return {};
 	at::Tensor out = at::empty(self.sizes(), self.options());
 	if (out.numel() == 0)
 		return out;
 	at::Tensor x = materialize(self, self.sizes(), self.scalar_type());
-	int dt = isa_dtype_of(self.scalar_type());
+	int dt = u.dtype;
 	uint64_t r = (uint64_t)self.size(-2), c = (uint64_t)self.size(-1), b = (uint64_t)self.numel() / (r * c);
 	int dev = self.device().index();
 	// what the kernel takes: whole rows in SBUF (two buffers), <= 65536 tiles

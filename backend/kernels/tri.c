@@ -3,7 +3,8 @@
  * j - i <= k (tril) or j - i >= k (triu), else 0, as GpSimd affine_select
  * over tiles of up to 128 rows of one matrix (the row index is affine in the
  * partition within a tile).  Sync loads, GpSimd selects and stores; two
- * buffers.
+ * buffers.  Any dtype of up to 4 bytes: floats, and integer / bool masks
+ * (the select only moves elements and writes zeros).
  */
 #include "kernels.h"
 
@@ -21,7 +22,7 @@ isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *
 	const isa_target_info *ti = isa_target_get(target);
 	uint64_t tiles = batch * ((rows + P - 1) / P);
 	unsigned esz = isa_dtype_size(dtype);
-	if (!ti || !isa_dtype_is_float(dtype) || !batch || !rows || !cols || tiles > 65536 ||
+	if (!ti || !esz || esz > 4 || !batch || !rows || !cols || tiles > 65536 ||
 	    2 * cols * esz + 4096 > ti->sbuf_partition_bytes || rows > INT32_MAX / 2 || cols > INT32_MAX / 2 ||
 	    k > INT32_MAX / 2 || k < -(INT32_MAX / 2)) {
 		nk_fail(diag, ISA_E_LIMIT, "tril/triu kernel: %llu x %llu x %llu", (unsigned long long)batch,

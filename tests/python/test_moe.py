@@ -2,8 +2,8 @@
 default experts path runs (sort of expert ids, floor_divide / remainder /
 div's rounding modes for token indices, histc for tokens per expert,
 cumsum to int32 offsets) as native kernels matching CPU PyTorch, and the MoE
-architectures forward and greedy-generate like the CPU with zero fallbacks
-under NEURON_STRICT=1."""
+and state-space architectures forward and greedy-generate like the CPU with
+zero fallbacks under NEURON_STRICT=1."""
 import os
 import subprocess
 import sys
@@ -106,11 +106,14 @@ def test_cumsum_to_int32_offsets(dtype):
         native(lambda t: torch.cumsum(t, 1, dtype=out), x)
 
 
-MOE = ["mixtral", "qwen3_moe", "gpt_oss", "qwen2_moe", "olmoe", "phimoe", "granitemoe", "jetmoe"]
+MOE = ["mixtral", "qwen3_moe", "gpt_oss", "qwen2_moe", "olmoe", "deepseek_v2", "phimoe", "granitemoe", "jetmoe"]
+# state-space and hybrid models: depthwise causal conv1d, the SSM scan's
+# masks (tril of bool), softplus; Llama-4's complex rotary embedding
+SSM = ["mamba", "falcon_mamba", "falcon_h1", "mamba2", "jamba", "llama4_text"]
 
 
-@pytest.mark.parametrize("arch", MOE)
-def test_moe_architecture_matches_the_cpu_with_zero_fallbacks(arch):
+@pytest.mark.parametrize("arch", MOE + SSM)
+def test_architecture_matches_the_cpu_with_zero_fallbacks(arch):
     """bench/model_sweep.py's tiny config of the architecture: logits of an
     8-token prompt and 4 greedy tokens, CPU against neuron, NEURON_STRICT=1"""
     r = subprocess.run([sys.executable, SWEEP, arch], capture_output=True, text=True, timeout=900,

@@ -1,0 +1,110 @@
+"""Convolution on `neuron` (convolution_overrideable and its backward):
+1-D and 2-D, stride, padding, dilation, groups and depthwise, forward and
+backward against CPU PyTorch with zero fallbacks; a ResNet-style block and
+a 1-D convolution stack train like the CPU; what the kernels do not cover
+(transposed, 3-D) runs on the CPU, counted."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+
+CASES = [
+    ("1d", (2, 6, 20), (8, 6, 3), dict(stride=1, padding=1)),
+    ("1d stride 2 dilation 2", (2, 6, 21), (8, 6, 3), dict(stride=2, padding=2, dilation=2)),
+    ("1d depthwise causal (Mamba)", (2, 16, 12), (16, 1, 4), dict(padding=3, groups=16)),
+    ("1d groups", (2, 8, 15), (12, 2, 3), dict(padding=1, groups=4)),
+    ("2d", (2, 3, 9, 11), (5, 3, 3, 3), dict(padding=1)),
+    ("2d stride 2", (2, 4, 10, 10), (6, 4, 3, 3), dict(stride=2, padding=1)),
+    ("2d depthwise", (2, 8, 7, 7), (8, 1, 3, 3), dict(padding=1, groups=8)),
+    ("2d 1x1", (2, 8, 5, 5), (4, 8, 1, 1), dict()),
+    ("2d dilation 2", (1, 3, 12, 12), (4, 3, 3, 3), dict(padding=2, dilation=2)),
+    ("2d rectangular", (1, 2, 9, 13), (3, 2, 2, 4), dict(stride=(2, 1), padding=(1, 2))),
+]
+
+
+@pytest.mark.parametrize("name,xs,ws,kw", CASES, ids=[c[0] for c in CASES])
+def test_convolution_forward_and_backward_match_the_cpu(name, xs, ws, kw):
+    g = torch.Generator().manual_seed(len(name))
+    x = torch.randn(*xs, generator=g, requires_grad=True)
+    w = torch.randn(*ws, generator=g, requires_grad=True)
+    b = torch.randn(ws[0], generator=g, requires_grad=True)
+    conv = F.conv1d if len(xs) == 3 else F.conv2d
+    y = conv(x, w, b, **kw)
+    gy = torch.randn(y.shape, generator=g)
+    y.backward(gy)
+    xd, wd, bd = (t.detach().to(NEURON).requires_grad_() for t in (x, w, b))
+    torch_neuronsim.reset_stats()
+    yd = conv(xd, wd, bd, **kw)
+    yd.backward(gy.to(NEURON))
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
+    torch.testing.assert_close(yd.detach().cpu(), y.detach(), rtol=1e-4, atol=1e-4)
+    for d, r in ((xd, x), (wd, w), (bd, b)):
+        torch.testing.assert_close(d.grad.cpu(), r.grad, rtol=1e-4, atol=1e-3)
+
+
+class Block(torch.nn.Module):
+    """a ResNet basic block without its norms (batch / group norm backward
+    are not native kernels yet): conv-relu-conv + a strided 1x1 shortcut"""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride, 1)
+        self.c2 = torch.nn.Conv2d(cout, cout, 3, 1, 1)
+        self.short = torch.nn.Conv2d(cin, cout, 1, stride, bias=False)
+
+    def forward(self, x):
+        return torch.relu(self.c2(torch.relu(self.c1(x))) + self.short(x))
+
+
+def conv_stack():
+    return torch.nn.Sequential(torch.nn.Conv1d(4, 16, 5, padding=2), torch.nn.GELU(),
+                               torch.nn.Conv1d(16, 16, 3, padding=2, dilation=2, groups=4), torch.nn.GELU(),
+                               torch.nn.Conv1d(16, 8, 3, stride=2), torch.nn.Flatten(), torch.nn.LazyLinear(3))
+
+
+@pytest.mark.parametrize("kind", ["resnet block", "1-d stack"])
+def test_small_convolutional_models_train_like_the_cpu(kind):
+    torch.manual_seed(0)
+    if kind == "resnet block":
+        model, x = torch.nn.Sequential(Block(3, 8, 2), torch.nn.Flatten(), torch.nn.Linear(8 * 5 * 5, 4)), \
+            torch.randn(2, 3, 10, 10)
+    else:
+        model, x = conv_stack(), torch.randn(2, 4, 30)
+        model(x)                                   # the lazy layer's shape
+    target = torch.randn(2, model(x).shape[-1])
+    dev_model = __import__("copy").deepcopy(model).to(NEURON)
+    losses = {}
+    for name, m, xx, tt in (("cpu", model, x, target), ("neuron", dev_model, x.to(NEURON), target.to(NEURON))):
+        opt = torch.optim.SGD(m.parameters(), lr=0.05)
+        torch_neuronsim.reset_stats()
+        out = []
+        for _ in range(3):
+            loss = (m(xx) - tt).pow(2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            out.append(loss.item())
+        losses[name] = out
+        if name == "neuron":
+            assert torch_neuronsim.stats()["fallback_ops"] == {}
+    assert losses["neuron"] == pytest.approx(losses["cpu"], rel=1e-4)
+    for p, q in zip(dev_model.parameters(), model.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-4, atol=1e-4)
+
+
+def test_transposed_and_3d_convolutions_run_on_the_cpu_counted():
+    x, w = torch.randn(1, 4, 6, 6), torch.randn(4, 2, 3, 3)
+    torch_neuronsim.reset_stats()
+    got = F.conv_transpose2d(x.to(NEURON), w.to(NEURON), stride=2)
+    assert torch_neuronsim.stats()["fallback_ops"] == {"aten::convolution_overrideable": 1}
+    torch.testing.assert_close(got.cpu(), F.conv_transpose2d(x, w, stride=2), rtol=1e-4, atol=1e-4)
+    x3, w3 = torch.randn(1, 2, 4, 4, 4), torch.randn(3, 2, 2, 2, 2)
+    torch.testing.assert_close(F.conv3d(x3.to(NEURON), w3.to(NEURON)).cpu(), F.conv3d(x3, w3), rtol=1e-4, atol=1e-4)
+
+
+def test_bad_convolution_arguments_raise_clearly():
+    with pytest.raises(RuntimeError, match="Kernel size can.t be greater than actual input size"):
+        F.conv1d(torch.randn(1, 2, 3).to(NEURON), torch.randn(4, 2, 5).to(NEURON))
