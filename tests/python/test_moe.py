@@ -122,3 +122,21 @@ def test_architecture_matches_the_cpu_with_zero_fallbacks(arch):
     import json
     res = json.loads(r.stdout[r.stdout.index("{"):])
     assert res["status"] == "match" and not res.get("fallbacks"), res
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_grouped_mm_runs_as_native_matmuls(dtype):
+    """torch._grouped_mm (a MoE's experts in one call): its decomposition
+    into one TensorE matmul per group, rows past the last offset untouched
+    by any group"""
+    g = torch.Generator().manual_seed(6)
+    a, b = torch.randn(10, 8, generator=g).to(dtype), torch.randn(3, 8, 16, generator=g).to(dtype)
+    offs = torch.tensor([3, 7, 10], dtype=torch.int32)
+    want = torch._grouped_mm(a, b, offs=offs)
+    torch_neuronsim.reset_stats()
+    got = torch._grouped_mm(a.to(NEURON), b.to(NEURON), offs=offs.to(NEURON))
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4 if dtype == torch.float32 else 2e-2, atol=1e-4)
+    a3 = torch.randn(3, 4, 8, generator=g).to(dtype)
+    torch.testing.assert_close(torch._grouped_mm(a3.to(NEURON), b.to(NEURON)).cpu(), torch._grouped_mm(a3, b),
+                               rtol=1e-4 if dtype == torch.float32 else 2e-2, atol=1e-4)
