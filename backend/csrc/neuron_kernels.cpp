@@ -18,6 +18,7 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/erf_ops.h>
 #include <ATen/ops/exp_ops.h>
 #include <ATen/ops/gelu_ops.h>
@@ -250,6 +251,16 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 	at::Tensor x;
 	if (commutes && is_scalar_operand(b, a) && !is_scalar_operand(a, b))   // 0.99 * t (foreach's order)
 		return native_binary(name, alu, b, a, out);
+	// s - t (rsub: the wrapped number first): -t + s in one tensor_scalar,
+	// the negation exact, so one rounding as CPU's
+	if (alu == ISA_ALU_subtract && is_scalar_operand(b, a) && !is_scalar_operand(a, b) &&
+	    (x = unary_operand(b)).defined()) {
+		Ew op{ TENSOR_SCALAR, ISA_ALU_multiply, -1.0f };
+		op.code2 = ISA_ALU_add;
+		op.imm2 = a.to(b.scalar_type()).item<float>();
+		out = run_elementwise(name, op, x, nullptr);
+		return true;
+	}
 	if (is_scalar_operand(a, b) && (x = unary_operand(a)).defined()) {
 		// As CPU PyTorch: add/sub (ufunc kernels) first round the scalar to the
 		// tensor's dtype; mul/div/max/min use its value at fp32 (opmath).
@@ -263,6 +274,13 @@ bool native_binary(const char *name, int alu, const at::Tensor &a, const at::Ten
 		return true;
 	if (alu != ISA_ALU_divide && (out = int_binary(name, alu, a, b)).defined())   // int32 and narrower
 		return true;
+	// int64 max / min: the exact 64-bit comparison, then a select
+	if ((alu == ISA_ALU_max || alu == ISA_ALU_min) && a.is_privateuseone() && b.is_privateuseone() &&
+	    a.device() == b.device() && a.scalar_type() == at::kLong && b.scalar_type() == at::kLong) {
+		at::Tensor pick = alu == ISA_ALU_max ? a.ge(b) : a.le(b);
+		out = at::where(pick, a, b);
+		return true;
+	}
 	return native_binary_general(name, alu, a, b, out);
 }
 
@@ -316,6 +334,11 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alph
 // -x = x * -1, |x| = max(x, -x) (both wrap at the type's minimum, as PyTorch)
 at::Tensor int_unary(const char *name, int func, const at::Tensor &a)
 {
+	at::Tensor out;
+	// int64 -x = 0 - x on the exact 64-bit subtract (relative positions)
+	if (func == ISA_ACT_identity && a.is_privateuseone() && a.scalar_type() == at::kLong &&
+	    native_i64_addsub(name, true, at::scalar_tensor(0, at::TensorOptions().dtype(at::kLong)), a, out))
+		return out;
 	if (!a.is_privateuseone() || at::isFloatingType(a.scalar_type()) || a.scalar_type() == at::kBool ||
 	    (func != ISA_ACT_identity && func != ISA_ACT_abs))
 		return {};

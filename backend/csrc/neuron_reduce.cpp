@@ -23,6 +23,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/mean_ops.h>
@@ -515,9 +517,21 @@ at::Tensor safe_softmax(const at::Tensor &self, int64_t dim, std::optional<at::S
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, at::IntArrayRef shape,
-							  const std::optional<at::Tensor> &w,
-							  const std::optional<at::Tensor> &b, double eps)
+							  const std::optional<at::Tensor> &w0,
+							  const std::optional<at::Tensor> &b0, double eps)
 {
+	// a weight without a bias (LayerNorm(bias=False): MPT) or the reverse:
+	// the missing one as zeros / ones, which leave every value unchanged
+	std::optional<at::Tensor> w = w0, b = b0;
+	if ((w && w->defined()) != (b && b->defined()) && x.is_privateuseone()) {
+		const at::Tensor &have = (w && w->defined()) ? *w : *b;
+		if (have.is_privateuseone()) {
+			if (!(w && w->defined()))
+				w = at::ones_like(have);
+			else
+				b = at::zeros_like(have);
+		}
+	}
 	bool has_w = w && w->defined(), has_b = b && b->defined();
 	int64_t axis = x.dim() - (int64_t)shape.size(), cols = 1;
 	for (int64_t s : shape)

@@ -100,7 +100,21 @@ CASES = {
     "x[:, 3] = 0": (put(lambda t: (slice(None), 3), 0.0), None),
     "x[:, list] = T": (put(lambda t: (slice(None), [1, 4]), lambda t: torch.ones(3, 2, 7, device=t.device) * 5), None),
     "x[:, :, i] = 2": (put(lambda t: (slice(None), slice(None), torch.tensor([0, 6], device=t.device)), 2.0), None),
+    "1 - x": (lambda t: 1 - t, None),
+    "2.5 - x bf16": (lambda t: 2.5 - t.bfloat16(), None),
+    "layer_norm weight only": (lambda t: F.layer_norm(t, [7], (torch.arange(7.0, device=t.device) / 3 - 1), None), CLOSE),
+    "layer_norm bias only": (lambda t: F.layer_norm(t, [7], None, (torch.arange(7.0, device=t.device) / 3 - 1)), CLOSE),
 }
+
+
+def test_int64_negation_and_max_min_are_exact():
+    g = torch.Generator().manual_seed(7)
+    a = torch.randint(-(1 << 40), 1 << 40, (50,), generator=g)
+    b = torch.randint(-(1 << 40), 1 << 40, (50,), generator=g)
+    b[:5] = a[:5]
+    for fn in (lambda x, y: -x, torch.maximum, torch.minimum):
+        got, want = on_both(fn, a, b)
+        assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize("name", list(CASES))
