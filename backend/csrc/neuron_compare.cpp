@@ -92,6 +92,44 @@ at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at:
 	return compare(name, alu, a, &b, 0);
 }
 
+// a bool tensor ==/!= a number (mask == 0): the mask itself, its negation,
+// or a constant; other comparisons of bools decline
+at::Tensor bool_eq_scalar(int alu, const at::Tensor &a, const at::Scalar &s)
+{
+	if (!a.is_privateuseone() || a.scalar_type() != at::kBool || s.isComplex() ||
+	    (alu != ISA_ALU_is_equal && alu != ISA_ALU_not_equal))
+		return {};
+	double v = s.toDouble();
+	bool eq = alu == ISA_ALU_is_equal;
+	if (v == 1.0)
+		return eq ? a.clone() : a.bitwise_not();
+	if (v == 0.0)
+		return eq ? a.bitwise_not() : a.clone();
+	at::Tensor r = at::empty(a.sizes(), a.options());
+	TORCH_CHECK(native_fill(r, !eq), "neuron: comparison fill");
+	return r;
+}
+
+// logical_not: bool -> its negation, other dtypes -> x == 0
+at::Tensor logical_not_impl(const at::Tensor &a)
+{
+	if (!a.is_privateuseone())
+		return {};
+	if (a.scalar_type() == at::kBool)
+		return a.bitwise_not();
+	return a.eq(0);
+}
+
+at::Tensor logical_not(const at::Tensor &a)
+{
+	return logical_not_impl(a);   /* undefined: declined */
+}
+
+at::Tensor &logical_not_out(const at::Tensor &a, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? logical_not_impl(a) : at::Tensor());
+}
+
 #define CMP(fname, alu)                                                                          \
 	at::Tensor fname##_tensor(const at::Tensor &a, const at::Tensor &b)                          \
 	{                                                                                        \
@@ -118,6 +156,8 @@ at::Tensor int_compare(const char *name, int alu, const at::Tensor &a, const at:
 			return out;                                                              \
 		if (!s.isFloatingPoint() && !s.isComplex() && !s.isBoolean() &&                   \
 		    native_i64_compare("aten::" #fname, alu, a, at::scalar_to_tensor(s), out))     \
+			return out;                                                              \
+		if ((out = bool_eq_scalar(alu, a, s)).defined())                                 \
 			return out;                                                              \
 		return declined; \
 	}

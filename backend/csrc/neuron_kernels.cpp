@@ -445,6 +445,28 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 	return declined;
 }
 
+// clamp_min / clamp_max with a number: clamp with one bound (zaya's
+// norm(...).clamp_min(eps)), and their out= forms
+at::Tensor clamp_min_scalar(const at::Tensor &a, const at::Scalar &lo)
+{
+	return ::neuron::clamp(a, lo, std::nullopt);
+}
+
+at::Tensor clamp_max_scalar(const at::Tensor &a, const at::Scalar &hi)
+{
+	return ::neuron::clamp(a, std::nullopt, hi);
+}
+
+at::Tensor &clamp_min_scalar_out(const at::Tensor &a, const at::Scalar &lo, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? ::neuron::clamp(a, lo, std::nullopt) : at::Tensor());
+}
+
+at::Tensor &clamp_max_scalar_out(const at::Tensor &a, const at::Scalar &hi, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? ::neuron::clamp(a, std::nullopt, hi) : at::Tensor());
+}
+
 // In-place and out= forms of the binary ops: the functional kernel, then a
 // DMA copy of its result into self / out (write_result; the result dtype
 // must be one self / out can hold, as PyTorch requires).

@@ -107,6 +107,19 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("v", [0, 1, 2])
+def test_bool_masks_against_numbers_logical_not_and_one_sided_clamps(v):
+    m = torch.rand(3, 5, generator=torch.Generator().manual_seed(8)) > 0.5
+    for fn in (lambda t: t == v, lambda t: t != v, torch.logical_not,
+               lambda t: torch.logical_not(t, out=torch.empty(3, 5, dtype=torch.bool, device=t.device))):
+        got, want = on_both(fn, m)
+        assert torch.equal(got, want)
+    for fn in (lambda t: t.clamp_min(0.1 * v), lambda t: t.clamp_max(0.1 * v), torch.logical_not,
+               lambda t: torch.clamp_min(t, 0.2, out=torch.empty(3, 5, 7, device=t.device))):
+        got, want = on_both(fn, X)
+        assert torch.equal(got, want)
+
+
 def test_int64_negation_and_max_min_are_exact():
     g = torch.Generator().manual_seed(7)
     a = torch.randint(-(1 << 40), 1 << 40, (50,), generator=g)
