@@ -136,13 +136,19 @@ bool copy_program(const at::Tensor &dst, const at::Tensor &s, int dev)
 
 }  // namespace
 
-at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype)
+at::Tensor prepared(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype)
 {
 	if (t.sizes().equals(sizes) && t.scalar_type() == dtype && t.is_contiguous())
 		return t;
 	at::Tensor out = at::empty(sizes, t.options().dtype(dtype));
-	TORCH_CHECK(native_copy(out, t), "neuron: cannot prepare a ", t.scalar_type(), " operand of shape ",
-		    t.sizes(), " as ", dtype, " ", sizes);
+	return native_copy(out, t) ? out : at::Tensor();
+}
+
+at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype)
+{
+	at::Tensor out = prepared(t, sizes, dtype);
+	TORCH_CHECK(out.defined(), "neuron: cannot prepare a ", t.scalar_type(), " operand of shape ", t.sizes(),
+		    " as ", dtype, " ", sizes);
 	return out;
 }
 

@@ -188,14 +188,6 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 // same-shape kernel runs.
 // an operand the general path can bring to a float result type: a float,
 // or an integer / bool (cast on the device; int64 exactly rounded)
-// t broadcast to `sizes` in `dt`, or undefined when the copy kernels do not cover the cast
-at::Tensor prepared(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dt)
-{
-	if (t.sizes().equals(sizes) && t.scalar_type() == dt && t.is_contiguous())
-		return t;
-	at::Tensor out = at::empty(sizes, t.options().dtype(dt));
-	return native_copy(out, t) ? out : at::Tensor();
-}
 
 bool promotable(const at::Tensor &t)
 {

@@ -93,6 +93,11 @@ inline at::Tensor &written_or_declined(at::Tensor &out, const at::Tensor &r)
 {
 	return r.defined() ? write_result(out, r) : declined_tensor();
 }
+// an in-place kernel's end: r written into self when it has self's dtype
+inline at::Tensor &inplace_or_declined(at::Tensor &self, const at::Tensor &r)
+{
+	return r.defined() && r.scalar_type() == self.scalar_type() ? write_result(self, r) : declined_tensor();
+}
 // dst is x or shares no memory with it (a program may read x and write dst)
 bool no_partial_overlap(const at::Tensor &dst, const at::Tensor &x);
 // a neuron tensor of a float type the kernels compute in
@@ -102,6 +107,8 @@ inline bool is_float_neuron(const at::Tensor &t)
 }
 // t broadcast to `sizes` and cast to `dtype`, contiguous (t itself if it is)
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
+// ... or undefined when the copy kernels do not cover the cast (the caller declines)
+at::Tensor prepared(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
 
 // a wrapped Python number (0-dim CPU tensor) as a 0-dim `t` tensor on like's
 // device: copied over, or -- while a graph is captured, where a host write

@@ -159,10 +159,7 @@ at::Tensor &floor_divide_out(const at::Tensor &a, const at::Tensor &b, at::Tenso
 
 at::Tensor &floor_divide_inplace(at::Tensor &self, const at::Tensor &b)
 {
-	at::Tensor r = floor_divide_impl(self, b);
-	if (r.defined() && r.scalar_type() == self.scalar_type())
-		return write_result(self, r);
-	return declined;
+	return inplace_or_declined(self, floor_divide_impl(self, b));
 }
 
 at::Tensor remainder(const at::Tensor &a, const at::Tensor &b)
@@ -177,10 +174,7 @@ at::Tensor &remainder_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &
 
 at::Tensor &remainder_inplace(at::Tensor &self, const at::Tensor &b)
 {
-	at::Tensor r = remainder_impl(self, b);
-	if (r.defined() && r.scalar_type() == self.scalar_type())
-		return write_result(self, r);
-	return declined;
+	return inplace_or_declined(self, remainder_impl(self, b));
 }
 
 // a / b with rounding_mode: none (true division), "floor" (floor_divide),

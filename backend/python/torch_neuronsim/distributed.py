@@ -30,6 +30,7 @@ import ctypes
 import neuronsim
 import torch
 import torch.distributed as dist
+import torch.utils._pytree as pytree
 from torch.futures import Future
 
 from . import _lib
@@ -84,18 +85,10 @@ class _Done(dist.Work):
         pass
 
 
-def _tensors(x):
-    if isinstance(x, torch.Tensor):
-        yield x
-    elif isinstance(x, (list, tuple)):
-        for y in x:
-            yield from _tensors(y)
-
-
 def _completed_future(result, dev):
     """a completed Future of `result`; with a device, one that completes on
     the device's collective stream (all of result's tensors on that device)"""
-    ts = list(_tensors(result))
+    ts = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
     if dev is None or not ts or any(not _is_neuron(t) or t.device.index != dev for t in ts):
         fut = Future()
         fut.set_result(result)
@@ -276,17 +269,22 @@ class NeuronProcessGroup(dist.ProcessGroup):
         op, avg = _reduce_op(opts)
 
         def run():
-            hosts = [_host(t) for t in tensors]
-            o = dist.AllreduceOptions()
-            o.reduceOp = op
-            self._gloo.allreduce(hosts, o).wait()
-            for t, h in zip(tensors, hosts):
-                if avg:
-                    if not h.is_floating_point():
-                        raise RuntimeError(f"neuron: ReduceOp.AVG needs a floating-point tensor, not {h.dtype}")
-                    h = h / self.size()
+            for t, h in zip(tensors, self._reduced([_host(t) for t in tensors], op, avg)):
                 _put(t, h)
         return self._timed("all_reduce", tensors, _nbytes(tensors), run, result=tensors)
+
+    def _reduced(self, hosts, op, avg):
+        """host tensors all-reduced by Gloo in place, divided by the group
+        size for AVG (Gloo has no AVG)"""
+        o = dist.AllreduceOptions()
+        o.reduceOp = op
+        self._gloo.allreduce(hosts, o).wait()
+        if not avg:
+            return hosts
+        for h in hosts:
+            if not h.is_floating_point():
+                raise RuntimeError(f"neuron: ReduceOp.AVG needs a floating-point tensor, not {h.dtype}")
+        return [h / self.size() for h in hosts]
 
     def allreduce_coalesced(self, tensors, opts=None):
         """tensors of any sizes (one dtype: one flat all-reduce, timed as
@@ -301,14 +299,7 @@ class NeuronProcessGroup(dist.ProcessGroup):
         op, avg = _reduce_op(o)
 
         def run():
-            flat = torch.cat([_host(t).reshape(-1) for t in tensors])
-            g = dist.AllreduceOptions()
-            g.reduceOp = op
-            self._gloo.allreduce([flat], g).wait()
-            if avg:
-                if not flat.is_floating_point():
-                    raise RuntimeError(f"neuron: ReduceOp.AVG needs a floating-point tensor, not {flat.dtype}")
-                flat = flat / self.size()
+            flat, = self._reduced([torch.cat([_host(t).reshape(-1) for t in tensors])], op, avg)
             offset = 0
             for t in tensors:
                 _put(t, flat[offset:offset + t.numel()])
