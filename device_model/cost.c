@@ -251,6 +251,36 @@ static dm_cost cost_gather(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_DST)));
 }
 
+static uint64_t ceil_log2(uint64_t n)
+{
+	uint64_t r = 0;
+	while ((1ull << r) < n && r < 63)
+		r++;
+	return r;
+}
+
+/* Not published: GpSimd runs topk as code, not as a data-path stream.
+ * Estimate: each of the 8 cores serves 16 partitions (HW Engines) and works
+ * through its rows one after another, one compare-and-move step a cycle:
+ * the heap select (64k <= n) scans the row once and ranks k with about
+ * 2 k log2 k steps; the quick select (CPU's nth_element) partitions about
+ * 3 n; a full sort is an introsort, about 2 n log2 n.  Plus iota's 150-cycle
+ * GpSimd start-up (HW cost table). */
+static dm_cost cost_topk(const dm_chip *ch, int engine, const isa_instr *in,
+			 const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	uint64_t n = free_n(in, ISA_AP_SRC), k = free_n(in, ISA_AP_DST);
+	uint64_t rows = u64min(in->ap[ISA_AP_SRC].nparts, 16), steps;
+	if (in->flags & ISA_FLAG_SORT)
+		steps = 2 * n * ceil_log2(n);
+	else if (k * 64 <= n)
+		steps = n + 2 * k * ceil_log2(k + 1);
+	else
+		steps = 3 * n + k * ceil_log2(k + 1);
+	return pipelined(ch, engine, 150 + u64max(ch->min_ii, rows * steps));
+}
+
 /* Triggering a DMA occupies the issuing sequencer for one MIN_II (its
  * descriptors are prebuilt); the transfer's own time is the DMA model's. */
 static dm_cost cost_dma(const dm_chip *ch, int engine, const isa_instr *in,

@@ -66,9 +66,19 @@ err = np.abs(y4 - torch.softmax(torch.tensor(s4), dim=1).numpy()).max()
 print(f"trn3 VectorE exponential: max |softmax - torch| = {err:.2e}")
 assert err < 1e-5
 
-print(f"\ntraces (open in ui.perfetto.dev or chrome://tracing) and summaries: {OUT}")
 
 x = rng.standard_normal((64, 256)).astype(np.float32)
 o = run("dynamic_row", {"x": x, "idx": np.array([[3]], np.int32)}, ["out", "r"])
 print(f"r = {int(o['r'][0, 0])}   rows {8 * 7}..{8 * 7 + 7} of x copied: {np.array_equal(o['out'], x[56:64])}")
 assert int(o["r"][0, 0]) == 7 and np.array_equal(o["out"], x[56:64])
+
+# router scores with many equal values (rounded to quarters): the experts
+# picked for tied scores are the ones CPU torch.topk picks
+sc = (np.round(rng.standard_normal((128, 64)) * 2) / 4).astype(np.float32)
+o = run("router_topk", {"scores": sc}, ["top", "expert"])
+tv, ti = torch.topk(torch.tensor(sc), 8, dim=1)
+same = np.array_equal(o["expert"].astype(np.int64), ti.numpy()) and np.array_equal(o["top"], tv.numpy())
+print(f"token 0 experts {o['expert'][0].tolist()}   same experts and order as CPU torch.topk: {same}")
+assert same
+
+print(f"\ntraces (open in ui.perfetto.dev or chrome://tracing) and summaries: {OUT}")

@@ -410,6 +410,34 @@ static isa_status rule_nc_n_gather(vctx *v, const isa_instr *in)
 	return v_same_count(v, d, "dst", i, "indices");
 }
 
+/* topk (a GpSimd program, no NKI counterpart): all in SBUF, the same
+ * partitions, values keep src's dtype (moved as bits), uint32 positions,
+ * 1 <= k <= n; `sort` ranks the whole row (k = n; descending, ascending
+ * with smallest) and is not unsorted */
+static isa_status rule_topk(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC], *i = &in->ap[ISA_AP_AUX];
+	uint64_t n = isa_ap_free_elems(s), k = isa_ap_free_elems(d);
+	if (d->space != ISA_SPACE_SBUF || s->space != ISA_SPACE_SBUF || i->space != ISA_SPACE_SBUF)
+		return v_fail(v, ISA_E_BAD_SPACE, "dst", "topk reads and writes SBUF only");
+	if (d->dtype != s->dtype)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "topk keeps src's dtype (%s -> %s)",
+			      isa_dtype_name(s->dtype), isa_dtype_name(d->dtype));
+	if (i->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, "indices", "topk positions are uint32, not %s",
+			      isa_dtype_name(i->dtype));
+	if (d->nparts != s->nparts || i->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "indices", "topk: dst, src and indices span "
+			      "the same partitions (%u, %u, %u)", d->nparts, s->nparts, i->nparts);
+	if (k == 0 || k > n)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "topk: k = %llu (dst's free size) must be "
+			      "in [1, %llu] (src's)", (unsigned long long)k, (unsigned long long)n);
+	if ((in->flags & ISA_FLAG_SORT) && (k != n || (in->flags & ISA_FLAG_UNSORTED)))
+		return v_fail(v, ISA_E_BAD_VALUE, "sort", "topk sort ranks the whole row: k = n = %llu "
+			      "(not %llu), and not unsorted", (unsigned long long)n, (unsigned long long)k);
+	return v_same_count(v, d, "dst", i, "indices");
+}
+
 /* ------------------------------------------------- random numbers (PRNG) */
 
 /* NKI ISA rules: rng on VectorE from NeuronCore-v2, GpSimd from v3;
@@ -594,6 +622,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_iota]                    = rule_iota,
 	[ISA_OP_affine_select]           = rule_affine_select,
 	[ISA_OP_nc_n_gather]             = rule_nc_n_gather,
+	[ISA_OP_topk]                    = rule_topk,
 	[ISA_OP_rng]                     = rule_rng,
 	[ISA_OP_rand_set_state]          = rule_rand_set_state,
 	[ISA_OP_rand_get_state]          = rule_rand_get_state,

@@ -174,9 +174,72 @@ at::Tensor triu(const at::Tensor &self, int64_t k)
 	return r;   /* undefined: declined */
 }
 
-// topk along `dim` for k <= 64 (also sort of <= 64 elements): k rounds of argmax (argmin) over a working
-// copy, each taking the picked value out (-inf / +inf) with a one-element
-// scatter; values come out sorted, ties lowest index first.  NaNs are not
+// topk / unstable sort along `dim` with GpSimd's topk (kernels/topk.c):
+// CPU PyTorch's own selection algorithm, so equal values come out in the
+// CPU's order (topk: partial_sort / nth_element + sort; sort: std::sort).
+// Any dtype of up to 4 bytes; a row must fit one SBUF partition.
+int topk_dtype(at::ScalarType t)
+{
+	switch (t) {
+	case at::kInt: return ISA_DT_int32;
+	case at::kShort: return ISA_DT_int16;
+	case at::kChar: return ISA_DT_int8;
+	case at::kByte: return ISA_DT_uint8;
+	case at::kBool: return ISA_DT_uint8;   // 0 / 1
+	default: return isa_dtype_of(t);
+	}
+}
+
+std::optional<std::tuple<at::Tensor, at::Tensor>> gpsimd_topk(const at::Tensor &self, int64_t k, int64_t dim,
+								  bool largest, bool sorted, bool sort)
+{
+	if (!self.is_privateuseone() || self.dim() == 0 || self.numel() == 0)
+		return std::nullopt;
+	// int64 whose values all fit int32 (ids, counts, positions) rank the
+	// same as their int32 copy; the values then come from the int64 rows
+	if (self.scalar_type() == at::kLong) {
+		if (self.min().item().toLong() < INT32_MIN || self.max().item().toLong() > INT32_MAX)
+			return std::nullopt;
+		auto r = gpsimd_topk(self.to(at::kInt), k, dim, largest, sorted, sort);
+		if (r)
+			std::get<0>(*r) = self.gather(dim, std::get<1>(*r));
+		return r;
+	}
+	int dt = topk_dtype(self.scalar_type());
+	if (dt == ISA_DT_INVALID)
+		return std::nullopt;
+	dim = at::maybe_wrap_dim(dim, self.dim());
+	int64_t c = self.size(dim);
+	if (k < 1 || k > c)
+		return std::nullopt;
+	nk_topk o{};
+	o.dtype = dt;
+	o.rows = (uint64_t)(self.numel() / c);
+	o.cols = (uint64_t)c;
+	o.k = (uint64_t)k;
+	o.largest = largest;
+	o.sorted = sorted;
+	o.sort = sort;
+	if (!nk_topk_fits(isa_target_from_name(nsim_target_name()), &o))
+		return std::nullopt;
+	at::Tensor moved = self.movedim(dim, -1);
+	at::Tensor x = materialize(moved, moved.sizes(), self.scalar_type());
+	std::vector<int64_t> osz = x.sizes().vec();
+	osz.back() = k;
+	at::Tensor vals = at::empty(osz, x.options());
+	at::Tensor idx32 = at::empty(osz, x.options().dtype(at::kInt));
+	int dev = self.device().index();
+	Program m = cached_program("topk", o, dev, nk_topk_program);
+	run_program(m, dev, sort ? "aten::sort" : "aten::topk", { { "x", &x } },
+		    { { "values", &vals }, { "indices", &idx32 } });
+	return std::make_tuple(vals.movedim(-1, dim).contiguous(), idx32.to(at::kLong).movedim(-1, dim).contiguous());
+}
+
+// topk along `dim` for k <= 64 when a row is too long for one partition:
+// k rounds of argmax (argmin) over a working copy, each taking the picked
+// value out (-inf / +inf) with a one-element scatter; values come out
+// sorted, ties lowest index first (not the CPU's order: rows this long
+// take the heap path there, whose tie order is the heap's).  NaNs are not
 // ordered as PyTorch orders them (largest), so inputs with NaN fall back.
 std::optional<std::tuple<at::Tensor, at::Tensor>> topk_impl(const at::Tensor &self, int64_t k, int64_t dim,
 								bool largest)
@@ -246,7 +309,9 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> bitonic_sort(const at::Tensor 
 
 std::tuple<at::Tensor, at::Tensor> topk(const at::Tensor &self, int64_t k, int64_t dim, bool largest, bool sorted)
 {
-	auto r = topk_impl(self, k, dim, largest);
+	auto r = gpsimd_topk(self, k, dim, largest, sorted, false);
+	if (!r)
+		r = topk_impl(self, k, dim, largest);
 	if (r)
 		return *r;
 	// larger k, or NaN in the input: the k first of a full sort
@@ -302,16 +367,22 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> int_sort(const at::Tensor &sel
 	return std::make_tuple(vals.movedim(-1, dim).contiguous(), perm.view(x.sizes()).movedim(-1, dim).contiguous());
 }
 
-// sort: the bitonic kernel for float types, the radix passes over it for
-// integers; otherwise (up to 64 elements) topk of all of them (ties keep
-// index order: also the stable sort)
+// sort: unstable (the default), CPU's std::sort order from GpSimd's topk
+// when a row fits a partition; stable (or longer rows), the bitonic kernel
+// for float types, the radix passes over it for integers; otherwise (up to
+// 64 elements) topk of all of them (ties keep index order: also the stable
+// sort)
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, std::optional<bool> stable, int64_t dim,
 					       bool descending)
 {
 	if (self.dim() > 0) {
 		int64_t d = at::maybe_wrap_dim(dim, self.dim());
-		auto r = at::isIntegralType(self.scalar_type(), true) ? int_sort(self, d, descending)
-								      : bitonic_sort(self, d, descending);
+		std::optional<std::tuple<at::Tensor, at::Tensor>> r;
+		if (!stable.value_or(false) && self.size(d) > 0)
+			r = gpsimd_topk(self, self.size(d), d, descending, true, true);
+		if (!r)
+			r = at::isIntegralType(self.scalar_type(), true) ? int_sort(self, d, descending)
+									 : bitonic_sort(self, d, descending);
 		if (!r)
 			r = topk_impl(self, self.size(d), d, descending);
 		if (r)

@@ -262,6 +262,17 @@ typedef struct nk_sort {
 isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *len, isa_diag *diag);
 uint64_t nk_sort_scratch(const nk_sort *o);
 
+/* "values" [rows, k] (x's dtype) and "indices" [rows, k] (uint32) = the k
+ * largest (smallest) of each row of x [rows, cols] in CPU PyTorch's order
+ * (GpSimd topk); sort: the whole row (k = cols) as CPU's unstable sort */
+typedef struct nk_topk {
+	int dtype;                 /* any of <= 4 bytes */
+	uint64_t rows, cols, k;    /* cols <= 65535, a row in one partition */
+	bool largest, sorted, sort;
+} nk_topk;
+bool nk_topk_fits(int target, const nk_topk *o);
+isa_status nk_topk_program(int target, const nk_topk *o, uint8_t **bin, size_t *len, isa_diag *diag);
+
 /* out[n] = a fused pointwise region (fused.c): nsteps steps over nin inputs
  * "in0".."in7" of n contiguous elements, all of `dtype`.  Step k's operands
  * a[k] (and b[k]) are inputs (0..nin-1) or earlier steps (nin + j); the last

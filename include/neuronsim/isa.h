@@ -169,6 +169,12 @@ typedef enum isa_space {
  * collective's ranks: nsim_execute_multi's runs); a fault when there is no
  * such run */
 #define ISA_FLAG_REMOTE     0x0020u
+/* topk: the k smallest instead of the largest; the k in selection order,
+ * not ranked (CPU topk's sorted=False); the whole row sorted as CPU's
+ * unstable sort does (k = n; descending, ascending with smallest) */
+#define ISA_FLAG_SMALLEST   0x0040u
+#define ISA_FLAG_UNSORTED   0x0080u
+#define ISA_FLAG_SORT       0x0100u
 
 /* ------------------------------------------------------------- operands */
 

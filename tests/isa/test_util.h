@@ -33,7 +33,7 @@ inline std::vector<std::string> example_files()
 				       "embedding_gather.nsasm", "pipeline_fp8.nsasm",
 				       "dropout_rng.nsasm", "selective_scan.nsasm",
 				       "layer_stats.nsasm", "softmax_v4.nsasm", "row_gather.nsasm",
-				       "dynamic_row.nsasm" };
+				       "dynamic_row.nsasm", "router_topk.nsasm" };
 	std::vector<std::string> v;
 	for (const char *n : names)
 		v.push_back(std::string(NSIM_EXAMPLES_DIR) + "/" + n);
