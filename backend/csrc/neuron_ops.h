@@ -39,7 +39,12 @@ struct declined_t {
 inline constexpr declined_t declined{};
 
 inline bool is_declined(const at::Tensor &t) { return !t.defined(); }
-template <class... T> bool is_declined(const std::tuple<T...> &t) { return !std::get<0>(t).defined(); }
+// a tuple declines when every tensor in it is undefined: a backward whose
+// output mask leaves the first gradient out still returns the others
+template <class... T> bool is_declined(const std::tuple<T...> &t)
+{
+	return std::apply([](const auto &...x) { return (!x.defined() && ...); }, t);
+}
 
 // The registered function of a native kernel: the kernel, else the CPU
 // fallback with the same arguments (the schema's, SymInts as plain ints as

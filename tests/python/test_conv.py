@@ -1,7 +1,8 @@
 """Convolution on `neuron` (convolution_overrideable and its backward):
 1-D and 2-D, stride, padding, dilation, groups and depthwise, forward and
-backward against CPU PyTorch with zero fallbacks; a ResNet-style block and
-a 1-D convolution stack train like the CPU; what the kernels do not cover
+backward against CPU PyTorch with zero fallbacks; a ResNet-style block (with
+its batch norms and a group norm) and a 1-D convolution stack train like the
+CPU and then infer like it; what the kernels do not cover
 (transposed, 3-D) runs on the CPU, counted."""
 import pytest
 import torch
@@ -46,17 +47,23 @@ def test_convolution_forward_and_backward_match_the_cpu(name, xs, ws, kw):
 
 
 class Block(torch.nn.Module):
-    """a ResNet basic block without its norms (batch / group norm backward
-    are not native kernels yet): conv-relu-conv + a strided 1x1 shortcut"""
+    """a ResNet basic block: conv-BN-relu-conv-BN + a strided 1x1 conv-BN
+    shortcut, then a group norm (batch norm in training and evaluation, its
+    running statistics, group norm forward and backward all native)"""
 
     def __init__(self, cin, cout, stride):
         super().__init__()
-        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride, 1)
-        self.c2 = torch.nn.Conv2d(cout, cout, 3, 1, 1)
-        self.short = torch.nn.Conv2d(cin, cout, 1, stride, bias=False)
+        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.b1 = torch.nn.BatchNorm2d(cout)
+        self.c2 = torch.nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(cout)
+        self.short = torch.nn.Sequential(torch.nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                         torch.nn.BatchNorm2d(cout))
+        self.gn = torch.nn.GroupNorm(2, cout)
 
     def forward(self, x):
-        return torch.relu(self.c2(torch.relu(self.c1(x))) + self.short(x))
+        y = self.b2(self.c2(torch.relu(self.b1(self.c1(x)))))
+        return self.gn(torch.relu(y + self.short(x)))
 
 
 def conv_stack():
@@ -93,6 +100,15 @@ def test_small_convolutional_models_train_like_the_cpu(kind):
     assert losses["neuron"] == pytest.approx(losses["cpu"], rel=1e-4)
     for p, q in zip(dev_model.parameters(), model.parameters()):
         torch.testing.assert_close(p.detach().cpu(), q.detach(), rtol=1e-4, atol=1e-4)
+    for p, q in zip(dev_model.buffers(), model.buffers()):      # running statistics, batch counts
+        torch.testing.assert_close(p.cpu(), q, rtol=1e-4, atol=1e-5)
+    # inference with the running statistics
+    model.eval()
+    dev_model.eval()
+    torch_neuronsim.reset_stats()
+    with torch.no_grad():
+        torch.testing.assert_close(dev_model(x.to(NEURON)).cpu(), model(x), rtol=1e-4, atol=1e-4)
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
 
 
 def test_transposed_and_3d_convolutions_run_on_the_cpu_counted():
