@@ -7,11 +7,21 @@
 
 namespace neuron {
 
+// fp8 (torch's float8_e4m3fn / float8_e5m2): the ISA's fp8 types, whose
+// widening is exact; narrowing to them is not done on the device (the
+// engines saturate e4m3 at 448 where torch's conversion gives NaN)
+static int fp8_dtype(at::ScalarType t)
+{
+	return t == at::kFloat8_e4m3fn ? ISA_DT_fp8_e4m3 : t == at::kFloat8_e5m2 ? ISA_DT_fp8_e5m2 : ISA_DT_INVALID;
+}
+
 Units units_of(at::ScalarType t, bool cast)
 {
 	int f = isa_dtype_of(t);
 	if (f != ISA_DT_INVALID)
 		return { f, 1 };
+	if (fp8_dtype(t) != ISA_DT_INVALID)
+		return { fp8_dtype(t), 1 };
 	if (cast)
 		return {};
 	switch (t) {
@@ -52,10 +62,14 @@ bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 	    dst.dim() > NK_MAX_RANK || src.dim() > dst.dim())
 		return false;
 	bool cast = dst.scalar_type() != src.scalar_type();
+	if (cast && fp8_dtype(dst.scalar_type()) != ISA_DT_INVALID)
+		return false;   // narrowing to fp8: the CPU's rounding (see fp8_dtype)
+	if (cast && fp8_dtype(src.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) == ISA_DT_INVALID)
+		return false;   // fp8 to integers: the CPU
 	if (cast && src.scalar_type() == at::kLong &&
 	    (isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID || dst.scalar_type() == at::kBool))
 		return native_i64_to_float(dst, src);
-	if (cast && isa_dtype_of(src.scalar_type()) == ISA_DT_INVALID &&
+	if (cast && isa_dtype_of(src.scalar_type()) == ISA_DT_INVALID && fp8_dtype(src.scalar_type()) == ISA_DT_INVALID &&
 	    (src.scalar_type() != at::kLong || dst.scalar_type() == at::kInt))
 		return native_cast(dst, src);
 	if (cast && isa_dtype_of(src.scalar_type()) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) == ISA_DT_INVALID)

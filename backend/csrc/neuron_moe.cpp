@@ -17,6 +17,7 @@
 #include <ATen/ops/floor_ops.h>
 #include <ATen/ops/histc_ops.h>
 #include <ATen/ops/remainder_ops.h>
+#include <ATen/ops/_scaled_grouped_mm_ops.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/stack.h>
@@ -319,6 +320,93 @@ at::Tensor &histc_out(const at::Tensor &self, int64_t bins, const at::Scalar &mi
 		      at::Tensor &out)
 {
 	return written_or_declined(out, out.is_privateuseone() ? histc_impl(self, bins, min, max) : at::Tensor());
+}
+
+
+// ---- torch._scaled_grouped_mm: fp8 expert matmuls -------------------------
+
+// Groups of fp8 (e4m3fn) matmuls with rowwise fp32 scales, bf16 out, in
+// the four layouts of PyTorch's kernel (the checks are its meta function's):
+//   a [M, K] with b [G, K, N]: offs ends row groups of a; scale_a [M], scale_b [G, N]
+//   a [G, M, K] with b [K, N]: offs ends column groups of b; scale_a [G, M], scale_b [N]
+//   a [M, K] with b [K, N]:    offs ends K groups; out [G, M, N]; scale_a [G * M], scale_b [G * N]
+//   a [G, M, K] with b [G, K, N]: no offs; scale_a [G, M], scale_b [G, N]
+// out_g = (a_g @ b_g) * scale_a_g[:, None] * scale_b_g[None, :].  The fp8
+// values widen exactly to bf16 (a DMA cast), TensorE multiplies them with
+// fp32 accumulation (bf16 x bf16 products of fp8 values are exact), VectorE
+// applies the scales in fp32 and rounds to bf16.  Rows / columns past the
+// last offset are zero.  (TensorE's fp8 double-row mode would be faster on
+// NeuronCore-v3: the bf16 timing is an upper bound.)
+at::Tensor scaled_grouped_mm(const at::Tensor &a, const at::Tensor &b, const at::Tensor &sa, const at::Tensor &sb,
+			     const std::optional<at::Tensor> &offs, const std::optional<at::Tensor> &bias,
+			     const std::optional<at::Tensor> &scale_result, std::optional<at::ScalarType> out_dtype,
+			     bool use_fast_accum)
+{
+	(void)use_fast_accum;   // accumulation is fp32 either way
+	const char *who = "neuron: _scaled_grouped_mm: ";
+	TORCH_CHECK(a.scalar_type() == at::kFloat8_e4m3fn && b.scalar_type() == at::kFloat8_e4m3fn, who,
+		    "expected float8_e4m3fn inputs, got ", a.scalar_type(), " and ", b.scalar_type());
+	TORCH_CHECK(sa.scalar_type() == at::kFloat && sb.scalar_type() == at::kFloat, who,
+		    "scales must be float32 (rowwise), got ", sa.scalar_type(), " and ", sb.scalar_type());
+	TORCH_CHECK((a.dim() == 2 || a.dim() == 3) && (b.dim() == 2 || b.dim() == 3), who,
+		    "multiplicands must be 2-D or 3-D, got ", a.dim(), "-D and ", b.dim(), "-D");
+	TORCH_CHECK(!bias || !bias->defined(), who, "bias is not supported (as in PyTorch)");
+	TORCH_CHECK(!scale_result || !scale_result->defined(), who, "scale_result is not supported (as in PyTorch)");
+	TORCH_CHECK(!out_dtype || *out_dtype == at::kBFloat16, who, "out_dtype must be bfloat16, got ", *out_dtype);
+	TORCH_CHECK(a.device() == b.device() && sa.device() == a.device() && sb.device() == a.device(), who,
+		    "all operands must be on ", a.device());
+	bool a2 = a.dim() == 2, b2 = b.dim() == 2;
+	TORCH_CHECK((a2 && b2) || a.size(-1) == b.size(-2), who, "contraction dims differ: ", a.sizes(), " and ",
+		    b.sizes());
+	std::vector<int64_t> ends;
+	if (a2 || b2) {
+		TORCH_CHECK(offs && offs->defined() && offs->dim() == 1 && offs->scalar_type() == at::kInt, who,
+			    "a 1-D int32 offs tensor is needed for ", a.dim(), "-D / ", b.dim(), "-D operands");
+		at::Tensor o = offs->cpu();
+		ends.assign(o.data_ptr<int32_t>(), o.data_ptr<int32_t>() + o.numel());
+	} else {
+		TORCH_CHECK(!offs || !offs->defined(), who, "offs is not used with 3-D / 3-D operands");
+		TORCH_CHECK(a.size(0) == b.size(0), who, "group counts differ: ", a.size(0), " and ", b.size(0));
+	}
+	int64_t G = a2 && b2 ? (int64_t)ends.size() : !a2 ? a.size(0) : b.size(0);
+	TORCH_CHECK(ends.empty() || (int64_t)ends.size() == G, who, offs ? offs->numel() : 0, " offsets for ", G,
+		    " groups");
+	// the group extents along the offsets' dim, checked against it
+	int64_t span = a2 && !b2 ? a.size(0) : !a2 && b2 ? b.size(1) : a2 && b2 ? a.size(1) : 0;
+	for (size_t g = 0; g < ends.size(); g++)
+		TORCH_CHECK(ends[g] >= (g ? ends[g - 1] : 0) && ends[g] <= span, who, "offs must be non-decreasing "
+			    "and <= ", span, "; offs[", g, "] = ", ends[g]);
+	int64_t M = a.size(-2), N = b.size(-1);
+	auto want = [&](const at::Tensor &s, std::vector<int64_t> shape, const char *name) {
+		TORCH_CHECK(s.sizes() == at::IntArrayRef(shape), who, name, " must have shape ", at::IntArrayRef(shape),
+			    ", got ", s.sizes());
+	};
+	want(sa, a2 ? std::vector<int64_t>{ (b2 ? G : 1) * M } : std::vector<int64_t>{ G, M }, "scale_a");
+	want(sb, b2 ? std::vector<int64_t>{ (a2 ? G : 1) * N } : std::vector<int64_t>{ G, N }, "scale_b");
+	at::Tensor A = a.to(at::kBFloat16), B = b.to(at::kBFloat16);
+	at::TensorOptions bf = a.options().dtype(at::kBFloat16);
+	auto scaled = [](const at::Tensor &p, const at::Tensor &ra, const at::Tensor &cb) {
+		return p.mul(ra.unsqueeze(-1)).mul(cb.unsqueeze(-2)).to(at::kBFloat16);
+	};
+	if (!a2 && !b2)
+		return scaled(matmul_to(A, B, at::kFloat), sa, sb);
+	at::Tensor out = at::zeros(a2 && b2 ? at::IntArrayRef{ G, M, N } : at::IntArrayRef{ M, N }, bf);
+	int64_t lo = 0;
+	for (int64_t g = 0; g < G; lo = ends[g], g++) {
+		int64_t hi = ends[g];
+		if (hi == lo)
+			continue;
+		if (a2 && !b2)   // row group of a
+			out.narrow(0, lo, hi - lo).copy_(scaled(matmul_to(A.narrow(0, lo, hi - lo), B.select(0, g), at::kFloat),
+								 sa.narrow(0, lo, hi - lo), sb.select(0, g)));
+		else if (!a2 && b2)   // column group of b
+			out.narrow(1, lo, hi - lo).copy_(scaled(matmul_to(A.select(0, g), B.narrow(1, lo, hi - lo), at::kFloat),
+								 sa.select(0, g), sb.narrow(0, lo, hi - lo)));
+		else   // K group
+			out.select(0, g).copy_(scaled(matmul_to(A.narrow(1, lo, hi - lo), B.narrow(0, lo, hi - lo), at::kFloat),
+						      sa.narrow(0, g * M, M), sb.narrow(0, g * N, N)));
+	}
+	return out;
 }
 
 }  // namespace
