@@ -233,6 +233,31 @@ at::Tensor &masked_fill_(at::Tensor &self, const at::Tensor &mask, const at::Sca
 	return declined;
 }
 
+// masked_fill with a 0-dim tensor value: a CPU one is a number; a device
+// one fills through the select without visiting the host
+at::Tensor masked_fill_t(const at::Tensor &self, const at::Tensor &mask, const at::Tensor &v)
+{
+	if (v.dim() != 0 || v.is_complex())
+		return declined;
+	if (v.is_cpu())
+		return neuron::masked_fill(self, mask, v.item());
+	if (!v.is_privateuseone() || v.device() != self.device() || !mask.is_privateuseone() ||
+	    mask.scalar_type() != at::kBool || at::infer_size(self.sizes(), mask.sizes()) != self.sizes().vec() ||
+	    (at::isFloatingType(v.scalar_type()) && !at::isFloatingType(self.scalar_type())))
+		return declined;
+	at::Tensor fill = v.scalar_type() == self.scalar_type() ? v : v.to(self.scalar_type());
+	at::Tensor out = select("aten::masked_fill", mask, fill, self);
+	return out.defined() ? out : declined_tensor();
+}
+
+at::Tensor &masked_fill_t_(at::Tensor &self, const at::Tensor &mask, const at::Tensor &v)
+{
+	if (v.dim() != 0 || (!v.is_cpu() && v.device() != self.device()))
+		return declined;
+	at::Tensor r = masked_fill_t(self, mask, v);
+	return inplace_or_declined(self, r);
+}
+
 // Bitwise ops on integer and bool tensors of one dtype: elementwise on
 // VectorE's integer ALU; an int64 element is two 32-bit words, each
 // combined on its own (exact).  Bool uses the logical ops.

@@ -28,6 +28,7 @@
 #include <ATen/ops/eye_ops.h>
 #include <ATen/ops/flip_ops.h>
 #include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/pow_ops.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/index_select.h>
@@ -36,6 +37,8 @@
 #include <ATen/ops/expm1_ops.h>
 #include <ATen/ops/log1p_ops.h>
 #include <ATen/ops/softplus_ops.h>
+#include <ATen/ops/log_sigmoid_backward_ops.h>
+#include <ATen/ops/log_sigmoid_forward_ops.h>
 #include <torch/library.h>
 
 namespace neuron {
@@ -300,6 +303,57 @@ at::Tensor &solve_triangular_out(const at::Tensor &A, const at::Tensor &B, bool 
 				 at::Tensor &out)
 {
 	return written_or_declined(out, out.is_privateuseone() ? solve_triangular_impl(A, B, upper, left, unit) : at::Tensor());
+}
+
+
+// base ** exponent elementwise, both tensors (ALiBi slopes: a 0-dim base to
+// int32 powers): VectorE's pow ALU in the promoted float type, the operands
+// broadcast and cast by DMA first
+at::Tensor pow_tt_impl(const at::Tensor &a, const at::Tensor &b)
+{
+	if (!a.is_privateuseone() || !b.is_privateuseone() || a.device() != b.device() || a.is_complex() ||
+	    b.is_complex())
+		return {};
+	at::ScalarType rt = at::result_type(a, b);
+	if (isa_dtype_of(rt) == ISA_DT_INVALID)
+		return {};
+	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+	at::Tensor x = prepared(a, shape, rt), y = prepared(b, shape, rt), out;
+	if (!x.defined() || !y.defined() || !native_binary_op("aten::pow", ISA_ALU_pow, x, y, out))
+		return {};
+	return out;
+}
+
+at::Tensor pow_tt(const at::Tensor &a, const at::Tensor &b)
+{
+	return pow_tt_impl(a, b);   /* undefined: declined */
+}
+
+at::Tensor &pow_tt_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? pow_tt_impl(a, b) : at::Tensor());
+}
+
+// log sigmoid as the CPU kernel computes it: z = exp(-|x|),
+// out = min(x, 0) - log1p(z), and z kept as the backward's buffer:
+// d x = g * ((x < 0) - sign * z / (1 + z)), sign = +1 for x < 0, else -1
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward(const at::Tensor &x)
+{
+	if (!is_float_neuron(x))
+		return declined;
+	at::Tensor z = x.abs().neg().exp();
+	at::Tensor out = at::where(x.lt(0), x, at::zeros_like(x)).sub(log1p_impl(z));
+	return { out, z };
+}
+
+at::Tensor log_sigmoid_backward(const at::Tensor &g, const at::Tensor &x, const at::Tensor &buffer)
+{
+	if (!is_float_neuron(g) || !is_float_neuron(x) || !is_float_neuron(buffer) || buffer.sizes() != x.sizes())
+		return declined;
+	at::Tensor neg = x.lt(0);
+	at::Tensor frac = buffer.div(buffer.add(1.0));
+	at::Tensor d = at::where(neg, frac.neg().add(1.0), frac);   // 1 - z/(1+z) or z/(1+z)
+	return g.mul(d);
 }
 
 }  // namespace

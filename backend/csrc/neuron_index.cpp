@@ -15,6 +15,7 @@
 #include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/nonzero_ops.h>
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
@@ -438,6 +439,41 @@ bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>
 		return true;
 	}
 	return false;
+}
+
+
+// nonzero: the row-major coordinates of the non-zero elements, in order.
+// The count sizes the result, so the host reads it (as every backend's
+// nonzero synchronizes); the positions come from a prefix count of the
+// mask (each non-zero element's slot), one scatter of the flat indices into
+// those slots, and exact int64 division / remainder per dim.
+at::Tensor nonzero(const at::Tensor &self)
+{
+	if (!self.is_privateuseone() || self.dim() == 0 || self.is_complex() || self.numel() >= INT32_MAX ||
+	    units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
+		return declined;
+	int64_t n = self.numel(), nd = self.dim();
+	at::Tensor flat = self.reshape({ n });
+	at::Tensor mask = flat.scalar_type() == at::kBool ? flat : flat.ne(0);
+	at::Tensor pos = mask.to(at::kInt).cumsum(0, at::kInt);
+	int64_t count = n ? pos.select(0, n - 1).item<int32_t>() : 0;
+	at::Tensor out = at::empty({ count, nd }, self.options().dtype(at::kLong));
+	if (count == 0)
+		return out;
+	// slot of each non-zero element; the zeros all go to a spare slot `count`
+	at::Tensor dest = pos.to(at::kLong).sub(1).masked_fill(mask.logical_not(), count);
+	at::Tensor idx = at::empty({ n }, out.options());
+	at::_ops::arange_start_out::call(0, n, 1, idx);
+	at::Tensor slots = at::empty({ count + 1 }, out.options());
+	slots.scatter_(0, dest, idx);
+	at::Tensor flat_idx = slots.narrow(0, 0, count);
+	int64_t stride = 1;
+	for (int64_t d = nd - 1; d >= 0; d--) {
+		at::Tensor q = stride == 1 ? flat_idx : flat_idx.floor_divide(stride);
+		out.select(1, d).copy_(d == 0 ? q : q.remainder(self.size(d)));
+		stride *= self.size(d);
+	}
+	return out;
 }
 
 }  // namespace

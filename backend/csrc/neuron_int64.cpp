@@ -186,11 +186,16 @@ at::Tensor integral_float_to_int64(const at::Tensor &f)
 	return out;
 }
 
-bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+bool native_i64_compare(const char *name, int alu, const at::Tensor &a0, const at::Tensor &b, at::Tensor &out)
 {
-	if (!a.is_privateuseone() || a.scalar_type() != at::kLong || at::result_type(a, b) != at::kLong)
+	if (!a0.is_privateuseone() || at::result_type(a0, b) != at::kLong)
 		return false;
+	// a narrower integer operand (int64 ids < an int32 length) compares
+	// in the promoted type, widened exactly on the device
+	at::Tensor a = a0.scalar_type() == at::kLong ? a0 : a0.to(at::kLong);
 	at::Tensor y = i64_operand(b, a);
+	if (y.defined() && y.scalar_type() != at::kLong && y.is_privateuseone())
+		y = y.to(at::kLong);
 	if (!y.defined() || y.scalar_type() != at::kLong)
 		return false;
 	// gt / ge are lt / le with the operands swapped

@@ -159,8 +159,13 @@ isa_status nk_fill_program(int target, const nk_fill *fl, uint8_t **bin, size_t 
 			if (fl->int64) {
 				isa_ap hi = lo;
 				hi.offset = 4;
-				int64_t h = fl->iota ? (fl->start < 0 ? -1 : 0) : fl->ivalue >> 32;
-				if ((st = isa_builder_memset(p, ISA_ENGINE_GPSIMD, hi, isa_imm_i32((int32_t)h))))
+				/* a range may cross zero: each value's high word is its
+				 * low word's sign (an arithmetic shift by 31) */
+				st = fl->iota ? isa_builder_tensor_scalar(p, ISA_ENGINE_GPSIMD, hi, lo, ISA_ALU_shift_right,
+									  isa_imm_i32(31), ISA_ALU_bypass, isa_imm_i32(0))
+					      : isa_builder_memset(p, ISA_ENGINE_GPSIMD, hi,
+								   isa_imm_i32((int32_t)(fl->ivalue >> 32)));
+				if (st)
 					goto free_program;
 			}
 		}

@@ -151,3 +151,79 @@ def test_triangular_solve_by_substitution(upper, unit, left):
     got, want = on_both(lambda a, b: torch.linalg.solve_triangular(a, b, upper=upper, unitriangular=unit, left=left),
                         A, B)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_tensor_to_tensor_power():
+    """ALiBi's slopes (BLOOM): a 0-dim base to int32 powers; mixed signs"""
+    got, want = on_both(torch.pow, torch.full((), 0.7071), torch.arange(1, 9, dtype=torch.int32))
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+    got, want = on_both(torch.pow, torch.tensor([-2., -2., 0., 0., 3., 2.]), torch.tensor([3., 2., 0., -1., .5, 10.]))
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=0)
+
+
+def test_log_sigmoid_forward_and_backward():
+    x = torch.cat([torch.randn(64) * 10, torch.tensor([0., -0., 100., -100., 1e-8])])
+    got, want = on_both(F.logsigmoid, x)
+    torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+    a, b = x.clone().requires_grad_(), x.to(NEURON).requires_grad_()
+    F.logsigmoid(a).mul(torch.linspace(-1, 1, x.numel())).sum().backward()
+    w = torch.linspace(-1, 1, x.numel()).to(NEURON)
+    torch_neuronsim.reset_stats()
+    F.logsigmoid(b).mul(w).sum().backward()
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
+    torch.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("where", ["device", "cpu"])
+def test_masked_fill_with_a_0dim_tensor(where):
+    """CPM-Ant: masked_fill(score, mask, torch.scalar_tensor(-inf, device=...))"""
+    g = torch.Generator().manual_seed(3)
+    s, m = torch.randn(2, 3, 4, generator=g), torch.rand(2, 1, 4, generator=g) > 0.5
+    v = torch.scalar_tensor(float("-inf"))
+    if where == "cpu":
+        got, want = on_both(lambda s, m: torch.masked_fill(s, m, v), s, m)
+    else:
+        got, want = on_both(torch.masked_fill, s, m, v)
+    torch.testing.assert_close(got, want)
+    t, tn = s.clone(), s.to(NEURON)
+    t.masked_fill_(m, torch.tensor(2.0))
+    tn.masked_fill_(m.to(NEURON), torch.tensor(2.0).to(NEURON))
+    torch.testing.assert_close(tn.cpu(), t)
+
+
+def test_comparisons_of_int64_with_int32():
+    """CPM-Ant: an int64 position row < an int32 length column"""
+    got, want = on_both(lambda a, b: a < b, torch.arange(10)[None, :].repeat(2, 1),
+                        torch.tensor([3, 7], dtype=torch.int32)[:, None])
+    assert torch.equal(got, want)
+    got, want = on_both(lambda a, b: a >= b, torch.tensor([1, -5, 9], dtype=torch.int32),
+                        torch.tensor([1, -(1 << 40), 10]))
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("case", ["bool 2-d", "int 3-d", "float", "none", "all"])
+def test_nonzero_and_where_of_one_argument(case):
+    g = torch.Generator().manual_seed(4)
+    t = {"bool 2-d": torch.rand(5, 7, generator=g) > 0.6,
+         "int 3-d": torch.randint(0, 3, (4, 3, 5), generator=g),
+         "float": torch.tensor([0., 1., -0., -2., float("nan")]),
+         "none": torch.zeros(3, 3),
+         "all": torch.ones(2, 2, dtype=torch.int64)}[case]
+    got, want = on_both(torch.nonzero, t)
+    assert torch.equal(got, want)
+    want_t = torch.where(t)
+    torch_neuronsim.reset_stats()
+    got_t = torch.where(t.to(NEURON))
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
+    assert all(torch.equal(a.cpu(), b) for a, b in zip(got_t, want_t))
+
+
+@pytest.mark.parametrize("args", [(8, -8, -1.0), (-5, 5, 1), (-100000, 100000, 7), (-10, -1, 1)])
+def test_int64_arange_crossing_zero(args):
+    """each element's high word is its own sign (XLNet's relative positions)"""
+    torch_neuronsim.reset_stats()
+    got = torch.arange(*args, dtype=torch.int64, device=NEURON)
+    as_float = got.float()
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
+    want = torch.arange(*args, dtype=torch.int64)
+    assert torch.equal(got.cpu(), want) and torch.equal(as_float.cpu(), want.float())
