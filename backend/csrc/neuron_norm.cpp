@@ -1,6 +1,6 @@
 // neuron_norm.cpp -- batch norm (forward in training and inference, the
 // running statistics updated in place, and its backward), group norm's
-// backward and var_mean, as the CPU computes them, from native reductions
+// backward, var_mean and the mean-squared-error loss, as the CPU computes them, from native reductions
 // and elementwise kernels: a convolutional network with norms trains on
 // `neuron` without the CPU.  The input is viewed as [N, C, S] (S = the
 // spatial elements); statistics are per channel over N x S (batch norm) or
@@ -15,6 +15,7 @@
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
+
 #include <ATen/ops/_native_batch_norm_legit_no_training_ops.h>
 #include <ATen/ops/_native_batch_norm_legit_ops.h>
 #include <ATen/ops/empty.h>
@@ -22,6 +23,9 @@
 #include <ATen/ops/native_batch_norm_ops.h>
 #include <ATen/ops/native_group_norm_backward_ops.h>
 #include <ATen/ops/ones.h>
+#include <ATen/ops/mse_loss_backward_ops.h>
+#include <ATen/ops/mse_loss_ops.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/var_mean_ops.h>
 #include <torch/library.h>
 
@@ -289,6 +293,33 @@ std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor &x, at::
 		mean = mean.reshape({});
 	}
 	return { var.to(x.scalar_type()), mean.to(x.scalar_type()) };
+}
+
+
+// mean squared error: (x - t)^2, its mean (reduction 1) or sum (2), and
+// d x = 2 (x - t) g (/ n for the mean); fp32 inside for bf16 / fp16
+at::Tensor mse_loss(const at::Tensor &x, const at::Tensor &t, int64_t reduction)
+{
+	if (!is_float_neuron(x) || !is_float_neuron(t) || x.device() != t.device() || x.sizes() != t.sizes() ||
+	    reduction < 0 || reduction > 2)
+		return declined;
+	at::ScalarType rt = at::result_type(x, t);
+	at::Tensor d = up(x).sub(up(t));
+	at::Tensor sq = d.mul(d);
+	if (reduction == 0)
+		return sq.to(rt);
+	at::Tensor s = sq.sum();
+	return (reduction == 1 ? s.div((double)std::max<int64_t>(sq.numel(), 1)) : s).to(rt);
+}
+
+at::Tensor mse_loss_backward(const at::Tensor &g, const at::Tensor &x, const at::Tensor &t, int64_t reduction)
+{
+	if (!is_float_neuron(g) || !is_float_neuron(x) || !is_float_neuron(t) || x.sizes() != t.sizes() ||
+	    reduction < 0 || reduction > 2)
+		return declined;
+	double k = reduction == 1 ? 2.0 / (double)std::max<int64_t>(x.numel(), 1) : 2.0;
+	at::Tensor r = up(x).sub(up(t)).mul(k).mul(up(g));
+	return r.to(x.scalar_type());
 }
 
 }  // namespace

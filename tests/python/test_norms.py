@@ -147,3 +147,22 @@ def test_functional_batch_norm_forms_used_by_compile():
             torch.testing.assert_close(g.cpu(), w_, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(rm_d.cpu(), rm)
     torch.testing.assert_close(rv_d.cpu(), rv)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mse_loss_forward_and_backward(reduction, dtype):
+    g = torch.Generator().manual_seed(5)
+    x, t = torch.randn(6, 7, generator=g).to(dtype), torch.randn(6, 7, generator=g).to(dtype)
+    a, b = x.clone().requires_grad_(), x.to(NEURON).requires_grad_()
+    want = F.mse_loss(a, t, reduction=reduction)
+    tn = t.to(NEURON)
+    torch_neuronsim.reset_stats()
+    got = F.mse_loss(b, tn, reduction=reduction)
+    got.float().sum().backward()
+    assert torch_neuronsim.stats()["fallback_ops"] == {}
+    want.float().sum().backward()
+    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    assert got.dtype == want.dtype and got.shape == want.shape
+    torch.testing.assert_close(got.cpu().float(), want.float(), rtol=tol, atol=tol)
+    torch.testing.assert_close(b.grad.cpu().float(), a.grad.float(), rtol=tol, atol=tol)

@@ -157,7 +157,7 @@ def test_save_load_round_trip_through_cpu():
     assert torch.equal(back.cpu(), d.cpu())
 
 
-def test_autograd_small_mlp_via_fallback():
+def test_autograd_small_mlp_matches_the_cpu():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     x, y = torch.randn(4, 8), torch.randn(4, 2)
