@@ -96,6 +96,19 @@ def _shrink(cfg, seen):
                 setattr(cfg, dim, expand * hidden // h)
         if isinstance(getattr(cfg, "mamba_d_ssm", None), int):
             cfg.mamba_d_ssm = expand * hidden
+    # attention fields a default config leaves None for its __init__ to
+    # derive (which the model reads before that happens): the usual values
+    heads = getattr(cfg, "num_attention_heads", None)
+    if isinstance(heads, int) and isinstance(hidden, int) and heads:
+        if hasattr(cfg, "head_dim") and cfg.head_dim is None:
+            cfg.head_dim = hidden // heads
+        if hasattr(cfg, "num_key_value_heads") and cfg.num_key_value_heads is None:
+            cfg.num_key_value_heads = heads
+    # a MoE config whose expert counts are left None (dots1): a small router
+    if getattr(cfg, "n_routed_experts", 0) is None and isinstance(getattr(cfg, "moe_intermediate_size", None), int):
+        cfg.n_routed_experts = 4
+        if getattr(cfg, "n_shared_experts", 0) is None:
+            cfg.n_shared_experts = 1
     # a router the default config leaves without its k
     experts = getattr(cfg, "n_routed_experts", getattr(cfg, "num_experts", None))
     if isinstance(experts, int) and hasattr(cfg, "num_experts_per_tok") and cfg.num_experts_per_tok is None:
