@@ -413,6 +413,11 @@ nsim_status nsim_tensor_write(nsim_tensor *t, const void *buf, uint64_t off, uin
 	return st;
 }
 
+void *nsim_tensor_host_pointer(nsim_tensor *t)
+{
+	return t && rt.init ? rt.hbm + t->addr : NULL;
+}
+
 nsim_status nsim_tensor_read(const nsim_tensor *t, void *buf, uint64_t off, uint64_t size)
 {
 	nsim_status st = check_range(t, off, size, "nsim_tensor_read");

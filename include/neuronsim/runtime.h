@@ -116,6 +116,10 @@ nsim_status nsim_tensor_slice(nsim_tensor *parent, uint64_t offset, uint64_t siz
 /* the tensor's device address (unique on the chip; not a host pointer) */
 uint64_t    nsim_tensor_device_address(const nsim_tensor *t);
 nsim_status nsim_tensor_write(nsim_tensor *t, const void *buf, uint64_t offset, uint64_t size);
+/* the host bytes that hold the tensor in the simulated HBM, for direct
+ * access (a SystemC DMI window); valid until the tensor is freed or
+ * nsim_close; NULL for NULL or before nsim_init */
+void       *nsim_tensor_host_pointer(nsim_tensor *t);
 nsim_status nsim_tensor_read(const nsim_tensor *t, void *buf, uint64_t offset, uint64_t size);
 nsim_status nsim_tensor_copy(const nsim_tensor *src, uint64_t src_offset, nsim_tensor *dst,
 			     uint64_t dst_offset, uint64_t size);
