@@ -237,6 +237,41 @@ static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_d
 	return DM_OK;
 }
 
+/* One access of a DMA to a tensor in external memory (nsim_tensor_set_external):
+ * the byte span the descriptor's side touches (an indexed side: the whole
+ * tensor), read into the simulator's copy before the transfer or handed
+ * over after it; adds the access's latency to *lat. */
+static dm_fault_kind ext_access(sim *s, int engine, const isa_dma_desc *d, const isa_ap *side, bool indexed,
+				bool write, uint64_t *lat)
+{
+	uint32_t ti = side->tensor;
+	int64_t lo = 0, hi = 0;
+	uint64_t have = s->r->bind.tensor_bytes[ti];
+	if (indexed || !isa_ap_byte_range(side, &lo, &hi)) {
+		lo = 0;
+		hi = (int64_t)isa_tensor_bytes(&s->r->prog->tensors[ti]);
+	}
+	if (lo < 0 || hi < lo || (uint64_t)hi > have)
+		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
+				    "descriptor '%s' reaches past external tensor '%s'", d->name,
+				    s->r->prog->tensors[ti].name);
+	uint64_t len = (uint64_t)(hi - lo);
+	uint8_t *bytes = s->r->bind.hbm.map(s->r->bind.hbm.ctx, s->r->bind.tensor_addr[ti] + (uint64_t)lo, len, !write);
+	uint64_t l = bytes ? s->r->ext_fn[ti](s->r->ext_ctx[ti], write, (uint64_t)lo, bytes, len) : NSIM_EXT_ERROR;
+	if (l == NSIM_EXT_ERROR)
+		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, (uint64_t)lo,
+				    "descriptor '%s': the external memory of tensor '%s' refused a %llu-byte %s at "
+				    "offset %lld", d->name, s->r->prog->tensors[ti].name, (unsigned long long)len,
+				    write ? "write" : "read", (long long)lo);
+	*lat += l;
+	return DM_OK;
+}
+
+static bool ext_side(const sim *s, const isa_ap *side)
+{
+	return s->r->ext_fn && side->space == ISA_SPACE_HBM && s->r->ext_fn[side->tensor];
+}
+
 static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t t)
 {
 	const isa_program *p = s->r->prog;
@@ -256,12 +291,26 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		return dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
 				    "descriptor '%s' writes the paired core's SBUF, but this execution has no "
 				    "paired core (peer operations need the two cores of an LNC=2 pair)", d->name);
+	/* external memory: the reads before the transfer, the writes after;
+	 * each access's latency delays the transfer's completion */
+	uint64_t ext_lat = 0;
+	bool ext_src = ext_side(s, &d->src), ext_dst = ext_side(s, &d->dst);
+	bool gather = d->mode == ISA_DMA_GATHER, scatter = d->mode == ISA_DMA_SCATTER || d->mode == ISA_DMA_SCATTER_ADD;
+	dm_fault_kind xk = DM_OK;
+	if (ext_src)
+		xk = ext_access(s, engine, d, &d->src, gather, false, &ext_lat);
+	if (!xk && ext_dst && d->mode == ISA_DMA_SCATTER_ADD)   /* read-modify-write */
+		xk = ext_access(s, engine, d, &d->dst, true, false, &ext_lat);
+	if (xk)
+		return xk;
 	if (s->compute) {
 		dm_fault_kind k = dm_exec_dma_to(s->r->core, peer ? peer->r->core : s->r->core, &s->r->bind,
 						 engine, s->e[engine].pc, d, &s->r->fault);
 		if (k)
 			return k;
 	}
+	if (ext_dst && (xk = ext_access(s, engine, d, &d->dst, scatter, true, &ext_lat)))
+		return xk;
 	dm_dma_shape sh = dm_dma_shape_of(s->chip, d);
 	uint64_t rows = sh.rows, src_row = sh.src_row, dst_row = sh.dst_row, rmw_row = sh.rmw_row;
 	uint64_t row_bytes = sh.row_bytes;
@@ -297,6 +346,7 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		first = start < first ? start : first;
 		used++;
 	}
+	end += s->timed ? ext_lat : 0;
 	if (s->r->obs && s->r->obs->dma && used) {
 		trc_dma_event ev = { s->r->core_id, (int)q, (int)used, in->u[0], d->name, first, end,
 				     rows * row_bytes,

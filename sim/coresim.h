@@ -31,6 +31,10 @@ typedef struct nsim_run {
 	nsim_mode           mode;
 	const trc_observer *obs;
 	nsim_mem_timing     mem;
+	/* per program tensor: its external memory's access (NULL: simulated
+	 * HBM) and context; may be NULL altogether */
+	const nsim_ext_access_fn *ext_fn;
+	void *const        *ext_ctx;
 	uint64_t            start_ps;       /* device time the run starts at */
 	/* the runtime's NEFF start-up before the first instruction and
 	 * tear-down after the last (0 unless a standalone execution) */

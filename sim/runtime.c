@@ -413,6 +413,15 @@ nsim_status nsim_tensor_write(nsim_tensor *t, const void *buf, uint64_t off, uin
 	return st;
 }
 
+nsim_status nsim_tensor_set_external(nsim_tensor *t, nsim_ext_access_fn fn, void *ctx)
+{
+	if (!t)
+		return rt_fail(NSIM_INVALID_HANDLE, "nsim_tensor_set_external: NULL tensor");
+	t->ext_fn = fn;
+	t->ext_ctx = fn ? ctx : NULL;
+	return NSIM_SUCCESS;
+}
+
 void *nsim_tensor_host_pointer(nsim_tensor *t)
 {
 	return t && rt.init ? rt.hbm + t->addr : NULL;
@@ -562,7 +571,9 @@ nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out
 	footprint(p, &m->sbuf_bytes, &m->psum_bytes);
 	m->addr = calloc(p->n_tensors + 1, sizeof(uint64_t));
 	m->bytes = calloc(p->n_tensors + 1, sizeof(uint64_t));
-	if (!m->addr || !m->bytes)
+	m->ext_fn = calloc(p->n_tensors + 1, sizeof(*m->ext_fn));
+	m->ext_ctx = calloc(p->n_tensors + 1, sizeof(*m->ext_ctx));
+	if (!m->addr || !m->bytes || !m->ext_fn || !m->ext_ctx)
 		goto free_model;
 	if (p->scratch_bytes &&
 	    (st = nsim_tensor_allocate(core, p->scratch_bytes, "scratch", &m->scratch)))
@@ -586,6 +597,8 @@ free_model:
 	nsim_tensor_free(m->scratch);
 	free(m->addr);
 	free(m->bytes);
+	free(m->ext_fn);
+	free(m->ext_ctx);
 	free(m);
 	if (st == NSIM_RESOURCE && !last_error[0])
 		rt_fail(st, "host memory");
@@ -611,6 +624,8 @@ nsim_status nsim_unload(nsim_model *m)
 	isa_program_free(m->prog);
 	free(m->addr);
 	free(m->bytes);
+	free(m->ext_fn);
+	free(m->ext_ctx);
 	free(m);
 	return NSIM_SUCCESS;
 }

@@ -57,10 +57,12 @@ static nsim_status bind_tensors(nsim_model *m, const nsim_tensor_set *in, nsim_t
 			bound = rt_set_find(out, t->name);
 			break;
 		case ISA_TK_INTERNAL:
+			m->ext_fn[i] = NULL;
 			m->addr[i] = m->scratch->addr + t->offset;
 			m->bytes[i] = need;
 			continue;
 		case ISA_TK_CONST:
+			m->ext_fn[i] = NULL;
 			m->addr[i] = m->consts->addr + t->offset;
 			m->bytes[i] = need;
 			continue;
@@ -74,6 +76,8 @@ static nsim_status bind_tensors(nsim_model *m, const nsim_tensor_set *in, nsim_t
 				    t->name, (unsigned long long)need, (unsigned long long)bound->size);
 		m->addr[i] = bound->addr;
 		m->bytes[i] = bound->size;
+		m->ext_fn[i] = bound->ext_fn;
+		m->ext_ctx[i] = bound->ext_ctx;
 	}
 	return NSIM_SUCCESS;
 }
@@ -123,6 +127,8 @@ static void setup_run(nsim_run *r, nsim_model *m, core_state *cs, nsim_hbm_run *
 	r->bind.prog = m->prog;
 	r->bind.tensor_addr = m->addr;
 	r->bind.tensor_bytes = m->bytes;
+	r->ext_fn = m->ext_fn;
+	r->ext_ctx = m->ext_ctx;
 	r->bind.hbm.map = rt_hbm_map;
 	r->bind.check_numerics = rt.check_numerics;
 	if (nsim_hostpool_threads() > 1)

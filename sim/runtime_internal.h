@@ -24,6 +24,8 @@ struct nsim_tensor {
 	int      core;
 	bool     slice;            /* a view of another tensor's bytes */
 	char     name[64];
+	nsim_ext_access_fn ext_fn; /* in external memory (nsim_tensor_set_external) */
+	void    *ext_ctx;
 };
 
 typedef struct set_entry {
@@ -44,6 +46,8 @@ struct nsim_model {
 	nsim_tensor    *image;         /* the program as loaded (.nsp bytes) */
 	uint64_t       *addr;          /* per tensor, filled at execute */
 	uint64_t       *bytes;
+	nsim_ext_access_fn *ext_fn;    /* per tensor: external memory, or NULL */
+	void          **ext_ctx;
 	nsim_exec_stats last;
 	char            name[64];
 	uint64_t        sbuf_bytes, psum_bytes;   /* allocation (traces) */

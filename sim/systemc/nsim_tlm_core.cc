@@ -14,7 +14,8 @@ using tlm::tlm_response_status;
 static const uint64_t ID_VALUE = (0x4e53494dull << 32) | 0x0100u;   // 'NSIM', format 1.0
 
 TlmCore::TlmCore(sc_module_name name, int core, uint64_t hbm_base, uint64_t hbm_size)
-	: sc_module(name), target("target"), irq("irq"), core_(core), base_(hbm_base), size_(hbm_size)
+	: sc_module(name), target("target"), initiator("initiator"), irq("irq"), core_(core), base_(hbm_base),
+	  size_(hbm_size)
 {
 	if (hbm_base < REG_WINDOW || hbm_size == 0 || hbm_base + hbm_size < hbm_base)
 		SC_REPORT_FATAL("nsim/TlmCore", "the HBM window must start at 0x1000 or above and not wrap");
@@ -99,12 +100,15 @@ tlm_response_status TlmCore::reg_write(uint64_t off, uint64_t v, const sc_time &
 			bindings_.clear();
 			break;
 		}
-		if ((v != 1 && v != 2) || status_ == ST_RUNNING)
+		if (v < 1 || v > 4 || status_ == ST_RUNNING)
 			return tlm::TLM_GENERIC_ERROR_RESPONSE;
-		if (t_size_ == 0 || t_addr_ > size_ || t_size_ > size_ - t_addr_ ||
-		    std::memchr(t_name_, 0, sizeof(t_name_)) == nullptr || !t_name_[0])
-			return tlm::TLM_GENERIC_ERROR_RESPONSE;   // outside the window, or no name
-		bindings_.push_back({ std::string(t_name_), t_addr_, t_size_, v == 2 });
+		if (t_size_ == 0 || std::memchr(t_name_, 0, sizeof(t_name_)) == nullptr || !t_name_[0])
+			return tlm::TLM_GENERIC_ERROR_RESPONSE;   // no size, or no name
+		if (v <= 2 && (t_addr_ > size_ || t_size_ > size_ - t_addr_))
+			return tlm::TLM_GENERIC_ERROR_RESPONSE;   // outside the window
+		if (v >= 3 && t_addr_ + t_size_ < t_addr_)
+			return tlm::TLM_GENERIC_ERROR_RESPONSE;   // wraps the address space
+		bindings_.push_back({ std::string(t_name_), t_addr_, t_size_, v == 2 || v == 4, v >= 3 });
 		break;
 	case REG_DOORBELL:
 		if (v != 1)
@@ -222,17 +226,48 @@ bool TlmCore::get_direct_mem_ptr(tlm_generic_payload &p, tlm::tlm_dmi &dmi)
 
 // ---- runs ------------------------------------------------------------------
 
+// a DMA's access to an external tensor: one b_transport on the initiator
+// socket; its annotated delay is the latency the access adds
+uint64_t TlmCore::external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len)
+{
+	External *x = static_cast<External *>(ctx);
+	tlm_generic_payload p;
+	p.set_command(is_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
+	p.set_address(x->addr + offset);
+	p.set_data_ptr(static_cast<unsigned char *>(data));
+	p.set_data_length(static_cast<unsigned int>(len));
+	p.set_streaming_width(static_cast<unsigned int>(len));
+	p.set_byte_enable_ptr(nullptr);
+	p.set_dmi_allowed(false);
+	p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+	if (x->core->initiator.size() == 0 || len > 0xffffffffull)
+		return NSIM_EXT_ERROR;   // nothing bound behind the socket
+	sc_time delay = SC_ZERO_TIME;
+	x->core->initiator->b_transport(p, delay);
+	if (p.get_response_status() != tlm::TLM_OK_RESPONSE)
+		return NSIM_EXT_ERROR;
+	return static_cast<uint64_t>(delay.to_seconds() * 1e12 + 0.5);   // ps
+}
+
 nsim_status TlmCore::execute(uint64_t &run_ps)
 {
 	nsim_tensor_set *in = nullptr, *out = nullptr;
 	std::vector<nsim_tensor *> slices;
+	std::vector<External> ext(bindings_.size());
 	nsim_status st = nsim_tensor_set_create(&in);
 	if (st == NSIM_SUCCESS)
 		st = nsim_tensor_set_create(&out);
-	for (const Binding &b : bindings_) {
+	for (size_t i = 0; i < bindings_.size(); i++) {
+		const Binding &b = bindings_[i];
 		nsim_tensor *t = nullptr;
-		if (st == NSIM_SUCCESS)
+		if (st == NSIM_SUCCESS && b.external) {   // the simulator's copy; the bytes come and go over TLM
+			st = nsim_tensor_allocate(core_, b.size, b.name.c_str(), &t);
+			ext[i] = External{ this, b.addr };
+			if (st == NSIM_SUCCESS)
+				st = nsim_tensor_set_external(t, &TlmCore::external_access, &ext[i]);
+		} else if (st == NSIM_SUCCESS) {
 			st = nsim_tensor_slice(hbm_, b.addr, b.size, &t);
+		}
 		if (t)
 			slices.push_back(t);
 		if (st == NSIM_SUCCESS)

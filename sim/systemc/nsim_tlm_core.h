@@ -23,7 +23,16 @@
 //   0x048 RUNS       RO  runs completed (faulted ones included)
 //   0x050 T_ADDR     RW  tensor binding: HBM-window offset ...
 //   0x058 T_SIZE     RW  ... and size in bytes of the tensor named in T_NAME
-//   0x060 T_BIND     WO  1: bind as an input, 2: as an output, 0: clear all bindings
+//   0x060 T_BIND     WO  1: bind as an input, 2: as an output, 0: clear all bindings;
+//                        3 / 4: an input / output in external memory: T_ADDR is then
+//                        an address behind the initiator socket
+//
+// Initiator socket (optional to bind): the core's DMA reaches an external
+// tensor through it -- one b_transport per DMA access (the byte span the
+// descriptor touches), reads before the transfer, writes after; the delay
+// the target annotates is added to that DMA's completion, so an external
+// memory or interconnect adds exactly its latency.  An error response
+// faults the run (NSIM_EXEC_OOB).
 //   0x080 T_NAME     RW  64 bytes (8 registers): the tensor's name, NUL-padded
 //   0x100 + 8e       RO  ENGINE_BUSY_PS[e], e = tensor, vector, scalar, gpsimd, sync
 //   0x128 DMA_BYTES  RO  bytes the last run's DMAs moved
@@ -39,6 +48,7 @@
 
 #include <systemc>
 #include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
 
 #include <cstdint>
@@ -77,6 +87,7 @@ enum Status : uint64_t { ST_IDLE = 0, ST_LOADED = 1, ST_RUNNING = 2, ST_DONE = 3
 class TlmCore : public sc_core::sc_module {
 public:
 	tlm_utils::simple_target_socket<TlmCore> target;
+	tlm_utils::simple_initiator_socket_optional<TlmCore> initiator;
 	// completion interrupt: raised by the core, cleared by the host (IRQ register)
 	sc_core::sc_signal<bool, sc_core::SC_MANY_WRITERS> irq;
 	sc_core::sc_event done;              // notified when a run ends (or faults)
@@ -94,8 +105,13 @@ private:
 	struct Binding {
 		std::string name;
 		uint64_t addr, size;
-		bool output;
+		bool output, external;
 	};
+	struct External {                   // an external tensor's access context
+		TlmCore *core;
+		uint64_t addr;
+	};
+	static uint64_t external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len);
 
 	void b_transport(tlm::tlm_generic_payload &p, sc_core::sc_time &delay);
 	bool get_direct_mem_ptr(tlm::tlm_generic_payload &p, tlm::tlm_dmi &dmi);

@@ -9,6 +9,7 @@
 // the test environment's SetUp) drives every scenario and records what it
 // saw; the tests then check the records.
 #include "nsim_tlm_host.h"
+#include "nsim_tlm_memory.h"
 
 #include <gtest/gtest.h>
 
@@ -41,6 +42,13 @@ struct Record {
 	uint64_t fault_status = 0, fault_code = 0, bad_load_status = 0, bad_load_code = 0;
 	bool dmi_ok = false, dmi_same = false;
 	uint64_t id = 0;
+	// external memory: run time, transactions and values per latency
+	struct Ext {
+		uint64_t latency_ps, run_ps, reads, writes, status;
+		bool values_ok;
+	};
+	std::vector<Ext> ext;
+	uint64_t ext_bad_status = 0, ext_bad_code = 0;
 } rec;
 
 std::vector<std::string> example_programs()
@@ -123,12 +131,87 @@ void run_native(const ProgramFile &pf, const std::map<std::string, std::vector<u
 struct Bench : sc_core::sc_module {
 	TlmCore core{ "core", 0, BASE, 64ull << 20 };
 	Host host{ "host" };
+	Memory mem{ "mem", 1 << 20 };
 
 	SC_HAS_PROCESS(Bench);
 	explicit Bench(sc_core::sc_module_name n) : sc_module(n)
 	{
 		host.socket.bind(core.target);
+		core.initiator.bind(mem.target);
 		SC_THREAD(drive);
+	}
+
+	// x and y in the external memory (x at 0, y at 64 KiB): one load, one
+	// VectorE op, one store in a chain, so each of the run's two external
+	// accesses adds its latency to the run exactly once
+	void external_memory()
+	{
+		std::string text = std::string(".target ") + nsim_target_name() +
+				   "\n.semaphores 2\n.scratch 0\n.tensor x input fp32 [128,64]\n.tensor y output fp32 [128,64]\n"
+				   ".dma lx direct dst=sbuf:fp32[0:128]{1x64} src=hbm(x):fp32[64x128]{1x64}\n"
+				   ".dma sy direct dst=hbm(y):fp32[64x128]{1x64} src=sbuf:fp32[0:128]+256{1x64}\n"
+				   ".engine sync\n    dma_copy desc=lx queue=0 sem=0 value=1\n    sem_wait sem=1 cond=is_ge value=1\n"
+				   "    dma_copy desc=sy queue=0 sem=0 value=1\n    sem_wait sem=0 cond=is_ge value=2\n    end\n"
+				   ".engine vector\n    sem_wait sem=0 cond=is_ge value=1\n"
+				   "    tensor_scalar dst=sbuf:fp32[0:128]+256{1x64} src=sbuf:fp32[0:128]{1x64} op0=multiply "
+				   "scalar0=2.0 op1=add scalar1=1.0\n    sem_signal sem=1 op=add value=1\n    end\n";
+		isa_diag d{};
+		isa_program *p = nullptr;
+		uint8_t *bin = nullptr;
+		size_t len = 0;
+		if (isa_asm(text.data(), text.size(), &p, &d) != ISA_OK || isa_program_encode(p, &bin, &len, &d) != ISA_OK) {
+			isa_program_free(p);
+			return;
+		}
+		std::vector<uint8_t> img(bin, bin + len);
+		std::free(bin);
+		isa_program_free(p);
+		const uint64_t n = 128 * 64 * 4;
+		std::vector<float> x(128 * 64);
+		for (size_t i = 0; i < x.size(); i++)
+			x[i] = (float)i * 0.25f - 100.0f;
+		std::memcpy(mem.bytes.data(), x.data(), n);   // the platform's memory, filled behind the core
+		if (!host.load(BASE, 0, img) || !host.write_reg(REG_T_BIND, 0))
+			return;
+		for (const char *nm : { "x", "y" }) {   // T_BIND 3 / 4: external input / output
+			char buf[64] = {};
+			std::strcpy(buf, nm);
+			for (unsigned i = 0; i < 8; i++) {
+				uint64_t w;
+				std::memcpy(&w, buf + 8 * i, 8);
+				host.write_reg(REG_T_NAME + 8 * i, w);
+			}
+			host.write_reg(REG_T_ADDR, nm[0] == 'x' ? 0 : 65536);
+			host.write_reg(REG_T_SIZE, n);
+			host.write_reg(REG_T_BIND, nm[0] == 'x' ? 3 : 4);
+		}
+		for (uint64_t lat : { 0ull, 100000ull, 2500000ull }) {   // 0, 100 ns, 2.5 us
+			mem.latency = sc_core::sc_time(static_cast<double>(lat), sc_core::SC_PS);
+			mem.reads = mem.writes = 0;
+			std::memset(mem.bytes.data() + 65536, 0, n);
+			uint64_t ps = host.run(core).value();
+			std::vector<float> y(128 * 64);
+			std::memcpy(y.data(), mem.bytes.data() + 65536, n);
+			bool ok = true;
+			for (size_t i = 0; i < y.size(); i++)
+				ok = ok && y[i] == x[i] * 2.0f + 1.0f;
+			rec.ext.push_back({ lat, ps, mem.reads, mem.writes, host.read_reg(REG_STATUS), ok });
+		}
+		// y bound past the memory's end: the store's write is refused, the run faults
+		host.write_reg(REG_T_BIND, 0);
+		host.bind("x", 4096, n, false);
+		char buf[64] = "y";
+		uint64_t w;
+		std::memcpy(&w, buf, 8);
+		host.write_reg(REG_T_NAME, w);
+		for (unsigned i = 1; i < 8; i++)
+			host.write_reg(REG_T_NAME + 8 * i, 0);
+		host.write_reg(REG_T_ADDR, (1 << 20) - 1024);
+		host.write_reg(REG_T_SIZE, n);
+		host.write_reg(REG_T_BIND, 4);
+		host.run(core);
+		rec.ext_bad_status = host.read_reg(REG_STATUS);
+		rec.ext_bad_code = host.read_reg(REG_FAULT);
 	}
 
 	void run_program(const std::string &path, std::mt19937 &g)
@@ -294,6 +377,7 @@ struct Bench : sc_core::sc_module {
 		bad_transactions();
 		faults();
 		dmi();
+		external_memory();
 		sc_core::sc_stop();
 	}
 };
@@ -336,6 +420,22 @@ TEST(TlmCore, FaultsReportThroughTheRegisters)
 	EXPECT_EQ(rec.fault_code, (uint64_t)NSIM_EXEC_OOB);
 	EXPECT_EQ(rec.bad_load_status, ST_FAULT);
 	EXPECT_EQ(rec.bad_load_code, (uint64_t)NSIM_INVALID);
+}
+
+TEST(TlmCore, ExternalMemoryAddsExactlyItsLatencyPerTransaction)
+{
+	ASSERT_EQ(rec.ext.size(), 3u);
+	const auto &base = rec.ext[0];
+	for (const auto &e : rec.ext) {
+		SCOPED_TRACE(e.latency_ps);
+		EXPECT_EQ(e.status, ST_DONE);
+		EXPECT_TRUE(e.values_ok);               // x read and y written over the initiator socket
+		EXPECT_EQ(e.reads, 1u);
+		EXPECT_EQ(e.writes, 1u);
+		EXPECT_EQ(e.run_ps, base.run_ps + 2 * e.latency_ps);   // two accesses, one after the other
+	}
+	EXPECT_EQ(rec.ext_bad_status, ST_FAULT);
+	EXPECT_EQ(rec.ext_bad_code, (uint64_t)NSIM_EXEC_OOB);
 }
 
 TEST(TlmCore, IdRegisterAndDmiWindow)

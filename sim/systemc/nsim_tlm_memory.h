@@ -1,0 +1,64 @@
+// nsim_tlm_memory.h -- a loosely-timed TLM-2.0 memory: `size` bytes at
+// address 0 of its target socket, each transaction adding `latency` to the
+// initiator's delay.  The external memory behind TlmCore's initiator socket
+// in the examples and tests (a platform would put its own interconnect and
+// memory models there).  Out-of-range accesses, byte enables and commands
+// other than read / write get TLM error responses.
+#ifndef NSIM_TLM_MEMORY_H
+#define NSIM_TLM_MEMORY_H
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace nsim_sc {
+
+class Memory : public sc_core::sc_module {
+public:
+	tlm_utils::simple_target_socket<Memory> target;
+	sc_core::sc_time latency;           // added per transaction
+	uint64_t reads = 0, writes = 0;     // transactions served
+	std::vector<uint8_t> bytes;
+
+	Memory(sc_core::sc_module_name name, uint64_t size, sc_core::sc_time lat = sc_core::SC_ZERO_TIME)
+		: sc_module(name), target("target"), latency(lat), bytes(size, 0)
+	{
+		target.register_b_transport(this, &Memory::b_transport);
+	}
+
+private:
+	void b_transport(tlm::tlm_generic_payload &p, sc_core::sc_time &delay)
+	{
+		uint64_t a = p.get_address(), n = p.get_data_length();
+		tlm::tlm_command c = p.get_command();
+		if (c != tlm::TLM_READ_COMMAND && c != tlm::TLM_WRITE_COMMAND) {
+			p.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+			return;
+		}
+		if (p.get_byte_enable_ptr()) {
+			p.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+			return;
+		}
+		if (a > bytes.size() || n > bytes.size() - a || p.get_streaming_width() < n) {
+			p.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+			return;
+		}
+		if (c == tlm::TLM_READ_COMMAND) {
+			std::memcpy(p.get_data_ptr(), bytes.data() + a, n);
+			reads++;
+		} else {
+			std::memcpy(bytes.data() + a, p.get_data_ptr(), n);
+			writes++;
+		}
+		delay += latency;
+		p.set_response_status(tlm::TLM_OK_RESPONSE);
+	}
+};
+
+}  // namespace nsim_sc
+
+#endif
