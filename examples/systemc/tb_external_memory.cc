@@ -32,19 +32,6 @@ struct Top : sc_core::sc_module {
 		SC_THREAD(testbench);
 	}
 
-	bool bind_external(const char *name, uint64_t addr, bool output)
-	{
-		char buf[64] = {};
-		std::snprintf(buf, sizeof(buf), "%s", name);
-		for (unsigned i = 0; i < 8; i++) {
-			uint64_t w;
-			std::memcpy(&w, buf + 8 * i, 8);
-			host.write_reg(REG_T_NAME + 8 * i, w);
-		}
-		return host.write_reg(REG_T_ADDR, addr) && host.write_reg(REG_T_SIZE, N * 4) &&
-		       host.write_reg(REG_T_BIND, output ? 4 : 3);
-	}
-
 	void testbench()
 	{
 		ProgramFile pf;
@@ -60,8 +47,9 @@ struct Top : sc_core::sc_module {
 		for (uint64_t i = 0; i < N; i++)
 			x[i] = (float)((i * 2654435761u) % 1000) / 250.0f - 2.0f;
 		std::memcpy(mem.bytes.data(), x.data(), N * 4);
-		bool ok = host.load(BASE, 0, pf.image) && host.write_reg(REG_T_BIND, 0) && bind_external("x", 0, false) &&
-			  bind_external("y", 1 << 20, true) && host.bind("yt", 1 << 20, 32 * 32 * 4, true);
+		bool ok = host.load(BASE, 0, pf.image) && host.write_reg(REG_T_BIND, 0) &&
+			  host.bind("x", 0, N * 4, false, true) && host.bind("y", 1 << 20, N * 4, true, true) &&
+			  host.bind("yt", 1 << 20, 32 * 32 * 4, true);
 		if (!ok) {
 			std::fprintf(stderr, "set-up failed\n");
 			sc_core::sc_stop();

@@ -231,17 +231,10 @@ bool TlmCore::get_direct_mem_ptr(tlm_generic_payload &p, tlm::tlm_dmi &dmi)
 uint64_t TlmCore::external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len)
 {
 	External *x = static_cast<External *>(ctx);
-	tlm_generic_payload p;
-	p.set_command(is_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
-	p.set_address(x->addr + offset);
-	p.set_data_ptr(static_cast<unsigned char *>(data));
-	p.set_data_length(static_cast<unsigned int>(len));
-	p.set_streaming_width(static_cast<unsigned int>(len));
-	p.set_byte_enable_ptr(nullptr);
-	p.set_dmi_allowed(false);
-	p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
 	if (x->core->initiator.size() == 0 || len > 0xffffffffull)
 		return NSIM_EXT_ERROR;   // nothing bound behind the socket
+	tlm_generic_payload p;
+	make_payload(p, is_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND, x->addr + offset, data, len);
 	sc_time delay = SC_ZERO_TIME;
 	x->core->initiator->b_transport(p, delay);
 	if (p.get_response_status() != tlm::TLM_OK_RESPONSE)

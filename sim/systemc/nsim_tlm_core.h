@@ -84,6 +84,20 @@ enum Reg : uint64_t {
 
 enum Status : uint64_t { ST_IDLE = 0, ST_LOADED = 1, ST_RUNNING = 2, ST_DONE = 3, ST_FAULT = 4 };
 
+// a plain read / write payload of `len` bytes at `addr` (no byte enables,
+// streaming width = length), ready for b_transport
+inline void make_payload(tlm::tlm_generic_payload &p, tlm::tlm_command cmd, uint64_t addr, void *data, uint64_t len)
+{
+	p.set_command(cmd);
+	p.set_address(addr);
+	p.set_data_ptr(static_cast<unsigned char *>(data));
+	p.set_data_length(static_cast<unsigned int>(len));
+	p.set_streaming_width(static_cast<unsigned int>(len));
+	p.set_byte_enable_ptr(nullptr);
+	p.set_dmi_allowed(false);
+	p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+}
+
 class TlmCore : public sc_core::sc_module {
 public:
 	tlm_utils::simple_target_socket<TlmCore> target;

@@ -33,22 +33,14 @@ struct ProgramFile {
 	std::vector<isa_tensor> tensors;
 };
 
-inline bool assemble_file(const std::string &path, ProgramFile &pf, std::string &err)
+inline bool assemble_text(const std::string &text, ProgramFile &pf, std::string &err)
 {
-	std::ifstream f(path, std::ios::binary);
-	if (!f) {
-		err = "cannot read " + path;
-		return false;
-	}
-	std::stringstream ss;
-	ss << f.rdbuf();
-	std::string text = ss.str();
 	isa_diag d{};
 	isa_program *p = nullptr;
 	uint8_t *bin = nullptr;
 	size_t len = 0;
 	if (isa_asm(text.data(), text.size(), &p, &d) != ISA_OK || isa_program_encode(p, &bin, &len, &d) != ISA_OK) {
-		err = path + ": " + d.msg;
+		err = d.msg;
 		isa_program_free(p);
 		return false;
 	}
@@ -58,6 +50,21 @@ inline bool assemble_file(const std::string &path, ProgramFile &pf, std::string 
 	std::free(bin);
 	isa_program_free(p);
 	return true;
+}
+
+inline bool assemble_file(const std::string &path, ProgramFile &pf, std::string &err)
+{
+	std::ifstream f(path, std::ios::binary);
+	if (!f) {
+		err = "cannot read " + path;
+		return false;
+	}
+	std::stringstream ss;
+	ss << f.rdbuf();
+	if (assemble_text(ss.str(), pf, err))
+		return true;
+	err = path + ": " + err;
+	return false;
 }
 
 class Host : public sc_core::sc_module {
@@ -71,14 +78,7 @@ public:
 	tlm::tlm_response_status transact(tlm::tlm_command cmd, uint64_t addr, void *data, uint64_t len)
 	{
 		tlm::tlm_generic_payload p;
-		p.set_command(cmd);
-		p.set_address(addr);
-		p.set_data_ptr(static_cast<unsigned char *>(data));
-		p.set_data_length(static_cast<unsigned int>(len));
-		p.set_streaming_width(static_cast<unsigned int>(len));
-		p.set_byte_enable_ptr(nullptr);
-		p.set_dmi_allowed(false);
-		p.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+		make_payload(p, cmd, addr, data, len);
 		sc_core::sc_time t = qk.get_local_time();
 		socket->b_transport(p, t);
 		qk.set(t);
@@ -111,8 +111,9 @@ public:
 		       read_reg(REG_STATUS) == ST_LOADED;
 	}
 
-	// binds the tensor `name` to [off, off + size) of the window (output or input)
-	bool bind(const std::string &name, uint64_t off, uint64_t size, bool output)
+	// binds the tensor `name` to [off, off + size) of the window (output or
+	// input), or with `external` to that range behind the core's initiator socket
+	bool bind(const std::string &name, uint64_t off, uint64_t size, bool output, bool external = false)
 	{
 		char buf[64] = {};
 		if (name.size() >= sizeof(buf))
@@ -124,7 +125,8 @@ public:
 			if (!write_reg(REG_T_NAME + 8 * i, w))
 				return false;
 		}
-		return write_reg(REG_T_ADDR, off) && write_reg(REG_T_SIZE, size) && write_reg(REG_T_BIND, output ? 2 : 1);
+		return write_reg(REG_T_ADDR, off) && write_reg(REG_T_SIZE, size) &&
+		       write_reg(REG_T_BIND, (output ? 2 : 1) + (external ? 2 : 0));
 	}
 
 	// rings the doorbell and waits for the interrupt; returns the simulated

@@ -155,17 +155,11 @@ struct Bench : sc_core::sc_module {
 				   ".engine vector\n    sem_wait sem=0 cond=is_ge value=1\n"
 				   "    tensor_scalar dst=sbuf:fp32[0:128]+256{1x64} src=sbuf:fp32[0:128]{1x64} op0=multiply "
 				   "scalar0=2.0 op1=add scalar1=1.0\n    sem_signal sem=1 op=add value=1\n    end\n";
-		isa_diag d{};
-		isa_program *p = nullptr;
-		uint8_t *bin = nullptr;
-		size_t len = 0;
-		if (isa_asm(text.data(), text.size(), &p, &d) != ISA_OK || isa_program_encode(p, &bin, &len, &d) != ISA_OK) {
-			isa_program_free(p);
+		ProgramFile pf;
+		std::string err;
+		if (!assemble_text(text, pf, err))
 			return;
-		}
-		std::vector<uint8_t> img(bin, bin + len);
-		std::free(bin);
-		isa_program_free(p);
+		const std::vector<uint8_t> &img = pf.image;
 		const uint64_t n = 128 * 64 * 4;
 		std::vector<float> x(128 * 64);
 		for (size_t i = 0; i < x.size(); i++)
@@ -173,18 +167,8 @@ struct Bench : sc_core::sc_module {
 		std::memcpy(mem.bytes.data(), x.data(), n);   // the platform's memory, filled behind the core
 		if (!host.load(BASE, 0, img) || !host.write_reg(REG_T_BIND, 0))
 			return;
-		for (const char *nm : { "x", "y" }) {   // T_BIND 3 / 4: external input / output
-			char buf[64] = {};
-			std::strcpy(buf, nm);
-			for (unsigned i = 0; i < 8; i++) {
-				uint64_t w;
-				std::memcpy(&w, buf + 8 * i, 8);
-				host.write_reg(REG_T_NAME + 8 * i, w);
-			}
-			host.write_reg(REG_T_ADDR, nm[0] == 'x' ? 0 : 65536);
-			host.write_reg(REG_T_SIZE, n);
-			host.write_reg(REG_T_BIND, nm[0] == 'x' ? 3 : 4);
-		}
+		host.bind("x", 0, n, false, true);       // T_BIND 3 / 4: external input / output
+		host.bind("y", 65536, n, true, true);
 		for (uint64_t lat : { 0ull, 100000ull, 2500000ull }) {   // 0, 100 ns, 2.5 us
 			mem.latency = sc_core::sc_time(static_cast<double>(lat), sc_core::SC_PS);
 			mem.reads = mem.writes = 0;
@@ -200,15 +184,7 @@ struct Bench : sc_core::sc_module {
 		// y bound past the memory's end: the store's write is refused, the run faults
 		host.write_reg(REG_T_BIND, 0);
 		host.bind("x", 4096, n, false);
-		char buf[64] = "y";
-		uint64_t w;
-		std::memcpy(&w, buf, 8);
-		host.write_reg(REG_T_NAME, w);
-		for (unsigned i = 1; i < 8; i++)
-			host.write_reg(REG_T_NAME + 8 * i, 0);
-		host.write_reg(REG_T_ADDR, (1 << 20) - 1024);
-		host.write_reg(REG_T_SIZE, n);
-		host.write_reg(REG_T_BIND, 4);
+		host.bind("y", (1 << 20) - 1024, n, true, true);
 		host.run(core);
 		rec.ext_bad_status = host.read_reg(REG_STATUS);
 		rec.ext_bad_code = host.read_reg(REG_FAULT);
@@ -328,21 +304,16 @@ struct Bench : sc_core::sc_module {
 				   ".engine gpsimd\n    iota dst=sbuf:int32[0:4]+64{1x1} base=100 pmul=1\n"
 				   "    dma_copy desc=l queue=0 sem=0 value=1\n    sem_wait sem=0 cond=is_ge value=1\n"
 				   "    dma_copy desc=s queue=0 sem=0 value=1\n    sem_wait sem=0 cond=is_ge value=2\n    end\n";
-		isa_diag d{};
-		isa_program *p = nullptr;
-		uint8_t *bin = nullptr;
-		size_t len = 0;
-		if (isa_asm(text.data(), text.size(), &p, &d) == ISA_OK && isa_program_encode(p, &bin, &len, &d) == ISA_OK) {
-			std::vector<uint8_t> img(bin, bin + len);
-			std::free(bin);
-			if (host.load(BASE, 0, img) && host.write_reg(REG_T_BIND, 0) && host.bind("x", 4096, 64, false) &&
+		ProgramFile pf;
+		std::string err;
+		if (assemble_text(text, pf, err)) {
+			if (host.load(BASE, 0, pf.image) && host.write_reg(REG_T_BIND, 0) && host.bind("x", 4096, 64, false) &&
 			    host.bind("y", 8192, 64, true)) {
 				host.run(core);
 				rec.fault_status = host.read_reg(REG_STATUS);
 				rec.fault_code = host.read_reg(REG_FAULT);
 			}
 		}
-		isa_program_free(p);
 		std::vector<uint8_t> junk(100, 0xab);
 		host.write_mem(BASE, junk.data(), junk.size());
 		host.write_reg(REG_PROG_ADDR, 0);
