@@ -5,7 +5,9 @@
 // TLM and the memory's latency lands in the run's simulated time.  Runs the
 // same program with each latency given and prints the run times.
 //
-//   build/bin/nsim_systemc_external_memory [LATENCY_NS ...]   (default 0 100 1000)
+//   build/bin/nsim_systemc_external_memory [--at] [LATENCY_NS ...]   (default 0 100 1000)
+// --at: the accesses travel approximately timed (nb_transport phases; the
+// memory answers BEGIN_RESP on the backward path) instead of by b_transport.
 #include "nsim_tlm_host.h"
 #include "nsim_tlm_memory.h"
 
@@ -22,6 +24,7 @@ struct Top : sc_core::sc_module {
 	Memory mem{ "mem", 4ull << 20 };
 	Host host{ "host" };
 	std::vector<double> latencies_ns;
+	bool at = false;
 	int rc = 1;
 
 	SC_HAS_PROCESS(Top);
@@ -48,6 +51,7 @@ struct Top : sc_core::sc_module {
 			x[i] = (float)((i * 2654435761u) % 1000) / 250.0f - 2.0f;
 		std::memcpy(mem.bytes.data(), x.data(), N * 4);
 		bool ok = host.load(BASE, 0, pf.image) && host.write_reg(REG_T_BIND, 0) &&
+			  host.write_reg(REG_DMA_MODE, at ? 1 : 0) &&
 			  host.bind("x", 0, N * 4, false, true) && host.bind("y", 1 << 20, N * 4, true, true) &&
 			  host.bind("yt", 1 << 20, 32 * 32 * 4, true);
 		if (!ok) {
@@ -55,6 +59,7 @@ struct Top : sc_core::sc_module {
 			sc_core::sc_stop();
 			return;
 		}
+		std::printf("external accesses by %s\n", at ? "nb_transport (approximately timed)" : "b_transport (loosely timed)");
 		std::printf("%-14s %16s %10s %10s %s\n", "latency", "run (ps)", "reads", "writes", "row 0 sums to");
 		double first = 0;
 		for (double ns : latencies_ns) {
@@ -80,12 +85,18 @@ struct Top : sc_core::sc_module {
 int sc_main(int argc, char **argv)
 {
 	std::vector<double> lat;
-	for (int i = 1; i < argc; i++)
-		lat.push_back(std::atof(argv[i]));
+	bool at = false;
+	for (int i = 1; i < argc; i++) {
+		if (std::string(argv[i]) == "--at")
+			at = true;
+		else
+			lat.push_back(std::atof(argv[i]));
+	}
 	if (lat.empty())
 		lat = { 0, 100, 1000 };
 	setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2", 1);   // softmax_rows.nsasm's chip
 	Top top("top", lat);
+	top.at = at;
 	sc_core::sc_start();
 	return top.rc;
 }

@@ -28,6 +28,7 @@ TlmCore::TlmCore(sc_module_name name, int core, uint64_t hbm_base, uint64_t hbm_
 	target.register_b_transport(this, &TlmCore::b_transport);
 	target.register_get_direct_mem_ptr(this, &TlmCore::get_direct_mem_ptr);
 	target.register_transport_dbg(this, &TlmCore::transport_dbg);
+	initiator.register_nb_transport_bw(this, &TlmCore::nb_transport_bw);
 	SC_HAS_PROCESS(TlmCore);
 	SC_THREAD(run_thread);
 }
@@ -62,6 +63,7 @@ tlm_response_status TlmCore::reg_read(uint64_t off, uint64_t &v) const
 	case REG_RUNS: v = runs_; break;
 	case REG_T_ADDR: v = t_addr_; break;
 	case REG_T_SIZE: v = t_size_; break;
+	case REG_DMA_MODE: v = dma_mode_; break;
 	case REG_DMA_BYTES: v = stats_.dma_bytes; break;
 	case REG_INSTRS: v = stats_.instructions; break;
 	case REG_DOORBELL:
@@ -83,6 +85,11 @@ tlm_response_status TlmCore::reg_write(uint64_t off, uint64_t v, const sc_time &
 	case REG_PROG_SIZE: prog_size_ = v; break;
 	case REG_T_ADDR: t_addr_ = v; break;
 	case REG_T_SIZE: t_size_ = v; break;
+	case REG_DMA_MODE:
+		if (v > 1 || status_ == ST_RUNNING)
+			return tlm::TLM_GENERIC_ERROR_RESPONSE;
+		dma_mode_ = v;
+		break;
 	case REG_IRQ:
 		if (v != 0)
 			return tlm::TLM_GENERIC_ERROR_RESPONSE;   // only software clears it
@@ -235,11 +242,56 @@ uint64_t TlmCore::external_access(void *ctx, int is_write, uint64_t offset, void
 		return NSIM_EXT_ERROR;   // nothing bound behind the socket
 	tlm_generic_payload p;
 	make_payload(p, is_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND, x->addr + offset, data, len);
+	if (x->core->dma_mode_ == 1)
+		return x->core->external_at(p);
 	sc_time delay = SC_ZERO_TIME;
 	x->core->initiator->b_transport(p, delay);
 	if (p.get_response_status() != tlm::TLM_OK_RESPONSE)
 		return NSIM_EXT_ERROR;
 	return static_cast<uint64_t>(delay.to_seconds() * 1e12 + 0.5);   // ps
+}
+
+// The base protocol from the initiator side: BEGIN_REQ; the response is
+// the target's return (TLM_COMPLETED, or TLM_UPDATED with BEGIN_RESP, which
+// END_RESP answers) or a later BEGIN_RESP on the backward path, which this
+// waits for (run_thread's process: the scheduler is paused meanwhile).
+uint64_t TlmCore::external_at(tlm_generic_payload &p)
+{
+	sc_time req = sc_time_stamp(), d = SC_ZERO_TIME, resp;
+	tlm::tlm_phase ph = tlm::BEGIN_REQ;
+	pending_ = &p;
+	resp_got_ = false;
+	tlm::tlm_sync_enum r = initiator->nb_transport_fw(p, ph, d);
+	if (r == tlm::TLM_COMPLETED) {
+		resp = req + d;
+	} else if (r == tlm::TLM_UPDATED && ph == tlm::BEGIN_RESP) {
+		resp = req + d;
+		tlm::tlm_phase end = tlm::END_RESP;
+		sc_time z = SC_ZERO_TIME;
+		initiator->nb_transport_fw(p, end, z);
+	} else {
+		while (!resp_got_)
+			wait(resp_ev_);
+		resp = resp_at_;
+	}
+	pending_ = nullptr;
+	waited_ += sc_time_stamp() - req;
+	if (p.get_response_status() != tlm::TLM_OK_RESPONSE)
+		return NSIM_EXT_ERROR;
+	return static_cast<uint64_t>((resp - req).to_seconds() * 1e12 + 0.5);
+}
+
+tlm::tlm_sync_enum TlmCore::nb_transport_bw(tlm_generic_payload &p, tlm::tlm_phase &ph, sc_time &d)
+{
+	if (&p != pending_)
+		return tlm::TLM_COMPLETED;   // not ours (nothing in flight): ignore
+	if (ph == tlm::BEGIN_RESP) {
+		resp_at_ = sc_time_stamp() + d;
+		resp_got_ = true;
+		resp_ev_.notify(d);
+		return tlm::TLM_COMPLETED;   // the initiator ends the transaction here
+	}
+	return tlm::TLM_ACCEPTED;        // END_REQ: the response follows
 }
 
 nsim_status TlmCore::execute(uint64_t &run_ps)
@@ -288,8 +340,12 @@ void TlmCore::run_thread()
 		wait(doorbell_);
 		wait(doorbell_delay_);
 		uint64_t ps = 0;
+		waited_ = SC_ZERO_TIME;
 		nsim_status st = execute(ps);
-		wait(sc_time(static_cast<double>(ps), SC_PS));   // exact below 2^53 ps
+		// time already spent waiting for AT responses counts toward the run
+		sc_time run(static_cast<double>(ps), SC_PS);   // exact below 2^53 ps
+		if (run > waited_)
+			wait(run - waited_);
 		run_ps_ = ps;
 		fault_ = st;
 		status_ = st == NSIM_SUCCESS ? ST_DONE : ST_FAULT;

@@ -32,7 +32,15 @@
 // descriptor touches), reads before the transfer, writes after; the delay
 // the target annotates is added to that DMA's completion, so an external
 // memory or interconnect adds exactly its latency.  An error response
-// faults the run (NSIM_EXEC_OOB).
+// faults the run (NSIM_EXEC_OOB).  In the approximately-timed mode
+// (DMA_MODE 1) an access is BEGIN_REQ on nb_transport_fw and ends at the
+// target's BEGIN_RESP (returned at once or sent later on the backward path,
+// the core waiting for it in SystemC time); the access's latency is the
+// time from request to response, and a run's SystemC time spent waiting
+// counts toward its duration (the interrupt still comes at the scheduler's
+// end of the run, or when the last response arrived if that is later).
+//   0x068 DMA_MODE   RW  how external DMA accesses travel: 0 loosely timed (b_transport,
+//                        the default), 1 approximately timed (nb_transport phases)
 //   0x080 T_NAME     RW  64 bytes (8 registers): the tensor's name, NUL-padded
 //   0x100 + 8e       RO  ENGINE_BUSY_PS[e], e = tensor, vector, scalar, gpsimd, sync
 //   0x128 DMA_BYTES  RO  bytes the last run's DMAs moved
@@ -75,6 +83,7 @@ enum Reg : uint64_t {
 	REG_T_ADDR = 0x050,
 	REG_T_SIZE = 0x058,
 	REG_T_BIND = 0x060,
+	REG_DMA_MODE = 0x068,
 	REG_T_NAME = 0x080,          // 8 registers
 	REG_ENGINE_BUSY_PS = 0x100,  // 5 registers
 	REG_DMA_BYTES = 0x128,
@@ -126,6 +135,8 @@ private:
 		uint64_t addr;
 	};
 	static uint64_t external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len);
+	uint64_t external_at(tlm::tlm_generic_payload &p);
+	tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload &p, tlm::tlm_phase &ph, sc_core::sc_time &d);
 
 	void b_transport(tlm::tlm_generic_payload &p, sc_core::sc_time &delay);
 	bool get_direct_mem_ptr(tlm::tlm_generic_payload &p, tlm::tlm_dmi &dmi);
@@ -148,6 +159,12 @@ private:
 	nsim_exec_stats stats_{};
 	sc_core::sc_event doorbell_;
 	sc_core::sc_time doorbell_delay_;
+	uint64_t dma_mode_ = 0;                        // 0 LT, 1 AT
+	// the AT access in flight: its payload, when its response came
+	tlm::tlm_generic_payload *pending_ = nullptr;
+	bool resp_got_ = false;
+	sc_core::sc_time resp_at_, waited_;
+	sc_core::sc_event resp_ev_;
 };
 
 }  // namespace nsim_sc

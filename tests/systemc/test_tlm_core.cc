@@ -44,10 +44,10 @@ struct Record {
 	uint64_t id = 0;
 	// external memory: run time, transactions and values per latency
 	struct Ext {
-		uint64_t latency_ps, run_ps, reads, writes, status;
+		uint64_t latency_ps, run_ps, reg_ps, reads, writes, status;
 		bool values_ok;
 	};
-	std::vector<Ext> ext;
+	std::vector<Ext> ext, ext_at;   // loosely / approximately timed accesses
 	uint64_t ext_bad_status = 0, ext_bad_code = 0;
 } rec;
 
@@ -169,18 +169,24 @@ struct Bench : sc_core::sc_module {
 			return;
 		host.bind("x", 0, n, false, true);       // T_BIND 3 / 4: external input / output
 		host.bind("y", 65536, n, true, true);
-		for (uint64_t lat : { 0ull, 100000ull, 2500000ull }) {   // 0, 100 ns, 2.5 us
-			mem.latency = sc_core::sc_time(static_cast<double>(lat), sc_core::SC_PS);
-			mem.reads = mem.writes = 0;
-			std::memset(mem.bytes.data() + 65536, 0, n);
-			uint64_t ps = host.run(core).value();
-			std::vector<float> y(128 * 64);
-			std::memcpy(y.data(), mem.bytes.data() + 65536, n);
-			bool ok = true;
-			for (size_t i = 0; i < y.size(); i++)
-				ok = ok && y[i] == x[i] * 2.0f + 1.0f;
-			rec.ext.push_back({ lat, ps, mem.reads, mem.writes, host.read_reg(REG_STATUS), ok });
+		for (uint64_t mode : { 0, 1 }) {
+			host.write_reg(REG_DMA_MODE, mode);
+			for (uint64_t lat : { 0ull, 100000ull, 2500000ull }) {   // 0, 100 ns, 2.5 us
+				mem.latency = sc_core::sc_time(static_cast<double>(lat), sc_core::SC_PS);
+				mem.reads = mem.writes = 0;
+				std::memset(mem.bytes.data() + 65536, 0, n);
+				uint64_t ps = host.run(core).value();
+				std::vector<float> y(128 * 64);
+				std::memcpy(y.data(), mem.bytes.data() + 65536, n);
+				bool ok = true;
+				for (size_t i = 0; i < y.size(); i++)
+					ok = ok && y[i] == x[i] * 2.0f + 1.0f;
+				(mode ? rec.ext_at : rec.ext)
+					.push_back({ lat, ps, host.read_reg(REG_RUN_PS), mem.reads, mem.writes,
+						     host.read_reg(REG_STATUS), ok });
+			}
 		}
+		host.write_reg(REG_DMA_MODE, 0);
 		// y bound past the memory's end: the store's write is refused, the run faults
 		host.write_reg(REG_T_BIND, 0);
 		host.bind("x", 4096, n, false);
@@ -396,15 +402,19 @@ TEST(TlmCore, FaultsReportThroughTheRegisters)
 TEST(TlmCore, ExternalMemoryAddsExactlyItsLatencyPerTransaction)
 {
 	ASSERT_EQ(rec.ext.size(), 3u);
+	ASSERT_EQ(rec.ext_at.size(), 3u);
 	const auto &base = rec.ext[0];
-	for (const auto &e : rec.ext) {
-		SCOPED_TRACE(e.latency_ps);
-		EXPECT_EQ(e.status, ST_DONE);
-		EXPECT_TRUE(e.values_ok);               // x read and y written over the initiator socket
-		EXPECT_EQ(e.reads, 1u);
-		EXPECT_EQ(e.writes, 1u);
-		EXPECT_EQ(e.run_ps, base.run_ps + 2 * e.latency_ps);   // two accesses, one after the other
-	}
+	for (const auto *v : { &rec.ext, &rec.ext_at })
+		for (const auto &e : *v) {
+			SCOPED_TRACE(testing::Message() << (v == &rec.ext ? "b_transport" : "nb_transport") << " latency "
+							<< e.latency_ps << " ps");
+			EXPECT_EQ(e.status, ST_DONE);
+			EXPECT_TRUE(e.values_ok);               // x read and y written over the initiator socket
+			EXPECT_EQ(e.reads, 1u);
+			EXPECT_EQ(e.writes, 1u);
+			EXPECT_EQ(e.run_ps, base.run_ps + 2 * e.latency_ps);   // two accesses, one after the other
+			EXPECT_EQ(e.reg_ps, e.run_ps);
+		}
 	EXPECT_EQ(rec.ext_bad_status, ST_FAULT);
 	EXPECT_EQ(rec.ext_bad_code, (uint64_t)NSIM_EXEC_OOB);
 }
