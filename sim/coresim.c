@@ -242,7 +242,7 @@ static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_d
  * tensor), read into the simulator's copy before the transfer or handed
  * over after it; adds the access's latency to *lat. */
 static dm_fault_kind ext_access(sim *s, int engine, const isa_dma_desc *d, const isa_ap *side, bool indexed,
-				bool write, uint64_t *lat)
+				bool write, uint64_t at, uint64_t *lat)
 {
 	uint32_t ti = side->tensor;
 	int64_t lo = 0, hi = 0;
@@ -257,7 +257,8 @@ static dm_fault_kind ext_access(sim *s, int engine, const isa_dma_desc *d, const
 				    s->r->prog->tensors[ti].name);
 	uint64_t len = (uint64_t)(hi - lo);
 	uint8_t *bytes = s->r->bind.hbm.map(s->r->bind.hbm.ctx, s->r->bind.tensor_addr[ti] + (uint64_t)lo, len, !write);
-	uint64_t l = bytes ? s->r->ext_fn[ti](s->r->ext_ctx[ti], write, (uint64_t)lo, bytes, len) : NSIM_EXT_ERROR;
+	uint64_t rel = at > s->r->start_ps ? at - s->r->start_ps : 0;
+	uint64_t l = bytes ? s->r->ext_fn[ti](s->r->ext_ctx[ti], write, (uint64_t)lo, bytes, len, rel) : NSIM_EXT_ERROR;
 	if (l == NSIM_EXT_ERROR)
 		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, (uint64_t)lo,
 				    "descriptor '%s': the external memory of tensor '%s' refused a %llu-byte %s at "
@@ -291,16 +292,16 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		return dm_fault_set(&s->r->fault, DM_FAULT_NO_PEER, engine, s->e[engine].pc, 0,
 				    "descriptor '%s' writes the paired core's SBUF, but this execution has no "
 				    "paired core (peer operations need the two cores of an LNC=2 pair)", d->name);
-	/* external memory: the reads before the transfer, the writes after;
-	 * each access's latency delays the transfer's completion */
+	/* external memory: the reads when the transfer is issued, the write when
+	 * its data has moved; each access's latency delays the completion */
 	uint64_t ext_lat = 0;
 	bool ext_src = ext_side(s, &d->src), ext_dst = ext_side(s, &d->dst);
 	bool gather = d->mode == ISA_DMA_GATHER, scatter = d->mode == ISA_DMA_SCATTER || d->mode == ISA_DMA_SCATTER_ADD;
 	dm_fault_kind xk = DM_OK;
 	if (ext_src)
-		xk = ext_access(s, engine, d, &d->src, gather, false, &ext_lat);
+		xk = ext_access(s, engine, d, &d->src, gather, false, t, &ext_lat);
 	if (!xk && ext_dst && d->mode == ISA_DMA_SCATTER_ADD)   /* read-modify-write */
-		xk = ext_access(s, engine, d, &d->dst, true, false, &ext_lat);
+		xk = ext_access(s, engine, d, &d->dst, true, false, t, &ext_lat);
 	if (xk)
 		return xk;
 	if (s->compute) {
@@ -309,8 +310,7 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		if (k)
 			return k;
 	}
-	if (ext_dst && (xk = ext_access(s, engine, d, &d->dst, scatter, true, &ext_lat)))
-		return xk;
+
 	dm_dma_shape sh = dm_dma_shape_of(s->chip, d);
 	uint64_t rows = sh.rows, src_row = sh.src_row, dst_row = sh.dst_row, rmw_row = sh.rmw_row;
 	uint64_t row_bytes = sh.row_bytes;
@@ -347,6 +347,12 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		used++;
 	}
 	end += s->timed ? ext_lat : 0;
+	if (ext_dst) {
+		uint64_t wlat = 0;
+		if ((xk = ext_access(s, engine, d, &d->dst, scatter, true, end, &wlat)))
+			return xk;
+		end += s->timed ? wlat : 0;
+	}
 	if (s->r->obs && s->r->obs->dma && used) {
 		trc_dma_event ev = { s->r->core_id, (int)q, (int)used, in->u[0], d->name, first, end,
 				     rows * row_bytes,

@@ -125,11 +125,14 @@ void       *nsim_tensor_host_pointer(nsim_tensor *t);
  * writes it makes one access through fn for the byte span it touches (an
  * indexed side: the whole tensor): a read fills `data` (the tensor's bytes in
  * the simulator, which the DMA then reads), a write hands over the bytes the
- * DMA wrote there.  fn returns the latency in ps the access adds to that
+ * DMA wrote there.  at_ps: when the access happens, in simulated ps from the
+ * start of the run.  fn returns the latency in ps the access adds to that
  * DMA's completion, or NSIM_EXT_ERROR to make it an out-of-bounds fault.
- * fn runs inside nsim_execute, on its thread.  fn NULL: an ordinary tensor. */
+ * fn runs inside nsim_execute, on its thread, in simulated-time order per
+ * core.  fn NULL: an ordinary tensor. */
 #define NSIM_EXT_ERROR UINT64_MAX
-typedef uint64_t (*nsim_ext_access_fn)(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len);
+typedef uint64_t (*nsim_ext_access_fn)(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len,
+				       uint64_t at_ps);
 nsim_status nsim_tensor_set_external(nsim_tensor *t, nsim_ext_access_fn fn, void *ctx);
 nsim_status nsim_tensor_read(const nsim_tensor *t, void *buf, uint64_t offset, uint64_t size);
 nsim_status nsim_tensor_copy(const nsim_tensor *src, uint64_t src_offset, nsim_tensor *dst,

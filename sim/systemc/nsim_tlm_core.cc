@@ -235,20 +235,30 @@ bool TlmCore::get_direct_mem_ptr(tlm_generic_payload &p, tlm::tlm_dmi &dmi)
 
 // a DMA's access to an external tensor: one b_transport on the initiator
 // socket; its annotated delay is the latency the access adds
-uint64_t TlmCore::external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len)
+uint64_t TlmCore::external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len,
+				  uint64_t at_ps)
 {
 	External *x = static_cast<External *>(ctx);
+	TlmCore *c = x->core;
 	if (x->core->initiator.size() == 0 || len > 0xffffffffull)
 		return NSIM_EXT_ERROR;   // nothing bound behind the socket
 	tlm_generic_payload p;
 	make_payload(p, is_write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND, x->addr + offset, data, len);
-	if (x->core->dma_mode_ == 1)
-		return x->core->external_at(p);
-	sc_time delay = SC_ZERO_TIME;
-	x->core->initiator->b_transport(p, delay);
-	if (p.get_response_status() != tlm::TLM_OK_RESPONSE)
+	// the access's place in SystemC time: the run's start + at_ps; the core's
+	// SystemC process is at run_start_ + waited_
+	sc_time at = sc_time(static_cast<double>(at_ps), SC_PS), local = at > c->waited_ ? at - c->waited_ : SC_ZERO_TIME;
+	if (c->dma_mode_ == 1 || local >= tlm::tlm_global_quantum::instance().get()) {
+		sc_core::wait(local);   // AT issues at its time; LT catches up once a quantum ahead
+		c->waited_ += local;
+		local = SC_ZERO_TIME;
+	}
+	if (c->dma_mode_ == 1)
+		return c->external_at(p);
+	sc_time delay = local;
+	c->initiator->b_transport(p, delay);
+	if (p.get_response_status() != tlm::TLM_OK_RESPONSE || delay < local)
 		return NSIM_EXT_ERROR;
-	return static_cast<uint64_t>(delay.to_seconds() * 1e12 + 0.5);   // ps
+	return static_cast<uint64_t>((delay - local).to_seconds() * 1e12 + 0.5);   // ps
 }
 
 // The base protocol from the initiator side: BEGIN_REQ; the response is

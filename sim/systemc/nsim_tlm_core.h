@@ -32,7 +32,10 @@
 // descriptor touches), reads before the transfer, writes after; the delay
 // the target annotates is added to that DMA's completion, so an external
 // memory or interconnect adds exactly its latency.  An error response
-// faults the run (NSIM_EXEC_OOB).  In the approximately-timed mode
+// faults the run (NSIM_EXEC_OOB).  Loosely timed, the access carries its
+// time in the run as the b_transport delay (temporal decoupling); once that
+// runs a global quantum (tlm_global_quantum) ahead of SystemC time, the core
+// waits to catch up first.  In the approximately-timed mode
 // (DMA_MODE 1) an access is BEGIN_REQ on nb_transport_fw and ends at the
 // target's BEGIN_RESP (returned at once or sent later on the backward path,
 // the core waiting for it in SystemC time); the access's latency is the
@@ -134,7 +137,8 @@ private:
 		TlmCore *core;
 		uint64_t addr;
 	};
-	static uint64_t external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len);
+	static uint64_t external_access(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len,
+					uint64_t at_ps);
 	uint64_t external_at(tlm::tlm_generic_payload &p);
 	tlm::tlm_sync_enum nb_transport_bw(tlm::tlm_generic_payload &p, tlm::tlm_phase &ph, sc_core::sc_time &d);
 
@@ -163,7 +167,7 @@ private:
 	// the AT access in flight: its payload, when its response came
 	tlm::tlm_generic_payload *pending_ = nullptr;
 	bool resp_got_ = false;
-	sc_core::sc_time resp_at_, waited_;
+	sc_core::sc_time resp_at_, waited_, run_start_;
 	sc_core::sc_event resp_ev_;
 };
 

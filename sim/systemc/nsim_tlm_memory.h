@@ -25,6 +25,9 @@ public:
 	tlm_utils::simple_target_socket<Memory> target;
 	sc_core::sc_time latency;           // added per transaction
 	uint64_t reads = 0, writes = 0;     // transactions served
+	// when each access was made: SystemC time + the annotated delay (LT),
+	// SystemC time of BEGIN_REQ (AT)
+	std::vector<sc_core::sc_time> when;
 	std::vector<uint8_t> bytes;
 
 	Memory(sc_core::sc_module_name name, uint64_t size, sc_core::sc_time lat = sc_core::SC_ZERO_TIME)
@@ -40,6 +43,7 @@ private:
 	tlm::tlm_sync_enum nb_transport_fw(tlm::tlm_generic_payload &p, tlm::tlm_phase &ph, sc_core::sc_time &d)
 	{
 		if (ph == tlm::BEGIN_REQ) {
+			when.push_back(sc_core::sc_time_stamp() + d);
 			serve(p);
 			peq_.notify(p, tlm::BEGIN_RESP, d + latency);
 			ph = tlm::END_REQ;
@@ -57,6 +61,7 @@ private:
 
 	void b_transport(tlm::tlm_generic_payload &p, sc_core::sc_time &delay)
 	{
+		when.push_back(sc_core::sc_time_stamp() + delay);
 		if (serve(p))
 			delay += latency;
 	}

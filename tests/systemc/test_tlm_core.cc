@@ -46,6 +46,8 @@ struct Record {
 	struct Ext {
 		uint64_t latency_ps, run_ps, reg_ps, reads, writes, status;
 		bool values_ok;
+		uint64_t quantum_ps;
+		std::vector<uint64_t> when;   // the accesses' times from the doorbell
 	};
 	std::vector<Ext> ext, ext_at;   // loosely / approximately timed accesses
 	uint64_t ext_bad_status = 0, ext_bad_code = 0;
@@ -169,23 +171,34 @@ struct Bench : sc_core::sc_module {
 			return;
 		host.bind("x", 0, n, false, true);       // T_BIND 3 / 4: external input / output
 		host.bind("y", 65536, n, true, true);
-		for (uint64_t mode : { 0, 1 }) {
+		// loosely timed with a zero quantum (sync at every access) and a
+		// 1 ms one (the core runs ahead); approximately timed
+		for (uint64_t mode : { 0, 0, 1 }) {
+			uint64_t quantum = mode == 0 && !rec.ext.empty() ? 1000000000ull : 0;
+			tlm::tlm_global_quantum::instance().set(sc_core::sc_time(static_cast<double>(quantum), sc_core::SC_PS));
 			host.write_reg(REG_DMA_MODE, mode);
 			for (uint64_t lat : { 0ull, 100000ull, 2500000ull }) {   // 0, 100 ns, 2.5 us
 				mem.latency = sc_core::sc_time(static_cast<double>(lat), sc_core::SC_PS);
 				mem.reads = mem.writes = 0;
+				mem.when.clear();
 				std::memset(mem.bytes.data() + 65536, 0, n);
+				host.qk.sync();
+				uint64_t t0 = sc_core::sc_time_stamp().value();
 				uint64_t ps = host.run(core).value();
 				std::vector<float> y(128 * 64);
 				std::memcpy(y.data(), mem.bytes.data() + 65536, n);
 				bool ok = true;
 				for (size_t i = 0; i < y.size(); i++)
 					ok = ok && y[i] == x[i] * 2.0f + 1.0f;
+				std::vector<uint64_t> when;
+				for (const auto &w : mem.when)
+					when.push_back(w.value() - t0);
 				(mode ? rec.ext_at : rec.ext)
 					.push_back({ lat, ps, host.read_reg(REG_RUN_PS), mem.reads, mem.writes,
-						     host.read_reg(REG_STATUS), ok });
+						     host.read_reg(REG_STATUS), ok, quantum, when });
 			}
 		}
+		tlm::tlm_global_quantum::instance().set(sc_core::SC_ZERO_TIME);
 		host.write_reg(REG_DMA_MODE, 0);
 		// y bound past the memory's end: the store's write is refused, the run faults
 		host.write_reg(REG_T_BIND, 0);
@@ -401,7 +414,7 @@ TEST(TlmCore, FaultsReportThroughTheRegisters)
 
 TEST(TlmCore, ExternalMemoryAddsExactlyItsLatencyPerTransaction)
 {
-	ASSERT_EQ(rec.ext.size(), 3u);
+	ASSERT_EQ(rec.ext.size(), 6u);
 	ASSERT_EQ(rec.ext_at.size(), 3u);
 	const auto &base = rec.ext[0];
 	for (const auto *v : { &rec.ext, &rec.ext_at })
@@ -415,6 +428,19 @@ TEST(TlmCore, ExternalMemoryAddsExactlyItsLatencyPerTransaction)
 			EXPECT_EQ(e.run_ps, base.run_ps + 2 * e.latency_ps);   // two accesses, one after the other
 			EXPECT_EQ(e.reg_ps, e.run_ps);
 		}
+	// temporal decoupling keeps times: the memory sees each access at the
+	// same SystemC time (+ annotation) whatever the quantum, and AT issues
+	// at that time too; the store comes after the load by the load's latency
+	for (size_t i = 0; i < 3; i++) {
+		const auto &q0 = rec.ext[i], &q1 = rec.ext[3 + i], &at = rec.ext_at[i];
+		SCOPED_TRACE(q0.latency_ps);
+		ASSERT_EQ(q0.when.size(), 2u);
+		EXPECT_EQ(q1.quantum_ps, 1000000000u);
+		EXPECT_EQ(q1.when, q0.when);
+		EXPECT_EQ(at.when, q0.when);
+		EXPECT_GT(q0.when[1], q0.when[0] + q0.latency_ps);
+		EXPECT_EQ(q0.when[1] - rec.ext[0].when[1], q0.latency_ps);   // the store waits for the load's latency
+	}
 	EXPECT_EQ(rec.ext_bad_status, ST_FAULT);
 	EXPECT_EQ(rec.ext_bad_code, (uint64_t)NSIM_EXEC_OOB);
 }
