@@ -270,8 +270,10 @@ static dm_cost cost_topk(const dm_chip *ch, int engine, const isa_instr *in,
 			 const dm_cost_ctx *ctx)
 {
 	(void)ctx;
-	uint64_t n = free_n(in, ISA_AP_SRC), k = free_n(in, ISA_AP_DST);
-	uint64_t rows = u64min(in->ap[ISA_AP_SRC].nparts, 16), steps;
+	bool span = in->flags & ISA_FLAG_SPAN;   /* one row: one core runs it */
+	uint64_t n = free_n(in, ISA_AP_SRC) * (span ? in->ap[ISA_AP_SRC].nparts : 1);
+	uint64_t k = free_n(in, ISA_AP_DST) * (span ? in->ap[ISA_AP_DST].nparts : 1);
+	uint64_t rows = span ? 1 : u64min(in->ap[ISA_AP_SRC].nparts, 16), steps;
 	if (in->flags & ISA_FLAG_SORT)
 		steps = 2 * n * ceil_log2(n);
 	else if (k * 64 <= n)

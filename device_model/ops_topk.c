@@ -23,7 +23,10 @@ dm_fault_kind dm_op_topk(dm_core *c, const dm_binding *b, int engine, int64_t in
 	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)) ||
 	    (k = dm_view_of(c, b, &in->ap[ISA_AP_AUX], true, &iv, engine, index, "indices", f)))
 		return k;
-	uint64_t n = sv.nfree, kk = dv.nfree, P = sv.nparts;
+	/* span: one row over every partition (partition-major order) */
+	bool span = in->flags & ISA_FLAG_SPAN;
+	uint64_t n = span ? sv.nfree * sv.nparts : sv.nfree, kk = span ? dv.nfree * dv.nparts : dv.nfree;
+	uint64_t P = span ? 1 : sv.nparts;
 	bool ints = isa_dtype_is_integer(in->ap[ISA_AP_SRC].dtype);
 	/* staging: the keys (fp32 or int64: two floats' room each), the pairs
 	 * (four floats each), the positions out */
@@ -50,14 +53,17 @@ dm_fault_kind dm_op_topk(dm_core *c, const dm_binding *b, int engine, int64_t in
 		/* gather the picked values as bits before any write: dst may
 		 * overlap src */
 		for (uint64_t j = 0; j < kk; j++) {
+			uint64_t e = (uint64_t)q[j].pos + p * n;   /* src element, partition-major */
 			pos[p * kk + j] = q[j].pos;
-			memcpy(vals + (p * kk + j) * dv.esz, dm_view_elem(&sv, (uint32_t)p, (uint64_t)q[j].pos),
+			memcpy(vals + (p * kk + j) * dv.esz, dm_view_elem(&sv, (uint32_t)(e / sv.nfree), e % sv.nfree),
 			       dv.esz);
 		}
 	}
 	for (uint64_t p = 0; p < P; p++)
-		for (uint64_t j = 0; j < kk; j++)
-			memcpy(dm_view_elem(&dv, (uint32_t)p, j), vals + (p * kk + j) * dv.esz, dv.esz);
+		for (uint64_t j = 0; j < kk; j++) {
+			uint64_t flat = p * kk + j;   /* partition-major when spanning */
+			memcpy(dm_view_elem(&dv, (uint32_t)(flat / dv.nfree), flat % dv.nfree), vals + flat * dv.esz, dv.esz);
+		}
 	dm_view_write_i64(&iv, pos);
 	return DM_OK;
 }

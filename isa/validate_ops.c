@@ -413,11 +413,14 @@ static isa_status rule_nc_n_gather(vctx *v, const isa_instr *in)
 /* topk (a GpSimd program, no NKI counterpart): all in SBUF, the same
  * partitions, values keep src's dtype (moved as bits), uint32 positions,
  * 1 <= k <= n; `sort` ranks the whole row (k = n; descending, ascending
- * with smallest) and is not unsorted */
+ * with smallest) and is not unsorted; `span`: one row over all of src's
+ * partitions, dst and indices holding k elements in any geometry */
 static isa_status rule_topk(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC], *i = &in->ap[ISA_AP_AUX];
-	uint64_t n = isa_ap_free_elems(s), k = isa_ap_free_elems(d);
+	bool span = in->flags & ISA_FLAG_SPAN;
+	/* per partition, or (span) the whole operand */
+	uint64_t n = isa_ap_free_elems(s) * (span ? s->nparts : 1), k = isa_ap_free_elems(d) * (span ? d->nparts : 1);
 	if (d->space != ISA_SPACE_SBUF || s->space != ISA_SPACE_SBUF || i->space != ISA_SPACE_SBUF)
 		return v_fail(v, ISA_E_BAD_SPACE, "dst", "topk reads and writes SBUF only");
 	if (d->dtype != s->dtype)
@@ -426,16 +429,20 @@ static isa_status rule_topk(vctx *v, const isa_instr *in)
 	if (i->dtype != ISA_DT_uint32)
 		return v_fail(v, ISA_E_BAD_DTYPE, "indices", "topk positions are uint32, not %s",
 			      isa_dtype_name(i->dtype));
-	if (d->nparts != s->nparts || i->nparts != s->nparts)
+	if (!span && (d->nparts != s->nparts || i->nparts != s->nparts))
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, "indices", "topk: dst, src and indices span "
 			      "the same partitions (%u, %u, %u)", d->nparts, s->nparts, i->nparts);
+	if (span && (uint64_t)isa_ap_free_elems(i) * i->nparts != k)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "indices", "topk span: indices hold %llu positions for "
+			      "k = %llu", (unsigned long long)isa_ap_free_elems(i) * i->nparts, (unsigned long long)k);
 	if (k == 0 || k > n)
-		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "topk: k = %llu (dst's free size) must be "
-			      "in [1, %llu] (src's)", (unsigned long long)k, (unsigned long long)n);
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "topk: k = %llu (dst's %s) must be "
+			      "in [1, %llu] (src's)", (unsigned long long)k, span ? "elements" : "free size",
+			      (unsigned long long)n);
 	if ((in->flags & ISA_FLAG_SORT) && (k != n || (in->flags & ISA_FLAG_UNSORTED)))
 		return v_fail(v, ISA_E_BAD_VALUE, "sort", "topk sort ranks the whole row: k = n = %llu "
 			      "(not %llu), and not unsorted", (unsigned long long)n, (unsigned long long)k);
-	return v_same_count(v, d, "dst", i, "indices");
+	return span ? ISA_OK : v_same_count(v, d, "dst", i, "indices");
 }
 
 /* ------------------------------------------------- random numbers (PRNG) */

@@ -267,7 +267,8 @@ uint64_t nk_sort_scratch(const nk_sort *o);
  * (GpSimd topk); sort: the whole row (k = cols) as CPU's unstable sort */
 typedef struct nk_topk {
 	int dtype;                 /* any of <= 4 bytes */
-	uint64_t rows, cols, k;    /* cols <= 65535, a row in one partition */
+	uint64_t rows, cols, k;    /* a row in one partition, or (longer) over several:
+	                              cols and k each n = Pn x Fn, Pn <= 128 (topk.c) */
 	bool largest, sorted, sort;
 } nk_topk;
 bool nk_topk_fits(int target, const nk_topk *o);

@@ -175,6 +175,10 @@ typedef enum isa_space {
 #define ISA_FLAG_SMALLEST   0x0040u
 #define ISA_FLAG_UNSORTED   0x0080u
 #define ISA_FLAG_SORT       0x0100u
+/* topk: one row spans the operands' partitions (src's P x F elements in
+ * partition order; dst / indices hold the k likewise), for rows longer
+ * than a partition holds */
+#define ISA_FLAG_SPAN       0x0200u
 
 /* ------------------------------------------------------------- operands */
 

@@ -221,6 +221,8 @@ const Case kTextCases[] = {
 	  "    topk dst=sbuf:fp32[0:128]+53248{1x8} src=sbuf:fp32[0:128]+53504{1x64} indices=sbuf:uint32[0:128]+53760{1x8} sort\n    memset dst=sbuf:bf16[0:128]+52224{1x64} value=0", ISA_E_BAD_VALUE, "whole row" },
 	{ "topk_counts_differ", "    memset dst=sbuf:bf16[0:128]+52224{1x64} value=0",
 	  "    topk dst=sbuf:fp32[0:128]+53248{1x8} src=sbuf:fp32[0:128]+53504{1x64} indices=sbuf:uint32[0:128]+53760{1x4}\n    memset dst=sbuf:bf16[0:128]+52224{1x64} value=0", ISA_E_SHAPE_MISMATCH, "indices" },
+	{ "topk_span_positions_count", "    memset dst=sbuf:bf16[0:128]+52224{1x64} value=0",
+	  "    topk dst=sbuf:fp32[0:1]+53248{1x8} src=sbuf:fp32[0:128]+53504{1x64} indices=sbuf:uint32[0:2]+53760{1x8} span\n    memset dst=sbuf:bf16[0:128]+52224{1x64} value=0", ISA_E_SHAPE_MISMATCH, "16 positions for k = 8" },
 	{ "iota_float_base", "base=3 pmul=1", "base=3.5 pmul=1", ISA_E_BAD_VALUE, "integers" },
 	{ "iota_too_many_mul", "mul=1,2", "mul=1,2,3", ISA_E_BAD_DIMS, "3 multipliers for 2 free dims" },
 	{ "affine_cmp", "cmp=is_ge", "cmp=add", ISA_E_BAD_OPERATOR, "'add' cannot be used" },

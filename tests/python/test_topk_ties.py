@@ -90,3 +90,15 @@ def test_int64_beyond_int32_still_sorts():
     got = torch.topk(x.to(NEURON), 3, dim=1)
     want = torch.topk(x, 3, dim=1)
     assert torch.equal(got[0].cpu(), want[0])   # values exact; ties of larger ints may order differently
+
+
+@pytest.mark.parametrize("n,rows", [(32000, 1), (151936, 2), (50000, 3)])
+def test_rows_longer_than_a_partition_still_break_ties_as_the_cpu(n, rows):
+    """a vocabulary-sized row (top-p sampling sorts one): laid over several
+    partitions and ranked whole by one GpSimd topk (span)"""
+    x = ties((rows, n), 5, torch.float32, n)
+    same(lambda t: torch.sort(t, dim=1, descending=True), x)
+    same(lambda t: torch.topk(t, 50, dim=1), x)
+    same(lambda t: torch.topk(t, 7, dim=1, largest=False), x)
+    xi = ties((1, n), 3, torch.int32, n + 1)
+    same(lambda t: torch.sort(t, dim=1), xi)
