@@ -79,4 +79,13 @@ static inline uint64_t dm_cycles_ps(const dm_chip *c, int engine, uint64_t cycle
 	return (cycles * 1000000u + mhz - 1) / mhz;
 }
 
+/* ceil(log2(n)): 0 for n <= 1 (step counts of trees and sorts) */
+static inline uint64_t dm_log2_ceil(uint64_t n)
+{
+	uint64_t k = 0;
+	while (k < 63 && (1ull << k) < n)
+		k++;
+	return k;
+}
+
 #endif /* NSIM_DM_CHIP_H */

@@ -98,14 +98,6 @@ static const char *const algo_names[DM_ALGO_NUM] = { "mesh", "rdh", "ring", "p2p
 const char *dm_coll_op_name(dm_coll_op op) { return (unsigned)op < DM_COLL_NUM_OPS ? op_names[op] : NULL; }
 const char *dm_coll_algo_name(dm_coll_algo a) { return (unsigned)a < DM_ALGO_NUM ? algo_names[a] : NULL; }
 
-static uint32_t log2_ceil(uint32_t n)
-{
-	uint32_t k = 0;
-	while ((1u << k) < n)
-		k++;
-	return k;
-}
-
 static uint32_t cores_per_chip(const dm_fabric *f)
 {
 	const dm_chip *c = dm_chip_get(f->target);
@@ -196,7 +188,7 @@ int dm_coll_estimate_placed(const dm_fabric *f, dm_coll_op op, uint32_t n, const
 	case DM_COLL_ALL_REDUCE:
 	case DM_COLL_ALL_GATHER:
 	case DM_COLL_REDUCE_SCATTER:
-		steps = a == DM_ALGO_MESH ? 1 : a == DM_ALGO_RDH ? log2_ceil(n) : n - 1;
+		steps = a == DM_ALGO_MESH ? 1 : a == DM_ALGO_RDH ? (uint32_t)dm_log2_ceil(n) : n - 1;
 		if (full) {
 			steps *= 2;
 			wire = 2 * share;

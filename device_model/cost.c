@@ -251,14 +251,6 @@ static dm_cost cost_gather(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_DST)));
 }
 
-static uint64_t ceil_log2(uint64_t n)
-{
-	uint64_t r = 0;
-	while ((1ull << r) < n && r < 63)
-		r++;
-	return r;
-}
-
 /* Not published: GpSimd runs topk as code, not as a data-path stream.
  * Estimate: each of the 8 cores serves 16 partitions (HW Engines) and works
  * through its rows one after another, one compare-and-move step a cycle:
@@ -275,11 +267,11 @@ static dm_cost cost_topk(const dm_chip *ch, int engine, const isa_instr *in,
 	uint64_t k = free_n(in, ISA_AP_DST) * (span ? in->ap[ISA_AP_DST].nparts : 1);
 	uint64_t rows = span ? 1 : u64min(in->ap[ISA_AP_SRC].nparts, 16), steps;
 	if (in->flags & ISA_FLAG_SORT)
-		steps = 2 * n * ceil_log2(n);
+		steps = 2 * n * dm_log2_ceil(n);
 	else if (k * 64 <= n)
-		steps = n + 2 * k * ceil_log2(k + 1);
+		steps = n + 2 * k * dm_log2_ceil(k + 1);
 	else
-		steps = 3 * n + k * ceil_log2(k + 1);
+		steps = 3 * n + k * dm_log2_ceil(k + 1);
 	return pipelined(ch, engine, 150 + u64max(ch->min_ii, rows * steps));
 }
 

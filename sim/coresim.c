@@ -237,42 +237,6 @@ static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_d
 	return DM_OK;
 }
 
-/* One access of a DMA to a tensor in external memory (nsim_tensor_set_external):
- * the byte span the descriptor's side touches (an indexed side: the whole
- * tensor), read into the simulator's copy before the transfer or handed
- * over after it; adds the access's latency to *lat. */
-static dm_fault_kind ext_access(sim *s, int engine, const isa_dma_desc *d, const isa_ap *side, bool indexed,
-				bool write, uint64_t at, uint64_t *lat)
-{
-	uint32_t ti = side->tensor;
-	int64_t lo = 0, hi = 0;
-	uint64_t have = s->r->bind.tensor_bytes[ti];
-	if (indexed || !isa_ap_byte_range(side, &lo, &hi)) {
-		lo = 0;
-		hi = (int64_t)isa_tensor_bytes(&s->r->prog->tensors[ti]);
-	}
-	if (lo < 0 || hi < lo || (uint64_t)hi > have)
-		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
-				    "descriptor '%s' reaches past external tensor '%s'", d->name,
-				    s->r->prog->tensors[ti].name);
-	uint64_t len = (uint64_t)(hi - lo);
-	uint8_t *bytes = s->r->bind.hbm.map(s->r->bind.hbm.ctx, s->r->bind.tensor_addr[ti] + (uint64_t)lo, len, !write);
-	uint64_t rel = at > s->r->start_ps ? at - s->r->start_ps : 0;
-	uint64_t l = bytes ? s->r->ext_fn[ti](s->r->ext_ctx[ti], write, (uint64_t)lo, bytes, len, rel) : NSIM_EXT_ERROR;
-	if (l == NSIM_EXT_ERROR)
-		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, (uint64_t)lo,
-				    "descriptor '%s': the external memory of tensor '%s' refused a %llu-byte %s at "
-				    "offset %lld", d->name, s->r->prog->tensors[ti].name, (unsigned long long)len,
-				    write ? "write" : "read", (long long)lo);
-	*lat += l;
-	return DM_OK;
-}
-
-static bool ext_side(const sim *s, const isa_ap *side)
-{
-	return s->r->ext_fn && side->space == ISA_SPACE_HBM && s->r->ext_fn[side->tensor];
-}
-
 static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t t)
 {
 	const isa_program *p = s->r->prog;
@@ -295,13 +259,14 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	/* external memory: the reads when the transfer is issued, the write when
 	 * its data has moved; each access's latency delays the completion */
 	uint64_t ext_lat = 0;
-	bool ext_src = ext_side(s, &d->src), ext_dst = ext_side(s, &d->dst);
+	bool ext_src = nsim_ext_side(s->r, &d->src), ext_dst = nsim_ext_side(s->r, &d->dst);
 	bool gather = d->mode == ISA_DMA_GATHER, scatter = d->mode == ISA_DMA_SCATTER || d->mode == ISA_DMA_SCATTER_ADD;
 	dm_fault_kind xk = DM_OK;
+	int64_t pc = s->e[engine].pc;
 	if (ext_src)
-		xk = ext_access(s, engine, d, &d->src, gather, false, t, &ext_lat);
+		xk = nsim_ext_access(s->r, engine, pc, d, &d->src, gather, false, t, &ext_lat);
 	if (!xk && ext_dst && d->mode == ISA_DMA_SCATTER_ADD)   /* read-modify-write */
-		xk = ext_access(s, engine, d, &d->dst, true, false, t, &ext_lat);
+		xk = nsim_ext_access(s->r, engine, pc, d, &d->dst, true, false, t, &ext_lat);
 	if (xk)
 		return xk;
 	if (s->compute) {
@@ -310,7 +275,6 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		if (k)
 			return k;
 	}
-
 	dm_dma_shape sh = dm_dma_shape_of(s->chip, d);
 	uint64_t rows = sh.rows, src_row = sh.src_row, dst_row = sh.dst_row, rmw_row = sh.rmw_row;
 	uint64_t row_bytes = sh.row_bytes;
@@ -349,7 +313,7 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	end += s->timed ? ext_lat : 0;
 	if (ext_dst) {
 		uint64_t wlat = 0;
-		if ((xk = ext_access(s, engine, d, &d->dst, scatter, true, end, &wlat)))
+		if ((xk = nsim_ext_access(s->r, engine, pc, d, &d->dst, scatter, true, end, &wlat)))
 			return xk;
 		end += s->timed ? wlat : 0;
 	}

@@ -48,6 +48,18 @@ typedef struct nsim_run {
 	dm_fault            fault;
 } nsim_run;
 
+/* External memory (ext_memory.c): whether a DMA side is a tensor in it, and
+ * one access of a DMA to such a tensor -- the byte span the side touches (an
+ * indexed side: the whole tensor), read into the simulator's copy or handed
+ * over from it at `at_ps` (the core's clock); its latency is added to *lat.
+ * A refused access or a span past the tensor faults (r->fault). */
+static inline bool nsim_ext_side(const nsim_run *r, const isa_ap *side)
+{
+	return r->ext_fn && side->space == ISA_SPACE_HBM && r->ext_fn[side->tensor];
+}
+dm_fault_kind nsim_ext_access(nsim_run *r, int engine, int64_t pc, const isa_dma_desc *d, const isa_ap *side,
+			      bool indexed, bool write, uint64_t at_ps, uint64_t *lat);
+
 /* Runs to completion or the first fault (returned; details in r->fault). */
 dm_fault_kind nsim_core_run(nsim_run *r);
 /* Runs programs on several cores (distinct dm_core each) in one simulated

@@ -34,12 +34,6 @@ namespace neuron {
 
 namespace {
 
-// t at fp32 (a cast program for bf16 / fp16; t itself when fp32)
-at::Tensor up(const at::Tensor &t)
-{
-	return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
-}
-
 // r (fp32) rounded to dt
 at::Tensor down(const at::Tensor &r, at::ScalarType dt)
 {
@@ -56,7 +50,7 @@ at::Tensor softmax_bwd(bool log, const at::Tensor &g, const at::Tensor &y, int64
 	if (g.numel() == 0)
 		return at::empty(g.sizes(), g.options().dtype(in_dt));
 	dim = g.dim() ? at::maybe_wrap_dim(dim, g.dim()) : 0;
-	at::Tensor gf = up(g), yf = up(y), r;
+	at::Tensor gf = as_fp32(g), yf = as_fp32(y), r;
 	if (g.dim() == 0)
 		r = log ? gf.sub(yf.exp().mul(gf)) : yf.mul(gf.sub(gf.mul(yf)));
 	else if (log)
@@ -129,8 +123,8 @@ std::tuple<at::Tensor &, at::Tensor &> nll_loss_forward_out(const at::Tensor &se
 	NllTargets t = nll_targets(self, target, weight, ignore_index);
 	at::ScalarType dt = self.scalar_type();
 	at::Tensor picked = t.input2d.gather(1, t.safe.unsqueeze(1)).view({ -1 });
-	at::Tensor loss = up(picked).mul(up(t.w)).neg();   // -w[t] * x[t]
-	at::Tensor tw = t.w.numel() ? up(t.w).sum() : at::zeros({}, self.options().dtype(at::kFloat));
+	at::Tensor loss = as_fp32(picked).mul(as_fp32(t.w)).neg();   // -w[t] * x[t]
+	at::Tensor tw = t.w.numel() ? as_fp32(t.w).sum() : at::zeros({}, self.options().dtype(at::kFloat));
 	at::Tensor r;
 	if (reduction == kReductionNone)
 		r = self.dim() == 1 ? loss.view({}) : loss;
@@ -153,10 +147,10 @@ at::Tensor &nll_loss_backward_out(const at::Tensor &grad, const at::Tensor &self
 		return declined;
 	NllTargets t = nll_targets(self, target, weight, ignore_index);
 	int64_t N = t.input2d.size(0);
-	at::Tensor c = up(grad).reshape({ reduction == kReductionNone ? N : 1 });
+	at::Tensor c = as_fp32(grad).reshape({ reduction == kReductionNone ? N : 1 });
 	if (reduction == kReductionMean)
-		c = c.div(up(total_weight).reshape({ 1 }));
-	at::Tensor vals = down(up(t.w).mul(c.neg()), self.scalar_type());
+		c = c.div(as_fp32(total_weight).reshape({ 1 }));
+	at::Tensor vals = down(as_fp32(t.w).mul(c.neg()), self.scalar_type());
 	at::Tensor gi = at::zeros(t.input2d.sizes(), self.options());
 	if (N > 0)
 		gi = gi.scatter(1, t.safe.unsqueeze(1), vals.view({ N, 1 }));
@@ -178,7 +172,7 @@ at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &in
 	at::Tensor idx = indices.reshape({ -1 }).to(at::kLong);
 	TORCH_CHECK(grad.numel() == idx.numel() * D, "embedding_dense_backward: grad ", grad.sizes(),
 		    " does not match indices ", indices.sizes());
-	at::Tensor g = up(grad).reshape({ idx.numel(), D });
+	at::Tensor g = as_fp32(grad).reshape({ idx.numel(), D });
 	if (padding_idx >= 0 || scale_grad_by_freq) {
 		at::Tensor scale = at::ones({ idx.numel() }, g.options());
 		if (scale_grad_by_freq) {
@@ -223,14 +217,14 @@ at::Tensor &threshold_backward_out(const at::Tensor &g, const at::Tensor &x, con
 // tanh: g (1 - y^2); sigmoid: g (1 - y) y (y the forward's output)
 at::Tensor tanh_bwd(const at::Tensor &g, const at::Tensor &y)
 {
-	at::Tensor yf = up(y);
-	return down(up(g).mul(yf.mul(yf).neg().add(1.0)), g.scalar_type());
+	at::Tensor yf = as_fp32(y);
+	return down(as_fp32(g).mul(yf.mul(yf).neg().add(1.0)), g.scalar_type());
 }
 
 at::Tensor sigmoid_bwd(const at::Tensor &g, const at::Tensor &y)
 {
-	at::Tensor yf = up(y);
-	return down(up(g).mul(yf.neg().add(1.0)).mul(yf), g.scalar_type());
+	at::Tensor yf = as_fp32(y);
+	return down(as_fp32(g).mul(yf.neg().add(1.0)).mul(yf), g.scalar_type());
 }
 
 at::Tensor tanh_backward(const at::Tensor &g, const at::Tensor &y)
@@ -262,7 +256,7 @@ at::Tensor &sigmoid_backward_out(const at::Tensor &g, const at::Tensor &y, at::T
 //   tanh: 0.5 (1 + t) + 0.5 x (1 - t^2) beta (1 + 3 kappa x^2), t = tanh(beta (x + kappa x^3))
 at::Tensor gelu_bwd(const at::Tensor &g, const at::Tensor &x, c10::string_view approximate)
 {
-	at::Tensor xf = up(x), d;
+	at::Tensor xf = as_fp32(x), d;
 	if (approximate == "tanh") {
 		const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
 		at::Tensor x2 = xf.mul(xf);
@@ -275,7 +269,7 @@ at::Tensor gelu_bwd(const at::Tensor &g, const at::Tensor &x, c10::string_view a
 		at::Tensor pdf = xf.mul(xf).mul(-0.5).exp().mul(M_2_SQRTPI * M_SQRT1_2 * 0.5);
 		d = cdf.add(xf.mul(pdf));
 	}
-	return down(up(g).mul(d), g.scalar_type());
+	return down(as_fp32(g).mul(d), g.scalar_type());
 }
 
 bool gelu_ok(const at::Tensor &g, const at::Tensor &x, c10::string_view approximate)
@@ -315,12 +309,12 @@ layer_norm_backward(const at::Tensor &g, const at::Tensor &x, at::IntArrayRef sh
 	if (!ok)
 		return declined;
 	int64_t M = x.numel() / N;
-	at::Tensor g2 = up(g).reshape({ M, N }), x2 = up(x).reshape({ M, N });
-	at::Tensor mu = up(mean).reshape({ M, 1 }), rs = up(rstd).reshape({ M, 1 });
+	at::Tensor g2 = as_fp32(g).reshape({ M, N }), x2 = as_fp32(x).reshape({ M, N });
+	at::Tensor mu = as_fp32(mean).reshape({ M, 1 }), rs = as_fp32(rstd).reshape({ M, 1 });
 	at::Tensor xhat = x2.sub(mu).mul(rs);
 	at::Tensor dx, dw, db;
 	if (mask[0]) {
-		at::Tensor gx = has_w ? g2.mul(up(*w).reshape({ N })) : g2;
+		at::Tensor gx = has_w ? g2.mul(as_fp32(*w).reshape({ N })) : g2;
 		at::Tensor a = gx.mean(1, true), c = gx.mul(xhat).mean(1, true);
 		dx = down(gx.sub(a).sub(xhat.mul(c)).mul(rs).view(x.sizes()), x.scalar_type());
 	}
@@ -348,7 +342,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout(const at::Tensor &x, double p,
 	at::Tensor u = at::empty(x.sizes(), x.options().dtype(at::kFloat));
 	u.uniform_(0.0, 1.0);
 	at::Tensor keep = u.lt(1.0 - p);
-	at::Tensor out = down(up(x).mul(keep.to(at::kFloat)).mul(1.0 / (1.0 - p)), x.scalar_type());
+	at::Tensor out = down(as_fp32(x).mul(keep.to(at::kFloat)).mul(1.0 / (1.0 - p)), x.scalar_type());
 	return { out, keep };
 }
 
@@ -356,7 +350,7 @@ at::Tensor native_dropout_backward(const at::Tensor &g, const at::Tensor &mask, 
 {
 	if (!is_float_neuron(g) || !mask.is_privateuseone() || mask.sizes() != g.sizes())
 		return declined;
-	return down(up(g).mul(mask.to(at::kFloat)).mul(scale), g.scalar_type());
+	return down(as_fp32(g).mul(mask.to(at::kFloat)).mul(scale), g.scalar_type());
 }
 
 // self = draws < p, as self's dtype (a Bernoulli(p) sample per element)

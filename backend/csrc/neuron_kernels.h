@@ -109,6 +109,12 @@ inline bool is_float_neuron(const at::Tensor &t)
 at::Tensor materialize(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
 // ... or undefined when the copy kernels do not cover the cast (the caller declines)
 at::Tensor prepared(const at::Tensor &t, at::IntArrayRef sizes, at::ScalarType dtype);
+// t at fp32 (a cast program for bf16 / fp16; t itself when fp32): where
+// composite kernels compute, as the CPU's accumulate type
+inline at::Tensor as_fp32(const at::Tensor &t)
+{
+	return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
+}
 
 // a wrapped Python number (0-dim CPU tensor) as a 0-dim `t` tensor on like's
 // device: copied over, or -- while a graph is captured, where a host write

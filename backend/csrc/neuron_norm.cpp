@@ -38,11 +38,6 @@ namespace {
 
 using Tensor3 = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 
-at::Tensor up(const at::Tensor &t)
-{
-	return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
-}
-
 bool opt_ok(const std::optional<at::Tensor> &t, int64_t C)
 {
 	return !t || !t->defined() || (is_float_neuron(*t) && t->numel() == C);
@@ -62,7 +57,7 @@ at::Tensor ncs(const at::Tensor &x)
 // per-channel [C] vector as [1, C, 1]
 at::Tensor chan(const at::Tensor &v)
 {
-	return up(v).reshape({ 1, -1, 1 });
+	return as_fp32(v).reshape({ 1, -1, 1 });
 }
 
 // CPU's dtype for the saved statistics: fp32 when the input and the
@@ -89,11 +84,11 @@ bool bn_covered(const at::Tensor &x, const std::optional<at::Tensor> &w, const s
 at::Tensor bn_apply(const at::Tensor &x, const at::Tensor &mean, const at::Tensor &invstd,
 		    const std::optional<at::Tensor> &w, const std::optional<at::Tensor> &b)
 {
-	at::Tensor scale = opt(w) ? invstd.mul(up(*w)) : invstd;
+	at::Tensor scale = opt(w) ? invstd.mul(as_fp32(*w)) : invstd;
 	at::Tensor shift = mean.mul(scale).neg();
 	if (opt(b))
-		shift = shift.add(up(*b));
-	at::Tensor y = up(ncs(x)).mul(chan(scale)).add(chan(shift));
+		shift = shift.add(as_fp32(*b));
+	at::Tensor y = as_fp32(ncs(x)).mul(chan(scale)).add(chan(shift));
 	return y.to(x.scalar_type()).view(x.sizes());
 }
 
@@ -105,11 +100,11 @@ Tensor3 bn_forward(const at::Tensor &x, const std::optional<at::Tensor> &w, cons
 	if (!training) {
 		TORCH_CHECK(opt(rm) && opt(rv), "neuron: batch_norm: running_mean and running_var must be defined in "
 			    "evaluation mode");
-		at::Tensor invstd = up(*rv).add(eps).rsqrt();
-		at::Tensor y = bn_apply(x, up(*rm), invstd, w, b);
+		at::Tensor invstd = as_fp32(*rv).add(eps).rsqrt();
+		at::Tensor y = bn_apply(x, as_fp32(*rm), invstd, w, b);
 		return { y, at::empty({ 0 }, x.options().dtype(sdt)), at::empty({ 0 }, x.options().dtype(sdt)) };
 	}
-	at::Tensor x3 = up(ncs(x));
+	at::Tensor x3 = as_fp32(ncs(x));
 	int64_t n = x3.size(0) * x3.size(2);
 	at::Tensor mean = x3.sum({ 0, 2 }).div((double)n);
 	at::Tensor xc = x3.sub(chan(mean));
@@ -199,19 +194,19 @@ Tensor3 bn_backward(const at::Tensor &g, const at::Tensor &x, const std::optiona
 	if (train) {
 		if (!opt(save_mean) || !opt(save_invstd) || !opt_ok(save_mean, C) || !opt_ok(save_invstd, C))
 			return declined;
-		mean = up(*save_mean);
-		invstd = up(*save_invstd);
+		mean = as_fp32(*save_mean);
+		invstd = as_fp32(*save_invstd);
 	} else {
 		TORCH_CHECK(opt(rm) && opt(rv), "neuron: batch_norm backward in evaluation mode needs the running "
 			    "statistics");
-		mean = up(*rm);
-		invstd = up(*rv).add(eps).rsqrt();
+		mean = as_fp32(*rm);
+		invstd = as_fp32(*rv).add(eps).rsqrt();
 	}
-	at::Tensor g3 = up(ncs(g)), x3 = up(ncs(x));
+	at::Tensor g3 = as_fp32(ncs(g)), x3 = as_fp32(ncs(x));
 	at::Tensor xhat = x3.sub(chan(mean)).mul(chan(invstd));
 	at::Tensor sum_g = g3.sum({ 0, 2 });
 	at::Tensor sum_gx = g3.mul(xhat).sum({ 0, 2 });
-	at::Tensor wv = opt(w) ? up(*w) : at::ones({ C }, x3.options());
+	at::Tensor wv = opt(w) ? as_fp32(*w) : at::ones({ C }, x3.options());
 	at::Tensor dx, dw, db;
 	if (mask[0]) {
 		at::Tensor k = wv.mul(invstd);
@@ -244,12 +239,12 @@ Tensor3 gn_backward(const at::Tensor &g, const at::Tensor &x, const at::Tensor &
 	    mean.numel() != N * group || rstd.numel() != N * group || !opt_ok(w, C))
 		return declined;
 	int64_t D = C / group;
-	at::Tensor x4 = up(x).reshape({ N, group, D, HxW }), g4 = up(g).reshape({ N, group, D, HxW });
-	at::Tensor mu = up(mean).reshape({ N, group, 1, 1 }), rs = up(rstd).reshape({ N, group, 1, 1 });
+	at::Tensor x4 = as_fp32(x).reshape({ N, group, D, HxW }), g4 = as_fp32(g).reshape({ N, group, D, HxW });
+	at::Tensor mu = as_fp32(mean).reshape({ N, group, 1, 1 }), rs = as_fp32(rstd).reshape({ N, group, 1, 1 });
 	at::Tensor xhat = x4.sub(mu).mul(rs);
 	at::Tensor dx, dw, db;
 	if (mask[0]) {
-		at::Tensor gw = opt(w) ? g4.mul(up(*w).reshape({ 1, group, D, 1 })) : g4;
+		at::Tensor gw = opt(w) ? g4.mul(as_fp32(*w).reshape({ 1, group, D, 1 })) : g4;
 		double m = (double)(D * HxW);
 		at::Tensor a = gw.sum({ 2, 3 }, true).div(m);
 		at::Tensor c = gw.mul(xhat).sum({ 2, 3 }, true).div(m);
@@ -279,7 +274,7 @@ std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor &x, at::
 	for (int64_t d : dims)
 		n *= x.dim() ? x.size(at::maybe_wrap_dim(d, x.dim())) : 1;
 	double corr = correction ? correction->toDouble() : 1.0;
-	at::Tensor xf = up(x);
+	at::Tensor xf = as_fp32(x);
 	if (x.dim() == 0)
 		xf = xf.reshape({ 1 });
 	at::Tensor mean = xf.sum(dims, true).div((double)n);
@@ -304,7 +299,7 @@ at::Tensor mse_loss(const at::Tensor &x, const at::Tensor &t, int64_t reduction)
 	    reduction < 0 || reduction > 2)
 		return declined;
 	at::ScalarType rt = at::result_type(x, t);
-	at::Tensor d = up(x).sub(up(t));
+	at::Tensor d = as_fp32(x).sub(as_fp32(t));
 	at::Tensor sq = d.mul(d);
 	if (reduction == 0)
 		return sq.to(rt);
@@ -318,7 +313,7 @@ at::Tensor mse_loss_backward(const at::Tensor &g, const at::Tensor &x, const at:
 	    reduction < 0 || reduction > 2)
 		return declined;
 	double k = reduction == 1 ? 2.0 / (double)std::max<int64_t>(x.numel(), 1) : 2.0;
-	at::Tensor r = up(x).sub(up(t)).mul(k).mul(up(g));
+	at::Tensor r = as_fp32(x).sub(as_fp32(t)).mul(k).mul(as_fp32(g));
 	return r.to(x.scalar_type());
 }
 

@@ -8,6 +8,7 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/stack.h>
 #include <limits>
 #include <ATen/ops/cumsum_ops.h>
 #include <ATen/ops/empty.h>
@@ -198,7 +199,8 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> gpsimd_topk(const at::Tensor &
 	// int64 whose values all fit int32 (ids, counts, positions) rank the
 	// same as their int32 copy; the values then come from the int64 rows
 	if (self.scalar_type() == at::kLong) {
-		if (self.min().item().toLong() < INT32_MIN || self.max().item().toLong() > INT32_MAX)
+		at::Tensor range = at::stack({ self.min(), self.max() }).cpu();   // one read
+		if (range[0].item<int64_t>() < INT32_MIN || range[1].item<int64_t>() > INT32_MAX)
 			return std::nullopt;
 		auto r = gpsimd_topk(self.to(at::kInt), k, dim, largest, sorted, sort);
 		if (r)
