@@ -200,7 +200,7 @@ static DM_HOT void dm_act_row_f32_clones(int func, float *x, float scale, float 
 {
 	switch (func) {
 	case ISA_ACT_identity:   ACT_LOOP(v) break;
-	case ISA_ACT_relu:       ACT_LOOP(v > 0.0f ? v : 0.0f) break;
+	case ISA_ACT_relu:       ACT_LOOP(v < 0.0f ? 0.0f : v) break;
 	case ISA_ACT_exp:        ACT_LOOP(dm_expf(v)) break;
 	case ISA_ACT_silu:       ACT_LOOP(v / (1.0f + dm_expf(-v))) break;
 	case ISA_ACT_sigmoid:    ACT_LOOP(1.0f / (1.0f + dm_expf(-v))) break;
@@ -222,8 +222,11 @@ float dm_act_f32(int func, float x)
 {
 	switch (func) {
 	case ISA_ACT_identity:      return x;
-	case ISA_ACT_relu:          return x > 0.0f ? x : 0.0f;
-	case ISA_ACT_gelu:          return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+	/* NaN passes through relu as through CPU PyTorch's clamp_min */
+	case ISA_ACT_relu:          return x < 0.0f ? 0.0f : x;
+	/* CPU PyTorch's vectorized GELU gives NaN at both infinities (its erf
+	 * polynomial overflows at +inf; -inf * 0 at -inf); we match it */
+	case ISA_ACT_gelu:          return isinf(x) ? NAN : 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
 	case ISA_ACT_gelu_tanh: {
 		float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
 		return 0.5f * x * (1.0f + tanhf(u));

@@ -80,10 +80,11 @@ std::pair<at::Tensor, at::Tensor> i64_divmod_const(const at::Tensor &a0, int32_t
 	return { quot, rem };
 }
 
-// floor(x) of a float tensor: x - (x mod 1) (VectorE's floored mod)
+// floor(x) of a float tensor: x - (x mod 1) (VectorE's floored mod); an
+// infinity's mod is NaN, and floor(+-inf) is the infinity itself
 at::Tensor float_floor(const at::Tensor &x)
 {
-	return x.sub(x.remainder(1));
+	return at::where(x.abs().eq(INFINITY), x, x.sub(x.remainder(1)));
 }
 
 // PyTorch's div_floor for floats: mod = a mod b (floored), div = (a - mod)
