@@ -10,7 +10,6 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_cpu_dispatch.h>
 #include <ATen/ops/resize_native.h>
-#include <ATen/ops/set_cpu_dispatch.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_native.h>
@@ -56,10 +55,34 @@ at::Tensor as_strided(const at::Tensor &self, c10::SymIntArrayRef size, c10::Sym
 	return at::cpu::as_strided_symint(self, size, stride, offset);
 }
 
+// Sizes (and strides) set as the CPU sets them; a storage that must grow is
+// grown by the device allocator, which keeps the old bytes with a device
+// copy.  The CPU's resize_bytes_cpu memcpy's them on the host, from a
+// simulated HBM address: a SIGSEGV for resize_, set_ past the storage and
+// every out= of the wrong size.
+void resize_impl(at::TensorImpl *self, at::IntArrayRef size, at::OptionalIntArrayRef stride)
+{
+	at::native::resize_impl_cpu_(self, size, stride, /*resize_storage=*/false);
+	if (self->numel() == 0)   // no bytes needed, whatever the offset (as the CPU)
+		return;
+	size_t need = at::detail::computeStorageNbytes(self->sizes(), self->strides(), self->dtype().itemsize(),
+						       self->storage_offset());
+	const c10::Storage &storage = self->unsafe_storage();
+	if (need <= storage.nbytes())
+		return;
+	TORCH_CHECK(storage.resizable(), "Trying to resize storage that is not resizable");
+	resize_storage(storage, need);
+}
+
 const at::Tensor &resize_(const at::Tensor &self, c10::SymIntArrayRef size,
 			  std::optional<at::MemoryFormat> fmt)
 {
-	return at::native::resize_(self, C10_AS_INTARRAYREF_SLOW(size), fmt);
+	resize_impl(self.unsafeGetTensorImpl(), C10_AS_INTARRAYREF_SLOW(size), std::nullopt);
+	if (fmt) {
+		TORCH_CHECK(*fmt != at::MemoryFormat::Preserve, "Unsupported memory format", *fmt);
+		self.unsafeGetTensorImpl()->empty_tensor_restride(*fmt);
+	}
+	return self;
 }
 
 at::Tensor reshape_alias(const at::Tensor &self, c10::SymIntArrayRef size, c10::SymIntArrayRef stride)
@@ -97,7 +120,11 @@ at::Tensor &set_storage(at::Tensor &self, at::Storage src)
 at::Tensor &set_storage_offset(at::Tensor &self, at::Storage src, int64_t offset, at::IntArrayRef size,
 			       at::IntArrayRef stride)
 {
-	return at::cpu::set_(self, src, offset, size, stride);
+	at::native::checkSetStorage(self, std::move(src), offset, size, stride);
+	self.unsafeGetTensorImpl()->set_storage_offset(offset);
+	resize_impl(self.unsafeGetTensorImpl(), size,
+		    stride.data() ? at::OptionalIntArrayRef(stride) : at::OptionalIntArrayRef());
+	return self;
 }
 
 // Tensor.record_stream (FSDP2 marks its all-gather outputs this way): a

@@ -4,6 +4,7 @@ activations, indices past 2^32, storages that grow, overlapping outputs,
 a forked child.  Each case failed (wrong value, crash or wrong error) on
 4b2368c; each compares with CPU PyTorch."""
 import math
+import warnings
 
 import pytest
 import torch
@@ -78,3 +79,48 @@ def test_relu_nan_compiled():
     x = SPECIAL.clone()
     got = torch.compile(f, backend="neuron")(x.to(NEURON)).cpu()
     torch.testing.assert_close(got, f(x), equal_nan=True)
+
+
+# ------------------------------------------------------ storages that grow
+
+def test_resize_grows_and_keeps_values():
+    """resize_ ran the CPU implementation, which memcpy's the old bytes from
+    a simulated HBM address on the host: SIGSEGV."""
+    a = torch.arange(2.0, device=NEURON)
+    a.resize_(9)
+    assert a.shape == (9,)
+    assert a.cpu()[:2].tolist() == [0.0, 1.0]
+    a.resize_(3, 4)
+    assert a.shape == (3, 4) and a.cpu().view(-1)[:2].tolist() == [0.0, 1.0]
+    z = torch.zeros(1, 2, 3, 4, device=NEURON)
+    z.resize_(2, 3, 4, 5, memory_format=torch.channels_last)
+    assert z.stride() == torch.empty(2, 3, 4, 5).resize_(2, 3, 4, 5, memory_format=torch.channels_last).stride()
+
+
+@pytest.mark.parametrize("name,fn,args", [
+    ("add", torch.add, ((5,), (5,))),
+    ("mul", torch.mul, ((5,), (5,))),
+    ("mm", torch.mm, ((3, 4), (4, 5))),
+    ("exp", torch.exp, ((6,),)),
+    ("sum", lambda x, out: torch.sum(x, 0, out=out), ((6, 4),)),
+])
+def test_out_of_the_wrong_size(name, fn, args):
+    """An out= smaller than the result is resized."""
+    g = torch.Generator().manual_seed(1)
+    xs = [torch.randn(*s, generator=g) for s in args]
+    want = torch.zeros(1)
+    got = torch.zeros(1, device=NEURON)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # "An output with one or more elements was resized"
+        fn(*xs, out=want)
+        fn(*[x.to(NEURON) for x in xs], out=got)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_set_past_the_storage():
+    x = torch.zeros(2, device=NEURON)
+    x.set_(torch.arange(3.0, device=NEURON).untyped_storage(), 0, (10,), (1,))
+    assert x.shape == (10,) and x.untyped_storage().nbytes() == 40
+    assert x.cpu()[:3].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="invalid storage offset"):
+        x.set_(x.untyped_storage(), -1, (2,), (1,))
