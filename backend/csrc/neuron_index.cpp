@@ -52,6 +52,34 @@ bool native_fill(const at::Tensor &self, const at::Scalar &v)
 	return true;
 }
 
+void check_index_on_host(const IndexCheck &c)
+{
+	at::Tensor idx = c.index.reshape({ -1 }).to(at::kCPU, at::kLong);
+	const int64_t *v = idx.const_data_ptr<int64_t>();
+	for (int64_t i = 0; i < idx.numel(); i++) {
+		int64_t x = v[i];
+		if (x < c.size && (x >= 0 || (c.wrap && x >= -c.size)))
+			continue;
+		switch (c.kind) {
+		case IndexWording::InSelf:
+			TORCH_CHECK_INDEX(false, "index out of range in self");
+		case IndexWording::Bounds:
+			TORCH_CHECK_INDEX(false, "index ", x, " is out of bounds for dimension ", c.dim, " with size ", c.size);
+		case IndexWording::BoundsRuntime:
+			TORCH_CHECK(false, "index ", x, " is out of bounds for dimension ", c.dim, " with size ", c.size);
+		case IndexWording::CopyBounds:
+			TORCH_CHECK_INDEX(false, "index_copy_(): index ", x, " is out of bounds for dimension ", c.dim,
+					  " with size ", c.size);
+		}
+	}
+}
+
+at::Tensor outside_faults(const at::Tensor &flat, const at::Tensor &index, int64_t size)
+{
+	at::Tensor bad = index.lt(0).bitwise_or(index.ge(size));
+	return at::where(bad, at::full({}, -1, flat.options()), flat);
+}
+
 namespace {
 
 // The gather (index_select) or scatter (index_copy) program moving whole
@@ -93,6 +121,27 @@ at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Te
 		return out;
 	}
 	return declined;
+}
+
+// index_select (and embedding, which is made of it): CPU PyTorch's
+// "index out of range in self" for an index outside the rows
+at::Tensor index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
+{
+	return index_faults([&] { return neuron_index_select(self, dim, index); },
+			    { { index, 0, self.dim() ? self.size(at::maybe_wrap_dim(dim, self.dim())) : 1, false,
+				IndexWording::InSelf } });
+}
+
+// the checks of advanced indexing: index i on dim i, negative from the end
+std::vector<IndexCheck> advanced_checks(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+{
+	std::vector<IndexCheck> checks;
+	for (size_t i = 0; i < indices.size() && (int64_t)i < self.dim(); i++) {
+		const std::optional<at::Tensor> &t = indices.get(i);
+		if (t && t->defined() && (t->scalar_type() == at::kLong || t->scalar_type() == at::kInt))
+			checks.push_back({ *t, (int64_t)i, self.size((int64_t)i), true, IndexWording::Bounds });
+	}
+	return checks;
 }
 
 // cat: one DMA copy per input into its slice of the result
@@ -194,9 +243,11 @@ at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, 
 		int64_t cols = x.size(-1), j = idx.size(-1), rows = idx.numel() / j;
 		at::Tensor base = at::empty({ rows, 1 }, index.options());
 		at::_ops::arange_start_out::call(0, rows * cols, cols, base);
-		at::Tensor flat = materialize(idx, idx.sizes(), at::kLong).view({ rows, j }).add(base.view({ rows, 1 }));
+		at::Tensor along = materialize(idx, idx.sizes(), at::kLong).view({ rows, j });
+		at::Tensor flat = outside_faults(along.add(base.view({ rows, 1 })), along, cols);
 		at::Tensor xs = materialize(x, x.sizes(), self.scalar_type()).view({ -1 });
-		at::Tensor out = neuron_index_select(xs, 0, flat.view({ -1 }));
+		at::Tensor out = index_faults([&] { return neuron_index_select(xs, 0, flat.view({ -1 })); },
+					      { { index, dim, self.size(dim), false, IndexWording::BoundsRuntime } });
 		std::vector<int64_t> osz = idx.sizes().vec();
 		return out.view(osz).movedim(-1, dim).contiguous();
 	}
@@ -239,7 +290,9 @@ bool rows_into(const at::Tensor &self, int64_t dim, const at::Tensor &index, con
 at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
 			   at::Tensor &out)
 {
-	if (rows_into(self, dim, index, source, out, false, "aten::index_copy"))
+	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	if (index_faults([&] { return rows_into(self, dim, index, source, out, false, "aten::index_copy"); },
+			 { { index, d, self.dim() ? self.size(d) : 1, false, IndexWording::CopyBounds } }))
 		return out;
 	return declined;
 }
@@ -283,6 +336,7 @@ bool flat_rows(const at::Tensor &self, const c10::List<std::optional<at::Tensor>
 		t = at::where(t.lt(0), t.add(self.size(d)), t);
 		at::Tensor term = below == 1 ? t : i64_mul_scalar(t, (int32_t)below);
 		flat = flat.defined() ? flat.add(term) : term;
+		flat = outside_faults(flat, t, self.size(d));   // x[0, 5] of a 5 x 4 is not x[1, 1]
 		below *= self.size(d);
 	}
 	return true;
@@ -337,7 +391,7 @@ at::Tensor index_front(const at::Tensor &self, const c10::List<std::optional<at:
 	return {};
 }
 
-at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+at::Tensor index_tensor_impl(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
 {
 	at::Tensor r = index_front(self, indices);
 	if (r.defined())
@@ -360,6 +414,11 @@ at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at
 	return declined;
 }
 
+at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+{
+	return index_faults([&] { return index_tensor_impl(self, indices); }, advanced_checks(self, indices));
+}
+
 // self[i0, ..., ik-1] = values (or += with accumulate, float and 32-bit-or-
 // narrower integer types): the indexed rows are written by a scatter DMA
 // into self in place (index_copy's kernel; scatter_add for accumulate)
@@ -369,8 +428,8 @@ bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>
 // indices on other than the leading dims (scores[:, eos] = 0): on a copy of
 // self with those dims first, the values brought to that layout, then
 // copied back
-at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
-			   const at::Tensor &values0, bool accumulate, bool unsafe)
+at::Tensor &index_put_front_or_permuted(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
+					const at::Tensor &values0, bool accumulate)
 {
 	at::Tensor values = values0;
 	if (values.dim() == 0 && values.is_cpu() && self.is_privateuseone())
@@ -408,6 +467,13 @@ at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::T
 		inv[perm[i]] = (int64_t)i;
 	TORCH_CHECK(native_copy(self, t.permute(inv)), "neuron: index_put copy back");
 	return self;
+}
+
+at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
+			   const at::Tensor &values, bool accumulate, bool unsafe)
+{
+	return index_faults([&]() -> at::Tensor & { return index_put_front_or_permuted(self, indices, values, accumulate); },
+			    advanced_checks(self, indices));
 }
 
 bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices, const at::Tensor &values,

@@ -68,6 +68,48 @@ void run_program(const Program &prog, int dev, const char *op, std::initializer_
 void run_program(const Program &prog, int dev, const char *op, const std::vector<Binding> &in,
 		 const std::vector<Binding> &out);
 
+// A program's run faulted on an out-of-bounds access: an index (DMA
+// gather / scatter row) outside its table.  Python sees an IndexError; the
+// index ops turn it into CPU PyTorch's own error (index_faults).
+struct OutOfBoundsFault : c10::IndexError {
+	using c10::IndexError::IndexError;
+};
+
+// How CPU PyTorch words an index outside [-size, size) (or [0, size)).
+enum class IndexWording {
+	InSelf,         // IndexError "index out of range in self" (index_select, embedding)
+	Bounds,         // IndexError "index i is out of bounds for dimension d with size s"
+	BoundsRuntime,  // the same words as a RuntimeError (gather, scatter, index_add)
+	CopyBounds,     // IndexError "index_copy_(): index i is out of bounds ..."
+};
+// One index tensor of an op, what it indexes and how its faults read.
+struct IndexCheck {
+	at::Tensor index;
+	int64_t dim, size;
+	bool wrap;          // negative values count from the end (advanced indexing)
+	IndexWording kind;
+};
+// Throws CPU PyTorch's error for the first index of `c` outside its range
+// (the index read to the host: an error path only); returns when all are in.
+void check_index_on_host(const IndexCheck &c);
+// Runs f(); a device fault is raised as CPU PyTorch raises it for the first
+// bad index among `checks`.
+template <class F>
+auto index_faults(F &&f, const std::vector<IndexCheck> &checks) -> decltype(f())
+{
+	try {
+		return f();
+	} catch (const OutOfBoundsFault &) {
+		for (const IndexCheck &c : checks)
+			check_index_on_host(c);
+		throw;
+	}
+}
+
+// flat positions with their index outside [0, size) made -1: a row outside
+// every table (a device fault), never another element (neuron_index.cpp)
+at::Tensor outside_faults(const at::Tensor &flat, const at::Tensor &index, int64_t size);
+
 // The bytes a loaded program was made from (nullptr if unknown): what the
 // graph compiler links (neuron_graph.cpp).
 std::shared_ptr<const std::vector<uint8_t>> program_image(const nsim_model *m);

@@ -263,7 +263,12 @@ void run_program(const Program &prog, int dev, const char *op, const std::vector
 		std::lock_guard<std::mutex> g(g_exec_lock);
 		// the stream already charges the launch overhead (launch_overhead_ps)
 		nsim_exec_options opt = { op, next_program_start_ps(dev), 0 };
-		check_status(nsim_execute_ex(m, sets[0].get(), sets[1].get(), &opt), "program execution");
+		nsim_status st = nsim_execute_ex(m, sets[0].get(), sets[1].get(), &opt);
+		if (st == NSIM_EXEC_OOB)
+			throw OutOfBoundsFault({ __func__, __FILE__, __LINE__ },
+					       std::string("neuron: ") + op + ": index out of range (" +
+						       nsim_last_error() + ")");
+		check_status(st, "program execution");
 		nsim_model_stats(m, &stats);
 	}
 	charge_program(dev, stats, op);

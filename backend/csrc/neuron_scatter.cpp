@@ -67,21 +67,19 @@ bool scatter_elements(at::Tensor &out, int64_t dim, const at::Tensor &index, con
 		r = r.view(shape);
 		flat = flat.defined() ? flat.add(r) : r;
 	}
-	at::Tensor along = materialize(index, index.sizes(), at::kLong);
-	// an index outside [0, size(dim)) must not land on another element: it
-	// becomes position numel, which the DMA rejects (a runtime fault)
-	at::Tensor bad = along.lt(0).bitwise_or(along.ge(out.size(dim)));
-	if (out.stride(dim) != 1)
-		along = i64_mul_scalar(along, (int32_t)out.stride(dim));
+	at::Tensor value = materialize(index, index.sizes(), at::kLong);
+	at::Tensor along = out.stride(dim) != 1 ? i64_mul_scalar(value, (int32_t)out.stride(dim)) : value;
 	flat = flat.defined() ? along.add(flat) : along;
 	flat = materialize(flat, index.sizes(), at::kLong);
-	flat = at::where(bad, at::full({}, out.numel(), flat.options()), flat).view({ -1 });
+	// an index outside [0, size(dim)) must not land on another element
+	flat = outside_faults(flat, value, out.size(dim)).view({ -1 });
 	at::Tensor s = src;
 	for (int64_t d = 0; d < index.dim(); d++)
 		s = s.narrow(d, 0, index.size(d));
 	s = materialize(s, s.sizes(), out.scalar_type()).view({ -1, 1 });
 	at::Tensor table = out.view({ -1, 1 });
-	return rows_write_dim(table, 0, flat, s, accumulate, opname);
+	return index_faults([&] { return rows_write_dim(table, 0, flat, s, accumulate, opname); },
+			    { { index, dim, out.size(dim), false, IndexWording::BoundsRuntime } });
 }
 
 bool covered(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor *src, bool accumulate)
@@ -180,7 +178,8 @@ at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor 
 		at::Tensor dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
 		if (!dst.is_same(self))
 			TORCH_CHECK(native_copy(dst, self), "neuron: index_add copy");
-		if (rows_write_dim(dst, d, index, src, true, "aten::index_add")) {
+		if (index_faults([&] { return rows_write_dim(dst, d, index, src, true, "aten::index_add"); },
+				 { { index, d, self.size(d), false, IndexWording::BoundsRuntime } })) {
 			if (!dst.is_same(out))
 				TORCH_CHECK(native_copy(out, dst), "neuron: index_add copy back");
 			return out;

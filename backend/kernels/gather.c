@@ -4,7 +4,7 @@
  *
  *   nk_gather_program: out[o, j, :] = table[o, index[j], :] (index_select,
  *   embedding) -- indices go into an SBUF column, 128 at a time (int64 ones
- *   as the low words of their int32 pairs), then one indirect DMA per outer
+ *   as their low words, -1 where the high word is not 0), then one indirect DMA per outer
  *   slab moves whole rows HBM to HBM; an index outside the table is a
  *   runtime fault (a Python exception), never an out-of-bounds access.
  *
@@ -26,6 +26,31 @@ static isa_status dma_issue(isa_program *p, int engine, isa_ap dst, isa_ap src, 
 	if (d < 0)
 		return diag->code;
 	return isa_builder_dma_copy(p, engine, (uint32_t)d, queue, sem, 1);
+}
+
+/*
+ * Tile t of the index (r values from j0) into the SBUF column of slot
+ * t % 2, ready for GpSimd's indirect DMAs (GpSimd waits for it).  An int64
+ * index is loaded as its (low, high) int32 pair and GpSimd folds the high
+ * word in: lo | -(hi != 0), so any index outside [0, 2^31) -- 2^32 + 1,
+ * a negative one -- is a negative row, outside every table: a fault,
+ * never the row its low word names.
+ */
+static isa_status load_index(isa_program *p, int ti, uint64_t t, uint32_t r, bool int64, isa_diag *diag)
+{
+	unsigned slot = (unsigned)(t % 2), iw = int64 ? 2 : 1;
+	isa_ap col = isa_ap_sbuf(ISA_DT_int32, 0, r, slot * 4, 1);
+	isa_ap land = int64 ? isa_ap_sbuf(ISA_DT_int32, 0, r, 8 + slot * 8, 2) : col;
+	isa_status st = dma_issue(p, ISA_ENGINE_SYNC, land,
+				  isa_ap_hbm(ISA_DT_int32, (uint32_t)ti, t * P * iw * 4, r, iw, iw), NULL, 0, 0, diag);
+	if (st || (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, (uint32_t)t + 1)) || !int64)
+		return st;
+	isa_ap lo = isa_ap_sbuf(ISA_DT_int32, 0, r, 8 + slot * 8, 1);
+	isa_ap hi = isa_ap_sbuf(ISA_DT_int32, 0, r, 12 + slot * 8, 1);
+	if ((st = isa_builder_tensor_scalar(p, ISA_ENGINE_GPSIMD, hi, hi, ISA_ALU_not_equal, isa_imm_i32(0),
+					    ISA_ALU_multiply, isa_imm_i32(-1))))
+		return st;
+	return isa_builder_tensor_tensor(p, ISA_ENGINE_GPSIMD, col, lo, hi, ISA_ALU_bitwise_or);
 }
 
 isa_status nk_gather_program(int target, const nk_gather *gth, uint8_t **bin, size_t *len,
@@ -69,10 +94,7 @@ isa_status nk_gather_program(int target, const nk_gather *gth, uint8_t **bin, si
 		if (t >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 1,
 							 ISA_ALU_is_ge, (uint32_t)((t - 1) * gth->outer))))
 			goto free_program;
-		if ((st = dma_issue(p, ISA_ENGINE_SYNC, col,
-				    isa_ap_hbm(ISA_DT_int32, (uint32_t)ti, j0 * iw * 4, r, iw, 1), NULL, 0, 0,
-				    diag)) ||
-		    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, (uint32_t)t + 1)))
+		if ((st = load_index(p, ti, t, r, gth->index_int64, diag)))
 			goto free_program;
 		for (uint64_t o = 0; o < gth->outer; o++) {
 			isa_ap table = isa_ap_hbm(gth->dtype, (uint32_t)tt, o * gth->rows * gth->inner * esz,

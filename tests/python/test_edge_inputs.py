@@ -124,3 +124,62 @@ def test_set_past_the_storage():
     assert x.cpu()[:3].tolist() == [0.0, 1.0, 2.0]
     with pytest.raises(RuntimeError, match="invalid storage offset"):
         x.set_(x.untyped_storage(), -1, (2,), (1,))
+
+
+# ---------------------------------------------------------- index bounds
+
+def _table(dev):
+    return torch.arange(20.0).view(5, 4).to(dev)
+
+
+def _rows(bad):
+    return torch.tensor([1, bad])
+
+
+INDEX_OPS = {
+    "index_select": lambda d, i: _table(d).index_select(0, i.to(d)),
+    "embedding": lambda d, i: F.embedding(i.to(d), _table(d)),
+    "gather": lambda d, i: _table(d).gather(0, i.view(2, 1).expand(2, 4).contiguous().to(d)),
+    "getitem": lambda d, i: _table(d)[i.to(d)],
+    "getitem_2d": lambda d, i: _table(d)[torch.zeros(2, dtype=torch.long).to(d), i.to(d)],
+    "setitem": lambda d, i: _table(d).__setitem__(i.to(d), 2.0),
+    "index_put_": lambda d, i: _table(d).index_put_((i.to(d),), torch.ones(2, 4).to(d)),
+    "index_add_": lambda d, i: _table(d).index_add_(0, i.to(d), torch.ones(2, 4).to(d)),
+    "index_copy_": lambda d, i: _table(d).index_copy_(0, i.to(d), torch.ones(2, 4).to(d)),
+    "scatter_": lambda d, i: _table(d).scatter_(0, i.view(2, 1).expand(2, 4).contiguous().to(d),
+                                                torch.ones(2, 4).to(d)),
+    "scatter_add_": lambda d, i: _table(d).scatter_add_(0, i.view(2, 1).expand(2, 4).contiguous().to(d),
+                                                        torch.ones(2, 4).to(d)),
+}
+
+
+@pytest.mark.parametrize("bad", [4, 5, 7, 2**32, 2**32 + 1, 2**40 + 3, -1, -6, -2**32 + 1])
+@pytest.mark.parametrize("op", sorted(INDEX_OPS))
+def test_index_out_of_bounds_raises_as_cpu(op, bad):
+    """An int64 index of 2^32 and more used only its low word (index_select,
+    gather, t[idx] read the wrong row; index_put_ / index_add_ wrote it);
+    gather index 4 of a 4-column row read the next row's element; faults read
+    `NSIM_EXEC_OOB ... index[9] = 20`.  Now: CPU's value, or CPU's exception
+    type with CPU's message."""
+    fn = INDEX_OPS[op]
+    idx = _rows(bad)
+    try:
+        want = fn("cpu", idx)
+    except Exception as e:  # noqa: BLE001 -- the CPU's exception is the reference
+        with pytest.raises(type(e)) as got:
+            fn("neuron", idx)
+        assert type(got.value) is type(e)
+        assert str(got.value).splitlines()[0] == str(e).splitlines()[0]
+        return
+    got = fn("neuron", idx)
+    if want is not None:
+        torch.testing.assert_close(got.cpu(), want)
+
+
+def test_int32_indices_in_range_still_native():
+    t = torch.arange(20.0).view(5, 4)
+    i = torch.tensor([4, 0, 3], dtype=torch.int32)
+    torch_neuronsim.reset_stats()
+    got = t.to(NEURON).index_select(0, i.to(NEURON)).cpu()
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    torch.testing.assert_close(got, t.index_select(0, i))
