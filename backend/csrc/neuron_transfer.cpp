@@ -121,10 +121,37 @@ void poke_cpu(const at::Tensor &dst, const at::Tensor &src)
 namespace {
 
 // every direction: host<->device and device<->device, any strides, any dtypes
+// A copy where either side is a conjugate or negative view (complex
+// x.conj(), its imag): the values are the source's stored elements with
+// its bits applied, stored into dst through the inverse of dst's bits.
+// Through the host: counted when both sides are on the device.
+at::Tensor copy_with_view_bits(const at::Tensor &self, const at::Tensor &dst)
+{
+	at::Tensor raw = self.is_conj() ? self.conj() : self;   // conj() of a conj view clears the bit
+	raw = raw.is_neg() ? raw._neg_view() : raw;
+	at::Tensor v = raw.is_cpu() ? raw.clone() : read_to_cpu(raw, true);
+	if (self.is_conj() != dst.is_conj())
+		v = v.conj_physical();
+	if (self.is_neg() != dst.is_neg())
+		v = v.neg();
+	at::Tensor d = dst.is_conj() ? dst.conj() : dst;
+	d = d.is_neg() ? d._neg_view() : d;
+	if (d.is_cpu()) {
+		d.copy_(v);
+		return dst;
+	}
+	if (self.is_privateuseone())
+		count_fallback("aten::copy_");
+	write_from_cpu(d, v.to(d.scalar_type()), true);
+	return dst;
+}
+
 at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
 {
 	(void)non_blocking;
 	TORCH_CHECK(self.defined() && dst.defined(), "neuron: copy of an undefined tensor");
+	if (self.is_conj() || self.is_neg() || dst.is_conj() || dst.is_neg())
+		return copy_with_view_bits(self, dst);
 	if (self.is_cpu() && dst.is_privateuseone()) {
 		write_from_cpu(dst, self.to(dst.scalar_type()), true);
 	} else if (self.is_privateuseone() && dst.is_cpu()) {
@@ -145,7 +172,7 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 
 at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
 {
-	at::native::resize_(dst, self.sizes(), std::nullopt);
+	dst.resize_(self.sizes());   // the device's resize_ (the CPU's memcpy's device bytes)
 	return copy_from(self, dst, false);
 }
 
@@ -173,5 +200,22 @@ at::Tensor &zero(at::Tensor &self)
 }  // namespace
 
 NEURON_REGISTER_OPS(NEURON_OPS_TRANSFER)
+
+// _copy_from passes the conjugate and negative view bits down to
+// copy_from, which applies them.  Their generic fallback would resolve the
+// source with a clone, and a device clone copies through _copy_from again:
+// an endless recursion (a SIGSEGV in fft.ifft of a real input).  Only a
+// backend that routes copy_ through _copy_from (PrivateUse1, XLA) reaches it.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m)
+{
+	m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+	m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m)
+{
+	m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+	m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
 
 }  // namespace neuron

@@ -183,3 +183,36 @@ def test_int32_indices_in_range_still_native():
     got = t.to(NEURON).index_select(0, i.to(NEURON)).cpu()
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
     torch.testing.assert_close(got, t.index_select(0, i))
+
+
+# ------------------------------------------- conjugate views, fft of reals
+
+@pytest.mark.parametrize("name", ["ifft", "hfft", "ihfft", "hfft2", "hfftn", "ihfftn"])
+def test_fft_of_a_real_input(name):
+    """fft.ifft / hfft / ihfft of a real tensor: the CPU-fallback's complex
+    result is conjugated lazily, and copying a conjugate view through the
+    generic conjugate fallback recursed (clone -> copy_ -> _copy_from ->
+    clone ...) until the stack overflowed: SIGSEGV."""
+    x = torch.randn(5, 6, 7, generator=torch.Generator().manual_seed(3))
+    fn = getattr(torch.fft, name)
+    kw = dict(n=10, dim=1, norm="ortho") if not name.endswith(("2", "n")) else {}
+    torch.testing.assert_close(fn(x.to(NEURON), **kw).cpu(), fn(x, **kw), rtol=1e-4, atol=1e-4)
+
+
+def test_copies_of_conjugate_and_negative_views():
+    c = torch.randn(4, dtype=torch.cfloat, generator=torch.Generator().manual_seed(4))
+    d = c.to(NEURON)
+    assert torch.equal(d.conj().cpu(), c.conj())
+    assert torch.equal(d.conj().clone().cpu(), c.conj())
+    assert torch.equal(c.conj().to(NEURON).cpu(), c.conj())
+    assert torch.equal(d.conj().imag.cpu(), c.conj().imag)
+    e = torch.zeros(4, dtype=torch.cfloat, device=NEURON)
+    e.conj().copy_(c)
+    assert torch.equal(e.cpu(), c.conj())
+
+
+def test_cat_into_an_empty_out():
+    """_copy_from_and_resize ran the CPU resize_ (a host memcpy of device bytes)."""
+    o = torch.zeros(0, device=NEURON)
+    torch.cat([torch.zeros(0, device=NEURON), torch.ones(4, 6, device=NEURON)], 0, out=o)
+    assert o.shape == (4, 6) and torch.equal(o.cpu(), torch.ones(4, 6))
