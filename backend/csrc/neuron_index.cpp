@@ -14,6 +14,7 @@
 #include <ATen/ops/index_ops.h>
 #include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/nonzero_ops.h>
 #include <ATen/ops/result_type.h>
@@ -469,11 +470,44 @@ at::Tensor &index_put_front_or_permuted(at::Tensor &self, const c10::List<std::o
 	return self;
 }
 
+// An expanded self (an indexed dim of stride 0, a deprecated use that CPU
+// PyTorch still runs): every element of such a dim is one memory location,
+// so the writes land as through the view with the dim cut to one element
+// and each in-range index made 0 (the last write wins, as on the CPU); an
+// index out of range stays out of range of the cut dim, a fault, reported
+// against the full sizes.  Undefined when that does not cover self.
+at::Tensor put_through_expanded(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
+				const at::Tensor &values, bool accumulate)
+{
+	at::Tensor v = self;
+	c10::List<std::optional<at::Tensor>> cut = indices.copy();
+	for (int64_t d = 0; d < self.dim(); d++) {
+		if (self.stride(d) != 0 || self.size(d) <= 1)
+			continue;
+		std::optional<at::Tensor> t = d < (int64_t)indices.size() ? indices.get(d) : std::nullopt;
+		if (!t || !t->defined() || !t->is_privateuseone() || t->scalar_type() == at::kBool)
+			return {};
+		at::Tensor in = t->ge(-self.size(d)).logical_and(t->lt(self.size(d)));
+		cut.set(d, at::where(in, at::zeros({}, t->options()), *t));
+		v = v.narrow(d, 0, 1);
+	}
+	if (at::has_internal_overlap(v) != at::MemOverlap::No)
+		return {};
+	at::Tensor &r = index_put_front_or_permuted(v, cut, values, accumulate);
+	return &r == &declined_tensor() ? at::Tensor() : self;
+}
+
 at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
 			   const at::Tensor &values, bool accumulate, bool unsafe)
 {
-	return index_faults([&]() -> at::Tensor & { return index_put_front_or_permuted(self, indices, values, accumulate); },
-			    advanced_checks(self, indices));
+	return index_faults(
+		[&]() -> at::Tensor & {
+			if (at::has_internal_overlap(self) != at::MemOverlap::Yes)
+				return index_put_front_or_permuted(self, indices, values, accumulate);
+			return put_through_expanded(self, indices, values, accumulate).defined() ? self
+												  : declined_tensor();
+		},
+		advanced_checks(self, indices));
 }
 
 bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices, const at::Tensor &values,

@@ -5,6 +5,7 @@
 #include "neuron_device_internal.h"
 #include "neuron_ops.h"
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_local_scalar_dense_native.h>
 #include <ATen/ops/copy_native.h>
@@ -150,6 +151,10 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 {
 	(void)non_blocking;
 	TORCH_CHECK(self.defined() && dst.defined(), "neuron: copy of an undefined tensor");
+	if (dst.is_privateuseone()) {   // CPU's copy_ checks (TensorIterator's)
+		at::assert_no_internal_overlap(dst);
+		at::assert_no_partial_overlap(dst, self);
+	}
 	if (self.is_conj() || self.is_neg() || dst.is_conj() || dst.is_neg())
 		return copy_with_view_bits(self, dst);
 	if (self.is_cpu() && dst.is_privateuseone()) {

@@ -106,11 +106,9 @@ def test_in_place_ops_write_their_tensor_in_one_program():
     ops = torch_neuronsim.stats()["native_ops"]
     assert "aten::copy_" not in ops and ops["aten::mul"]["count"] == 2 and ops["aten::add"]["count"] == 1
     torch.testing.assert_close(da.cpu(), (a * b + b) * b, rtol=0, atol=0)
-    x = torch.randn(100)
-    dx = x.to(NEURON)
-    x[1:].add_(x[:-1].clone())
-    dx[1:].add_(dx[:-1])                           # partial overlap: through a fresh result
-    torch.testing.assert_close(dx.cpu(), x, rtol=0, atol=0)
+    dx = torch.randn(100).to(NEURON)
+    with pytest.raises(RuntimeError, match="refer to a single memory location"):   # as CPU PyTorch
+        dx[1:].add_(dx[:-1])
 
 
 def test_in_place_and_out_variants_are_correct():
