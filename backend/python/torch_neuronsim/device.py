@@ -1,6 +1,7 @@
 """torch.neuron: the torch.cuda-like module of the `neuron` device."""
 import contextlib
 import ctypes
+import os
 
 import torch
 
@@ -154,6 +155,21 @@ def is_bf16_supported():
 
 def _is_in_bad_fork():
     return False
+
+
+# After os.fork the child has the parent's simulated device (its HBM is host
+# memory, copied with the process) but not the parent's OpenMP pool: libgomp's
+# workers do not survive fork, and the first host copy big enough to run in
+# parallel (about 1 MiB) waits on them forever, as plain CPU PyTorch does.  A
+# child of a process holding device tensors runs its host-side work on one
+# thread (what torch's DataLoader workers do), so the device keeps working
+# there (not a "bad fork": _is_in_bad_fork stays False).
+def _after_fork_in_child():
+    if _lib.neuron_device_memory_in_use():
+        torch.set_num_threads(1)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 # Each device has its own default generator (neuron_generator.cpp); random ops
