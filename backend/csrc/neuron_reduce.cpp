@@ -315,21 +315,52 @@ at::Tensor sum_int64(const at::Tensor &self, at::OptionalIntArrayRef dims, bool 
 	return x.reshape(mask_shape(self, red, keepdim));
 }
 
-// sum of a bool tensor (a count, int64): summed at fp32, exact below 2^24
+// An exact int64 sum of a narrow integer tensor (bool, uint8, int8, int16):
+// fp32 adds are exact while every partial sum stays within 2^24, so each
+// row is cut in chunks of 2^24 / 2^bits elements summed by the fp32 row
+// reduction, a slab of chunks at a time (its fp32 copy at most 16 MiB),
+// and the chunk sums -- integers -- are added by sum_int64.  Device memory
+// stays within the input plus a slab (a 256 MiB uint8 sum widened all of it
+// to int64 and took 5.4 GiB).
+at::Tensor sum_narrow_int(const at::Tensor &self, at::OptionalIntArrayRef dims, bool keepdim)
+{
+	at::ScalarType st = self.scalar_type();
+	int bits = st == at::kBool ? 1 : st == at::kShort ? 16 : 8;
+	std::vector<bool> red = reduced_mask("sum", self, dims);
+	at::Tensor x = reduced_last(self, red, st);
+	int64_t rows = x.size(0), n = x.size(1);
+	int64_t c = std::min<int64_t>((int64_t)1 << (24 - bits), n), per_row = (n + c - 1) / c;
+	if (per_row * c != n)
+		x = at::cat({ x, at::zeros({ rows, per_row * c - n }, x.options()) }, 1);
+	x = x.view({ rows * per_row, c });
+	int64_t slab = std::max<int64_t>(1, ((int64_t)1 << 22) / c);   // chunks per fp32 slab
+	std::vector<at::Tensor> sums;
+	for (int64_t r0 = 0; r0 < x.size(0); r0 += slab) {
+		int64_t nr = std::min(slab, x.size(0) - r0);
+		at::Tensor f = at::empty({ nr, c }, x.options().dtype(at::kFloat));
+		if (!native_copy(f, x.narrow(0, r0, nr)))
+			return {};
+		at::Tensor s = reduce_one("aten::sum", NK_ROW_SUM, f, at::IntArrayRef{ 1 }, false, at::kFloat);
+		if (!s.defined())
+			return {};
+		sums.push_back(s);
+	}
+	at::Tensor parts = integral_float_to_int64(sums.size() == 1 ? sums[0] : at::cat(sums)).view({ rows, per_row });
+	at::Tensor r = per_row == 1 ? parts.view({ rows }) : sum_int64(parts, at::IntArrayRef{ 1 }, false);
+	return r.defined() ? r.reshape(mask_shape(self, red, keepdim)) : r;
+}
+
 at::Tensor sum(const at::Tensor &self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype)
 {
-	if (self.is_privateuseone() && self.scalar_type() == at::kBool && dtype.value_or(at::kLong) == at::kLong &&
-	    self.numel() > 0 && self.numel() < (1 << 24)) {
-		at::Tensor f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
-		if (native_copy(f, self)) {
-			at::Tensor s = reduce_one("aten::sum", NK_ROW_SUM, f, dim, keepdim, at::kFloat);
-			if (s.defined())
-				return integral_float_to_int64(s);
-		}
+	bool to_long = self.is_privateuseone() && self.numel() > 0 && dtype.value_or(at::kLong) == at::kLong;
+	at::ScalarType st = self.scalar_type();
+	if (to_long && self.dim() > 0 && (st == at::kBool || st == at::kByte || st == at::kChar || st == at::kShort)) {
+		at::Tensor r = sum_narrow_int(self, dim, keepdim);
+		if (r.defined())
+			return r;
 	}
-	if (self.is_privateuseone() && self.numel() > 0 && dtype.value_or(at::kLong) == at::kLong &&
-	    (self.scalar_type() == at::kLong || self.scalar_type() == at::kInt || self.scalar_type() == at::kShort ||
-	     self.scalar_type() == at::kByte || self.scalar_type() == at::kChar || self.scalar_type() == at::kBool)) {
+	if (to_long && (st == at::kLong || st == at::kInt || st == at::kShort || st == at::kByte || st == at::kChar ||
+			st == at::kBool)) {
 		at::Tensor r = sum_int64(self, dim, keepdim);
 		if (r.defined())
 			return r;
