@@ -126,8 +126,8 @@ std::tuple<at::Tensor &, at::Tensor &> nll_loss_forward_out(const at::Tensor &se
 	at::Tensor loss = as_fp32(picked).mul(as_fp32(t.w)).neg();   // -w[t] * x[t]
 	at::Tensor tw = t.w.numel() ? as_fp32(t.w).sum() : at::zeros({}, self.options().dtype(at::kFloat));
 	at::Tensor r;
-	if (reduction == kReductionNone)
-		r = self.dim() == 1 ? loss.view({}) : loss;
+	if (reduction == kReductionNone)   // view({}) alone is view(ScalarType 0): a uint8 view of the bytes
+		r = self.dim() == 1 ? loss.view(at::IntArrayRef{}) : loss;
 	else if (loss.numel() == 0)
 		r = reduction == kReductionMean ? tw.div(tw) : tw;   // CPU: nan for mean, 0 for sum
 	else

@@ -202,7 +202,10 @@ at::Tensor pow_base_impl(const at::Scalar &base, const at::Tensor &x)
 	if (b == 0.0)
 		return at::where(xf.eq(0), 1.0, at::where(xf.gt(0), 0.0, std::numeric_limits<double>::infinity()))
 			.to(rt);
-	return xf.mul(std::log(b)).exp();
+	// in fp32, rounded once at the end as CPU's opmath (x ln b rounded to
+	// bf16 first was off by up to 6 bf16 ulps)
+	at::Tensor r = as_fp32(xf).mul(std::log(b)).exp();
+	return r.scalar_type() == rt ? r : r.to(rt);
 }
 
 at::Tensor pow_scalar_base(const at::Scalar &base, const at::Tensor &x)

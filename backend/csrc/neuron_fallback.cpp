@@ -6,6 +6,7 @@
 #include "neuron_ops.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
 #include <torch/library.h>
@@ -23,6 +24,27 @@ at::Tensor &declined_tensor()
 }
 
 namespace {
+
+// The CPU kernel sees copies, so it cannot see that an out= argument
+// aliases itself or an input: the checks every CPU out= kernel makes
+// (TensorIterator's) are made here on the device tensors -- no element of
+// out shared by two of its elements, no input partly overlapping it.
+void check_out_overlap(const c10::OperatorHandle &op, const torch::jit::Stack &stack, size_t base)
+{
+	const auto &args = op.schema().arguments();
+	for (size_t i = 0; i < args.size(); i++) {
+		const c10::IValue &o = stack[base + i];
+		if (!args[i].is_out() || !o.isTensor() || !o.toTensor().defined() || o.toTensor().numel() == 0)
+			continue;
+		const at::Tensor &out = o.toTensor();
+		at::assert_no_internal_overlap(out);
+		for (size_t j = 0; j < args.size(); j++) {
+			const c10::IValue &v = stack[base + j];
+			if (!args[j].is_out() && v.isTensor() && v.toTensor().defined())
+				at::assert_no_partial_overlap(out, v.toTensor());
+		}
+	}
+}
 
 void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
@@ -78,6 +100,7 @@ void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 			cpu_gen.set_state(saved);
 		}
 	};
+	check_out_overlap(op, *stack, base);
 	try {
 		at::native::cpu_fallback(op, stack);
 	} catch (...) {

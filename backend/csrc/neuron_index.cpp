@@ -152,9 +152,11 @@ at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim)
 	for (const at::Tensor &t : tensors)
 		ts.push_back(t);
 	std::vector<at::Tensor> parts;   // legacy 1-D empty tensors take no part
-	for (const at::Tensor &t : ts)
-		if (!(t.dim() == 1 && t.numel() == 0))
-			parts.push_back(t);
+	for (size_t i = 0; i < ts.size(); i++) {
+		TORCH_CHECK(ts[i].dim() > 0, "zero-dimensional tensor (at position ", i, ") cannot be concatenated");
+		if (!(ts[i].dim() == 1 && ts[i].numel() == 0))
+			parts.push_back(ts[i]);
+	}
 	bool ok = !parts.empty();
 	at::ScalarType dt = ok ? parts[0].scalar_type() : at::kFloat;
 	for (const at::Tensor &t : parts) {

@@ -14,6 +14,7 @@
 #include <ATen/ops/_fused_adam_ops.h>
 #include <ATen/ops/_fused_adamw_ops.h>
 #include <ATen/ops/_fused_sgd_ops.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/ops/addcdiv_ops.h>
 #include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/empty.h>
@@ -133,6 +134,18 @@ nk_chain lerp_chain(double w)
 	return c;
 }
 
+// self + value * t1 / t2 (or * t2) from separate ops, every step in the
+// operands' common dtype as CPU's one kernel computes it (t1 * value in a
+// bf16 t1's own dtype rounded it: mixed-dtype addcdiv was off by 2e-3)
+at::Tensor addc_composed(int alu, const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2,
+			 const at::Scalar &value)
+{
+	at::ScalarType rt = at::native::result_type({ self, t1, t2 });
+	at::Tensor a = self.to(rt), x = t1.to(rt), y = t2.to(rt);
+	x = value.equal(1) ? x : x.mul(value);
+	return a.add(alu == ISA_ALU_divide ? x.div(y) : x.mul(y));
+}
+
 // self + value * t1 / t2 and self + value * t1 * t2, left to right as CPU's
 // kernels evaluate them
 // addcdiv.out / addcmul.out: one fused program into out, else composed
@@ -142,8 +155,7 @@ at::Tensor &addc_out(const char *name, int alu, const at::Tensor &self, const at
 {
 	if (run_chain(name, addc_chain(alu, value), { &self, &t1, &t2 }, &out).defined())
 		return out;
-	at::Tensor x = value.equal(1) ? t1 : t1.mul(value);
-	return store(out, self.add(alu == ISA_ALU_divide ? x.div(t2) : x.mul(t2))) ? out : declined;
+	return store(out, addc_composed(alu, self, t1, t2, value)) ? out : declined;
 }
 
 at::Tensor &addcdiv_out(const at::Tensor &self, const at::Tensor &t1, const at::Tensor &t2, const at::Scalar &value,
@@ -160,7 +172,7 @@ at::Tensor addcdiv(const at::Tensor &self, const at::Tensor &t1, const at::Tenso
 	if (is_float_neuron(self) && is_float_neuron(t1) && is_float_neuron(t2) && !value.isComplex() &&
 	    at::isFloatingType(at::result_type(t1, t2))) {
 		at::Tensor r = run_chain("aten::addcdiv", addc_chain(ISA_ALU_divide, value), { &self, &t1, &t2 }, nullptr);
-		return r.defined() ? r : self.add(value.equal(1) ? t1.div(t2) : t1.mul(value).div(t2));
+		return r.defined() ? r : addc_composed(ISA_ALU_divide, self, t1, t2, value);
 	}
 	return declined;
 }

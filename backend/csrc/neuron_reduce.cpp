@@ -233,6 +233,7 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 {
 	if (!float_device(self) || isa_dtype_of(out_dt) == ISA_DT_INVALID)
 		return {};
+	TORCH_CHECK(self.dim() <= 64, "only tensors with up to 64 dims are supported");   // as CPU's TensorIterator
 	bool all = !dims.has_value() || dims->empty();
 	bool arg = kop == NK_ROW_ARGMAX || kop == NK_ROW_ARGMIN;
 	if (!all && dims->size() != 1)
