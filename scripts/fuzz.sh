@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Fuzz the untrusted-input paths of isa/ with libFuzzer under ASan + UBSan.
 #
-#   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 600 s, targets isa_load isa_asm
+#   scripts/fuzz.sh [SECONDS] [TARGET...]     default: 600 s, targets isa_load isa_asm compile_cache
+#
+# compile_cache is the Python target tests/fuzz/fuzz_compile_cache.py (atheris, the
+# same libFuzzer engine) over the compile cache's artifact and entry readers; its
+# corpus lives in build-fuzz/corpus/compile_cache (tests/python/test_compile.py replays
+# a seeded mutation sweep of the same readers in CI).
 #
 # Builds build-fuzz/ with clang (-DNSIM_FUZZ=ON), seeds a work corpus from the
 # checked-in corpus and the example programs, runs each target for SECONDS,
@@ -15,7 +20,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SECONDS_EACH="${1:-600}"
 shift || true
 TARGETS=("$@")
-[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(isa_load isa_asm)
+[[ ${#TARGETS[@]} -gt 0 ]] || TARGETS=(isa_load isa_asm compile_cache)
 BUILD="$ROOT/build-fuzz"
 
 "$ROOT/scripts/setup.sh" --deps
@@ -26,6 +31,22 @@ cmake --build "$BUILD" -j "$(nproc)"
 mkdir -p "$BUILD/artifacts"
 status=0
 for t in "${TARGETS[@]}"; do
+    if [[ "$t" == compile_cache ]]; then
+        work="$BUILD/corpus/$t"
+        mkdir -p "$work"
+        echo "== fuzzing $t for ${SECONDS_EACH}s" >&2
+        log="$BUILD/$t.log"
+        if ! NEURON_SIM=1 python3 "$ROOT/tests/fuzz/fuzz_compile_cache.py" "$work" \
+                -dict="$ROOT/tests/fuzz/compile_cache.dict" -max_total_time="$SECONDS_EACH" \
+                -max_len=4096 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
+                -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1; then
+            status=1
+            echo "!! $t failed; see $log and $BUILD/artifacts" >&2
+            tail -40 "$log" >&2
+        fi
+        grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$log" | sed "s/^/$t: /"
+        continue
+    fi
     work="$BUILD/corpus/$t"
     keep="$ROOT/tests/fuzz/corpus/$t"
     mkdir -p "$work" "$keep"

@@ -31,8 +31,9 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 # expecttest: torch.testing._internal (OpInfo sample inputs in the kernel tests) imports it.
 # protobuf: the trace tools decode Perfetto traces; pillow: the report test reads its screenshot.
 # accelerate, trl, peft, datasets: the training stack (Trainer, SFTTrainer, LoRA) run on `neuron`.
+# atheris: the coverage-guided fuzz target of the compile cache (tests/fuzz/fuzz_compile_cache.py).
 PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0" "protobuf" "pillow"
-             "accelerate==1.16.0" "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0")
+             "accelerate==1.16.0" "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" "atheris==2.3.0")
 
 deb_missing() {
     local pkg missing=()

@@ -298,8 +298,41 @@ def test_a_foreign_cache_artifact_is_refused_by_name(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="no index line"):
         _populate(key, b"garbage")
     assert not any(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="sha256"):   # a byte changed: the digest does not match
+        _populate(key, good.replace(b"abc", b"abd"))
     _populate(key, good)
-    assert sorted(p.name for p in (tmp_path / key).iterdir()) == ["graph.json", "seg1.nsp"]
+    assert sorted(p.name for p in (tmp_path / key).iterdir()) == ["graph.json", "seg1.nsp", "sha256"]
+
+
+def test_cache_artifacts_of_any_bytes_raise_value_error_only():
+    """torch.compiler.load_cache_artifacts hands our populate any bytes: a
+    seeded mutation sweep of a good bundle (bytes flipped, cut, spliced,
+    index lines rewritten) gives a ValueError or an intact entry, nothing
+    else (tests/fuzz/fuzz_compile_cache.py is the coverage-guided form)."""
+    import random
+    from torch_neuronsim.compile_cache import _bundle, _unbundle
+    good = _bundle({"graph.json": b'{"format": 4}', "seg0.nsp": bytes(range(256))})
+    rng = random.Random(7)
+    seeds = [good, b"", b"\n", b"[]\n", b'[["graph.json", 1e400]]\n', b"[" * 100000 + b"\n",
+             b'[["graph.json", -1]]\n', b'[["sha256", 0], ["sha256", 0]]\n', b'{"a": 1}\n']
+    for i in range(3000):
+        b = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            op = rng.randrange(4)
+            if op == 0 and b:
+                b[rng.randrange(len(b))] = rng.randrange(256)
+            elif op == 1:
+                b = b[:rng.randrange(len(b) + 1)]
+            elif op == 2:
+                b[rng.randrange(len(b) + 1):0] = rng.choice(seeds)[:rng.randrange(64)]
+            else:
+                b = bytearray(b'[["graph.json", %d], ["seg%d.nsp", %d]]\n' % (
+                    rng.randrange(-2, 40), rng.randrange(3), rng.randrange(-2, 300))) + b[b.find(b"\n") + 1:]
+        try:
+            files = _unbundle(bytes(b))
+        except ValueError:
+            continue
+        assert "graph.json" in files
 
 
 def test_a_corrupt_disk_cache_entry_is_compiled_again(tmp_path, monkeypatch):
@@ -318,6 +351,51 @@ def test_a_corrupt_disk_cache_entry_is_compiled_again(tmp_path, monkeypatch):
     got = torch.compile(f, backend="neuron")(x)
     assert stats()["compile"]["graphs_compiled"] == 1
     torch.testing.assert_close(got.cpu(), f(x.cpu()))
+    # the damaged entry was rewritten: the next process-fresh compile is a disk hit
+    torch._dynamo.reset()
+    clear_memory_cache()
+    torch_neuronsim.reset_stats()
+    torch.compile(f, backend="neuron")(x)
+    assert stats()["compile"]["graphs_compiled"] == 0 and stats()["compile"]["disk_cache_hits"] == 1
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink", "huge", "flipped"])
+def test_a_cache_entry_that_is_not_a_regular_intact_file_is_a_miss(tmp_path, monkeypatch, kind):
+    """A FIFO in place of graph.json would block the reader forever, a link
+    would read a file elsewhere, a damaged byte would feed the linker wrong
+    data: each is a miss, compiled again, and the entry rewritten."""
+    import os
+    monkeypatch.setenv("NEURON_SIM_COMPILE_CACHE_DIR", str(tmp_path))
+    from torch_neuronsim.compile import clear_memory_cache
+    f = lambda x: (x - 1) * 3   # noqa: E731
+    x = torch.randn(64).to(NEURON)
+    torch._dynamo.reset()
+    clear_memory_cache()
+    torch.compile(f, backend="neuron")(x)
+    (entry,) = [d for d in tmp_path.iterdir() if not d.name.startswith(".")]
+    g = entry / "graph.json"
+    if kind == "flipped":
+        data = bytearray(g.read_bytes())
+        data[len(data) // 2] ^= 1
+        g.write_bytes(bytes(data))
+    else:
+        target = tmp_path / "elsewhere.json"
+        target.write_bytes(g.read_bytes())
+        g.unlink()
+        if kind == "fifo":
+            os.mkfifo(g)
+        elif kind == "symlink":
+            g.symlink_to(target)
+        else:
+            with open(g, "wb") as fh:   # sparse: over the entry size limit, no disk used
+                fh.truncate((1 << 30) + 1)
+    torch._dynamo.reset()
+    clear_memory_cache()
+    torch_neuronsim.reset_stats()
+    got = torch.compile(f, backend="neuron")(x)
+    assert stats()["compile"]["graphs_compiled"] == 1
+    torch.testing.assert_close(got.cpu(), f(x.cpu()))
+    assert g.is_file() and not g.is_symlink() and g.stat().st_size < 1 << 20
 
 
 def test_random_nodes_are_not_replayed():

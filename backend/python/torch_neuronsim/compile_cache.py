@@ -16,17 +16,19 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 
 import torch
 
 from . import graph as _graph
 
-_FORMAT = 3      # bump when the disk layout or the linker's output changes
+_FORMAT = 4      # bump when the disk layout or the linker's output changes
 ARTIFACT_TYPE = "neuronsim_graph"
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
-_FILE = re.compile(r"(graph\.json|seg[0-9]{1,6}\.nsp)\Z")
-_MAX_BUNDLE = 1 << 30
+_FILE = re.compile(r"(graph\.json|seg[0-9]{1,6}\.nsp|sha256)\Z")
+_MAX_BUNDLE = 1 << 30      # one entry's files together, on disk or as an artifact
+_DIGEST = "sha256"         # the entry's file holding the hash of its other files
 
 
 def _cache_dir():
@@ -105,32 +107,95 @@ def _steps(files, cg):
             steps.append(("segment", seg))
         cg.fallbacks = {int(i): why for i, why in doc.get("fallbacks", {}).items()}
         return steps
-    except (ValueError, KeyError, TypeError, IndexError):
+    except Exception:   # noqa: BLE001 -- untrusted data: any failure to read it is a miss
         return None
+
+
+def _digest(files):
+    """the hash of an entry's files (all but the digest itself), names and sizes included"""
+    h = hashlib.sha256()
+    for name, data in sorted(files.items()):
+        if name != _DIGEST:
+            h.update(f"{name}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest().encode()
+
+
+def _sealed(files):
+    """the files with their digest added"""
+    return dict(files, **{_DIGEST: _digest(files)})
+
+
+def _intact(files):
+    """the files (less the digest) when their digest matches, else None"""
+    if files is None or files.get(_DIGEST) != _digest(files) or "graph.json" not in files:
+        return None
+    return {n: d for n, d in files.items() if n != _DIGEST}
+
+
+def _read_regular(path, limit):
+    """the bytes of `path` when it is a regular file of at most `limit` bytes
+    (not a link, FIFO, socket or device: opened without following links and
+    without blocking, checked on the open descriptor), else None"""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks, left = [], limit + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _read_dir(path):
+    """an entry's files when `path` is a real directory whose files are all
+    regular, within the size limit and match their digest; else None (a
+    miss: the entry is compiled again and rewritten)"""
     try:
-        files = {}
-        for name in os.listdir(path):
-            if _FILE.match(name):
-                with open(os.path.join(path, name), "rb") as f:
-                    files[name] = f.read()
-        return files
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return None
+        names = [n for n in os.listdir(path) if _FILE.match(n)]
     except OSError:
         return None
+    files, left = {}, _MAX_BUNDLE
+    for name in names:
+        data = _read_regular(os.path.join(path, name), left)
+        if data is None:
+            return None
+        files[name] = data
+        left -= len(data)
+    return _intact(files)
 
 
 def _write_dir(path, files):
-    """the entry's files into directory `path`, atomically (a rename)"""
-    if os.path.isdir(path):
+    """the entry's files (sealed with their digest) into directory `path`,
+    atomically (a rename); an entry already there is kept when intact and
+    replaced when damaged (or not a directory)"""
+    if _read_dir(path) is not None:
         return
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".tmp-")
     try:
-        for name, data in files.items():
+        for name, data in _sealed(files).items():
             with open(os.path.join(tmp, name), "wb") as f:
                 f.write(data)
+        if os.path.lexists(path):   # damaged: moved aside, then removed
+            old = tempfile.mkdtemp(dir=os.path.dirname(path), prefix=".old-")
+            os.rename(path, os.path.join(old, "entry"))
+            shutil.rmtree(old, ignore_errors=True)
         os.rename(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -139,29 +204,44 @@ def _write_dir(path, files):
 
 # --------------------------------------------------------------- artifacts
 def _bundle(files):
-    """one entry's files as bytes: a JSON index line, then the contents"""
-    index = [[name, len(data)] for name, data in sorted(files.items())]
-    return json.dumps(index).encode() + b"\n" + b"".join(data for _, data in sorted(files.items()))
+    """one entry's files (sealed with their digest) as bytes: a JSON index
+    line, then the contents"""
+    files = sorted(_sealed(files).items())
+    index = [[name, len(data)] for name, data in files]
+    return json.dumps(index).encode() + b"\n" + b"".join(data for _, data in files)
 
 
 def _unbundle(blob):
-    """{name: bytes} of a bundle; ValueError naming what is wrong"""
+    """{name: bytes} of a bundle, its digest checked; ValueError naming what
+    is wrong, for any bytes"""
+    if not isinstance(blob, (bytes, bytearray, memoryview)):
+        raise ValueError(f"{ARTIFACT_TYPE} artifact is {type(blob).__name__}, not bytes")
+    blob = bytes(blob)
     if len(blob) > _MAX_BUNDLE:
         raise ValueError(f"{ARTIFACT_TYPE} artifact of {len(blob)} bytes is over the {_MAX_BUNDLE}-byte limit")
     head, sep, body = blob.partition(b"\n")
     if not sep:
         raise ValueError(f"{ARTIFACT_TYPE} artifact has no index line")
+    try:
+        index = json.loads(head)
+    except (ValueError, RecursionError) as e:   # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise ValueError(f"{ARTIFACT_TYPE} artifact: unreadable index line ({e.__class__.__name__})") from None
+    if not isinstance(index, list):
+        raise ValueError(f"{ARTIFACT_TYPE} artifact: the index is not a list")
     files, at = {}, 0
-    for entry in json.loads(head):
-        name, size = entry
-        if not isinstance(name, str) or not _FILE.match(name) or not isinstance(size, int) or size < 0 \
-                or at + size > len(body):
-            raise ValueError(f"{ARTIFACT_TYPE} artifact: bad file entry {entry!r}")
-        files[name] = body[at:at + size]
-        at += size
-    if at != len(body) or "graph.json" not in files:
+    for entry in index:
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and
+                _FILE.match(entry[0]) and type(entry[1]) is int and 0 <= entry[1] <= len(body) - at and
+                entry[0] not in files):
+            raise ValueError(f"{ARTIFACT_TYPE} artifact: bad file entry {str(entry)[:80]}")
+        files[entry[0]] = body[at:at + entry[1]]
+        at += entry[1]
+    if at != len(body):
         raise ValueError(f"{ARTIFACT_TYPE} artifact: index and contents disagree")
-    return files
+    intact = _intact(files)
+    if intact is None:
+        raise ValueError(f"{ARTIFACT_TYPE} artifact: contents do not match their sha256 (damaged)")
+    return intact
 
 
 _PRELOADED = {}   # key -> files, from load_cache_artifacts while the disk cache is off

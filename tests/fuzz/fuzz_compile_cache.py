@@ -1,0 +1,65 @@
+"""Coverage-guided fuzz target (atheris, libFuzzer's engine) for the
+compile cache's untrusted inputs: the bytes torch.compiler.
+load_cache_artifacts hands populate_cache, and the graph document an
+intact entry carries.
+
+    python3 tests/fuzz/fuzz_compile_cache.py [libFuzzer flags: -runs=N -max_total_time=S DIR]
+
+Properties: _unbundle(bytes) returns an intact entry (graph.json present)
+or raises ValueError -- never anything else; an intact entry's files turn
+into compiled steps through _steps, whose graph checks hold (every node
+index inside the graph), or into None.  Half the inputs are sealed with a
+correct digest first, so the fuzzer reaches the graph document's reader
+rather than stopping at the digest check.  scripts/fuzz.sh runs it after
+the C targets; tests/python/test_compile.py replays a seeded sweep in CI."""
+import sys
+import types
+
+import atheris
+
+with atheris.instrument_imports():
+    from torch_neuronsim import compile_cache as cc
+
+GRAPH = types.SimpleNamespace(nodes=list(range(8)), const={1}, prelude_set={2}, fallbacks={})
+
+
+def check_steps(files):
+    steps = cc._steps(files, GRAPH)
+    if steps is None:
+        return
+    n = len(GRAPH.nodes)
+    for kind, x in steps:
+        if kind == "segment":
+            assert 0 <= x.first <= x.last < n
+            assert all(0 <= i < n for i in x.inputs + x.outputs)
+        else:
+            assert 0 <= x < n
+
+
+def one_input(data):
+    if not data:
+        return
+    if data[0] & 1:   # a sealed entry: graph.json (and a segment) from the rest
+        body = data[1:]
+        cut = body.find(b"\0")
+        files = {"graph.json": body if cut < 0 else body[:cut]}
+        if cut >= 0:
+            files["seg0.nsp"] = body[cut + 1:]
+        blob = cc._bundle(files)
+    else:
+        blob = data[1:]
+    try:
+        files = cc._unbundle(blob)
+    except ValueError:
+        return
+    assert "graph.json" in files and "sha256" not in files
+    check_steps(files)
+
+
+def main():
+    atheris.Setup(sys.argv, one_input)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
