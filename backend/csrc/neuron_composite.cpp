@@ -266,10 +266,10 @@ at::Tensor solve_triangular_impl(const at::Tensor &A, const at::Tensor &B, bool 
 	if (!is_float_neuron(A) || !is_float_neuron(B) || A.scalar_type() != B.scalar_type() || A.dim() < 2 ||
 	    B.dim() < 2 || A.size(-1) != A.size(-2) || A.device() != B.device())
 		return {};
-	if (!left)
-		return solve_triangular_impl(A.transpose(-2, -1), B.transpose(-2, -1), !upper, true, unit)
-			.transpose(-2, -1)
-			.contiguous();
+	if (!left) {   // X A = B is A^T X^T = B^T; undefined (an empty A: the fallback) passes through
+		at::Tensor xt = solve_triangular_impl(A.transpose(-2, -1), B.transpose(-2, -1), !upper, true, unit);
+		return xt.defined() ? xt.transpose(-2, -1).contiguous() : xt;
+	}
 	int64_t n = A.size(-1);
 	TORCH_CHECK(B.size(-2) == n, "linalg.solve_triangular: A is ", n, " x ", n, " but B has ", B.size(-2), " rows");
 	if (n == 0 || n > 4096)
