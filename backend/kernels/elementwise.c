@@ -9,10 +9,12 @@
  * queues the loads of a tile's operands into one of two SBUF buffer sets,
  * the compute engine works on it, GpSimd queues the store: with two buffer
  * sets the loads of tile t+1 overlap the compute and store of tile t, as a
- * double-buffered NKI kernel.  Semaphores: 0 counts loads landed (one per
- * operand per tile), 1 tiles computed, 2 stores landed.
+ * double-buffered NKI kernel: the tile pipeline of pipeline.h, which owns
+ * the semaphores, buffer sets and waits; a generator here states a tile's
+ * loads, compute and store.
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -33,18 +35,6 @@ isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, u
 		     isa_diag *diag)
 {
 	isa_status st = isa_builder_sem_wait(p, engine, sem, ISA_ALU_is_ge, count);
-	return st ? st : nk_encode(p, bin, len, diag);
-}
-
-isa_status nk_store_tiles(isa_program *p, uint32_t nt, unsigned per_tile, unsigned store, uint8_t **bin, size_t *len,
-			  isa_diag *diag)
-{
-	isa_status st = ISA_OK;
-	for (uint32_t t = 0; t < nt && !st; t++)
-		if (!(st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, t + 1)))
-			st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * t + store, 2, 2, 1);
-	if (!st)
-		st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt);
 	return st ? st : nk_encode(p, bin, len, diag);
 }
 
@@ -72,29 +62,18 @@ typedef struct tile {
 
 /* Row length f: up to TILE_F, shorter when that fills all 128 partitions
  * (mid-sized tensors still use every partition's DMA share), but not under
- * TILE_F_MIN: shorter rows are DMA-overhead-bound and cost more to simulate. */
+ * TILE_F_MIN: shorter rows are DMA-overhead-bound and cost more to simulate.
+ * The flat tiles (nk_flat_tiles), b read as a: same start, row stride. */
 static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 {
 	uint64_t f = n / ISA_NUM_PARTITIONS;
 	f = f > TILE_F ? TILE_F : f < TILE_F_MIN ? TILE_F_MIN : f;
-	uint32_t k = 0;
-	uint64_t s = 0;
-	while (s < n && k < cap) {
-		uint64_t left = n - s;
-		tile x = { s, 0, 0, 0, s, 0, 1 };
-		if (left >= f) {
-			uint64_t rows = left / f;
-			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
-			x.cols = (uint32_t)f;
-		} else {
-			x.rows = 1;
-			x.cols = (uint32_t)left;
-		}
-		x.pstride = x.pstride_b = x.cols;
-		t[k++] = x;
-		s += (uint64_t)x.rows * x.cols;
-	}
-	return s == n ? k : 0;
+	nk_tile *flat = calloc(cap ? cap : 1, sizeof(*flat));
+	uint32_t k = flat ? nk_flat_tiles(n, f, flat, cap) : 0;
+	for (uint32_t i = 0; i < k; i++)
+		t[i] = (tile){ flat[i].start, flat[i].rows, flat[i].cols, flat[i].cols, flat[i].start, flat[i].cols, 1 };
+	free(flat);
+	return k;
 }
 
 typedef struct ew_op {
@@ -109,112 +88,87 @@ typedef struct ew_op {
 				* per-partition scalar of tensor_scalar */
 } ew_op;
 
-/* Emits the program for `nt` tiles over a and out (n elements) and b (nb). */
+/* the compute of one tile: out (so) from a (sa) [, b (sb) [, c (sc)]] */
+static isa_status ew_compute(isa_program *p, const ew_op *op, int engine, isa_ap so, isa_ap sa, isa_ap sb, isa_ap sc,
+			     isa_diag *diag)
+{
+	if (op->nin == 3) {
+		isa_instr in = isa_instr_init(ISA_OP_select);
+		in.ap[ISA_AP_DST] = so;
+		in.ap[ISA_AP_SRC] = sa;
+		in.ap[ISA_AP_SRC1] = sb;
+		in.ap[ISA_AP_SRC2] = sc;
+		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
+		return isa_builder_emit(p, engine, &in, diag);
+	}
+	if (op->nin == 2 && op->b_col) {
+		/* out = a <alu> b[row]: b's column is the per-partition scalar */
+		isa_instr in = isa_instr_init(ISA_OP_tensor_scalar);
+		in.ap[ISA_AP_DST] = so;
+		in.ap[ISA_AP_SRC] = sa;
+		in.ap[ISA_AP_SRC1] = sb;
+		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1;
+		in.e[0] = (uint8_t)op->alu;
+		in.e[1] = ISA_ALU_bypass;
+		return isa_builder_emit(p, engine, &in, diag);
+	}
+	if (op->nin == 2)
+		return isa_builder_tensor_tensor(p, engine, so, sa, sb, op->alu);
+	if (op->vector_scalar) {
+		/* integers to integers: the exact integer ALU path (wrapping as
+		 * PyTorch's conversions do), not through fp32 */
+		bool ints = !isa_dtype_is_float(op->dt[0]) && !isa_dtype_is_float(op->dt_out);
+		isa_imm s0 = ints ? isa_imm_i32((int32_t)op->scale) : isa_imm_f32(op->scale);
+		isa_imm s1 = ints ? isa_imm_i32((int32_t)op->s2) : isa_imm_f32(op->s2);
+		return isa_builder_tensor_scalar(p, engine, so, sa, op->alu, s0, op->alu2, s1);
+	}
+	return isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
+}
+
+/* Emits the program for `nt` tiles over a and out (n elements) and b (nb):
+ * per tile the operands' loads, the compute, the store (pipeline.h). */
 static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			  const tile *tiles, uint32_t nt, uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	p->num_semaphores = 3;
-	uint64_t shape[1] = { n }, shape_b[1] = { nb };
-	int ta = isa_builder_tensor(p, "a", op->dt[0], ISA_TK_INPUT, 1, shape, diag);
-	int tb = op->nin >= 2 ? isa_builder_tensor(p, "b", op->dt[1], ISA_TK_INPUT, 1, shape_b, diag) : 0;
-	int tc = op->nin >= 3 ? isa_builder_tensor(p, "c", op->dt[2], ISA_TK_INPUT, 1, shape, diag) : 0;
-	int to = isa_builder_tensor(p, "out", op->dt_out, ISA_TK_OUTPUT, 1, shape, diag);
-	if (ta < 0 || tb < 0 || tc < 0 || to < 0) {
-		st = diag->code;
-		goto free_program;
-	}
 	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
-	const unsigned per_tile = op->nin + 1;           /* DMA descriptors per tile */
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 2, (op->nin + 1) * slot, diag))
+		return pp.st;
+	int ta = nk_pipe_tensor(&pp, "a", op->dt[0], ISA_TK_INPUT, n);
+	int tb = op->nin >= 2 ? nk_pipe_tensor(&pp, "b", op->dt[1], ISA_TK_INPUT, nb) : 0;
+	int tc = op->nin >= 3 ? nk_pipe_tensor(&pp, "c", op->dt[2], ISA_TK_INPUT, n) : 0;
+	int to = nk_pipe_tensor(&pp, "out", op->dt_out, ISA_TK_OUTPUT, n);
 	const int compute = op->nin >= 2 || op->vector_scalar ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
-	for (uint32_t i = 0; i < nt; i++) {
+	for (uint32_t i = 0; i < nt && !pp.st; i++) {
 		const tile *x = &tiles[i];
-		uint64_t base = (i % 2) * per_tile * slot;    /* a, [b,] out of buffer set i%2 */
+		uint64_t base = nk_pipe_tile(&pp);            /* a, [b, [c,]] out of the tile's buffer set */
 		isa_ap sa = isa_ap_sbuf(op->dt[0], 0, x->rows, base, x->cols);
 		isa_ap sb = op->b_col ? isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + slot, 1)
 				      : isa_ap_sbuf(op->dt[1], 0, x->rows, base + slot, x->cols);
 		isa_ap sc = isa_ap_sbuf(op->dt[2], 0, x->rows, base + 2 * slot, x->cols);
 		isa_ap so = isa_ap_sbuf(op->dt_out, 0, x->rows, base + op->nin * slot, x->cols);
-		isa_ap ha = isa_ap_hbm(op->dt[0], (uint32_t)ta, x->start * isa_dtype_size(op->dt[0]), x->rows,
-				       (int64_t)x->pstride, x->cols);
 		isa_ap hb = isa_ap_hbm(op->dt[1], (uint32_t)tb, x->start_b * isa_dtype_size(op->dt[1]), x->rows,
 				       (int64_t)x->pstride_b, op->b_col ? 1 : x->cols);
-		isa_ap hc = isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]), x->rows,
-				       (int64_t)x->pstride, x->cols);
 		if (x->fstride_b != 1 && !op->b_col) {
 			int32_t fs = (int32_t)x->fstride_b;
 			uint32_t sz = x->cols;
 			hb = isa_ap_dims(hb, 1, &fs, &sz);
 		}
-		isa_ap ho = isa_ap_hbm(op->dt_out, (uint32_t)to, x->start * isa_dtype_size(op->dt_out), x->rows,
-				       (int64_t)x->pstride, x->cols);
-		int la = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sa, &ha, NULL, diag);
-		int lb = op->nin >= 2 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sb, &hb, NULL, diag) : 0;
-		int lc = op->nin >= 3 ? isa_builder_dma(p, "", ISA_DMA_DIRECT, &sc, &hc, NULL, diag) : 0;
-		int so_ = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
-		if (la < 0 || lb < 0 || lc < 0 || so_ < 0) {
-			st = diag->code;
-			goto free_program;
-		}
-		/* loads into buffer set i%2 wait until tile i-2's store has read it */
-		if (i >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, i - 1)))
-			goto free_program;
-		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)la, 0, 0, 1)) ||
-		    (op->nin >= 2 &&
-		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lb, 1, 0, 1))) ||
-		    (op->nin >= 3 &&
-		     (st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)lc, 2, 0, 1))) ||
-		    (st = isa_builder_sem_wait(p, compute, 0, ISA_ALU_is_ge, op->nin * (i + 1))))
-			goto free_program;
-		if (op->nin == 3) {
-			isa_instr in = isa_instr_init(ISA_OP_select);
-			in.ap[ISA_AP_DST] = so;
-			in.ap[ISA_AP_SRC] = sa;
-			in.ap[ISA_AP_SRC1] = sb;
-			in.ap[ISA_AP_SRC2] = sc;
-			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
-			st = isa_builder_emit(p, compute, &in, diag);
-		} else if (op->nin == 2 && op->b_col) {
-			/* out = a <alu> b[row]: b's column is the per-partition scalar */
-			isa_instr in = isa_instr_init(ISA_OP_tensor_scalar);
-			in.ap[ISA_AP_DST] = so;
-			in.ap[ISA_AP_SRC] = sa;
-			in.ap[ISA_AP_SRC1] = sb;
-			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1;
-			in.e[0] = (uint8_t)op->alu;
-			in.e[1] = ISA_ALU_bypass;
-			st = isa_builder_emit(p, compute, &in, diag);
-		} else if (op->nin == 2)
-			st = isa_builder_tensor_tensor(p, compute, so, sa, sb, op->alu);
-		else if (op->vector_scalar) {
-			/* integers to integers: the exact integer ALU path (wrapping as
-			 * PyTorch's conversions do), not through fp32 */
-			bool ints = !isa_dtype_is_float(op->dt[0]) && !isa_dtype_is_float(op->dt_out);
-			isa_imm s0 = ints ? isa_imm_i32((int32_t)op->scale) : isa_imm_f32(op->scale);
-			isa_imm s1 = ints ? isa_imm_i32((int32_t)op->s2) : isa_imm_f32(op->s2);
-			st = isa_builder_tensor_scalar(p, compute, so, sa, op->alu, s0, op->alu2, s1);
-		} else
-			st = isa_builder_activation(p, so, sa, op->func, op->scale, 0.0f);
-		if (st || (st = isa_builder_sem_signal(p, compute, 1, ISA_SEMOP_ADD, 1)))
-			goto free_program;
+		nk_pipe_load(&pp, sa, isa_ap_hbm(op->dt[0], (uint32_t)ta, x->start * isa_dtype_size(op->dt[0]), x->rows,
+						  (int64_t)x->pstride, x->cols), 0);
+		if (op->nin >= 2)
+			nk_pipe_load(&pp, sb, hb, 1);
+		if (op->nin >= 3)
+			nk_pipe_load(&pp, sc, isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]),
+							  x->rows, (int64_t)x->pstride, x->cols), 2);
+		nk_pipe_compute(&pp, compute);
+		if (!pp.st)
+			nk_pipe_check(&pp, ew_compute(pp.p, op, compute, so, sa, sb, sc, diag));
+		nk_pipe_computed(&pp, compute);
+		nk_pipe_store(&pp, isa_ap_hbm(op->dt_out, (uint32_t)to, x->start * isa_dtype_size(op->dt_out), x->rows,
+					      (int64_t)x->pstride, x->cols), so, 2);
 	}
-	/* stores, in order, each after its tile is computed */
-	for (uint32_t i = 0; i < nt; i++) {
-		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 1, ISA_ALU_is_ge, i + 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, per_tile * i + op->nin, 2, 2, 1)))
-			goto free_program;
-	}
-	if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, nt)))
-		goto free_program;
-	if ((st = nk_encode(p, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(p);
-	return st;
+	return nk_pipe_finish(&pp, bin, len);
 }
 
 static isa_status ew_program(int target, const ew_op *op, uint64_t n, uint8_t **bin,
@@ -402,53 +356,30 @@ static isa_status chain_tile(isa_program *p, const nk_chain *c, const tile *x, u
 static isa_status chain_emit(int target, const nk_chain *c, const tile *tiles, uint32_t nt, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	p->num_semaphores = 3;
+	const uint64_t slot = (uint64_t)TILE_F * 4, esz = isa_dtype_size(c->dtype);
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 2, (c->nin + 2) * slot, diag))
+		return pp.st;
 	static const char *names[3] = { "in0", "in1", "in2" };
 	int tin[3];
-	uint64_t shape[1] = { c->n };
 	for (unsigned i = 0; i < c->nin; i++)
-		if ((tin[i] = isa_builder_tensor(p, names[i], c->dtype, ISA_TK_INPUT, 1, shape, diag)) < 0)
-			goto failed;
-	int to = isa_builder_tensor(p, "out", c->dtype, ISA_TK_OUTPUT, 1, shape, diag);
-	if (to < 0)
-		goto failed;
-	const uint64_t slot = (uint64_t)TILE_F * 4, esz = isa_dtype_size(c->dtype);
-	const unsigned per_tile = c->nin + 1, per_set = c->nin + 2;
-	for (uint32_t t = 0; t < nt; t++) {
+		tin[i] = nk_pipe_tensor(&pp, names[i], c->dtype, ISA_TK_INPUT, c->n);
+	int to = nk_pipe_tensor(&pp, "out", c->dtype, ISA_TK_OUTPUT, c->n);
+	for (uint32_t t = 0; t < nt && !pp.st; t++) {
 		const tile *x = &tiles[t];
-		uint64_t base = (t % 2) * per_set * slot;
-		for (unsigned i = 0; i < c->nin; i++) {
-			isa_ap s = isa_ap_sbuf(c->dtype, 0, x->rows, base + i * slot, x->cols);
-			isa_ap h = isa_ap_hbm(c->dtype, (uint32_t)tin[i], x->start * esz, x->rows, (int64_t)x->pstride, x->cols);
-			if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &s, &h, NULL, diag) < 0)
-				goto failed;
-		}
-		isa_ap so = isa_ap_sbuf(c->dtype, 0, x->rows, base + (c->nin + 1) * slot, x->cols);
-		isa_ap ho = isa_ap_hbm(c->dtype, (uint32_t)to, x->start * esz, x->rows, (int64_t)x->pstride, x->cols);
-		if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag) < 0)
-			goto failed;
-		/* as ew_emit: loads into set t%2 after tile t-2's store read it */
-		if (t >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 2, ISA_ALU_is_ge, t - 1)))
-			goto free_program;
+		uint64_t base = nk_pipe_tile(&pp);
 		for (unsigned i = 0; i < c->nin; i++)
-			if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, per_tile * t + i, i, 0, 1)))
-				goto free_program;
-		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_VECTOR, 0, ISA_ALU_is_ge, c->nin * (t + 1))) ||
-		    (st = chain_tile(p, c, x, base, slot)) ||
-		    (st = isa_builder_sem_signal(p, ISA_ENGINE_VECTOR, 1, ISA_SEMOP_ADD, 1)))
-			goto free_program;
+			nk_pipe_load(&pp, isa_ap_sbuf(c->dtype, 0, x->rows, base + i * slot, x->cols),
+				     isa_ap_hbm(c->dtype, (uint32_t)tin[i], x->start * esz, x->rows, (int64_t)x->pstride,
+						x->cols), i);
+		nk_pipe_compute(&pp, ISA_ENGINE_VECTOR);
+		if (!pp.st)
+			nk_pipe_check(&pp, chain_tile(pp.p, c, x, base, slot));
+		nk_pipe_computed(&pp, ISA_ENGINE_VECTOR);
+		nk_pipe_store(&pp, isa_ap_hbm(c->dtype, (uint32_t)to, x->start * esz, x->rows, (int64_t)x->pstride, x->cols),
+			      isa_ap_sbuf(c->dtype, 0, x->rows, base + (c->nin + 1) * slot, x->cols), 2);
 	}
-	st = nk_store_tiles(p, nt, per_tile, c->nin, bin, len, diag);
-	goto free_program;
-failed:
-	st = diag->code;
-free_program:
-	isa_program_free(p);
-	return st;
+	return nk_pipe_finish(&pp, bin, len);
 }
 
 isa_status nk_chain_program(int target, const nk_chain *c, uint8_t **bin, size_t *len, isa_diag *diag)

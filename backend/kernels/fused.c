@@ -11,21 +11,19 @@
  *
  * Engines: tensor_tensor and tensor_scalar steps on VectorE, activation
  * steps on ScalarE.  Each compute engine counts the steps it finished on a
- * semaphore of its own (3 VectorE, 4 ScalarE); a step whose operand was made
- * on the other engine waits for that step's count.  Tiles alternate between
- * two SBUF buffer sets: the loads of tile t+1 overlap the compute and store
- * of tile t.  Semaphores 0 (loads landed), 1 (tiles computed), 2 (stores
- * landed) as in elementwise.c.  Before a tile's first step an engine waits
- * until the other finished the previous tile, so a buffer set is never
- * rewritten under a reader two tiles behind.
+ * semaphore of its own (taken from the tile pipeline, pipeline.h, which
+ * owns the loads, stores, buffer sets and their waits); a step whose operand
+ * was made on the other engine waits for that step's count.  Before a
+ * tile's first step an engine waits until the other finished the previous
+ * tile, so a buffer set is never rewritten under a reader two tiles behind.
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #include <stdlib.h>
 
 #define FUSED_F 512u   /* elements per partition row: 33 fp32 slots of 2 KiB per set fit SBUF */
 
-enum { SEM_LOAD, SEM_TILE, SEM_STORE, SEM_VEC, SEM_ACT };   /* 1, 2: as nk_store_tiles */
 
 /* one step, gathered from nk_fused's per-field arrays: op is the ALU
  * operator (tensor_tensor, tensor_scalar) or the activation function; imm,
@@ -43,30 +41,11 @@ static nk_fused_step step_of(const nk_fused *f, unsigned k)
 	return s;
 }
 
-typedef struct ftile {
-	uint64_t start;
-	uint32_t rows, cols;
-} ftile;
-
 /* Rows of up to FUSED_F elements, 128 rows a tile, then the tail. */
-static uint32_t fused_tiles(uint64_t n, ftile *t, uint32_t cap)
+static uint32_t fused_tiles(uint64_t n, nk_tile *t, uint32_t cap)
 {
 	uint64_t f = (n + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
-	f = f > FUSED_F ? FUSED_F : f ? f : 1;
-	uint32_t k = 0;
-	uint64_t s = 0;
-	while (s < n && k < cap) {
-		uint64_t left = n - s;
-		ftile x = { s, 1, (uint32_t)left };
-		if (left >= f) {
-			uint64_t rows = left / f;
-			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
-			x.cols = (uint32_t)f;
-		}
-		t[k++] = x;
-		s += (uint64_t)x.rows * x.cols;
-	}
-	return s == n ? k : 0;
+	return nk_flat_tiles(n, f > FUSED_F ? FUSED_F : f ? f : 1, t, cap);
 }
 
 static int step_engine(const nk_fused_step *s)
@@ -99,6 +78,7 @@ typedef struct emitter {
 	uint64_t slot;                      /* bytes per value slot */
 	uint32_t per_tile[2];               /* steps per tile on VectorE, ScalarE */
 	uint32_t ordinal[NK_FUSED_MAX_STEPS];   /* a step's index among its engine's steps in a tile */
+	uint32_t sem_steps[2];              /* steps finished on VectorE, ScalarE */
 } emitter;
 
 static int eidx(int engine)
@@ -107,7 +87,7 @@ static int eidx(int engine)
 }
 
 /* value v (input or step) of a tile in buffer set `base` */
-static isa_ap value_ap(const emitter *E, unsigned v, uint64_t base, const ftile *x, bool last)
+static isa_ap value_ap(const emitter *E, unsigned v, uint64_t base, const nk_tile *x, bool last)
 {
 	const nk_fused *f = E->f;
 	if (v < f->nin)
@@ -117,7 +97,7 @@ static isa_ap value_ap(const emitter *E, unsigned v, uint64_t base, const ftile 
 	return isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + v * E->slot, x->cols);
 }
 
-static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t base)
+static isa_status emit_tile(emitter *E, uint32_t t, const nk_tile *x, uint64_t base)
 {
 	const nk_fused *f = E->f;
 	isa_status st = ISA_OK;
@@ -129,7 +109,7 @@ static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t bas
 		int me = eidx(eng), other = 1 - me;
 		/* first step of this engine in tile t: the other engine is past tile t-1 */
 		if (!waited[me] && t > 0 && E->per_tile[other]) {
-			st = isa_builder_sem_wait(E->p, eng, other ? SEM_ACT : SEM_VEC, ISA_ALU_is_ge,
+			st = isa_builder_sem_wait(E->p, eng, E->sem_steps[other], ISA_ALU_is_ge,
 						  E->per_tile[other] * t);
 			waited[me] = true;
 			if (st)
@@ -149,7 +129,7 @@ static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t bas
 				need = E->ordinal[j] + 1;
 		}
 		if (need)
-			st = isa_builder_sem_wait(E->p, eng, other ? SEM_ACT : SEM_VEC, ISA_ALU_is_ge,
+			st = isa_builder_sem_wait(E->p, eng, E->sem_steps[other], ISA_ALU_is_ge,
 						  E->per_tile[other] * t + need);
 		bool last = k + 1 == f->nsteps;
 		isa_ap dst = value_ap(E, f->nin + k, base, x, last);
@@ -175,79 +155,51 @@ static isa_status emit_tile(emitter *E, uint32_t t, const ftile *x, uint64_t bas
 			}
 		}
 		if (!st)
-			st = isa_builder_sem_signal(E->p, eng, me ? SEM_ACT : SEM_VEC, ISA_SEMOP_ADD, 1);
-	}
-	if (!st) {
-		nk_fused_step sl = step_of(f, f->nsteps - 1);
-		int eng = step_engine(&sl);
-		st = isa_builder_sem_signal(E->p, eng, SEM_TILE, ISA_SEMOP_ADD, 1);
+			st = isa_builder_sem_signal(E->p, eng, E->sem_steps[me], ISA_SEMOP_ADD, 1);
 	}
 	return st;
 }
 
-static isa_status fused_emit(int target, const nk_fused *f, const ftile *tiles, uint32_t nt, uint8_t **bin,
+static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles, uint32_t nt, uint8_t **bin,
 			     size_t *len, isa_diag *diag)
 {
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	p->num_semaphores = 5;
-	emitter E = { .p = p, .f = f, .slot = (uint64_t)FUSED_F * 4 };
+	emitter E = { .f = f, .slot = (uint64_t)FUSED_F * 4 };
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 2, (f->nin + f->nsteps + 1) * E.slot, diag))
+		return pp.st;
+	E.p = pp.p;
+	E.sem_steps[0] = nk_pipe_sem(&pp);
+	E.sem_steps[1] = nk_pipe_sem(&pp);
 	for (unsigned k = 0; k < f->nsteps; k++) {
 		nk_fused_step sk = step_of(f, k);
 		int e = eidx(step_engine(&sk));
 		E.ordinal[k] = E.per_tile[e]++;
 	}
 	int tin[NK_FUSED_MAX_IN];
-	uint64_t shape[1] = { f->n };
 	for (unsigned i = 0; i < f->nin; i++) {
 		char name[8] = { 'i', 'n', (char)('0' + i), 0 };
-		if ((tin[i] = isa_builder_tensor(p, name, f->dtype, ISA_TK_INPUT, 1, shape, diag)) < 0)
-			goto failed;
+		tin[i] = nk_pipe_tensor(&pp, name, f->dtype, ISA_TK_INPUT, f->n);
 	}
-	int to = isa_builder_tensor(p, "out", f->dtype, ISA_TK_OUTPUT, 1, shape, diag);
-	if (to < 0)
-		goto failed;
+	int to = nk_pipe_tensor(&pp, "out", f->dtype, ISA_TK_OUTPUT, f->n);
 	const uint64_t esz = isa_dtype_size(f->dtype);
-	const unsigned per_tile = f->nin + 1, per_set = f->nin + f->nsteps + 1;
-	for (uint32_t t = 0; t < nt; t++) {
-		const ftile *x = &tiles[t];
-		uint64_t base = (t % 2) * per_set * E.slot;
-		for (unsigned i = 0; i < f->nin; i++) {
-			isa_ap s = value_ap(&E, i, base, x, false);
-			isa_ap h = isa_ap_hbm(f->dtype, (uint32_t)tin[i], x->start * esz, x->rows, x->cols, x->cols);
-			if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &s, &h, NULL, diag) < 0)
-				goto failed;
-		}
-		isa_ap so = value_ap(&E, f->nin + f->nsteps - 1, base, x, true);
-		isa_ap ho = isa_ap_hbm(f->dtype, (uint32_t)to, x->start * esz, x->rows, x->cols, x->cols);
-		if (isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag) < 0)
-			goto failed;
-		/* loads into set t%2 after tile t-2 is stored (and so computed) */
-		if (t >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, SEM_STORE, ISA_ALU_is_ge, t - 1)))
-			goto free_program;
+	nk_fused_step last = step_of(f, f->nsteps - 1);
+	for (uint32_t t = 0; t < nt && !pp.st; t++) {
+		const nk_tile *x = &tiles[t];
+		uint64_t base = nk_pipe_tile(&pp);
 		for (unsigned i = 0; i < f->nin; i++)
-			if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, per_tile * t + i, i % ISA_NUM_DMA_QUEUES,
-						       SEM_LOAD, 1)))
-				goto free_program;
-		for (int e = 0; e < 2; e++) {
-			if (!E.per_tile[e])
-				continue;
-			int eng = e ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR;
-			if ((st = isa_builder_sem_wait(p, eng, SEM_LOAD, ISA_ALU_is_ge, f->nin * (t + 1))))
-				goto free_program;
-		}
-		if ((st = emit_tile(&E, t, x, base)))
-			goto free_program;
+			nk_pipe_load(&pp, value_ap(&E, i, base, x, false),
+				     isa_ap_hbm(f->dtype, (uint32_t)tin[i], x->start * esz, x->rows, x->cols, x->cols),
+				     i % ISA_NUM_DMA_QUEUES);
+		for (int e = 0; e < 2; e++)
+			if (E.per_tile[e])
+				nk_pipe_compute(&pp, e ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR);
+		if (!pp.st)
+			nk_pipe_check(&pp, emit_tile(&E, t, x, base));
+		nk_pipe_computed(&pp, step_engine(&last));
+		nk_pipe_store(&pp, isa_ap_hbm(f->dtype, (uint32_t)to, x->start * esz, x->rows, x->cols, x->cols),
+			      value_ap(&E, f->nin + f->nsteps - 1, base, x, true), 2);
 	}
-	st = nk_store_tiles(p, nt, per_tile, f->nin, bin, len, diag);
-	goto free_program;
-failed:
-	st = diag->code;
-free_program:
-	isa_program_free(p);
-	return st;
+	return nk_pipe_finish(&pp, bin, len);
 }
 
 isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t *len, isa_diag *diag)
@@ -260,7 +212,7 @@ isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t
 			f->nsteps, (unsigned long long)f->n);
 		return ISA_E_LIMIT;
 	}
-	ftile *tiles = calloc(max_tiles, sizeof(*tiles));
+	nk_tile *tiles = calloc(max_tiles, sizeof(*tiles));
 	if (!tiles)
 		return ISA_E_NOMEM;
 	isa_status st;

@@ -303,13 +303,6 @@ isa_status nk_encode(isa_program *p, uint8_t **bin, size_t *len, isa_diag *diag)
 isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, uint8_t **bin, size_t *len,
 		     isa_diag *diag);
 
-/* The tail of a double-buffered tile kernel (elementwise.c): GpSimd stores
- * tile t (descriptor per_tile * t + store) once semaphore 1 counts t + 1
- * tiles computed, counting stores on semaphore 2; waits for all nt, then
- * nk_encode. */
-isa_status nk_store_tiles(isa_program *p, uint32_t nt, unsigned per_tile, unsigned store, uint8_t **bin, size_t *len,
-			  isa_diag *diag);
-
 void nk_fail(isa_diag *diag, isa_status code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

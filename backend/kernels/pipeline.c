@@ -1,0 +1,140 @@
+/*
+ * pipeline.c -- the tile pipeline of the streaming kernel generators
+ * (pipeline.h): semaphores, buffer-set reuse, load / compute / store
+ * ordering, sticky errors and the finish path, written once.
+ */
+#include "pipeline.h"
+
+#include <string.h>
+
+#include "kernels.h"
+
+/* engines of the pipeline's own DMAs: loads from Sync, stores from GpSimd,
+ * so neither queue waits behind the other's issue */
+#define LOAD_ENGINE ISA_ENGINE_SYNC
+#define STORE_ENGINE ISA_ENGINE_GPSIMD
+
+void nk_pipe_check(nk_pipe *pp, isa_status st)
+{
+	if (!pp->st && st)
+		pp->st = st;
+}
+
+bool nk_pipe_init(nk_pipe *pp, int target, unsigned nbuf, uint64_t set_bytes, isa_diag *diag)
+{
+	memset(pp, 0, sizeof(*pp));
+	pp->diag = diag;
+	pp->nbuf = nbuf ? nbuf : 1;
+	pp->set_bytes = set_bytes;
+	pp->load_engine = LOAD_ENGINE;
+	pp->store_engine = STORE_ENGINE;
+	pp->p = isa_program_new(target);
+	if (!pp->p) {
+		pp->st = ISA_E_NOMEM;
+		return false;
+	}
+	pp->sem_loaded = nk_pipe_sem(pp);
+	pp->sem_computed = nk_pipe_sem(pp);
+	pp->sem_stored = nk_pipe_sem(pp);
+	return true;
+}
+
+uint32_t nk_pipe_sem(nk_pipe *pp)
+{
+	if (!pp->p)
+		return 0;
+	return pp->p->num_semaphores++;
+}
+
+int nk_pipe_tensor(nk_pipe *pp, const char *name, int dtype, int kind, uint64_t n)
+{
+	if (pp->st)
+		return -1;
+	uint64_t shape[1] = { n };
+	int t = isa_builder_tensor(pp->p, name, dtype, kind, 1, shape, pp->diag);
+	if (t < 0)
+		nk_pipe_check(pp, pp->diag->code ? pp->diag->code : ISA_E_LIMIT);
+	return t;
+}
+
+uint64_t nk_pipe_tile(nk_pipe *pp)
+{
+	uint32_t t = pp->tiles++;
+	/* buffer set t % nbuf was last read by tile t - nbuf's stores */
+	if (!pp->st && t >= pp->nbuf)
+		nk_pipe_check(pp, isa_builder_sem_wait(pp->p, pp->load_engine, pp->sem_stored, ISA_ALU_is_ge,
+						       t - pp->nbuf + 1));
+	return (uint64_t)(t % pp->nbuf) * pp->set_bytes;
+}
+
+/* a DMA descriptor dst <- src, or -1 (the failure kept) */
+static int descriptor(nk_pipe *pp, isa_ap dst, isa_ap src)
+{
+	if (pp->st)
+		return -1;
+	int d = isa_builder_dma(pp->p, "", ISA_DMA_DIRECT, &dst, &src, NULL, pp->diag);
+	if (d < 0)
+		nk_pipe_check(pp, pp->diag->code ? pp->diag->code : ISA_E_LIMIT);
+	return d;
+}
+
+void nk_pipe_load(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
+{
+	int d = descriptor(pp, dst, src);
+	if (d < 0)
+		return;
+	nk_pipe_check(pp, isa_builder_dma_copy(pp->p, pp->load_engine, (uint32_t)d, queue, pp->sem_loaded, 1));
+	pp->loads++;
+}
+
+void nk_pipe_compute(nk_pipe *pp, int engine)
+{
+	if (!pp->st)
+		nk_pipe_check(pp, isa_builder_sem_wait(pp->p, engine, pp->sem_loaded, ISA_ALU_is_ge, pp->loads));
+}
+
+void nk_pipe_computed(nk_pipe *pp, int engine)
+{
+	if (!pp->st)
+		nk_pipe_check(pp, isa_builder_sem_signal(pp->p, engine, pp->sem_computed, ISA_SEMOP_ADD, 1));
+}
+
+void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
+{
+	int d = descriptor(pp, dst, src);
+	if (d < 0)
+		return;
+	/* the store engine only stores: its stream is the stores in tile order */
+	nk_pipe_check(pp, isa_builder_sem_wait(pp->p, pp->store_engine, pp->sem_computed, ISA_ALU_is_ge, pp->tiles));
+	if (!pp->st)
+		nk_pipe_check(pp, isa_builder_dma_copy(pp->p, pp->store_engine, (uint32_t)d, queue, pp->sem_stored, 1));
+	pp->stores++;
+}
+
+isa_status nk_pipe_finish(nk_pipe *pp, uint8_t **bin, size_t *len)
+{
+	if (!pp->st)
+		nk_pipe_check(pp, nk_finish(pp->p, pp->store_engine, pp->sem_stored, pp->stores, bin, len, pp->diag));
+	isa_program_free(pp->p);
+	pp->p = NULL;
+	return pp->st;
+}
+
+uint32_t nk_flat_tiles(uint64_t n, uint64_t f, nk_tile *t, uint32_t cap)
+{
+	uint32_t k = 0;
+	uint64_t s = 0;
+	if (!f)
+		return 0;
+	while (s < n && k < cap) {
+		uint64_t left = n - s;
+		nk_tile x = { s, 1, (uint32_t)(left < f ? left : f) };
+		if (left >= f) {
+			uint64_t rows = left / f;
+			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
+		}
+		t[k++] = x;
+		s += (uint64_t)x.rows * x.cols;
+	}
+	return s == n ? k : 0;
+}
