@@ -120,21 +120,23 @@ isa_status nk_pipe_finish(nk_pipe *pp, uint8_t **bin, size_t *len)
 	return pp->st;
 }
 
+nk_tile nk_flat_tile(uint64_t n, uint64_t s, uint64_t f)
+{
+	uint64_t left = n - s, rows = left / f;
+	if (rows == 0)
+		return (nk_tile){ s, 1, (uint32_t)left };
+	return (nk_tile){ s, (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows), (uint32_t)f };
+}
+
 uint32_t nk_flat_tiles(uint64_t n, uint64_t f, nk_tile *t, uint32_t cap)
 {
 	uint32_t k = 0;
 	uint64_t s = 0;
 	if (!f)
 		return 0;
-	while (s < n && k < cap) {
-		uint64_t left = n - s;
-		nk_tile x = { s, 1, (uint32_t)(left < f ? left : f) };
-		if (left >= f) {
-			uint64_t rows = left / f;
-			x.rows = (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows);
-		}
-		t[k++] = x;
-		s += (uint64_t)x.rows * x.cols;
+	for (; s < n && k < cap; k++) {
+		t[k] = nk_flat_tile(n, s, f);
+		s += (uint64_t)t[k].rows * t[k].cols;
 	}
 	return s == n ? k : 0;
 }

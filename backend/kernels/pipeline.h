@@ -85,6 +85,8 @@ typedef struct nk_tile {
 	uint32_t rows, cols;
 } nk_tile;
 uint32_t nk_flat_tiles(uint64_t n, uint64_t f, nk_tile *t, uint32_t cap);
+/* the tile of those starting at element s (f > 0, s < n) */
+nk_tile nk_flat_tile(uint64_t n, uint64_t s, uint64_t f);
 
 #ifdef __cplusplus
 }
