@@ -30,21 +30,25 @@ cmake --build "$BUILD" -j "$(nproc)"
 
 mkdir -p "$BUILD/artifacts"
 status=0
+# run_target NAME COMMAND...: fuzz with libFuzzer's flags, report its statistics
+run_target() {
+    local t="$1" log="$BUILD/$1.log"
+    shift
+    echo "== fuzzing $t for ${SECONDS_EACH}s" >&2
+    if ! "$@" -max_total_time="$SECONDS_EACH" -timeout=10 -print_final_stats=1 \
+            -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1; then
+        status=1
+        echo "!! $t failed; see $log and $BUILD/artifacts" >&2
+        tail -40 "$log" >&2
+    fi
+    grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$log" | sed "s/^/$t: /"
+}
 for t in "${TARGETS[@]}"; do
     if [[ "$t" == compile_cache ]]; then
         work="$BUILD/corpus/$t"
         mkdir -p "$work"
-        echo "== fuzzing $t for ${SECONDS_EACH}s" >&2
-        log="$BUILD/$t.log"
-        if ! NEURON_SIM=1 python3 "$ROOT/tests/fuzz/fuzz_compile_cache.py" "$work" \
-                -dict="$ROOT/tests/fuzz/compile_cache.dict" -max_total_time="$SECONDS_EACH" \
-                -max_len=4096 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
-                -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1; then
-            status=1
-            echo "!! $t failed; see $log and $BUILD/artifacts" >&2
-            tail -40 "$log" >&2
-        fi
-        grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$log" | sed "s/^/$t: /"
+        run_target "$t" env NEURON_SIM=1 python3 "$ROOT/tests/fuzz/fuzz_compile_cache.py" "$work" \
+            -dict="$ROOT/tests/fuzz/compile_cache.dict" -max_len=4096 -rss_limit_mb=4096
         continue
     fi
     work="$BUILD/corpus/$t"
@@ -62,16 +66,7 @@ for t in "${TARGETS[@]}"; do
     done
     dict=()
     [[ -f "$ROOT/tests/fuzz/$t.dict" ]] && dict=(-dict="$ROOT/tests/fuzz/$t.dict")
-    echo "== fuzzing $t for ${SECONDS_EACH}s" >&2
-    log="$BUILD/$t.log"
-    if ! "$BUILD/bin/fuzz_$t" "$work" "${dict[@]}" -max_total_time="$SECONDS_EACH" \
-            -max_len=8192 -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-            -artifact_prefix="$BUILD/artifacts/$t-" >"$log" 2>&1; then
-        status=1
-        echo "!! $t failed; see $log and $BUILD/artifacts" >&2
-        tail -40 "$log" >&2
-    fi
-    grep -E "^(Done|stat::number_of_executed_units|stat::average_exec_per_sec|stat::peak_rss_mb)" "$log" | sed "s/^/$t: /"
+    run_target "$t" "$BUILD/bin/fuzz_$t" "$work" "${dict[@]}" -max_len=8192 -rss_limit_mb=2048
     # keep a minimal corpus covering what the checked-in and work corpora cover
     fresh="$BUILD/corpus-min/$t"
     rm -rf "$fresh" && mkdir -p "$fresh"

@@ -335,27 +335,28 @@ def test_cache_artifacts_of_any_bytes_raise_value_error_only():
         assert "graph.json" in files
 
 
+def _compile_as_a_new_process(f, x):
+    """f compiled on neuron with nothing in memory (as a new process: the
+    disk cache is all there is), the counters from zero"""
+    from torch_neuronsim.compile import clear_memory_cache
+    torch._dynamo.reset()
+    clear_memory_cache()
+    torch_neuronsim.reset_stats()
+    return torch.compile(f, backend="neuron")(x)
+
+
 def test_a_corrupt_disk_cache_entry_is_compiled_again(tmp_path, monkeypatch):
     monkeypatch.setenv("NEURON_SIM_COMPILE_CACHE_DIR", str(tmp_path))
-    from torch_neuronsim.compile import clear_memory_cache
     f = lambda x: (x + 1) * 2   # noqa: E731
     x = torch.randn(64).to(NEURON)
-    torch._dynamo.reset()
-    clear_memory_cache()
-    torch.compile(f, backend="neuron")(x)
+    _compile_as_a_new_process(f, x)
     for d in tmp_path.iterdir():
         (d / "graph.json").write_text("{not json")
-    torch._dynamo.reset()
-    clear_memory_cache()
-    torch_neuronsim.reset_stats()
-    got = torch.compile(f, backend="neuron")(x)
+    got = _compile_as_a_new_process(f, x)
     assert stats()["compile"]["graphs_compiled"] == 1
     torch.testing.assert_close(got.cpu(), f(x.cpu()))
-    # the damaged entry was rewritten: the next process-fresh compile is a disk hit
-    torch._dynamo.reset()
-    clear_memory_cache()
-    torch_neuronsim.reset_stats()
-    torch.compile(f, backend="neuron")(x)
+    # the damaged entry was rewritten: the next fresh compile is a disk hit
+    _compile_as_a_new_process(f, x)
     assert stats()["compile"]["graphs_compiled"] == 0 and stats()["compile"]["disk_cache_hits"] == 1
 
 
@@ -366,12 +367,9 @@ def test_a_cache_entry_that_is_not_a_regular_intact_file_is_a_miss(tmp_path, mon
     data: each is a miss, compiled again, and the entry rewritten."""
     import os
     monkeypatch.setenv("NEURON_SIM_COMPILE_CACHE_DIR", str(tmp_path))
-    from torch_neuronsim.compile import clear_memory_cache
     f = lambda x: (x - 1) * 3   # noqa: E731
     x = torch.randn(64).to(NEURON)
-    torch._dynamo.reset()
-    clear_memory_cache()
-    torch.compile(f, backend="neuron")(x)
+    _compile_as_a_new_process(f, x)
     (entry,) = [d for d in tmp_path.iterdir() if not d.name.startswith(".")]
     g = entry / "graph.json"
     if kind == "flipped":
@@ -389,10 +387,7 @@ def test_a_cache_entry_that_is_not_a_regular_intact_file_is_a_miss(tmp_path, mon
         else:
             with open(g, "wb") as fh:   # sparse: over the entry size limit, no disk used
                 fh.truncate((1 << 30) + 1)
-    torch._dynamo.reset()
-    clear_memory_cache()
-    torch_neuronsim.reset_stats()
-    got = torch.compile(f, backend="neuron")(x)
+    got = _compile_as_a_new_process(f, x)
     assert stats()["compile"]["graphs_compiled"] == 1
     torch.testing.assert_close(got.cpu(), f(x.cpu()))
     assert g.is_file() and not g.is_symlink() and g.stat().st_size < 1 << 20
