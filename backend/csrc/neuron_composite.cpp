@@ -100,24 +100,28 @@ at::Tensor variance(const at::Tensor &self, at::OptionalIntArrayRef dim, const s
 	bool all = !dim || dim->empty();
 	int64_t n = all ? self.numel() : self.size(at::maybe_wrap_dim((*dim)[0], self.dim()));
 	double c = corr ? corr->toDouble() : 1.0;
-	at::Tensor mean = all ? self.mean() : self.mean(*dim, true);
-	at::Tensor d = self.sub(mean);
+	// in fp32 for bf16 / fp16 as CPU's opmath, rounded once: an fp16 sum of
+	// squares past 65504 was inf
+	at::Tensor x = as_fp32(self);
+	at::Tensor mean = all ? x.mean() : x.mean(*dim, true);
+	at::Tensor d = x.sub(mean);
 	at::Tensor ss = all ? d.mul(d).sum() : d.mul(d).sum(*dim, keepdim);
 	if (all && keepdim)
 		ss = ss.reshape(std::vector<int64_t>(self.dim(), 1));
-	return ss.div(std::max(0.0, (double)n - c));
+	return ss.div(std::max(0.0, (double)n - c));   // fp32: the caller rounds once
 }
 
 at::Tensor var(const at::Tensor &self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar> &corr, bool keepdim)
 {
-	return variance(self, dim, corr, keepdim);   // undefined: declined
+	at::Tensor r = variance(self, dim, corr, keepdim);
+	return r.defined() ? r.to(self.scalar_type()) : r;           // undefined: declined
 }
 
 at::Tensor stddev(const at::Tensor &self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar> &corr,
 		  bool keepdim)
 {
 	at::Tensor r = variance(self, dim, corr, keepdim);
-	return r.defined() ? r.sqrt() : r;           // undefined: declined
+	return r.defined() ? r.sqrt().to(self.scalar_type()) : r;    // undefined: declined
 }
 
 // log1p and expm1 from ScalarE's log and exp with Kahan's correction: with
@@ -150,11 +154,15 @@ at::Tensor softplus_impl(const at::Tensor &x, const at::Scalar &beta, const at::
 	if (!is_float_neuron(x) || beta.isComplex() || threshold.isComplex())
 		return {};
 	double b = beta.toDouble();
-	at::Tensor bx = b == 1.0 ? x : x.mul(b);
+	// in fp32 for bf16 / fp16 as CPU's opmath (exp of an fp16 x over ~11
+	// overflowed: inf below the threshold)
+	at::Tensor xf = as_fp32(x);
+	at::Tensor bx = b == 1.0 ? xf : xf.mul(b);
 	at::Tensor sp = log1p_impl(bx.exp());
 	if (b != 1.0)
 		sp = sp.div(b);
-	return at::where(bx.gt(threshold.toDouble()), x, sp);
+	at::Tensor r = at::where(bx.gt(threshold.toDouble()), xf, sp);
+	return r.scalar_type() == x.scalar_type() ? r : r.to(x.scalar_type());
 }
 
 #define UNARY_COMPOSITE(fname, impl)                                                         \

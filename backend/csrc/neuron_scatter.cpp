@@ -47,6 +47,21 @@ bool scatter_shapes_ok(const at::Tensor &self, int64_t dim, const at::Tensor &in
 	return true;
 }
 
+// src's slabs added into out (contiguous) at index along dim.  A bf16 / fp16
+// out accumulates in fp32 and is rounded once, as CPU's index_add and
+// scatter_add add in their opmath type (the DMA's read-modify-write in bf16
+// rounded every add: 20x the CPU's error at 511 duplicates of one row).
+bool add_rows(at::Tensor &out, int64_t dim, const at::Tensor &index, const at::Tensor &src, const char *opname)
+{
+	if (out.scalar_type() != at::kBFloat16 && out.scalar_type() != at::kHalf)
+		return rows_write_dim(out, dim, index, src, true, opname);
+	at::Tensor acc = out.to(at::kFloat);
+	if (!rows_write_dim(acc, dim, index, src.to(at::kFloat), true, opname))
+		return false;
+	TORCH_CHECK(native_copy(out, acc), "neuron: ", opname, ": rounding the fp32 sums");
+	return true;
+}
+
 // out (contiguous, on the device) gets src's elements at the positions index
 // names along dim; in place
 bool scatter_elements(at::Tensor &out, int64_t dim, const at::Tensor &index, const at::Tensor &src, bool accumulate,
@@ -78,7 +93,8 @@ bool scatter_elements(at::Tensor &out, int64_t dim, const at::Tensor &index, con
 		s = s.narrow(d, 0, index.size(d));
 	s = materialize(s, s.sizes(), out.scalar_type()).view({ -1, 1 });
 	at::Tensor table = out.view({ -1, 1 });
-	return index_faults([&] { return rows_write_dim(table, 0, flat, s, accumulate, opname); },
+	return index_faults([&] { return accumulate ? add_rows(table, 0, flat, s, opname)
+						    : rows_write_dim(table, 0, flat, s, false, opname); },
 			    { { index, dim, out.size(dim), false, IndexWording::BoundsRuntime } });
 }
 
@@ -178,7 +194,7 @@ at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor 
 		at::Tensor dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
 		if (!dst.is_same(self))
 			TORCH_CHECK(native_copy(dst, self), "neuron: index_add copy");
-		if (index_faults([&] { return rows_write_dim(dst, d, index, src, true, "aten::index_add"); },
+		if (index_faults([&] { return add_rows(dst, d, index, src, "aten::index_add"); },
 				 { { index, d, self.size(d), false, IndexWording::BoundsRuntime } })) {
 			if (!dst.is_same(out))
 				TORCH_CHECK(native_copy(out, dst), "neuron: index_add copy back");

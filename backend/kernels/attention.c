@@ -563,13 +563,21 @@ static void emit(ag *g)
 	nk_em_wait(e, ISA_ENGINE_GPSIMD, S_STORE, e->cnt[S_STORE]);
 }
 
+/* a row of d elements in SBUF rounded up to 4 bytes: the fp32 regions after
+ * a bf16 / fp16 row of odd d stay fp32-aligned */
+static uint64_t row4(const ag *g)
+{
+	return ((uint64_t)g->at->d * g->esz + 3) & ~(uint64_t)3;
+}
+
 /* SBUF plan (bytes per partition); false when it does not fit */
 static bool plan(ag *g, uint64_t sbuf)
 {
 	const nk_attention *at = g->at;
 	uint64_t kv = (uint64_t)g->nkt * at->d * g->esz, region = 2 * kv + (uint64_t)g->nkt * P * g->esz, o = 0;
+	region = (region + 3) & ~(uint64_t)3;
 	/* the rest first; K / V regions, 2 to MAX_REGIONS, in what is left */
-	uint64_t rest = 2 * (at->d * g->esz + P * g->esz + SB * 8 + SB * g->esz + at->d * 4 + at->d * g->esz + 16) +
+	uint64_t rest = 2 * (row4(g) + P * g->esz + SB * 8 + SB * g->esz + at->d * 4 + row4(g) + 16) +
 			3 * 32 + PT_SLOTS * P * g->esz + 16;
 	if (rest + 2 * region > sbuf)
 		return false;
@@ -583,13 +591,13 @@ static bool plan(ag *g, uint64_t sbuf)
 	}
 	for (int s = 0; s < 2; s++) {
 		g->q[s] = o;
-		g->qt[s] = o + at->d * g->esz;
+		g->qt[s] = o + row4(g);
 		g->x[s] = g->qt[s] + P * g->esz;
 		g->mk[s] = g->x[s] + SB * 4;
 		g->pp[s] = g->mk[s] + SB * 4;
 		g->o[s] = g->pp[s] + SB * g->esz;
 		g->ot[s] = g->o[s] + at->d * 4;
-		g->l[s] = g->ot[s] + at->d * g->esz;
+		g->l[s] = g->ot[s] + row4(g);
 		o = g->l[s] + 16;
 	}
 	for (int s = 0; s < 3; s++, o += 32)

@@ -344,3 +344,47 @@ def test_narrow_integer_sum_memory_is_bounded():
     got = int(d.sum().cpu())
     assert got == int(x.sum())
     assert torch.neuron.max_memory_allocated() - base <= (16 << 20) + (1 << 20)
+
+
+# --------------------------------------- reduced-precision intermediates
+
+def test_fp16_variance_past_65504():
+    """var / std over everything of an fp16 tensor held the sum of squares
+    in fp16: inf once it passed 65504 (CPU: fp32 opmath, rounded once)."""
+    x = torch.randn(70000, generator=torch.Generator().manual_seed(0)).half()
+    for fn in (torch.var, torch.std):
+        got = fn(x.to(NEURON)).cpu()
+        assert torch.isfinite(got) and torch.equal(got, fn(x)), (fn, got, fn(x))
+
+
+def test_fp16_softplus_below_the_threshold():
+    x = torch.tensor([8.0, 10.0, 12.0, 15.0, 19.0, 25.0], dtype=torch.float16)
+    torch.testing.assert_close(F.softplus(x.to(NEURON)).cpu(), F.softplus(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_duplicate_index_accumulation_rounds_once(dtype):
+    """index_add / scatter_add with 511 duplicates of one row: the DMA's
+    read-modify-write rounded every add to bf16 (20x the CPU's error)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(1, 257, generator=g).to(dtype)
+    src = torch.randn(511, 257, generator=g).to(dtype)
+    i = torch.zeros(511, dtype=torch.long)
+    j = torch.zeros(511, 257, dtype=torch.long)
+    got = x.to(NEURON).index_add(0, i.to(NEURON), src.to(NEURON)).cpu()
+    assert torch.equal(got, x.index_add(0, i, src))
+    got = x.to(NEURON).scatter_add(0, j.to(NEURON), src.to(NEURON)).cpu()
+    assert torch.equal(got, x.scatter_add(0, j, src))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("d", [1, 3, 33, 127])
+def test_attention_with_an_odd_head_dim(dtype, d):
+    """A bf16 / fp16 head_dim of odd size under 128 left the fp32 regions
+    after it misaligned: generating the attention kernel failed."""
+    g = torch.Generator().manual_seed(d)
+    q, k, v = (torch.randn(1, 2, 5, d, generator=g).to(dtype) for _ in range(3))
+    for causal in (False, True):
+        want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+        got = F.scaled_dot_product_attention(q.to(NEURON), k.to(NEURON), v.to(NEURON), is_causal=causal)
+        torch.testing.assert_close(got.cpu().float(), want, rtol=3e-2, atol=3e-2)
