@@ -626,39 +626,51 @@ class Worker:
                     return
 
 
-def run_ops(keys, dtypes=DTYPES, samples=3, reference=False, errors=False, jobs=1, timeout=120.0,
-            progress=None):
-    """Runs the ops named by KEYS (op_key) in JOBS worker processes; returns
-    their records in KEYS' order.  PROGRESS(key, records) is called per op."""
+def run_pool(items, make_worker, work, jobs=1, progress=None):
+    """WORK(worker, item) for every item in JOBS threads, each with its own
+    worker from MAKE_WORKER() (stopped at the end); the results in ITEMS'
+    order (None where a thread died).  PROGRESS(index, result) after each.
+    bench/tile_sweep.py runs its cases through it too."""
     todo = queue.Queue()
-    for i, key in enumerate(keys):
-        todo.put((i, key))
-    results = [None] * len(keys)
+    for i, item in enumerate(items):
+        todo.put((i, item))
+    results = [None] * len(items)
     lock = threading.Lock()
 
     def loop():
-        w = Worker()
+        w = make_worker()
         try:
             while True:
                 try:
-                    i, key = todo.get_nowait()
+                    i, item = todo.get_nowait()
                 except queue.Empty:
                     return
-                t0 = time.monotonic()
-                recs = list(w.run(key, dtypes, samples, reference, errors, timeout))
-                results[i] = {"op": key, "seconds": round(time.monotonic() - t0, 2), "records": recs}
+                results[i] = work(w, item)
                 if progress:
                     with lock:
-                        progress(key, results[i])
+                        progress(i, results[i])
         finally:
             w.stop()
 
-    threads = [threading.Thread(target=loop) for _ in range(max(1, min(jobs, len(keys))))]
+    threads = [threading.Thread(target=loop) for _ in range(max(1, min(jobs, len(items))))]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    return [r for r in results if r is not None]
+    return results
+
+
+def run_ops(keys, dtypes=DTYPES, samples=3, reference=False, errors=False, jobs=1, timeout=120.0,
+            progress=None):
+    """Runs the ops named by KEYS (op_key) in JOBS worker processes; returns
+    their records in KEYS' order.  PROGRESS(key, records) is called per op."""
+    def work(w, key):
+        t0 = time.monotonic()
+        recs = list(w.run(key, dtypes, samples, reference, errors, timeout))
+        return {"op": key, "seconds": round(time.monotonic() - t0, 2), "records": recs}
+
+    report = (lambda i, r: progress(keys[i], r)) if progress else None
+    return [r for r in run_pool(keys, Worker, work, jobs, report) if r is not None]
 
 
 # -- the report -----------------------------------------------------------------
