@@ -45,6 +45,17 @@ void isa_program_free(isa_program *p)
 	free(p);
 }
 
+uint64_t isa_program_host_bytes(const isa_program *p)
+{
+	if (!p)
+		return 0;
+	uint64_t b = sizeof(*p) + (uint64_t)p->cap_tensors * sizeof(*p->tensors) + p->cap_consts +
+		     (uint64_t)p->cap_dma * sizeof(*p->dma);
+	for (int e = 0; e < ISA_NUM_ENGINES; e++)
+		b += (uint64_t)p->cap_instr[e] * sizeof(*p->stream[e]);
+	return b;
+}
+
 int isa_program_find_tensor(const isa_program *p, const char *name)
 {
 	for (uint32_t i = 0; i < p->n_tensors; i++)

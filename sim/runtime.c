@@ -614,6 +614,14 @@ uint64_t nsim_model_device_bytes(const nsim_model *m)
 	return nsim_tensor_size(m->scratch) + nsim_tensor_size(m->consts) + nsim_tensor_size(m->image);
 }
 
+uint64_t nsim_model_host_bytes(const nsim_model *m)
+{
+	if (!m)
+		return 0;
+	uint64_t per_tensor = sizeof(*m->addr) + sizeof(*m->bytes) + sizeof(*m->ext_fn) + sizeof(*m->ext_ctx);
+	return sizeof(*m) + isa_program_host_bytes(m->prog) + (uint64_t)m->prog->n_tensors * per_tensor;
+}
+
 nsim_status nsim_unload(nsim_model *m)
 {
 	if (!m)

@@ -132,6 +132,7 @@ struct Block {
 
 std::map<uintptr_t, Block> g_blocks;                  // every reserved block
 std::multimap<size_t, uintptr_t> g_cache[64];         // per device: free blocks by size
+uint64_t g_cached_bytes = 0;                          // in every device's free blocks
 MemStats g_mem[64];
 
 size_t round_size(size_t n)
@@ -139,20 +140,53 @@ size_t round_size(size_t n)
 	return (n + 511) & ~size_t(511);
 }
 
+// the cached block `c` of device `dev` returned to the device
+void release_block_locked(int dev, std::multimap<size_t, uintptr_t>::iterator c)
+{
+	auto [cap, ptr] = *c;
+	auto it = g_blocks.find(ptr);
+	g_mem[dev].reserved -= cap;
+	g_mem[dev].released_total += cap;
+	g_mem[dev].segment_releases++;
+	g_cached_bytes -= cap;
+	nsim_tensor_free(it->second.t);
+	g_allocs.erase(ptr);
+	g_write_gen.erase(reinterpret_cast<uintptr_t>(ptr));
+	g_alloc_device.erase(ptr);
+	g_blocks.erase(it);
+	g_cache[dev].erase(c);
+}
+
 void release_cached_locked(int dev)
 {
-	for (auto &[cap, ptr] : g_cache[dev]) {
-		auto it = g_blocks.find(ptr);
-		g_mem[dev].reserved -= cap;
-		g_mem[dev].released_total += cap;
-		g_mem[dev].segment_releases++;
-		nsim_tensor_free(it->second.t);
-		g_allocs.erase(ptr);
-		g_write_gen.erase(reinterpret_cast<uintptr_t>(ptr));
-		g_alloc_device.erase(ptr);
-		g_blocks.erase(it);
-	}
-	g_cache[dev].clear();
+	while (!g_cache[dev].empty())
+		release_block_locked(dev, g_cache[dev].begin());
+}
+
+// Simulated HBM is host memory, so freed blocks the cache keeps are host
+// memory too: past NEURON_SIM_ALLOCATOR_CACHE_MB (default 2048) of them,
+// the largest go back to the device (their pages to the host).  The
+// simulated HBM (96 GiB on trn2) is no bound on a 24 GiB host: a sweep of
+// growing shapes reached 14 GB resident with nothing allocated.
+uint64_t cache_limit_bytes()
+{
+	static const uint64_t limit = [] {
+		const char *e = std::getenv("NEURON_SIM_ALLOCATOR_CACHE_MB");
+		char *end = nullptr;
+		unsigned long long mb = e && *e ? std::strtoull(e, &end, 10) : 2048;
+		if (e && *e && (*end || mb > (1ull << 30))) {
+			TORCH_WARN("neuron: NEURON_SIM_ALLOCATOR_CACHE_MB='", e, "' is not a whole number of MiB; using 2048");
+			mb = 2048;
+		}
+		return (uint64_t)mb << 20;
+	}();
+	return limit;
+}
+
+void trim_cache_locked(int dev)
+{
+	while (g_cached_bytes > cache_limit_bytes() && !g_cache[dev].empty())
+		release_block_locked(dev, std::prev(g_cache[dev].end()));
 }
 
 void delete_device(void *p)
@@ -170,6 +204,8 @@ void delete_device(void *p)
 	g_stats.allocated_bytes -= b.requested;
 	b.requested = 0;
 	g_cache[b.dev].emplace(b.capacity, it->first);
+	g_cached_bytes += b.capacity;
+	trim_cache_locked(b.dev);
 }
 
 }  // namespace
@@ -193,6 +229,7 @@ struct NeuronAllocator final : public c10::DeviceAllocator {
 		auto hit = g_cache[dev].lower_bound(cap);
 		if (hit != g_cache[dev].end() && hit->first <= 2 * cap) {
 			p = hit->second;
+			g_cached_bytes -= hit->first;
 			g_cache[dev].erase(hit);
 		} else {
 			nsim_tensor *t = nullptr;

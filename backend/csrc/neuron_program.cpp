@@ -171,6 +171,15 @@ int64_t extent_of(const at::Tensor &t)
 	return e;
 }
 
+// what a cached program really holds: its device memory, its decoded form on
+// the host and the image kept for the linker (a big bmm's decoded streams
+// were uncounted: the cache's 512 MiB bound let a process grow to 14 GB)
+uint64_t entry_bytes(const nsim_model *m)
+{
+	auto image = program_image(m);
+	return nsim_model_device_bytes(m) + nsim_model_host_bytes(m) + (image ? image->size() : 0);
+}
+
 Program load_program(const std::string &key, int dev, const std::function<Program()> &load)
 {
 	std::string k = key;
@@ -182,7 +191,7 @@ Program load_program(const std::string &key, int dev, const std::function<Progra
 	}
 	count_program(false);
 	Program p = load();
-	g_cache.insert(k, p, std::max(kMinEntryBytes, nsim_model_device_bytes(p.get()) + (uint64_t)k.size()));
+	g_cache.insert(k, p, std::max(kMinEntryBytes, entry_bytes(p.get()) + (uint64_t)k.size()));
 	return p;
 }
 

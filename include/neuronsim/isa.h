@@ -409,6 +409,8 @@ unsigned    isa_domain_code(const char *domain, unsigned index);
 
 isa_program *isa_program_new(int target);         /* NULL on no memory */
 void         isa_program_free(isa_program *p);
+/* host memory the program's tables hold (what isa_program_free releases) */
+uint64_t     isa_program_host_bytes(const isa_program *p);
 int          isa_program_find_tensor(const isa_program *p, const char *name); /* -1 */
 uint64_t     isa_tensor_bytes(const isa_tensor *t); /* 0 if it overflows */
 uint64_t     isa_program_instr_count(const isa_program *p);

@@ -148,6 +148,10 @@ nsim_status nsim_unload(nsim_model *m);
  * Neuron runtime keeps a NEFF's), its scratch (INTERNAL tensors) and its
  * constants */
 uint64_t    nsim_model_device_bytes(const nsim_model *m);
+/* host memory a loaded program holds until unloaded: its decoded
+ * instruction streams, descriptors and tensor tables (a large generated
+ * kernel's decoded form is several times its image) */
+uint64_t    nsim_model_host_bytes(const nsim_model *m);
 
 /* named tensor sets for execute */
 nsim_status nsim_tensor_set_create(nsim_tensor_set **out);

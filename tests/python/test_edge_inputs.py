@@ -388,3 +388,29 @@ def test_attention_with_an_odd_head_dim(dtype, d):
         want = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
         got = F.scaled_dot_product_attention(q.to(NEURON), k.to(NEURON), v.to(NEURON), is_causal=causal)
         torch.testing.assert_close(got.cpu().float(), want, rtol=3e-2, atol=3e-2)
+
+
+# ------------------------------------------------- bounded host memory
+
+CACHE_SNIPPET = r"""
+import torch
+keep = torch.zeros(1 << 20, device="neuron")           # 4 MiB live
+for i in range(40):                                      # freed blocks of growing sizes
+    t = torch.empty((1 << 20) + i * 65536, device="neuron")
+    del t
+print(torch.neuron.memory_reserved() - torch.neuron.memory_allocated())
+"""
+
+
+def test_allocator_cache_is_bounded():
+    """Simulated HBM is host memory: the caching allocator's free blocks are
+    capped by NEURON_SIM_ALLOCATOR_CACHE_MB, the largest released first (a
+    sweep of growing shapes reached 14 GB resident with nothing allocated)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NEURON_SIM="1", NEURON_SIM_ALLOCATOR_CACHE_MB="16")
+    r = subprocess.run([sys.executable, "-c", CACHE_SNIPPET], env=env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cached = int(r.stdout.strip().splitlines()[-1])
+    assert 0 < cached <= 16 << 20

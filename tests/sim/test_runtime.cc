@@ -275,6 +275,25 @@ TEST_F(Runtime, BadArgumentsAreStatusCodes)
 	nsim_unload(m);
 }
 
+// A loaded program's host memory is its decoded tables: at least one
+// isa_instr per instruction and one isa_dma_desc per descriptor, and more
+// than its encoded image (the plugin's program cache counts it).
+TEST_F(Runtime, ModelHostBytesCountTheDecodedProgram)
+{
+	start("trn2");
+	std::string text = ".target trn2\n.engine vector\n";
+	for (int i = 0; i < 200; i++)
+		text += "    tensor_copy dst=sbuf:fp32[0:128]+0{1x64} src=sbuf:fp32[0:128]+256{1x64}\n";
+	text += "    end\n";
+	std::vector<uint8_t> bin = to_binary(text);
+	nsim_model *m = nullptr;
+	ASSERT_EQ(nsim_load(bin.data(), bin.size(), 0, &m), NSIM_SUCCESS) << nsim_last_error();
+	EXPECT_GE(nsim_model_host_bytes(m), 200 * sizeof(isa_instr));
+	EXPECT_GT(nsim_model_host_bytes(m), bin.size());
+	EXPECT_EQ(nsim_model_host_bytes(nullptr), 0u);
+	nsim_unload(m);
+}
+
 TEST_F(Runtime, FullTrn2HbmIsReservedNotCommitted)
 {
 	start("trn2");
