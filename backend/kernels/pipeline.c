@@ -24,7 +24,12 @@ bool nk_pipe_init(nk_pipe *pp, int target, unsigned nbuf, uint64_t set_bytes, is
 {
 	memset(pp, 0, sizeof(*pp));
 	pp->diag = diag;
-	pp->nbuf = nbuf ? nbuf : 1;
+	if (!nbuf || nbuf > NK_PIPE_MAX_BUF) {
+		nk_fail(diag, ISA_E_LIMIT, "tile pipeline: %u buffer sets", nbuf);
+		pp->st = ISA_E_LIMIT;
+		return false;
+	}
+	pp->nbuf = nbuf;
 	pp->set_bytes = set_bytes;
 	pp->load_engine = LOAD_ENGINE;
 	pp->store_engine = STORE_ENGINE;
@@ -59,11 +64,13 @@ int nk_pipe_tensor(nk_pipe *pp, const char *name, int dtype, int kind, uint64_t 
 
 uint64_t nk_pipe_tile(nk_pipe *pp)
 {
+	if (pp->tiles)   /* the previous tile's stores are all queued */
+		pp->stored_by[(pp->tiles - 1) % pp->nbuf] = pp->stores;
 	uint32_t t = pp->tiles++;
 	/* buffer set t % nbuf was last read by tile t - nbuf's stores */
 	if (!pp->st && t >= pp->nbuf)
 		nk_pipe_check(pp, isa_builder_sem_wait(pp->p, pp->load_engine, pp->sem_stored, ISA_ALU_is_ge,
-						       t - pp->nbuf + 1));
+						       pp->stored_by[t % pp->nbuf]));
 	return (uint64_t)(t % pp->nbuf) * pp->set_bytes;
 }
 
@@ -95,6 +102,10 @@ void nk_pipe_compute(nk_pipe *pp, int engine)
 
 void nk_pipe_computed(nk_pipe *pp, int engine)
 {
+	pp->computed_on = engine;
+	if (engine == pp->store_engine)
+		return;
+	pp->signalled++;
 	if (!pp->st)
 		nk_pipe_check(pp, isa_builder_sem_signal(pp->p, engine, pp->sem_computed, ISA_SEMOP_ADD, 1));
 }
@@ -104,8 +115,10 @@ void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
 	int d = descriptor(pp, dst, src);
 	if (d < 0)
 		return;
-	/* the store engine only stores: its stream is the stores in tile order */
-	nk_pipe_check(pp, isa_builder_sem_wait(pp->p, pp->store_engine, pp->sem_computed, ISA_ALU_is_ge, pp->tiles));
+	/* a tile computed on another engine: the store waits for its signal */
+	if (pp->computed_on != pp->store_engine)
+		nk_pipe_check(pp, isa_builder_sem_wait(pp->p, pp->store_engine, pp->sem_computed, ISA_ALU_is_ge,
+						       pp->signalled));
 	if (!pp->st)
 		nk_pipe_check(pp, isa_builder_dma_copy(pp->p, pp->store_engine, (uint32_t)d, queue, pp->sem_stored, 1));
 	pp->stores++;

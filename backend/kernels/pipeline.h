@@ -38,6 +38,8 @@
 extern "C" {
 #endif
 
+#define NK_PIPE_MAX_BUF 8u
+
 typedef struct nk_pipe {
 	isa_program *p;
 	isa_diag *diag;
@@ -48,10 +50,13 @@ typedef struct nk_pipe {
 	uint32_t sem_loaded, sem_computed, sem_stored;
 	uint32_t tiles;         /* tiles begun */
 	uint32_t loads, stores; /* DMAs queued */
+	uint32_t signalled;     /* tiles signalled computed (by an engine other than the store engine) */
+	uint32_t stored_by[NK_PIPE_MAX_BUF];   /* stores queued once tile t's were, at t % nbuf */
+	int computed_on;        /* the engine that computed the current tile */
 } nk_pipe;
 
-/* A new pipeline (its program for `target`); false when it could not be
- * made (no memory: pp->st says so). */
+/* A new pipeline (its program for `target`) of 1 to NK_PIPE_MAX_BUF buffer
+ * sets; false when it could not be made (pp->st says why). */
 bool nk_pipe_init(nk_pipe *pp, int target, unsigned nbuf, uint64_t set_bytes, isa_diag *diag);
 /* another semaphore, numbered after those already given out */
 uint32_t nk_pipe_sem(nk_pipe *pp);
@@ -64,7 +69,8 @@ uint64_t nk_pipe_tile(nk_pipe *pp);
 void nk_pipe_load(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue);
 /* `engine` waits until the current tile's loads landed */
 void nk_pipe_compute(nk_pipe *pp, int engine);
-/* `engine`, the tile's last, signals it computed */
+/* `engine`, the tile's last, signals it computed (nothing to signal when
+ * it is the store engine: its own stream orders the store after) */
 void nk_pipe_computed(nk_pipe *pp, int engine);
 /* a store of the current tile, dst (HBM) <- src (SBUF) on queue `queue`,
  * queued once the tile is computed */

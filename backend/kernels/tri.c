@@ -2,11 +2,12 @@
  * tri.c -- kernel generator for tril / triu: out[b, i, j] = x[b, i, j] where
  * j - i <= k (tril) or j - i >= k (triu), else 0, as GpSimd affine_select
  * over tiles of up to 128 rows of one matrix (the row index is affine in the
- * partition within a tile).  Sync loads, GpSimd selects and stores; two
- * buffers.  Any dtype of up to 4 bytes: floats, and integer / bool masks
+ * partition within a tile), a tile pipeline (pipeline.h): Sync loads,
+ * GpSimd selects and stores, two buffers.  Any dtype of up to 4 bytes: floats, and integer / bool masks
  * (the select only moves elements and writes zeros).
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #define P 128u
 
@@ -29,38 +30,17 @@ isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *
 			(unsigned long long)rows, (unsigned long long)cols);
 		return ISA_E_LIMIT;
 	}
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	p->num_semaphores = 2;   /* 0 loads landed, 1 stores landed */
-	uint64_t n[1] = { batch * rows * cols };
-	int tx = isa_builder_tensor(p, "x", dtype, ISA_TK_INPUT, 1, n, diag);
-	int to = isa_builder_tensor(p, "out", dtype, ISA_TK_OUTPUT, 1, n, diag);
-	if (tx < 0 || to < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	uint32_t t = 0;
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 2, cols * esz, diag))
+		return pp.st;
+	int tx = nk_pipe_tensor(&pp, "x", dtype, ISA_TK_INPUT, batch * rows * cols);
+	int to = nk_pipe_tensor(&pp, "out", dtype, ISA_TK_OUTPUT, batch * rows * cols);
 	for (uint64_t b = 0; b < batch; b++)
-		for (uint64_t i0 = 0; i0 < rows; i0 += P, t++) {
+		for (uint64_t i0 = 0; i0 < rows && !pp.st; i0 += P) {
 			uint32_t r = (uint32_t)(rows - i0 < P ? rows - i0 : P);
-			uint64_t off = ((b * rows + i0) * cols) * esz, buf = (t % 2) * cols * esz;
-			isa_ap s = isa_ap_sbuf(dtype, 0, r, buf, (uint32_t)cols);
-			isa_ap hx = isa_ap_hbm(dtype, (uint32_t)tx, off, r, (int64_t)cols, (uint32_t)cols);
-			isa_ap ho = isa_ap_hbm(dtype, (uint32_t)to, off, r, (int64_t)cols, (uint32_t)cols);
-			int dl = isa_builder_dma(p, "", ISA_DMA_DIRECT, &s, &hx, NULL, diag);
-			int ds = isa_builder_dma(p, "", ISA_DMA_DIRECT, &ho, &s, NULL, diag);
-			if (dl < 0 || ds < 0) {
-				st = diag->code;
-				goto free_program;
-			}
-			/* the buffer was stored two tiles ago */
-			if (t >= 2 && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 1, ISA_ALU_is_ge, t - 1)))
-				goto free_program;
-			if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)dl, 0, 0, 1)) ||
-			    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, t + 1)))
-				goto free_program;
+			uint64_t off = ((b * rows + i0) * cols) * esz;
+			isa_ap s = isa_ap_sbuf(dtype, 0, r, nk_pipe_tile(&pp), (uint32_t)cols);
+			nk_pipe_load(&pp, s, isa_ap_hbm(dtype, (uint32_t)tx, off, r, (int64_t)cols, (uint32_t)cols), 0);
 			/* keep where (i0 + p) - j + k >= 0 (tril) or j - (i0 + p) - k >= 0 (triu) */
 			isa_instr in = isa_instr_init(ISA_OP_affine_select);
 			in.ap[ISA_AP_DST] = s;
@@ -72,14 +52,11 @@ isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *
 			in.imm[2] = isa_imm_f32(0.0f);
 			in.nivec = 1;
 			in.ivec[0] = upper ? 1 : -1;
-			if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &in, diag)) ||
-			    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)ds, 1, 1, 1)))
-				goto free_program;
+			nk_pipe_compute(&pp, ISA_ENGINE_GPSIMD);
+			if (!pp.st)
+				nk_pipe_check(&pp, isa_builder_emit(pp.p, ISA_ENGINE_GPSIMD, &in, diag));
+			nk_pipe_computed(&pp, ISA_ENGINE_GPSIMD);
+			nk_pipe_store(&pp, isa_ap_hbm(dtype, (uint32_t)to, off, r, (int64_t)cols, (uint32_t)cols), s, 1);
 		}
-	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 1, t, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(p);
-	return st;
+	return nk_pipe_finish(&pp, bin, len);
 }
