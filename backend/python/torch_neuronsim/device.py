@@ -163,13 +163,23 @@ def _is_in_bad_fork():
 # parallel (about 1 MiB) waits on them forever, as plain CPU PyTorch does.  A
 # child of a process holding device tensors runs its host-side work on one
 # thread (what torch's DataLoader workers do), so the device keeps working
-# there (not a "bad fork": _is_in_bad_fork stays False).
+# there (not a "bad fork": _is_in_bad_fork stays False).  The parent asks
+# the runtime before forking: in the child a lock another thread held at
+# the fork would never be released.
+_fork_holds_device = False
+
+
+def _before_fork():
+    global _fork_holds_device
+    _fork_holds_device = bool(_lib.neuron_device_memory_in_use())
+
+
 def _after_fork_in_child():
-    if _lib.neuron_device_memory_in_use():
+    if _fork_holds_device:
         torch.set_num_threads(1)
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
+os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
 # Each device has its own default generator (neuron_generator.cpp); random ops
