@@ -334,14 +334,17 @@ bool flat_rows(const at::Tensor &self, const c10::List<std::optional<at::Tensor>
 	if (rows >= INT32_MAX)
 		return false;
 	int64_t below = 1;
+	at::Tensor bad;   // an index outside its own dim, wherever the sum would land (x[0, 5] of a 5 x 4 is not x[1, 1])
 	for (int64_t d = (int64_t)k - 1; d >= 0; d--) {
 		at::Tensor t = materialize(idx[d].to(at::kLong), bshape, at::kLong);
 		t = at::where(t.lt(0), t.add(self.size(d)), t);
 		at::Tensor term = below == 1 ? t : i64_mul_scalar(t, (int32_t)below);
 		flat = flat.defined() ? flat.add(term) : term;
-		flat = outside_faults(flat, t, self.size(d));   // x[0, 5] of a 5 x 4 is not x[1, 1]
+		at::Tensor b = t.lt(0).bitwise_or(t.ge(self.size(d)));
+		bad = bad.defined() ? bad.bitwise_or(b) : b;
 		below *= self.size(d);
 	}
+	flat = at::where(bad, at::full({}, -1, flat.options()), flat);   // a fault, never another row
 	return true;
 }
 

@@ -142,6 +142,11 @@ INDEX_OPS = {
     "gather": lambda d, i: _table(d).gather(0, i.view(2, 1).expand(2, 4).contiguous().to(d)),
     "getitem": lambda d, i: _table(d)[i.to(d)],
     "getitem_2d": lambda d, i: _table(d)[torch.zeros(2, dtype=torch.long).to(d), i.to(d)],
+    # a bad column index in the last row: its flat position (-1 or past the row) plus the row's
+    # offset lands inside the table, so only a per-dim check catches it
+    "getitem_2d_row3": lambda d, i: _table(d)[torch.full((2,), 3, dtype=torch.long).to(d), i.to(d)],
+    "setitem_2d_row3": lambda d, i: _table(d).__setitem__((torch.full((2,), 3, dtype=torch.long).to(d), i.to(d)),
+                                                          2.0),
     "setitem": lambda d, i: _table(d).__setitem__(i.to(d), 2.0),
     "index_put_": lambda d, i: _table(d).index_put_((i.to(d),), torch.ones(2, 4).to(d)),
     "index_add_": lambda d, i: _table(d).index_add_(0, i.to(d), torch.ones(2, 4).to(d)),
