@@ -39,14 +39,13 @@ import functools
 import json
 import os
 import pathlib
-import queue
 import re
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import workers  # noqa: E402  (the crash-safe worker processes, shared with tile_sweep.py)
 
 DTYPES = ("float32", "bfloat16")
 
@@ -518,65 +517,11 @@ def worker_main():
 
 
 # -- workers --------------------------------------------------------------------
-def worker_env():
-    env = dict(os.environ, NEURON_SIM="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONWARNINGS="ignore")
-    env.pop("NEURON_STRICT", None)            # a fallback is counted, not an error
-    env.pop("TORCH_DEVICE_BACKEND_AUTOLOAD", None)
-    return env
-
-
-class Worker:
+class Worker(workers.WorkerProcess):
     """A worker process; `run(request)` yields its records and survives a crash."""
 
     def __init__(self):
-        self.proc = None
-
-    def start(self, attempts=3):
-        for attempt in range(attempts):
-            self.err = tempfile.TemporaryFile()
-            self.proc = subprocess.Popen([sys.executable, str(pathlib.Path(__file__).resolve()), "--worker"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
-                                         env=worker_env(), text=True, bufsize=1)
-            self.lines = queue.Queue()
-            threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
-            msg = self._get(300)
-            if msg and "ready" in msg:
-                return
-            why = self._stderr_tail()
-            self.stop()
-            if attempt + 1 < attempts:
-                # the library may be rebuilt under us: wait for it
-                print(f"opinfo: worker did not start ({why}); retrying in 60 s", file=sys.stderr)
-                time.sleep(60)
-        raise RuntimeError(f"opinfo: worker does not start: {why}")
-
-    @staticmethod
-    def _read(stream, q):
-        for line in stream:
-            try:
-                q.put(json.loads(line))
-            except ValueError:
-                pass
-        q.put(None)
-
-    def _get(self, timeout):
-        try:
-            return self.lines.get(timeout=max(timeout, 0.01))
-        except queue.Empty:
-            return "timeout"
-
-    def _stderr_tail(self):
-        self.err.seek(0)
-        lines = [ln.strip() for ln in self.err.read().decode(errors="replace").splitlines() if ln.strip()]
-        lines = [ln for ln in lines if "Warning" not in ln and not ln.startswith("warnings.warn")]
-        return lines[-1][:300] if lines else ""
-
-    def stop(self):
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+        super().__init__(pathlib.Path(__file__).resolve(), name="opinfo")
 
     def run(self, key, dtypes, samples, reference, errors, timeout):
         """Yields OP's records; a crash or timeout is a record of its own."""
@@ -586,17 +531,16 @@ class Worker:
                 t = time.monotonic()
                 self.start()
                 t0 += time.monotonic() - t          # starting a worker is not the op's time
-            self.proc.stdin.write(json.dumps(dict(op=key, dtypes=list(dtypes), samples=samples,
-                                                  reference=reference, errors=errors, start=start)) + "\n")
-            self.proc.stdin.flush()
+            self.send(dict(op=key, dtypes=list(dtypes), samples=samples, reference=reference, errors=errors,
+                           start=start))
             begun = None
             while True:
-                msg = self._get(timeout - (time.monotonic() - t0))
+                msg = self.get(timeout - (time.monotonic() - t0))
                 if msg == "timeout" or msg is None:
                     if msg is None:
                         self.proc.wait()
                     rc = self.proc.returncode if msg is None else None
-                    tail = self._stderr_tail()
+                    tail = self.stderr_tail()
                     self.stop()
                     where = begun or {"begin": start, "dtype": None, "kind": "inputs", "index": 0, "sample": ""}
                     if msg == "timeout":
@@ -626,40 +570,6 @@ class Worker:
                     return
 
 
-def run_pool(items, make_worker, work, jobs=1, progress=None):
-    """WORK(worker, item) for every item in JOBS threads, each with its own
-    worker from MAKE_WORKER() (stopped at the end); the results in ITEMS'
-    order (None where a thread died).  PROGRESS(index, result) after each.
-    bench/tile_sweep.py runs its cases through it too."""
-    todo = queue.Queue()
-    for i, item in enumerate(items):
-        todo.put((i, item))
-    results = [None] * len(items)
-    lock = threading.Lock()
-
-    def loop():
-        w = make_worker()
-        try:
-            while True:
-                try:
-                    i, item = todo.get_nowait()
-                except queue.Empty:
-                    return
-                results[i] = work(w, item)
-                if progress:
-                    with lock:
-                        progress(i, results[i])
-        finally:
-            w.stop()
-
-    threads = [threading.Thread(target=loop) for _ in range(max(1, min(jobs, len(items))))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return results
-
-
 def run_ops(keys, dtypes=DTYPES, samples=3, reference=False, errors=False, jobs=1, timeout=120.0,
             progress=None):
     """Runs the ops named by KEYS (op_key) in JOBS worker processes; returns
@@ -670,7 +580,7 @@ def run_ops(keys, dtypes=DTYPES, samples=3, reference=False, errors=False, jobs=
         return {"op": key, "seconds": round(time.monotonic() - t0, 2), "records": recs}
 
     report = (lambda i, r: progress(keys[i], r)) if progress else None
-    return [r for r in run_pool(keys, Worker, work, jobs, report) if r is not None]
+    return [r for r in workers.run_pool(keys, Worker, work, jobs, report) if r is not None]
 
 
 # -- the report -----------------------------------------------------------------

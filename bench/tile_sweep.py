@@ -61,18 +61,15 @@ import json
 import math
 import os
 import pathlib
-import queue
 import random
 import signal
-import subprocess
 import sys
-import tempfile
-import threading
 import time
 import zlib
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import opinfo  # noqa: E402  (to_device, to_cpu, worker_env, _first_line)
+import opinfo  # noqa: E402  (to_device, to_cpu, _first_line)
+import workers  # noqa: E402  (the crash-safe worker processes)
 
 SIZES = (1, 2, 127, 128, 129, 255, 256, 257, 511, 513)
 QUICK_SIZES = (127, 128, 129, 255, 257, 513)
@@ -1074,53 +1071,13 @@ def worker_main(seed):
 RECYCLE_RSS = 4 << 30   # a worker's host memory only grows (large cases leave it resident): replaced past 4 GiB
 
 
-class Worker:
+class Worker(workers.WorkerProcess):
     """A worker process running one case at a time; `run(case)` returns its
     record, "crash" when the process died, "timeout" when it took too long
     (the process is then replaced; so is one past RECYCLE_RSS)."""
 
     def __init__(self, seed=0):
-        self.proc, self.seed = None, seed
-
-    def start(self, attempts=3):
-        why = ""
-        for attempt in range(attempts):
-            self.err = tempfile.TemporaryFile()
-            self.proc = subprocess.Popen([sys.executable, str(pathlib.Path(__file__).resolve()), "--worker",
-                                          "--seed", str(self.seed)],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.err,
-                                         env=opinfo.worker_env(), text=True, bufsize=1)
-            self.lines = queue.Queue()
-            threading.Thread(target=opinfo.Worker._read, args=(self.proc.stdout, self.lines), daemon=True).start()
-            msg = self._get(300)
-            if isinstance(msg, dict) and "ready" in msg:
-                return
-            why = self._stderr_tail()
-            self.stop()
-            if attempt + 1 < attempts:
-                # the library may be rebuilt under us: wait for it
-                print(f"tile_sweep: worker did not start ({why}); retrying in 60 s", file=sys.stderr)
-                time.sleep(60)
-        raise RuntimeError(f"tile_sweep: worker does not start: {why}")
-
-    def _rss(self):
-        try:
-            with open(f"/proc/{self.proc.pid}/statm") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            return 0
-
-    def _get(self, timeout):
-        try:
-            return self.lines.get(timeout=max(timeout, 0.01))
-        except queue.Empty:
-            return "timeout"
-
-    def _stderr_tail(self):
-        return opinfo.Worker._stderr_tail(self)
-
-    def stop(self):
-        opinfo.Worker.stop(self)
+        super().__init__(pathlib.Path(__file__).resolve(), ["--seed", str(seed)], name="tile_sweep")
 
     def run(self, c, timeout):
         if self.proc is not None and self.proc.poll() is not None:
@@ -1128,14 +1085,10 @@ class Worker:
         if self.proc is None:
             self.start()
         t0 = time.monotonic()
-        try:
-            self.proc.stdin.write(json.dumps(c) + "\n")
-            self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass                            # recorded as the crash it is, below
-        msg = self._get(timeout)
+        self.send(c)                        # a dead worker: recorded as the crash it is, below
+        msg = self.get(timeout)
         if isinstance(msg, dict) and "result" in msg:
-            if self._rss() > RECYCLE_RSS:
+            if self.rss() > RECYCLE_RSS:
                 self.stop()                 # a fresh worker for the next case
             return msg["result"]
         rec = {k: c[k] for k in ("id", "family", "op", "dims", "dtype", "layout", "params")}
@@ -1145,7 +1098,7 @@ class Worker:
         else:
             self.proc.wait()
             rc = self.proc.returncode
-            tail = self._stderr_tail()
+            tail = self.stderr_tail()
             self.stop()
             try:
                 sig = signal.Signals(-rc).name if rc < 0 else f"exit {rc}"
@@ -1159,7 +1112,7 @@ class Worker:
 def run_cases(cs, jobs=1, timeout=60.0, seed=0, progress=None):
     """The records of cases CS (in order), run in JOBS workers.
     PROGRESS(index, record) is called after each."""
-    results = opinfo.run_pool(cs, lambda: Worker(seed), lambda w, c: w.run(c, timeout), jobs, progress)
+    results = workers.run_pool(cs, lambda: Worker(seed), lambda w, c: w.run(c, timeout), jobs, progress)
     return [r for r in results if r is not None]
 
 
