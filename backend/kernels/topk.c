@@ -2,14 +2,16 @@
  * topk.c -- kernel generator for topk / unstable sort along rows: tiles of
  * up to 128 rows (one per partition) loaded by Sync, ranked by GpSimd's
  * topk instruction (CPU PyTorch's selection algorithm, so ties come out as
- * on the CPU), values and uint32 positions stored by GpSimd.  Two buffers
- * when two tiles fit a partition, else one.  A row longer than a partition
+ * on the CPU), values and uint32 positions stored by GpSimd: the tile
+ * pipeline (pipeline.h), two buffers when two tiles fit a partition, else
+ * one.  A row longer than a partition
  * holds is laid over [Pn, Fn] partitions (Fn the smallest divisor of its
  * length with Pn <= 128: the row's elements exactly, no padding, which
  * would change what the CPU's algorithm sees) and ranked whole by the
  * instruction's `span` form, one row at a time.
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #define P 128u
 
@@ -56,47 +58,64 @@ bool nk_topk_fits(int target, const nk_topk *o)
 	return fits_one(ti, o) || span_geometry(ti, o, &fn, &fk);
 }
 
-/* one row at a time over [Pn, Fn] partitions: load, rank (span), store */
-static isa_status span_program(isa_program *p, const isa_target_info *ti, const nk_topk *o, int tx, int tv, int ti_,
-			       isa_diag *diag)
+/* one tile through the pipeline: x (sx <- hx) ranked by GpSimd's topk into
+ * its k values (sv -> hv) and positions (si -> hi); `span` ranks one row
+ * laid over the tile's partitions */
+static void rank(nk_pipe *pp, const nk_topk *o, isa_ap sx, isa_ap hx, isa_ap sv, isa_ap hv, isa_ap si, isa_ap hi,
+		 bool span, isa_diag *diag)
+{
+	nk_pipe_load(pp, sx, hx, 0);
+	isa_instr in = isa_instr_init(ISA_OP_topk);
+	in.ap[ISA_AP_DST] = sv;
+	in.ap[ISA_AP_SRC] = sx;
+	in.ap[ISA_AP_AUX] = si;
+	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_AUX;
+	in.flags = (uint16_t)((span ? ISA_FLAG_SPAN : 0) | (o->largest ? 0 : ISA_FLAG_SMALLEST) |
+			      (o->sorted ? 0 : ISA_FLAG_UNSORTED) | (o->sort ? ISA_FLAG_SORT : 0));
+	nk_pipe_compute(pp, ISA_ENGINE_GPSIMD);
+	if (!pp->st)
+		nk_pipe_check(pp, isa_builder_emit(pp->p, ISA_ENGINE_GPSIMD, &in, diag));
+	nk_pipe_computed(pp, ISA_ENGINE_GPSIMD);
+	nk_pipe_store(pp, hv, sv, 1);
+	nk_pipe_store(pp, hi, si, 2);
+}
+
+/* one row at a time over [Pn, Fn] partitions, one buffer */
+static void span_rows(nk_pipe *pp, const isa_target_info *ti, const nk_topk *o, int tx, int tv, int ti_,
+		      isa_diag *diag)
 {
 	uint64_t fn, fk;
 	span_geometry(ti, o, &fn, &fk);
 	int dt = o->dtype;
 	unsigned esz = isa_dtype_size(dt);
 	uint32_t pn = (uint32_t)(o->cols / fn), pk = (uint32_t)(o->k / fk);
-	isa_status st;
-	for (uint64_t r = 0; r < o->rows; r++) {
-		isa_ap sx = isa_ap_sbuf(dt, 0, pn, 0, (uint32_t)fn);
-		isa_ap sv = isa_ap_sbuf(dt, 0, pk, align4(fn * esz), (uint32_t)fk);
-		isa_ap si = isa_ap_sbuf(ISA_DT_uint32, 0, pk, align4(fn * esz) + align4(fk * esz), (uint32_t)fk);
-		isa_ap hx = isa_ap_hbm(dt, (uint32_t)tx, r * o->cols * esz, pn, (int64_t)fn, (uint32_t)fn);
-		isa_ap hv = isa_ap_hbm(dt, (uint32_t)tv, r * o->k * esz, pk, (int64_t)fk, (uint32_t)fk);
-		isa_ap hi = isa_ap_hbm(ISA_DT_uint32, (uint32_t)ti_, r * o->k * 4, pk, (int64_t)fk, (uint32_t)fk);
-		int dl = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sx, &hx, NULL, diag);
-		int dv = isa_builder_dma(p, "", ISA_DMA_DIRECT, &hv, &sv, NULL, diag);
-		int di = isa_builder_dma(p, "", ISA_DMA_DIRECT, &hi, &si, NULL, diag);
-		if (dl < 0 || dv < 0 || di < 0)
-			return diag->code;
-		/* the previous row's stores landed (one buffer) */
-		if (r && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 1, ISA_ALU_is_ge, (uint32_t)(2 * r))))
-			return st;
-		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)dl, 0, 0, 1)) ||
-		    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, (uint32_t)(r + 1))))
-			return st;
-		isa_instr in = isa_instr_init(ISA_OP_topk);
-		in.ap[ISA_AP_DST] = sv;
-		in.ap[ISA_AP_SRC] = sx;
-		in.ap[ISA_AP_AUX] = si;
-		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_AUX;
-		in.flags = (uint16_t)(ISA_FLAG_SPAN | (o->largest ? 0 : ISA_FLAG_SMALLEST) |
-				      (o->sorted ? 0 : ISA_FLAG_UNSORTED) | (o->sort ? ISA_FLAG_SORT : 0));
-		if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &in, diag)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)dv, 1, 1, 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)di, 2, 1, 1)))
-			return st;
+	for (uint64_t r = 0; r < o->rows && !pp->st; r++) {
+		nk_pipe_tile(pp);
+		rank(pp, o, isa_ap_sbuf(dt, 0, pn, 0, (uint32_t)fn),
+		     isa_ap_hbm(dt, (uint32_t)tx, r * o->cols * esz, pn, (int64_t)fn, (uint32_t)fn),
+		     isa_ap_sbuf(dt, 0, pk, align4(fn * esz), (uint32_t)fk),
+		     isa_ap_hbm(dt, (uint32_t)tv, r * o->k * esz, pk, (int64_t)fk, (uint32_t)fk),
+		     isa_ap_sbuf(ISA_DT_uint32, 0, pk, align4(fn * esz) + align4(fk * esz), (uint32_t)fk),
+		     isa_ap_hbm(ISA_DT_uint32, (uint32_t)ti_, r * o->k * 4, pk, (int64_t)fk, (uint32_t)fk), true, diag);
 	}
-	return ISA_OK;
+}
+
+/* tiles of up to 128 rows, a row per partition */
+static void row_tiles(nk_pipe *pp, const nk_topk *o, int tx, int tv, int ti_, isa_diag *diag)
+{
+	int dt = o->dtype;
+	unsigned esz = isa_dtype_size(dt);
+	uint64_t n = o->cols, k = o->k;
+	for (uint64_t r0 = 0; r0 < o->rows && !pp->st; r0 += P) {
+		uint32_t r = (uint32_t)(o->rows - r0 < P ? o->rows - r0 : P);
+		uint64_t base = nk_pipe_tile(pp);
+		rank(pp, o, isa_ap_sbuf(dt, 0, r, base, (uint32_t)n),
+		     isa_ap_hbm(dt, (uint32_t)tx, r0 * n * esz, r, (int64_t)n, (uint32_t)n),
+		     isa_ap_sbuf(dt, 0, r, base + align4(n * esz), (uint32_t)k),
+		     isa_ap_hbm(dt, (uint32_t)tv, r0 * k * esz, r, (int64_t)k, (uint32_t)k),
+		     isa_ap_sbuf(ISA_DT_uint32, 0, r, base + align4(n * esz) + align4(k * esz), (uint32_t)k),
+		     isa_ap_hbm(ISA_DT_uint32, (uint32_t)ti_, r0 * k * 4, r, (int64_t)k, (uint32_t)k), false, diag);
+	}
 }
 
 isa_status nk_topk_program(int target, const nk_topk *o, uint8_t **bin, size_t *len, isa_diag *diag)
@@ -109,69 +128,20 @@ isa_status nk_topk_program(int target, const nk_topk *o, uint8_t **bin, size_t *
 		return ISA_E_LIMIT;
 	}
 	const isa_target_info *ti = isa_target_get(target);
-	int dt = o->dtype;
-	unsigned esz = isa_dtype_size(dt);
-	uint64_t rows = o->rows, n = o->cols, k = o->k, bb = buffer_bytes(o);
-	unsigned nbuf = 2 * bb <= ti->sbuf_partition_bytes ? 2 : 1;
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	p->num_semaphores = 2;   /* 0 loads landed, 1 stores landed (two per tile) */
-	uint64_t sx[2] = { rows, n }, sk[2] = { rows, k };
-	int tx = isa_builder_tensor(p, "x", dt, ISA_TK_INPUT, 2, sx, diag);
-	int tv = isa_builder_tensor(p, "values", dt, ISA_TK_OUTPUT, 2, sk, diag);
-	int ti_ = isa_builder_tensor(p, "indices", ISA_DT_uint32, ISA_TK_OUTPUT, 2, sk, diag);
-	if (tx < 0 || tv < 0 || ti_ < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	if (!fits_one(ti, o)) {   /* rows longer than a partition: one at a time, spanning */
-		if ((st = span_program(p, ti, o, tx, tv, ti_, diag)) ||
-		    (st = nk_finish(p, ISA_ENGINE_GPSIMD, 1, (uint32_t)(2 * rows), bin, len, diag)))
-			goto free_program;
-		st = ISA_OK;
-		goto free_program;
-	}
-	uint32_t t = 0;
-	for (uint64_t r0 = 0; r0 < rows; r0 += P, t++) {
-		uint32_t r = (uint32_t)(rows - r0 < P ? rows - r0 : P);
-		uint64_t base = (t % nbuf) * bb;
-		isa_ap sxa = isa_ap_sbuf(dt, 0, r, base, (uint32_t)n);
-		isa_ap sva = isa_ap_sbuf(dt, 0, r, base + align4(n * esz), (uint32_t)k);
-		isa_ap sia = isa_ap_sbuf(ISA_DT_uint32, 0, r, base + align4(n * esz) + align4(k * esz), (uint32_t)k);
-		isa_ap hx = isa_ap_hbm(dt, (uint32_t)tx, r0 * n * esz, r, (int64_t)n, (uint32_t)n);
-		isa_ap hv = isa_ap_hbm(dt, (uint32_t)tv, r0 * k * esz, r, (int64_t)k, (uint32_t)k);
-		isa_ap hi = isa_ap_hbm(ISA_DT_uint32, (uint32_t)ti_, r0 * k * 4, r, (int64_t)k, (uint32_t)k);
-		int dl = isa_builder_dma(p, "", ISA_DMA_DIRECT, &sxa, &hx, NULL, diag);
-		int dv = isa_builder_dma(p, "", ISA_DMA_DIRECT, &hv, &sva, NULL, diag);
-		int di = isa_builder_dma(p, "", ISA_DMA_DIRECT, &hi, &sia, NULL, diag);
-		if (dl < 0 || dv < 0 || di < 0) {
-			st = diag->code;
-			goto free_program;
-		}
-		/* the buffer's stores (tile t - nbuf) landed */
-		if (t >= nbuf && (st = isa_builder_sem_wait(p, ISA_ENGINE_SYNC, 1, ISA_ALU_is_ge, 2 * (t - nbuf + 1))))
-			goto free_program;
-		if ((st = isa_builder_dma_copy(p, ISA_ENGINE_SYNC, (uint32_t)dl, 0, 0, 1)) ||
-		    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, t + 1)))
-			goto free_program;
-		isa_instr in = isa_instr_init(ISA_OP_topk);
-		in.ap[ISA_AP_DST] = sva;
-		in.ap[ISA_AP_SRC] = sxa;
-		in.ap[ISA_AP_AUX] = sia;
-		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_AUX;
-		in.flags = (uint16_t)((o->largest ? 0 : ISA_FLAG_SMALLEST) | (o->sorted ? 0 : ISA_FLAG_UNSORTED) |
-				      (o->sort ? ISA_FLAG_SORT : 0));
-		if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &in, diag)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)dv, 1, 1, 1)) ||
-		    (st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)di, 2, 1, 1)))
-			goto free_program;
-	}
-	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 1, 2 * t, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(p);
-	return st;
+	bool one = fits_one(ti, o);   /* else rows longer than a partition: one at a time, spanning */
+	uint64_t bb = buffer_bytes(o);
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, one && 2 * bb <= ti->sbuf_partition_bytes ? 2 : 1, bb, diag))
+		return pp.st;
+	uint64_t sx[2] = { o->rows, o->cols }, sk[2] = { o->rows, o->k };
+	int tx = isa_builder_tensor(pp.p, "x", o->dtype, ISA_TK_INPUT, 2, sx, diag);
+	int tv = isa_builder_tensor(pp.p, "values", o->dtype, ISA_TK_OUTPUT, 2, sk, diag);
+	int ti_ = isa_builder_tensor(pp.p, "indices", ISA_DT_uint32, ISA_TK_OUTPUT, 2, sk, diag);
+	if (tx < 0 || tv < 0 || ti_ < 0)
+		nk_pipe_check(&pp, diag->code);
+	else if (one)
+		row_tiles(&pp, o, tx, tv, ti_, diag);
+	else
+		span_rows(&pp, ti, o, tx, tv, ti_, diag);
+	return nk_pipe_finish(&pp, bin, len);
 }
