@@ -10,6 +10,7 @@
 #include "neuron_device_internal.h"
 
 #include <c10/core/Allocator.h>
+#include <c10/core/DeviceGuard.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/Storage.h>
 
@@ -354,6 +355,7 @@ int device_of_ptr(const void *p)
 // storage resize (untyped_storage().resize_()): new allocation, old bytes kept
 void resize_storage(const c10::Storage &storage, size_t newsize)
 {
+	const c10::DeviceGuard guard(storage.device());   // the new bytes on the storage's device
 	size_t old = storage.nbytes();
 	c10::DataPtr fresh = g_allocator.allocate(newsize);
 	size_t keep = old < newsize ? old : newsize;

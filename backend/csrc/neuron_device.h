@@ -92,6 +92,9 @@ bool native_copy_across(const at::Tensor &dst, const at::Tensor &src);
 bool native_fill(const at::Tensor &self, const at::Scalar &v);
 /* host work for a neuron op: counted, warned once, an error under NEURON_STRICT=1 */
 void count_fallback(const std::string &name);
+// set while the CPU fallback runs an op: the copies into device tensors then
+// are its write-backs of mutated arguments (neuron_transfer.cpp)
+extern thread_local bool t_in_cpu_fallback;
 
 /* the host read or wrote device memory (a transfer, a peek, a fallback, a
  * seed): a graph capture in progress cannot replay the node doing it */

@@ -26,9 +26,10 @@ at::Tensor &declined_tensor()
 namespace {
 
 // The CPU kernel sees copies, so it cannot see that an out= argument
-// aliases itself or an input: the checks every CPU out= kernel makes
-// (TensorIterator's) are made here on the device tensors -- no element of
-// out shared by two of its elements, no input partly overlapping it.
+// partly overlaps an input: that check, which CPU's TensorIterator makes
+// before resizing out, is made here on the device tensors.  (An out whose
+// own elements overlap is left to the kernel: one that resizes out
+// accepts it.)
 void check_out_overlap(const c10::OperatorHandle &op, const torch::jit::Stack &stack, size_t base)
 {
 	const auto &args = op.schema().arguments();
@@ -37,7 +38,6 @@ void check_out_overlap(const c10::OperatorHandle &op, const torch::jit::Stack &s
 		if (!args[i].is_out() || !o.isTensor() || !o.toTensor().defined() || o.toTensor().numel() == 0)
 			continue;
 		const at::Tensor &out = o.toTensor();
-		at::assert_no_internal_overlap(out);
 		for (size_t j = 0; j < args.size(); j++) {
 			const c10::IValue &v = stack[base + j];
 			if (!args[j].is_out() && v.isTensor() && v.toTensor().defined())
@@ -102,8 +102,11 @@ void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 	};
 	check_out_overlap(op, *stack, base);
 	try {
+		t_in_cpu_fallback = true;
 		at::native::cpu_fallback(op, stack);
+		t_in_cpu_fallback = false;
 	} catch (...) {
+		t_in_cpu_fallback = false;
 		restore();
 		throw;
 	}

@@ -490,8 +490,10 @@ at::Tensor put_through_expanded(at::Tensor &self, const c10::List<std::optional<
 		if (self.stride(d) != 0 || self.size(d) <= 1)
 			continue;
 		std::optional<at::Tensor> t = d < (int64_t)indices.size() ? indices.get(d) : std::nullopt;
-		if (!t || !t->defined() || !t->is_privateuseone() || t->scalar_type() == at::kBool)
+		if (!t || !t->defined() || t->scalar_type() == at::kBool)
 			return {};
+		if (!t->is_privateuseone())   // a CPU index: its values on the device (cut is a copy)
+			t = t->to(self.device());
 		at::Tensor in = t->ge(-self.size(d)).logical_and(t->lt(self.size(d)));
 		cut.set(d, at::where(in, at::zeros({}, t->options()), *t));
 		v = v.narrow(d, 0, 1);

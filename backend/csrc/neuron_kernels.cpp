@@ -360,6 +360,7 @@ NEURON_UNARY_ACTS(UNARY)   /* the list: neuron_ops.def */
 #define UNARY_OUT(name)                                                               \
 	at::Tensor &name##_out(const at::Tensor &a, at::Tensor &out)                   \
 	{                                                                             \
+		at::assert_no_internal_overlap(out);                                  \
 		at::assert_no_partial_overlap(out, a);                                \
 		at::Tensor r = out.is_privateuseone() ? at::Tensor(::neuron::name(a)) : at::Tensor(); \
 		if (r.defined())                                                      \
@@ -467,7 +468,9 @@ at::Tensor &clamp_max_scalar_out(const at::Tensor &a, const at::Scalar &hi, at::
 // the functional result when natively covered and storable in `dst`
 at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
 {
-	// an out= / in-place target must not partly overlap an input (CPU's check)
+	// an out= / in-place target must not overlap itself nor partly overlap
+	// an input (CPU's TensorIterator checks)
+	at::assert_no_internal_overlap(dst);
 	at::assert_no_partial_overlap(dst, a);
 	at::assert_no_partial_overlap(dst, b);
 	// decide from the result type before running anything, so an uncovered

@@ -75,6 +75,7 @@ at::Tensor &out_of(at::Tensor &out, std::initializer_list<const at::Tensor *> in
 {
 	if (!r.defined() || !out.is_privateuseone())
 		return declined;
+	at::assert_no_internal_overlap(out);
 	for (const at::Tensor *t : ins)
 		at::assert_no_partial_overlap(out, *t);
 	return write_result(out, r);
@@ -122,7 +123,7 @@ at::Tensor &elu_out(const at::Tensor &x, const at::Scalar &alpha, const at::Scal
 		return declined;
 	at::Tensor f = up(x);
 	double a = alpha.toDouble(), s = scale.toDouble(), is = input_scale.toDouble();
-	at::Tensor neg = f.mul(is).exp().sub(1.0).mul(a * s);
+	at::Tensor neg = f.mul(is).expm1().mul(a * s);   // expm1: exact for tiny x, as CPU
 	return out_of(out, { &x }, back(at::where(f.le(0), neg, f.mul(s)), x.scalar_type()));
 }
 
@@ -214,26 +215,29 @@ at::Tensor &sgn_out(const at::Tensor &x, at::Tensor &out)
 	return out_of(out, { &x }, sign_impl(x));   // a real tensor's sgn is its sign
 }
 
-// nearest integer, ties to even (CPU's nearbyint): below 2^22 in magnitude
-// an fp32 add and subtract of 1.5 * 2^23 round exactly so (the adder's own
-// round-to-nearest-even); from 2^23 on every fp32 value is an integer
+// nearest integer, ties to even (CPU's nearbyint), of an fp32 f: below 2^23
+// in magnitude, adding and subtracting 2^23 with f's sign rounds exactly so
+// (the sum lands where fp32's spacing is 1: the adder's round-to-nearest-
+// even); from 2^23 on every fp32 value is an integer
 at::Tensor round_even(const at::Tensor &f)
 {
-	const double magic = 12582912.0;   // 1.5 * 2^23
-	return at::where(f.abs().lt(4194304.0), f.add(magic).sub(magic), f);
+	const double m = 8388608.0;   // 2^23
+	at::Tensor r = at::where(f.lt(0), f.sub(m).add(m), f.add(m).sub(m));
+	return at::where(f.abs().lt(m), r, f);
 }
 
 // CPU's round(x, decimals): nearbyint(x * 10^d) / 10^d, or with d < 0
-// nearbyint(x / 10^-d) * 10^-d, in the tensor's own dtype
+// nearbyint(x / 10^-d) * 10^-d, in fp32 for every float dtype, rounded once
 at::Tensor round_impl(const at::Tensor &x, int64_t decimals)
 {
 	if (!is_float_neuron(x) || decimals > 38 || decimals < -38)
 		return {};
+	at::Tensor f = up(x);
 	if (decimals == 0)
-		return back(round_even(up(x)), x.scalar_type());
+		return back(round_even(f), x.scalar_type());
 	double p = std::pow(10.0, (double)std::abs(decimals));
-	at::Tensor r = back(round_even(up(decimals > 0 ? x.mul(p) : x.div(p))), x.scalar_type());
-	return decimals > 0 ? r.div(p) : r.mul(p);
+	at::Tensor r = decimals > 0 ? round_even(f.mul(p)).div(p) : round_even(f.div(p)).mul(p);
+	return back(r, x.scalar_type());
 }
 
 at::Tensor &round_out(const at::Tensor &x, at::Tensor &out)
@@ -276,9 +280,12 @@ at::Tensor &frac_out(const at::Tensor &x, at::Tensor &out)
 
 // ---- logarithms, binary math -------------------------------------------------
 
+// log(x) / ln(base) for bf16 / fp16, whose rounding absorbs the scaling's
+// last-bit error; fp32 declines (the CPU fallback): log2(8192) came out
+// 12.999999, and floor(log2(x)) is how code counts bits
 at::Tensor log_scaled(const at::Tensor &x, double c)
 {
-	if (!is_float_neuron(x))
+	if (!is_float_neuron(x) || x.scalar_type() == at::kFloat)
 		return {};
 	return back(up(x).log().mul(c), x.scalar_type());
 }

@@ -17,6 +17,8 @@
 
 namespace neuron {
 
+thread_local bool t_in_cpu_fallback = false;
+
 using namespace detail;
 
 namespace {
@@ -131,28 +133,39 @@ at::Tensor copy_with_view_bits(const at::Tensor &self, const at::Tensor &dst)
 	at::Tensor raw = self.is_conj() ? self.conj() : self;   // conj() of a conj view clears the bit
 	raw = raw.is_neg() ? raw._neg_view() : raw;
 	at::Tensor v = raw.is_cpu() ? raw.clone() : read_to_cpu(raw, true);
-	if (self.is_conj() != dst.is_conj())
+	// the source's bits in its own dtype, the destination's in its dtype
+	// (CPU's order: uint8 250 into a negative float view stores -250)
+	if (self.is_conj())
 		v = v.conj_physical();
-	if (self.is_neg() != dst.is_neg())
+	if (self.is_neg())
 		v = v.neg();
 	at::Tensor d = dst.is_conj() ? dst.conj() : dst;
 	d = d.is_neg() ? d._neg_view() : d;
+	v = v.to(d.scalar_type());
+	if (dst.is_conj())
+		v = v.conj_physical();
+	if (dst.is_neg())
+		v = v.neg();
 	if (d.is_cpu()) {
 		d.copy_(v);
 		return dst;
 	}
 	if (self.is_privateuseone())
 		count_fallback("aten::copy_");
-	write_from_cpu(d, v.to(d.scalar_type()), true);
+	write_from_cpu(d, v, true);
 	return dst;
 }
 
-at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
+// the copy itself; `user`: a copy_ the user called, with CPU copy_'s checks
+// (TensorIterator's: no element of dst shared, no partial overlap with
+// self) -- not the CPU fallback's write-back of a mutated argument, which
+// CPU PyTorch accepts into an expanded tensor (index_put_ with a warning)
+at::Tensor copy_values(const at::Tensor &self, const at::Tensor &dst, bool user)
 {
-	(void)non_blocking;
 	TORCH_CHECK(self.defined() && dst.defined(), "neuron: copy of an undefined tensor");
-	if (dst.is_privateuseone()) {   // CPU's copy_ checks (TensorIterator's)
-		at::assert_no_internal_overlap(dst);
+	if (dst.is_privateuseone()) {
+		if (user)
+			at::assert_no_internal_overlap(dst);
 		at::assert_no_partial_overlap(dst, self);
 	}
 	if (self.is_conj() || self.is_neg() || dst.is_conj() || dst.is_neg())
@@ -175,10 +188,16 @@ at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blo
 	return dst;
 }
 
+at::Tensor copy_from(const at::Tensor &self, const at::Tensor &dst, bool non_blocking)
+{
+	(void)non_blocking;
+	return copy_values(self, dst, !t_in_cpu_fallback);
+}
+
 at::Tensor copy_from_and_resize(const at::Tensor &self, const at::Tensor &dst)
 {
 	dst.resize_(self.sizes());   // the device's resize_ (the CPU's memcpy's device bytes)
-	return copy_from(self, dst, false);
+	return copy_values(self, dst, false);
 }
 
 at::Scalar local_scalar_dense(const at::Tensor &self)

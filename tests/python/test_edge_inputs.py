@@ -419,3 +419,45 @@ def test_allocator_cache_is_bounded():
     assert r.returncode == 0, r.stderr
     cached = int(r.stdout.strip().splitlines()[-1])
     assert 0 < cached <= 16 << 20
+
+
+# ------------------------------------------------- review findings
+
+def test_round_between_2_22_and_2_23_and_with_decimals():
+    x = torch.tensor([4194304.5, 5000000.5, -6000000.5, 2.5, -2.5, 0.5, 1.5])
+    assert torch.equal(torch.round(x.to(NEURON)).cpu(), torch.round(x))
+    y = torch.randn(20000, generator=torch.Generator().manual_seed(9)) * 1000
+    for d in (2, 3, -2):
+        assert torch.equal(torch.round(y.to(NEURON), decimals=d).cpu(), torch.round(y, decimals=d))
+    h = torch.arange(-65504, 65504, 3.7).half()
+    torch.testing.assert_close(torch.round(h.to(NEURON), decimals=2).cpu(), torch.round(h, decimals=2),
+                               equal_nan=True, rtol=0, atol=0)
+
+
+def test_log2_of_powers_of_two_is_exact():
+    x = torch.tensor([8192.0, 32768.0, 2.0 ** 26])
+    assert torch.equal(torch.log2(x.to(NEURON)).cpu(), torch.log2(x))
+    assert torch.equal(torch.log10(torch.tensor([1e9]).to(NEURON)).cpu(), torch.log10(torch.tensor([1e9])))
+
+
+def test_copy_into_a_negative_view_casts_first():
+    z = torch.tensor([1 + 2j, 3 + 4j])
+    zd = z.to(NEURON)
+    zd.conj().imag.copy_(torch.tensor([5, 250], dtype=torch.uint8, device=NEURON))
+    z.conj().imag.copy_(torch.tensor([5, 250], dtype=torch.uint8))
+    assert torch.equal(zd.cpu(), z)
+
+
+def test_an_expanded_out_that_the_op_resizes():
+    """CPU resizes an out= of the wrong size before any overlap check."""
+    o = torch.zeros(1, device=NEURON).expand(3)
+    torch.logcumsumexp(torch.randn(4, device=NEURON), 0, out=o)
+    assert o.shape == (4,)
+
+
+def test_index_put_into_an_expanded_tensor_with_host_indices():
+    z = torch.zeros(1, device=NEURON).expand(5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z[torch.tensor([1, 3])] = 2.0
+    assert torch.equal(z.cpu(), torch.full((5,), 2.0))
