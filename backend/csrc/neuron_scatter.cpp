@@ -194,8 +194,13 @@ at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor 
 		at::Tensor dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
 		if (!dst.is_same(self))
 			TORCH_CHECK(native_copy(dst, self), "neuron: index_add copy");
-		if (index_faults([&] { return add_rows(dst, d, index, src, "aten::index_add"); },
-				 { { index, d, self.size(d), false, IndexWording::BoundsRuntime } })) {
+		// CPU's 1-D index_add adds element by element in the tensor's dtype and
+		// words a bad index as index_select does; with rows it adds in opmath
+		bool one_d = self.dim() == 1;
+		if (index_faults([&] { return one_d ? rows_write_dim(dst, d, index, src, true, "aten::index_add")
+						  : add_rows(dst, d, index, src, "aten::index_add"); },
+				 { { index, d, self.size(d), false,
+				     one_d ? IndexWording::InSelf : IndexWording::BoundsRuntime } })) {
 			if (!dst.is_same(out))
 				TORCH_CHECK(native_copy(out, dst), "neuron: index_add copy back");
 			return out;

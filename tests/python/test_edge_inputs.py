@@ -461,3 +461,14 @@ def test_index_put_into_an_expanded_tensor_with_host_indices():
         warnings.simplefilter("ignore")
         z[torch.tensor([1, 3])] = 2.0
     assert torch.equal(z.cpu(), torch.full((5,), 2.0))
+
+
+def test_one_dimensional_index_add_as_cpu():
+    """CPU's 1-D index_add adds in the tensor's dtype (bf16 stalls at 256
+    when adding ones) and words a bad index as index_select does."""
+    i = torch.zeros(1000, dtype=torch.long)
+    s = torch.ones(1000, dtype=torch.bfloat16)
+    x = torch.zeros(3, dtype=torch.bfloat16)
+    assert torch.equal(x.to(NEURON).index_add(0, i.to(NEURON), s.to(NEURON)).cpu(), x.index_add(0, i, s))
+    with pytest.raises(IndexError, match="index out of range in self"):
+        torch.zeros(3, device=NEURON).index_add(0, torch.tensor([4], device=NEURON), torch.ones(1, device=NEURON))
