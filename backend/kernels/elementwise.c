@@ -68,12 +68,14 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 {
 	uint64_t f = n / ISA_NUM_PARTITIONS;
 	f = f > TILE_F ? TILE_F : f < TILE_F_MIN ? TILE_F_MIN : f;
-	nk_tile *flat = calloc(cap ? cap : 1, sizeof(*flat));
-	uint32_t k = flat ? nk_flat_tiles(n, f, flat, cap) : 0;
-	for (uint32_t i = 0; i < k; i++)
-		t[i] = (tile){ flat[i].start, flat[i].rows, flat[i].cols, flat[i].cols, flat[i].start, flat[i].cols, 1 };
-	free(flat);
-	return k;
+	uint32_t k = 0;
+	uint64_t s = 0;
+	for (; s < n && k < cap; k++) {
+		nk_tile x = nk_flat_tile(n, s, f);
+		t[k] = (tile){ x.start, x.rows, x.cols, x.cols, x.start, x.cols, 1 };
+		s += (uint64_t)x.rows * x.cols;
+	}
+	return s == n ? k : 0;
 }
 
 typedef struct ew_op {

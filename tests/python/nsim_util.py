@@ -1,5 +1,6 @@
 """Helpers for running programs through `neuronsim run` from tests: random
 inputs made from a program's tensor table, outputs read back as NumPy."""
+import importlib.util
 import pathlib
 import re
 import subprocess
@@ -53,3 +54,12 @@ def run(cli, prog_path, inputs, tmp, extra=(), check=True):
         for name, *_ in outs:
             result[name] = np.load(tmp / f"out_{name}.npy")
     return result, r
+
+
+def load_bench(name):
+    """bench/NAME.py as a module (the bench scripts are not a package)"""
+    path = pathlib.Path(__file__).resolve().parents[2] / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod

@@ -2,23 +2,14 @@
 printed, and a kernel's DMA activity is reported as the profiler defines it
 (time when at least one DMA packet is transferring: SDK
 tools/neuron-explorer/profile-schema-reference.rst)."""
-import importlib.util
-import pathlib
 
 import numpy as np
+from nsim_util import load_bench
 
 import neuronsim_nki as nki
 import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _fidelity():
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "bench" / "fidelity.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 PAGE = """Intro text.
@@ -55,7 +46,7 @@ after the block
 def test_doc_kernels_are_the_jit_blocks_as_printed(tmp_path):
     page = tmp_path / "kernel-optimization.rst"
     page.write_text(PAGE)
-    blocks = _fidelity().doc_kernels(page)
+    blocks = load_bench("fidelity").doc_kernels(page)
     assert len(blocks) == 2
     assert blocks[0].startswith("import nki\n@nki.jit\ndef k1(a):")
     # a blank line inside a block does not end it; the dedent keeps its own indentation

@@ -8,22 +8,14 @@ shape, and its error inputs must raise the CPU's exception type.  The ops run in
 an op that kills its process fails its own test only.  KNOWN names the ops
 that fail today, with how; they are expected failures (not strict: one that
 starts passing shows as XPASS, and should leave KNOWN)."""
-import importlib.util
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from nsim_util import load_bench
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("opinfo_bench", ROOT / "bench" / "opinfo.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
-
-opinfo = _bench()
+opinfo = load_bench("opinfo")
 
 OPS = [
     # elementwise: unary, binary

@@ -12,22 +12,14 @@ variant, all cases in one run of the harness (about half a minute).  KNOWN
 names the variants that fail today, with how; they are expected failures
 (not strict: one that starts passing shows as XPASS, and should leave KNOWN)."""
 import collections
-import importlib.util
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from nsim_util import load_bench
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("tile_sweep_bench", ROOT / "bench" / "tile_sweep.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
-
-sweep = _bench()
+sweep = load_bench("tile_sweep")
 CASES = sweep.cases(quick=True)
 GROUPS = collections.defaultdict(list)
 for _c in CASES:
