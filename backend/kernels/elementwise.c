@@ -135,13 +135,13 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, (op->nin + 1) * slot, diag))
-		return pp.st;
+		return pp.em.st;
 	int ta = nk_pipe_tensor(&pp, "a", op->dt[0], ISA_TK_INPUT, n);
 	int tb = op->nin >= 2 ? nk_pipe_tensor(&pp, "b", op->dt[1], ISA_TK_INPUT, nb) : 0;
 	int tc = op->nin >= 3 ? nk_pipe_tensor(&pp, "c", op->dt[2], ISA_TK_INPUT, n) : 0;
 	int to = nk_pipe_tensor(&pp, "out", op->dt_out, ISA_TK_OUTPUT, n);
 	const int compute = op->nin >= 2 || op->vector_scalar ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
-	for (uint32_t i = 0; i < nt && !pp.st; i++) {
+	for (uint32_t i = 0; i < nt && !pp.em.st; i++) {
 		const tile *x = &tiles[i];
 		uint64_t base = nk_pipe_tile(&pp);            /* a, [b, [c,]] out of the tile's buffer set */
 		isa_ap sa = isa_ap_sbuf(op->dt[0], 0, x->rows, base, x->cols);
@@ -164,8 +164,8 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			nk_pipe_load(&pp, sc, isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]),
 							  x->rows, (int64_t)x->pstride, x->cols), 2);
 		nk_pipe_compute(&pp, compute);
-		if (!pp.st)
-			nk_pipe_check(&pp, ew_compute(pp.p, op, compute, so, sa, sb, sc, diag));
+		if (!pp.em.st)
+			nk_pipe_check(&pp, ew_compute(pp.em.p, op, compute, so, sa, sb, sc, diag));
 		nk_pipe_computed(&pp, compute);
 		nk_pipe_store(&pp, isa_ap_hbm(op->dt_out, (uint32_t)to, x->start * isa_dtype_size(op->dt_out), x->rows,
 					      (int64_t)x->pstride, x->cols), so, 2);
@@ -361,13 +361,13 @@ static isa_status chain_emit(int target, const nk_chain *c, const tile *tiles, u
 	const uint64_t slot = (uint64_t)TILE_F * 4, esz = isa_dtype_size(c->dtype);
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, (c->nin + 2) * slot, diag))
-		return pp.st;
+		return pp.em.st;
 	static const char *names[3] = { "in0", "in1", "in2" };
 	int tin[3];
 	for (unsigned i = 0; i < c->nin; i++)
 		tin[i] = nk_pipe_tensor(&pp, names[i], c->dtype, ISA_TK_INPUT, c->n);
 	int to = nk_pipe_tensor(&pp, "out", c->dtype, ISA_TK_OUTPUT, c->n);
-	for (uint32_t t = 0; t < nt && !pp.st; t++) {
+	for (uint32_t t = 0; t < nt && !pp.em.st; t++) {
 		const tile *x = &tiles[t];
 		uint64_t base = nk_pipe_tile(&pp);
 		for (unsigned i = 0; i < c->nin; i++)
@@ -375,8 +375,8 @@ static isa_status chain_emit(int target, const nk_chain *c, const tile *tiles, u
 				     isa_ap_hbm(c->dtype, (uint32_t)tin[i], x->start * esz, x->rows, (int64_t)x->pstride,
 						x->cols), i);
 		nk_pipe_compute(&pp, ISA_ENGINE_VECTOR);
-		if (!pp.st)
-			nk_pipe_check(&pp, chain_tile(pp.p, c, x, base, slot));
+		if (!pp.em.st)
+			nk_pipe_check(&pp, chain_tile(pp.em.p, c, x, base, slot));
 		nk_pipe_computed(&pp, ISA_ENGINE_VECTOR);
 		nk_pipe_store(&pp, isa_ap_hbm(c->dtype, (uint32_t)to, x->start * esz, x->rows, (int64_t)x->pstride, x->cols),
 			      isa_ap_sbuf(c->dtype, 0, x->rows, base + (c->nin + 1) * slot, x->cols), 2);

@@ -166,8 +166,8 @@ static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles
 	emitter E = { .f = f, .slot = (uint64_t)FUSED_F * 4 };
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, (f->nin + f->nsteps + 1) * E.slot, diag))
-		return pp.st;
-	E.p = pp.p;
+		return pp.em.st;
+	E.p = pp.em.p;
 	E.sem_steps[0] = nk_pipe_sem(&pp);
 	E.sem_steps[1] = nk_pipe_sem(&pp);
 	for (unsigned k = 0; k < f->nsteps; k++) {
@@ -183,7 +183,7 @@ static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles
 	int to = nk_pipe_tensor(&pp, "out", f->dtype, ISA_TK_OUTPUT, f->n);
 	const uint64_t esz = isa_dtype_size(f->dtype);
 	nk_fused_step last = step_of(f, f->nsteps - 1);
-	for (uint32_t t = 0; t < nt && !pp.st; t++) {
+	for (uint32_t t = 0; t < nt && !pp.em.st; t++) {
 		const nk_tile *x = &tiles[t];
 		uint64_t base = nk_pipe_tile(&pp);
 		for (unsigned i = 0; i < f->nin; i++)
@@ -193,7 +193,7 @@ static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles
 		for (int e = 0; e < 2; e++)
 			if (E.per_tile[e])
 				nk_pipe_compute(&pp, e ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR);
-		if (!pp.st)
+		if (!pp.em.st)
 			nk_pipe_check(&pp, emit_tile(&E, t, x, base));
 		nk_pipe_computed(&pp, step_engine(&last));
 		nk_pipe_store(&pp, isa_ap_hbm(f->dtype, (uint32_t)to, x->start * esz, x->rows, x->cols, x->cols),

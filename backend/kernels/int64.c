@@ -180,7 +180,7 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 	const uint64_t slot = 8u * F;
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, 4 * slot, diag))
-		return pp.st;
+		return pp.em.st;
 	int ta = from32 ? nk_pipe_tensor(&pp, "a", ISA_DT_int32, ISA_TK_INPUT, n)
 			: nk_pipe_tensor(&pp, "a", ISA_DT_uint32, ISA_TK_INPUT, 2 * n);
 	int tb = nin == 2 ? nk_pipe_tensor(&pp, "b", ISA_DT_uint32, ISA_TK_INPUT, 2 * n) : 0;
@@ -189,7 +189,7 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 	uint64_t f = (n + P - 1) / P;
 	f = f < F ? f : F;
 	nk_tile t;
-	for (uint64_t s = 0; s < n && !pp.st; s += (uint64_t)t.rows * t.cols) {
+	for (uint64_t s = 0; s < n && !pp.em.st; s += (uint64_t)t.rows * t.cols) {
 		t = nk_flat_tile(n, s, f);
 		uint32_t r = t.rows, w = t.cols;
 		uint64_t b = nk_pipe_tile(&pp);
@@ -208,8 +208,8 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 		x.fo = isa_ap_sbuf(ISA_DT_fp32, 0, r, x.o_off, w);
 		x.slo = pick(ISA_DT_int32, r, b, w, 0);
 		nk_pipe_compute(&pp, ISA_ENGINE_VECTOR);
-		if (!pp.st)
-			nk_pipe_check(&pp, compute64(pp.p, prm, &x));
+		if (!pp.em.st)
+			nk_pipe_check(&pp, compute64(pp.em.p, prm, &x));
 		nk_pipe_computed(&pp, ISA_ENGINE_VECTOR);
 		isa_ap ho = to_float ? isa_ap_hbm(out_dtype, (uint32_t)to, s * isa_dtype_size(out_dtype), r, w, w)
 				     : isa_ap_hbm(ISA_DT_uint32, (uint32_t)to, s * 8, r, 2 * (int64_t)w, 2 * w);

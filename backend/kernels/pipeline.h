@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emitter.h"
 #include "neuronsim/isa.h"
 
 #ifdef __cplusplus
@@ -41,9 +42,7 @@ extern "C" {
 #define NK_PIPE_MAX_BUF 8u
 
 typedef struct nk_pipe {
-	isa_program *p;
-	isa_diag *diag;
-	isa_status st;          /* the first failure (sticky) */
+	nk_em em;               /* the program, its first failure (sticky), signal counts */
 	unsigned nbuf;          /* buffer sets */
 	uint64_t set_bytes;     /* SBUF bytes per partition of one buffer set */
 	int load_engine, store_engine;
@@ -56,7 +55,7 @@ typedef struct nk_pipe {
 } nk_pipe;
 
 /* A new pipeline (its program for `target`) of 1 to NK_PIPE_MAX_BUF buffer
- * sets; false when it could not be made (pp->st says why). */
+ * sets; false when it could not be made (pp->em.st says why). */
 bool nk_pipe_init(nk_pipe *pp, int target, unsigned nbuf, uint64_t set_bytes, isa_diag *diag);
 /* another semaphore, numbered after those already given out */
 uint32_t nk_pipe_sem(nk_pipe *pp);

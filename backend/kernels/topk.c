@@ -73,8 +73,8 @@ static void rank(nk_pipe *pp, const nk_topk *o, isa_ap sx, isa_ap hx, isa_ap sv,
 	in.flags = (uint16_t)((span ? ISA_FLAG_SPAN : 0) | (o->largest ? 0 : ISA_FLAG_SMALLEST) |
 			      (o->sorted ? 0 : ISA_FLAG_UNSORTED) | (o->sort ? ISA_FLAG_SORT : 0));
 	nk_pipe_compute(pp, ISA_ENGINE_GPSIMD);
-	if (!pp->st)
-		nk_pipe_check(pp, isa_builder_emit(pp->p, ISA_ENGINE_GPSIMD, &in, diag));
+	if (!pp->em.st)
+		nk_pipe_check(pp, isa_builder_emit(pp->em.p, ISA_ENGINE_GPSIMD, &in, diag));
 	nk_pipe_computed(pp, ISA_ENGINE_GPSIMD);
 	nk_pipe_store(pp, hv, sv, 1);
 	nk_pipe_store(pp, hi, si, 2);
@@ -89,7 +89,7 @@ static void span_rows(nk_pipe *pp, const isa_target_info *ti, const nk_topk *o, 
 	int dt = o->dtype;
 	unsigned esz = isa_dtype_size(dt);
 	uint32_t pn = (uint32_t)(o->cols / fn), pk = (uint32_t)(o->k / fk);
-	for (uint64_t r = 0; r < o->rows && !pp->st; r++) {
+	for (uint64_t r = 0; r < o->rows && !pp->em.st; r++) {
 		nk_pipe_tile(pp);
 		rank(pp, o, isa_ap_sbuf(dt, 0, pn, 0, (uint32_t)fn),
 		     isa_ap_hbm(dt, (uint32_t)tx, r * o->cols * esz, pn, (int64_t)fn, (uint32_t)fn),
@@ -106,7 +106,7 @@ static void row_tiles(nk_pipe *pp, const nk_topk *o, int tx, int tv, int ti_, is
 	int dt = o->dtype;
 	unsigned esz = isa_dtype_size(dt);
 	uint64_t n = o->cols, k = o->k;
-	for (uint64_t r0 = 0; r0 < o->rows && !pp->st; r0 += P) {
+	for (uint64_t r0 = 0; r0 < o->rows && !pp->em.st; r0 += P) {
 		uint32_t r = (uint32_t)(o->rows - r0 < P ? o->rows - r0 : P);
 		uint64_t base = nk_pipe_tile(pp);
 		rank(pp, o, isa_ap_sbuf(dt, 0, r, base, (uint32_t)n),
@@ -132,11 +132,11 @@ isa_status nk_topk_program(int target, const nk_topk *o, uint8_t **bin, size_t *
 	uint64_t bb = buffer_bytes(o);
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, one && 2 * bb <= ti->sbuf_partition_bytes ? 2 : 1, bb, diag))
-		return pp.st;
+		return pp.em.st;
 	uint64_t sx[2] = { o->rows, o->cols }, sk[2] = { o->rows, o->k };
-	int tx = isa_builder_tensor(pp.p, "x", o->dtype, ISA_TK_INPUT, 2, sx, diag);
-	int tv = isa_builder_tensor(pp.p, "values", o->dtype, ISA_TK_OUTPUT, 2, sk, diag);
-	int ti_ = isa_builder_tensor(pp.p, "indices", ISA_DT_uint32, ISA_TK_OUTPUT, 2, sk, diag);
+	int tx = isa_builder_tensor(pp.em.p, "x", o->dtype, ISA_TK_INPUT, 2, sx, diag);
+	int tv = isa_builder_tensor(pp.em.p, "values", o->dtype, ISA_TK_OUTPUT, 2, sk, diag);
+	int ti_ = isa_builder_tensor(pp.em.p, "indices", ISA_DT_uint32, ISA_TK_OUTPUT, 2, sk, diag);
 	if (tx < 0 || tv < 0 || ti_ < 0)
 		nk_pipe_check(&pp, diag->code);
 	else if (one)

@@ -32,11 +32,11 @@ isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *
 	}
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, cols * esz, diag))
-		return pp.st;
+		return pp.em.st;
 	int tx = nk_pipe_tensor(&pp, "x", dtype, ISA_TK_INPUT, batch * rows * cols);
 	int to = nk_pipe_tensor(&pp, "out", dtype, ISA_TK_OUTPUT, batch * rows * cols);
 	for (uint64_t b = 0; b < batch; b++)
-		for (uint64_t i0 = 0; i0 < rows && !pp.st; i0 += P) {
+		for (uint64_t i0 = 0; i0 < rows && !pp.em.st; i0 += P) {
 			uint32_t r = (uint32_t)(rows - i0 < P ? rows - i0 : P);
 			uint64_t off = ((b * rows + i0) * cols) * esz;
 			isa_ap s = isa_ap_sbuf(dtype, 0, r, nk_pipe_tile(&pp), (uint32_t)cols);
@@ -53,8 +53,8 @@ isa_status nk_tri_program(int target, const nk_tri *prm, uint8_t **bin, size_t *
 			in.nivec = 1;
 			in.ivec[0] = upper ? 1 : -1;
 			nk_pipe_compute(&pp, ISA_ENGINE_GPSIMD);
-			if (!pp.st)
-				nk_pipe_check(&pp, isa_builder_emit(pp.p, ISA_ENGINE_GPSIMD, &in, diag));
+			if (!pp.em.st)
+				nk_pipe_check(&pp, isa_builder_emit(pp.em.p, ISA_ENGINE_GPSIMD, &in, diag));
 			nk_pipe_computed(&pp, ISA_ENGINE_GPSIMD);
 			nk_pipe_store(&pp, isa_ap_hbm(dtype, (uint32_t)to, off, r, (int64_t)cols, (uint32_t)cols), s, 1);
 		}
