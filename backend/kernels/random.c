@@ -12,23 +12,82 @@
  * values use Box-Muller over two such fractions: ScalarE computes
  * sqrt(-2 ln u1) (u1 in (0, 1]) and cos(2 pi u2 - pi) (the angle in
  * [-pi, pi), ScalarE's range for sin/cos), GpSimd multiplies and scales.
- * Tiles run one after another: the engines' generator state is sequential.
+ * Tiles run one after another (one buffer set on the tile pipeline, whose
+ * tiles GpSimd makes rather than loads): the engines' generator state is
+ * sequential.
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #define P 128u
 #define RAND_F 1024u
 
-static isa_status store(isa_program *p, int to, int out_dtype, uint64_t first, uint32_t rows,
-			uint64_t f, uint32_t row0, uint64_t count, unsigned queue, isa_diag *diag)
+/* SBUF per partition, fp32 words: [0, F) bits, [F, 2F) u1 / sqrt term,
+ * [2F, 3F) u2 / cos term, [3F, 4F) result; the seeds after them */
+static isa_ap slot(unsigned k, uint64_t f) { return isa_ap_sbuf(ISA_DT_fp32, 0, P, k * RAND_F * 4, (uint32_t)f); }
+
+/* draw k of a tile: u = (bits >> 8) * 2^-24 into slot 1 + k (+ 2^-24 for
+ * Box-Muller's u1: in (0, 1], its log finite) */
+static void draw(nk_em *e, unsigned k, bool normal, uint64_t f)
 {
-	isa_ap src = isa_ap_sbuf(ISA_DT_fp32, row0, rows, 3 * RAND_F * 4 /* the result slot */, (uint32_t)count);
-	isa_ap dst = isa_ap_hbm(out_dtype, (uint32_t)to, first * isa_dtype_size(out_dtype), rows,
-				(int64_t)f, (uint32_t)count);
-	int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &dst, &src, NULL, diag);
-	if (d < 0)
-		return diag->code;
-	return isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)d, queue, 0, 1);
+	isa_ap bits = isa_ap_sbuf(ISA_DT_uint32, 0, P, 0, (uint32_t)f), frac = slot(1 + k, f);
+	isa_instr in = isa_instr_init(ISA_OP_rng);
+	in.ap[ISA_AP_DST] = bits;
+	in.ap_mask = 1u << ISA_AP_DST;
+	nk_em_emit(e, ISA_ENGINE_GPSIMD, &in);
+	if (!e->st)
+		e->st = isa_builder_tensor_scalar(e->p, ISA_ENGINE_GPSIMD, bits, bits, ISA_ALU_shift_right, isa_imm_i32(8),
+						  ISA_ALU_bypass, isa_imm_i32(0));
+	nk_em_copy(e, ISA_ENGINE_GPSIMD, frac, bits);
+	nk_em_ts(e, ISA_ENGINE_GPSIMD, frac, frac, ISA_ALU_add, normal && k == 0 ? 1.0f : 0.0f, NULL,
+		 ISA_ALU_multiply, 0x1p-24f, NULL);
+}
+
+/* normal values by Box-Muller: ScalarE's sqrt(-2 ln u1) and
+ * cos(2 pi u2 - pi), GpSimd's product scaled; hand-offs on to_act / to_gp */
+static void box_muller(nk_em *e, const nk_random *r, uint64_t f, uint32_t to_act, uint32_t to_gp)
+{
+	isa_ap u1 = slot(1, f), u2 = slot(2, f), res = slot(3, f);
+	nk_em_signal(e, ISA_ENGINE_GPSIMD, to_act);
+	nk_em_wait(e, ISA_ENGINE_SCALAR, to_act, e->cnt[to_act]);
+	nk_em_act(e, u1, u1, ISA_ACT_log, 1.0f, NULL, NULL);
+	nk_em_act(e, u1, u1, ISA_ACT_sqrt, -2.0f, NULL, NULL);
+	if (!e->st)
+		e->st = isa_builder_activation(e->p, u2, u2, ISA_ACT_cos, 6.2831853f, -3.14159265f);
+	nk_em_signal(e, ISA_ENGINE_SCALAR, to_gp);
+	nk_em_wait(e, ISA_ENGINE_GPSIMD, to_gp, e->cnt[to_gp]);
+	nk_em_tt(e, ISA_ENGINE_GPSIMD, res, u1, u2, ISA_ALU_multiply);
+	nk_em_ts(e, ISA_ENGINE_GPSIMD, res, res, ISA_ALU_multiply, r->b, NULL, ISA_ALU_add, r->a, NULL);
+}
+
+/* the tile from element s: its whole rows of f from partition 0, then (the
+ * last tile's) remainder as one row from the partition after them */
+static void store(nk_pipe *pp, int to, const nk_random *r, uint64_t s, uint64_t f)
+{
+	const uint64_t esz = isa_dtype_size(r->dtype), left = r->n - s;
+	uint64_t rows = left / f, tail = left % f;
+	if (rows >= P) {
+		rows = P;
+		tail = 0;
+	}
+	if (rows)
+		nk_pipe_store(pp, isa_ap_hbm(r->dtype, (uint32_t)to, s * esz, (uint32_t)rows, (int64_t)f, (uint32_t)f),
+			      isa_ap_sbuf(ISA_DT_fp32, 0, (uint32_t)rows, 3 * RAND_F * 4, (uint32_t)f), pp->stores % 4);
+	if (tail)
+		nk_pipe_store(pp, isa_ap_hbm(r->dtype, (uint32_t)to, (s + rows * f) * esz, 1, (int64_t)f, (uint32_t)tail),
+			      isa_ap_sbuf(ISA_DT_fp32, (uint32_t)rows, 1, 3 * RAND_F * 4, (uint32_t)tail), pp->stores % 4);
+}
+
+/* the seeds loaded and set as the lanes' generator state: tile 0's load */
+static void seed(nk_pipe *pp, int ts)
+{
+	isa_ap seeds = isa_ap_sbuf(ISA_DT_uint32, 0, P, 4 * RAND_F * 4, 6);
+	nk_pipe_load(pp, seeds, isa_ap_hbm(ISA_DT_uint32, (uint32_t)ts, 0, P, 6, 6), 0);
+	nk_pipe_compute(pp, ISA_ENGINE_GPSIMD);
+	isa_instr in = isa_instr_init(ISA_OP_rand_set_state);
+	in.ap[ISA_AP_SRC] = seeds;
+	in.ap_mask = 1u << ISA_AP_SRC;
+	nk_em_emit(&pp->em, ISA_ENGINE_GPSIMD, &in);
 }
 
 isa_status nk_random_program(int target, const nk_random *r, uint8_t **bin, size_t *len,
@@ -48,106 +107,28 @@ isa_status nk_random_program(int target, const nk_random *r, uint8_t **bin, size
 		return ISA_E_LIMIT;
 	}
 	bool normal = r->kind == NK_RAND_NORMAL;
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	/* 0 stores/seed load, 1 fractions ready (ScalarE), 2 ScalarE done */
-	p->num_semaphores = 3;
-	uint64_t ss[1] = { P * 6 }, so[1] = { r->n };
-	int ts = isa_builder_tensor(p, "seeds", ISA_DT_uint32, ISA_TK_INPUT, 1, ss, diag);
-	int to = isa_builder_tensor(p, "out", r->dtype, ISA_TK_OUTPUT, 1, so, diag);
-	if (ts < 0 || to < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	/* SBUF per partition: [0, F) bits, [F, 2F) u1 / sqrt term, [2F, 3F) u2 /
-	 * cos term, [3F, 4F) result (fp32 words); seeds after them */
-	const uint64_t seed_off = 4 * RAND_F * 4;
-	isa_ap seeds = isa_ap_sbuf(ISA_DT_uint32, 0, P, seed_off, 6);
-	isa_ap hs = isa_ap_hbm(ISA_DT_uint32, (uint32_t)ts, 0, P, 6, 6);
-	int d = isa_builder_dma(p, "", ISA_DMA_DIRECT, &seeds, &hs, NULL, diag);
-	if (d < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	uint32_t done = 1;   /* completions counted on semaphore 0 */
-	if ((st = isa_builder_dma_copy(p, ISA_ENGINE_GPSIMD, (uint32_t)d, 0, 0, 1)) ||
-	    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, done)))
-		goto free_program;
-	isa_instr in = isa_instr_init(ISA_OP_rand_set_state);
-	in.ap[ISA_AP_SRC] = seeds;
-	in.ap_mask = 1u << ISA_AP_SRC;
-	if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &in, diag)))
-		goto free_program;
-
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 1, 4 * RAND_F * 4, diag))
+		return nk_pipe_finish(&pp, bin, len);
+	pp.load_engine = ISA_ENGINE_GPSIMD;   /* GpSimd makes the tiles */
+	uint32_t to_act = nk_pipe_sem(&pp), to_gp = nk_pipe_sem(&pp);
+	int ts = nk_pipe_tensor(&pp, "seeds", ISA_DT_uint32, ISA_TK_INPUT, P * 6);
+	int to = nk_pipe_tensor(&pp, "out", r->dtype, ISA_TK_OUTPUT, r->n);
 	uint64_t f = (r->n + P - 1) / P;
 	f = f > RAND_F ? RAND_F : f;
-	uint64_t per_tile = f * P;
-	uint32_t tiles = 0;
-	for (uint64_t s = 0; s < r->n; s += per_tile, tiles++) {
-		/* the previous tile's stores have read the result slot */
-		if ((st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, done)))
-			goto free_program;
-		unsigned draws = normal ? 2 : 1;
-		for (unsigned k = 0; k < draws; k++) {
-			isa_ap bits = isa_ap_sbuf(ISA_DT_uint32, 0, P, 0, (uint32_t)f);
-			isa_ap frac = isa_ap_sbuf(ISA_DT_fp32, 0, P, (1 + k) * RAND_F * 4, (uint32_t)f);
-			in = isa_instr_init(ISA_OP_rng);
-			in.ap[ISA_AP_DST] = bits;
-			in.ap_mask = 1u << ISA_AP_DST;
-			/* u = (bits >> 8) * 2^-24 (+ 2^-24 for u1: in (0, 1], ln finite) */
-			if ((st = isa_builder_emit(p, ISA_ENGINE_GPSIMD, &in, diag)) ||
-			    (st = isa_builder_tensor_scalar(p, ISA_ENGINE_GPSIMD, bits, bits, ISA_ALU_shift_right,
-							    isa_imm_i32(8), ISA_ALU_bypass, isa_imm_i32(0))) ||
-			    (st = isa_builder_tensor_copy(p, ISA_ENGINE_GPSIMD, frac, bits)) ||
-			    (st = isa_builder_tensor_scalar(p, ISA_ENGINE_GPSIMD, frac, frac, ISA_ALU_add,
-							    isa_imm_f32(normal && k == 0 ? 1.0f : 0.0f),
-							    ISA_ALU_multiply, isa_imm_f32(0x1p-24f))))
-				goto free_program;
-		}
-		isa_ap res = isa_ap_sbuf(ISA_DT_fp32, 0, P, 3 * RAND_F * 4, (uint32_t)f);
-		if (!normal) {
-			if ((st = isa_builder_tensor_scalar(p, ISA_ENGINE_GPSIMD, res,
-							    isa_ap_sbuf(ISA_DT_fp32, 0, P, RAND_F * 4, (uint32_t)f),
-							    ISA_ALU_multiply, isa_imm_f32(r->b - r->a),
-							    ISA_ALU_add, isa_imm_f32(r->a))))
-				goto free_program;
-		} else {
-			isa_ap u1 = isa_ap_sbuf(ISA_DT_fp32, 0, P, RAND_F * 4, (uint32_t)f);
-			isa_ap u2 = isa_ap_sbuf(ISA_DT_fp32, 0, P, 2 * RAND_F * 4, (uint32_t)f);
-			if ((st = isa_builder_sem_signal(p, ISA_ENGINE_GPSIMD, 1, ISA_SEMOP_ADD, 1)) ||
-			    (st = isa_builder_sem_wait(p, ISA_ENGINE_SCALAR, 1, ISA_ALU_is_ge, tiles + 1)) ||
-			    (st = isa_builder_activation(p, u1, u1, ISA_ACT_log, 1.0f, 0.0f)) ||
-			    (st = isa_builder_activation(p, u1, u1, ISA_ACT_sqrt, -2.0f, 0.0f)) ||
-			    (st = isa_builder_activation(p, u2, u2, ISA_ACT_cos, 6.2831853f, -3.14159265f)) ||
-			    (st = isa_builder_sem_signal(p, ISA_ENGINE_SCALAR, 2, ISA_SEMOP_ADD, 1)) ||
-			    (st = isa_builder_sem_wait(p, ISA_ENGINE_GPSIMD, 2, ISA_ALU_is_ge, tiles + 1)) ||
-			    (st = isa_builder_tensor_tensor(p, ISA_ENGINE_GPSIMD, res, u1, u2, ISA_ALU_multiply)) ||
-			    (st = isa_builder_tensor_scalar(p, ISA_ENGINE_GPSIMD, res, res, ISA_ALU_multiply,
-							    isa_imm_f32(r->b), ISA_ALU_add, isa_imm_f32(r->a))))
-				goto free_program;
-		}
-		uint64_t left = r->n - s, rows = left / f, tail = left % f;
-		if (rows >= P) {   /* a full tile: the remainder starts the next one */
-			rows = P;
-			tail = 0;
-		}
-		if (rows) {
-			if ((st = store(p, to, r->dtype, s, (uint32_t)rows, f, 0, f, done % 4, diag)))
-				goto free_program;
-			done++;
-		}
-		if (tail) {
-			if ((st = store(p, to, r->dtype, s + rows * f, 1, tail, (uint32_t)rows, tail, done % 4, diag)))
-				goto free_program;
-			done++;
-		}
+	for (uint64_t s = 0; s < r->n && !pp.em.st; s += P * f) {
+		nk_pipe_tile(&pp);
+		if (s == 0)
+			seed(&pp, ts);
+		for (unsigned k = 0; k < (normal ? 2u : 1u); k++)
+			draw(&pp.em, k, normal, f);
+		if (normal)
+			box_muller(&pp.em, r, f, to_act, to_gp);
+		else
+			nk_em_ts(&pp.em, ISA_ENGINE_GPSIMD, slot(3, f), slot(1, f), ISA_ALU_multiply, r->b - r->a, NULL,
+				 ISA_ALU_add, r->a, NULL);
+		nk_pipe_computed(&pp, ISA_ENGINE_GPSIMD);
+		store(&pp, to, r, s, f);
 	}
-	if ((st = nk_finish(p, ISA_ENGINE_GPSIMD, 0, done, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(p);
-	return st;
+	return nk_pipe_finish(&pp, bin, len);
 }
