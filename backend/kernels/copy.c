@@ -9,11 +9,11 @@
  * both sides merged; the outermost remaining dim becomes the DMA's rows and
  * up to four more its free dims; dims beyond that are looped over, one
  * transfer each.  A flat copy is cut into rows of 2048 elements so the
- * transfer spreads over the 16 DMA engines.  Transfers are issued from Sync
- * and GpSimd alternately (two in-order issuers), completion counted on
- * semaphore 0.
+ * transfer spreads over the 16 DMA engines.  The transfers are the tile
+ * pipeline's (nk_pipe_transfer: Sync and GpSimd issue them in turn).
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #include <string.h>
 
@@ -67,15 +67,13 @@ static void simplify(const nk_copy *c, dims *d, uint64_t *tail)
 static bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 
 typedef struct emitter {
-	isa_program *p;
+	nk_pipe pp;
 	int ts, td, sdt, ddt;
 	unsigned ssz, dsz;
-	uint32_t n;
 } emitter;
 
 /* one transfer: rows x free dims `d` from element offsets so / do */
-static isa_status transfer(emitter *e, const dims *d, unsigned first, uint64_t so, uint64_t doff,
-			   isa_diag *diag)
+static void transfer(emitter *e, const dims *d, unsigned first, uint64_t so, uint64_t doff)
 {
 	unsigned nfree = d->rank - first - 1;
 	int32_t fs[2][ISA_MAX_DIMS];
@@ -92,12 +90,7 @@ static isa_status transfer(emitter *e, const dims *d, unsigned first, uint64_t s
 		src = isa_ap_dims(src, nfree, fs[0], sz);
 		dst = isa_ap_dims(dst, nfree, fs[1], sz);
 	}
-	int desc = isa_builder_dma(e->p, "", ISA_DMA_DIRECT, &dst, &src, NULL, diag);
-	if (desc < 0)
-		return diag->code;
-	int eng = e->n % 2 ? ISA_ENGINE_GPSIMD : ISA_ENGINE_SYNC;
-	e->n++;
-	return isa_builder_dma_copy(e->p, eng, (uint32_t)desc, e->n % 2, 0, 1);
+	nk_pipe_transfer(&e->pp, dst, src);
 }
 
 isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *len, isa_diag *diag)
@@ -135,20 +128,13 @@ isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *
 		nk_fail(diag, ISA_E_LIMIT, "copy kernel: strides or transfer count out of range");
 		return ISA_E_LIMIT;
 	}
-	isa_status st = ISA_E_NOMEM;
-	emitter e = { isa_program_new(target), 0, 0, c->src_dtype, c->dst_dtype,
-		      isa_dtype_size(c->src_dtype), isa_dtype_size(c->dst_dtype), 0 };
-	if (!e.p)
-		return st;
-	e.p->num_semaphores = 1;
-	uint64_t ss[1] = { c->src_elems }, ds[1] = { c->dst_elems };
-	e.ts = isa_builder_tensor(e.p, "src", c->src_dtype, ISA_TK_INPUT, 1, ss, diag);
-	e.td = isa_builder_tensor(e.p, "dst", c->dst_dtype, ISA_TK_OUTPUT, 1, ds, diag);
-	if (e.ts < 0 || e.td < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	for (uint64_t o = 0; o < outer; o++) {
+	emitter e = { .sdt = c->src_dtype, .ddt = c->dst_dtype, .ssz = isa_dtype_size(c->src_dtype),
+		      .dsz = isa_dtype_size(c->dst_dtype) };
+	if (!nk_pipe_init(&e.pp, target, 1, 0, diag))
+		return nk_pipe_finish(&e.pp, bin, len);
+	e.ts = nk_pipe_tensor(&e.pp, "src", c->src_dtype, ISA_TK_INPUT, c->src_elems);
+	e.td = nk_pipe_tensor(&e.pp, "dst", c->dst_dtype, ISA_TK_OUTPUT, c->dst_elems);
+	for (uint64_t o = 0; o < outer && !e.pp.em.st; o++) {
 		uint64_t so = 0, doff = 0, rem = o;
 		for (int i = (int)first - 1; i >= 0; i--) {
 			uint64_t idx = rem % d.size[i];
@@ -156,19 +142,12 @@ isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *
 			so += idx * (uint64_t)d.s[0][i];
 			doff += idx * (uint64_t)d.s[1][i];
 		}
-		if ((st = transfer(&e, &d, first, so, doff, diag)))
-			goto free_program;
+		transfer(&e, &d, first, so, doff);
 	}
 	if (tail) {
 		dims t = { 1, { tail }, { { 1 }, { 1 } } };
 		uint64_t at = total - tail;
-		if ((st = transfer(&e, &t, 0, at, at, diag)))
-			goto free_program;
+		transfer(&e, &t, 0, at, at);
 	}
-	if ((st = nk_finish(e.p, ISA_ENGINE_SYNC, 0, e.n, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(e.p);
-	return st;
+	return nk_pipe_finish(&e.pp, bin, len);
 }

@@ -129,6 +129,16 @@ void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
 	pp->stores++;
 }
 
+void nk_pipe_transfer(nk_pipe *pp, isa_ap dst, isa_ap src)
+{
+	int d = descriptor(pp, dst, src);
+	if (d < 0)
+		return;
+	int engine = pp->stores % 2 ? pp->store_engine : pp->load_engine;
+	pp->stores++;
+	nk_pipe_check(pp, isa_builder_dma_copy(pp->em.p, engine, (uint32_t)d, pp->stores % 2, pp->sem_stored, 1));
+}
+
 isa_status nk_pipe_finish(nk_pipe *pp, uint8_t **bin, size_t *len)
 {
 	if (!pp->em.st)

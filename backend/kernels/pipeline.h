@@ -45,7 +45,9 @@ typedef struct nk_pipe {
 	nk_em em;               /* the program, its first failure (sticky), signal counts */
 	unsigned nbuf;          /* buffer sets */
 	uint64_t set_bytes;     /* SBUF bytes per partition of one buffer set */
-	int load_engine, store_engine;
+	int load_engine;        /* the engine that fills a buffer set: Sync's loads, or
+	                           the engine of a generator that makes its tiles */
+	int store_engine;
 	uint32_t sem_loaded, sem_computed, sem_stored;
 	uint32_t tiles;         /* tiles begun */
 	uint32_t loads, stores; /* DMAs queued */
@@ -74,6 +76,10 @@ void nk_pipe_computed(nk_pipe *pp, int engine);
 /* a store of the current tile, dst (HBM) <- src (SBUF) on queue `queue`,
  * queued once the tile is computed */
 void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue);
+/* an HBM -> HBM transfer outside any tile (a copy kernel's), issued from
+ * the load and the store engine in turn (two in-order issuers) on
+ * alternating queues, counted with the stores */
+void nk_pipe_transfer(nk_pipe *pp, isa_ap dst, isa_ap src);
 /* a failure of the generator's own (a builder call's status): kept */
 void nk_pipe_check(nk_pipe *pp, isa_status st);
 
