@@ -79,12 +79,13 @@ uint64_t nk_pipe_tile(nk_pipe *pp)
 	return (uint64_t)(t % pp->nbuf) * pp->set_bytes;
 }
 
-/* a DMA descriptor dst <- src, or -1 (the failure kept) */
-static int descriptor(nk_pipe *pp, isa_ap dst, isa_ap src)
+/* a DMA descriptor dst <- src (`index`: an indirect one of `mode`), or -1
+ * (the failure kept) */
+static int descriptor(nk_pipe *pp, int mode, isa_ap dst, isa_ap src, const isa_ap *index)
 {
 	if (pp->em.st)
 		return -1;
-	int d = isa_builder_dma(pp->em.p, "", ISA_DMA_DIRECT, &dst, &src, NULL, pp->em.diag);
+	int d = isa_builder_dma(pp->em.p, "", mode, &dst, &src, index, pp->em.diag);
 	if (d < 0)
 		nk_pipe_check(pp, pp->em.diag->code ? pp->em.diag->code : ISA_E_LIMIT);
 	return d;
@@ -92,7 +93,7 @@ static int descriptor(nk_pipe *pp, isa_ap dst, isa_ap src)
 
 void nk_pipe_load(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
 {
-	int d = descriptor(pp, dst, src);
+	int d = descriptor(pp, ISA_DMA_DIRECT, dst, src, NULL);
 	if (d < 0)
 		return;
 	nk_pipe_check(pp, isa_builder_dma_copy(pp->em.p, pp->load_engine, (uint32_t)d, queue, pp->sem_loaded, 1));
@@ -115,9 +116,9 @@ void nk_pipe_computed(nk_pipe *pp, int engine)
 		nk_pipe_check(pp, isa_builder_sem_signal(pp->em.p, engine, pp->sem_computed, ISA_SEMOP_ADD, 1));
 }
 
-void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
+void nk_pipe_store_dma(nk_pipe *pp, int mode, isa_ap dst, isa_ap src, const isa_ap *index, unsigned queue)
 {
-	int d = descriptor(pp, dst, src);
+	int d = descriptor(pp, mode, dst, src, index);
 	if (d < 0)
 		return;
 	/* a tile computed on another engine: the store waits for its signal */
@@ -129,9 +130,14 @@ void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
 	pp->stores++;
 }
 
+void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue)
+{
+	nk_pipe_store_dma(pp, ISA_DMA_DIRECT, dst, src, NULL, queue);
+}
+
 void nk_pipe_transfer(nk_pipe *pp, isa_ap dst, isa_ap src)
 {
-	int d = descriptor(pp, dst, src);
+	int d = descriptor(pp, ISA_DMA_DIRECT, dst, src, NULL);
 	if (d < 0)
 		return;
 	int engine = pp->stores % 2 ? pp->store_engine : pp->load_engine;

@@ -76,6 +76,9 @@ void nk_pipe_computed(nk_pipe *pp, int engine);
 /* a store of the current tile, dst (HBM) <- src (SBUF) on queue `queue`,
  * queued once the tile is computed */
 void nk_pipe_store(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue);
+/* the same for any DMA mode: an indirect one (gather / scatter rows by the
+ * SBUF column `index`) is the tile's store too, reading its index column */
+void nk_pipe_store_dma(nk_pipe *pp, int mode, isa_ap dst, isa_ap src, const isa_ap *index, unsigned queue);
 /* an HBM -> HBM transfer outside any tile (a copy kernel's), issued from
  * the load and the store engine in turn (two in-order issuers) on
  * alternating queues, counted with the stores */
