@@ -106,6 +106,12 @@ void nk_pipe_compute(nk_pipe *pp, int engine)
 		nk_pipe_check(pp, isa_builder_sem_wait(pp->em.p, engine, pp->sem_loaded, ISA_ALU_is_ge, pp->loads));
 }
 
+void nk_pipe_drain(nk_pipe *pp, int engine)
+{
+	if (!pp->em.st)
+		nk_pipe_check(pp, isa_builder_sem_wait(pp->em.p, engine, pp->sem_stored, ISA_ALU_is_ge, pp->stores));
+}
+
 void nk_pipe_computed(nk_pipe *pp, int engine)
 {
 	pp->computed_on = engine;

@@ -70,6 +70,9 @@ uint64_t nk_pipe_tile(nk_pipe *pp);
 void nk_pipe_load(nk_pipe *pp, isa_ap dst, isa_ap src, unsigned queue);
 /* `engine` waits until the current tile's loads landed */
 void nk_pipe_compute(nk_pipe *pp, int engine);
+/* `engine` waits until every store queued so far landed (a round trip
+ * through HBM inside a tile: stored, drained, reloaded) */
+void nk_pipe_drain(nk_pipe *pp, int engine);
 /* `engine`, the tile's last, signals it computed (nothing to signal when
  * it is the store engine: its own stream orders the store after) */
 void nk_pipe_computed(nk_pipe *pp, int engine);

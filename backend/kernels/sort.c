@@ -18,20 +18,30 @@
  * (key, index) pairs (a sign pattern from iota), so every step is the same
  * ascending compare-exchange: masks by tensor_tensor compares, then four
  * selects into the other buffer set.
+ *
+ * GpSimd does it all, on the tile pipeline (pipeline.h) with one buffer
+ * set: a tile is G rows, loaded, sorted (each relayout a store to scratch,
+ * the stores drained, a reload) and stored.
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #include <math.h>
+#include <string.h>
 
 #define P 128u
 #define C_MAX 4096u
+#define GP ISA_ENGINE_GPSIMD
 
 typedef struct sort_ctx {
-	isa_program *p;
-	isa_diag *diag;
+	nk_pipe pp;
+	const nk_sort *o;
 	uint32_t parts;     /* G * R */
-	uint64_t C;
-	uint32_t dma_done;  /* completions on semaphore 0 */
+	uint32_t R, G;
+	uint64_t C, N;
+	unsigned logC, logN;
+	int tx, tv, tn, tk, ti;
+	float sgn, TOT;     /* -1 descending; NaN / padding index offset G * N */
 } sort_ctx;
 
 enum { K0, K1, I0, I1, M1, M2, M3, SIGN, NBUF };
@@ -61,17 +71,29 @@ static isa_ap mask_ap(sort_ctx *s, int buf, uint64_t n)
 	return isa_ap_sbuf(ISA_DT_fp32, 0, s->parts, buf_off(buf, s->C), (uint32_t)(n / 2));
 }
 
-static isa_status tt(sort_ctx *s, isa_ap d, isa_ap a, isa_ap b, int alu)
+/* GpSimd's instructions, sticky (the pipeline keeps the first failure) */
+static void tt(sort_ctx *s, isa_ap d, isa_ap a, isa_ap b, int alu) { nk_em_tt(&s->pp.em, GP, d, a, b, alu); }
+
+static void ts(sort_ctx *s, isa_ap d, isa_ap a, int op0, isa_imm s0, int op1, isa_imm s1)
 {
-	return isa_builder_tensor_tensor(s->p, ISA_ENGINE_GPSIMD, d, a, b, alu);
+	if (!s->pp.em.st)
+		nk_pipe_check(&s->pp, isa_builder_tensor_scalar(s->pp.em.p, GP, d, a, op0, s0, op1, s1));
 }
 
-static isa_status ts(sort_ctx *s, isa_ap d, isa_ap a, int op0, isa_imm s0, int op1, isa_imm s1)
+static void tsf(sort_ctx *s, isa_ap d, isa_ap a, int op0, float s0)
 {
-	return isa_builder_tensor_scalar(s->p, ISA_ENGINE_GPSIMD, d, a, op0, s0, op1, s1);
+	ts(s, d, a, op0, isa_imm_f32(s0), ISA_ALU_bypass, isa_imm_f32(0));
 }
 
-static isa_status sel(sort_ctx *s, isa_ap d, isa_ap pred, isa_ap t, isa_ap f)
+static void copy(sort_ctx *s, isa_ap d, isa_ap a) { nk_em_copy(&s->pp.em, GP, d, a); }
+
+static void fill(sort_ctx *s, isa_ap d, float v)
+{
+	if (!s->pp.em.st)
+		nk_pipe_check(&s->pp, isa_builder_memset(s->pp.em.p, GP, d, isa_imm_f32(v)));
+}
+
+static void sel(sort_ctx *s, isa_ap d, isa_ap pred, isa_ap t, isa_ap f)
 {
 	isa_instr in = isa_instr_init(ISA_OP_select);
 	in.ap[ISA_AP_DST] = d;
@@ -79,34 +101,11 @@ static isa_status sel(sort_ctx *s, isa_ap d, isa_ap pred, isa_ap t, isa_ap f)
 	in.ap[ISA_AP_SRC1] = t;
 	in.ap[ISA_AP_SRC2] = f;
 	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
-	return isa_builder_emit(s->p, ISA_ENGINE_GPSIMD, &in, s->diag);
-}
-
-/* one ascending compare-exchange of (key, index) pairs at distance d (in
- * the current layout's free index), from buffers (k, i) into (k ^ 1, i ^ 1) */
-static isa_status exchange(sort_ctx *s, int k, int i, uint64_t d)
-{
-	uint64_t n = s->C;
-	isa_ap lk = half_ap(s, k, n, d, false), hk = half_ap(s, k, n, d, true);
-	isa_ap li = half_ap(s, i, n, d, false), hi = half_ap(s, i, n, d, true);
-	int k2 = k == K0 ? K1 : K0, i2 = i == I0 ? I1 : I0;
-	isa_ap m1 = mask_ap(s, M1, n), m2 = mask_ap(s, M2, n), m3 = mask_ap(s, M3, n);
-	isa_status st;
-	/* swap when hi < lo, or equal keys and hi's index is smaller */
-	if ((st = tt(s, m1, hk, lk, ISA_ALU_is_lt)) || (st = tt(s, m2, hk, lk, ISA_ALU_is_equal)) ||
-	    (st = tt(s, m3, hi, li, ISA_ALU_is_lt)) || (st = tt(s, m2, m2, m3, ISA_ALU_multiply)) ||
-	    (st = tt(s, m1, m1, m2, ISA_ALU_max)))
-		return st;
-	if ((st = sel(s, half_ap(s, k2, n, d, false), m1, hk, lk)) ||
-	    (st = sel(s, half_ap(s, k2, n, d, true), m1, lk, hk)) ||
-	    (st = sel(s, half_ap(s, i2, n, d, false), m1, hi, li)) ||
-	    (st = sel(s, half_ap(s, i2, n, d, true), m1, li, hi)))
-		return st;
-	return ISA_OK;
+	nk_em_emit(&s->pp.em, GP, &in);
 }
 
 /* dst[p, f] = p * pmul + f * fmul (int32), p counted from dst's first partition */
-static isa_status iota(sort_ctx *s, isa_ap dst, int32_t pmul, int32_t fmul)
+static void iota(sort_ctx *s, isa_ap dst, int32_t pmul, int32_t fmul)
 {
 	isa_instr in = isa_instr_init(ISA_OP_iota);
 	in.ap[ISA_AP_DST] = dst;
@@ -115,57 +114,63 @@ static isa_status iota(sort_ctx *s, isa_ap dst, int32_t pmul, int32_t fmul)
 	in.imm[1] = isa_imm_i32(pmul);
 	in.nivec = 1;
 	in.ivec[0] = fmul;
-	return isa_builder_emit(s->p, ISA_ENGINE_GPSIMD, &in, s->diag);
+	nk_em_emit(&s->pp.em, GP, &in);
+}
+
+/* DMAs of the tile, queues in turn */
+static unsigned queue(sort_ctx *s) { return (s->pp.loads + s->pp.stores) % 4; }
+static void load(sort_ctx *s, isa_ap dst, isa_ap src) { nk_pipe_load(&s->pp, dst, src, queue(s)); }
+static void store(sort_ctx *s, isa_ap dst, isa_ap src) { nk_pipe_store(&s->pp, dst, src, queue(s)); }
+
+/* one ascending compare-exchange of (key, index) pairs at distance d (in
+ * the current layout's free index), from buffers (k, i) into (k ^ 1, i ^ 1) */
+static void exchange(sort_ctx *s, int k, int i, uint64_t d)
+{
+	uint64_t n = s->C;
+	isa_ap lk = half_ap(s, k, n, d, false), hk = half_ap(s, k, n, d, true);
+	isa_ap li = half_ap(s, i, n, d, false), hi = half_ap(s, i, n, d, true);
+	int k2 = k == K0 ? K1 : K0, i2 = i == I0 ? I1 : I0;
+	isa_ap m1 = mask_ap(s, M1, n), m2 = mask_ap(s, M2, n), m3 = mask_ap(s, M3, n);
+	/* swap when hi < lo, or equal keys and hi's index is smaller */
+	tt(s, m1, hk, lk, ISA_ALU_is_lt);
+	tt(s, m2, hk, lk, ISA_ALU_is_equal);
+	tt(s, m3, hi, li, ISA_ALU_is_lt);
+	tt(s, m2, m2, m3, ISA_ALU_multiply);
+	tt(s, m1, m1, m2, ISA_ALU_max);
+	sel(s, half_ap(s, k2, n, d, false), m1, hk, lk);
+	sel(s, half_ap(s, k2, n, d, true), m1, lk, hk);
+	sel(s, half_ap(s, i2, n, d, false), m1, hi, li);
+	sel(s, half_ap(s, i2, n, d, true), m1, li, hi);
 }
 
 /* sign = 1 - 2 * bit `bit` of the element's position, multiplied into keys
  * and indices.  pos = partition * pmul + free * fmul (pmul = C in layout A:
  * the row's offset only adds bits above log2 N). */
-static isa_status apply_sign(sort_ctx *s, int k, int i, unsigned bit, int32_t pmul, int32_t fmul)
+static void apply_sign(sort_ctx *s, int k, int i, unsigned bit, int32_t pmul, int32_t fmul)
 {
-	isa_ap sg = row_ap(s, SIGN, ISA_DT_int32);
-	isa_status st;
-	isa_ap sf = row_ap(s, SIGN, ISA_DT_fp32);
-	if ((st = iota(s, sg, pmul, fmul)) ||
-	    (st = ts(s, sg, sg, ISA_ALU_shift_right, isa_imm_i32((int32_t)bit), ISA_ALU_bitwise_and, isa_imm_i32(1))) ||
-	    (st = isa_builder_tensor_copy(s->p, ISA_ENGINE_GPSIMD, sf, sg)) ||
-	    (st = ts(s, sf, sf, ISA_ALU_multiply, isa_imm_f32(-2.0f), ISA_ALU_add, isa_imm_f32(1.0f))) ||
-	    (st = tt(s, row_ap(s, k, ISA_DT_fp32), row_ap(s, k, ISA_DT_fp32), sf, ISA_ALU_multiply)) ||
-	    (st = tt(s, row_ap(s, i, ISA_DT_fp32), row_ap(s, i, ISA_DT_fp32), sf, ISA_ALU_multiply)))
-		return st;
-	return ISA_OK;
-}
-
-static isa_status dma(sort_ctx *s, isa_ap dst, isa_ap src)
-{
-	int d = isa_builder_dma(s->p, "", ISA_DMA_DIRECT, &dst, &src, NULL, s->diag);
-	if (d < 0)
-		return s->diag->code;
-	isa_status st = isa_builder_dma_copy(s->p, ISA_ENGINE_GPSIMD, (uint32_t)d, s->dma_done % 4, 0, 1);
-	s->dma_done++;
-	return st;
-}
-
-static isa_status dma_wait(sort_ctx *s)
-{
-	return isa_builder_sem_wait(s->p, ISA_ENGINE_GPSIMD, 0, ISA_ALU_is_ge, s->dma_done);
+	isa_ap sg = row_ap(s, SIGN, ISA_DT_int32), sf = row_ap(s, SIGN, ISA_DT_fp32);
+	iota(s, sg, pmul, fmul);
+	ts(s, sg, sg, ISA_ALU_shift_right, isa_imm_i32((int32_t)bit), ISA_ALU_bitwise_and, isa_imm_i32(1));
+	copy(s, sf, sg);
+	ts(s, sf, sf, ISA_ALU_multiply, isa_imm_f32(-2.0f), ISA_ALU_add, isa_imm_f32(1.0f));
+	tt(s, row_ap(s, k, ISA_DT_fp32), row_ap(s, k, ISA_DT_fp32), sf, ISA_ALU_multiply);
+	tt(s, row_ap(s, i, ISA_DT_fp32), row_ap(s, i, ISA_DT_fp32), sf, ISA_ALU_multiply);
 }
 
 /* moves buffers k, i between layouts through the scratch tensors (to_b:
- * A -> B) for G rows of N = R * C elements */
-static isa_status relayout(sort_ctx *s, int k, int i, int tk, int ti, uint32_t G, uint32_t R, bool to_b)
+ * A -> B) for G rows of N = R * C elements: stored, drained, reloaded */
+static void relayout(sort_ctx *s, int k, int i, uint32_t G, bool to_b)
 {
-	uint64_t C = s->C, N = R * C;
-	int bufs[2] = { k, i }, tens[2] = { tk, ti };
-	isa_status st;
+	uint64_t C = s->C, N = s->R * C;
+	uint32_t R = s->R;
+	int bufs[2] = { k, i }, tens[2] = { s->tk, s->ti };
 	for (int pass = 0; pass < 2; pass++) {   /* 0: store, 1: reload */
 		bool natural = pass == 0 ? to_b : !to_b;   /* this pass's SBUF side is layout A */
 		for (int b = 0; b < 2; b++) {
 			if (natural) {
 				isa_ap sb = row_ap(s, bufs[b], ISA_DT_fp32);
 				isa_ap hb = isa_ap_hbm(ISA_DT_fp32, (uint32_t)tens[b], 0, s->parts, (int64_t)C, (uint32_t)C);
-				if ((st = pass == 0 ? dma(s, hb, sb) : dma(s, sb, hb)))
-					return st;
+				pass == 0 ? store(s, hb, sb) : load(s, sb, hb);
 				continue;
 			}
 			for (uint32_t r = 0; r < G; r++) {
@@ -175,24 +180,23 @@ static isa_status relayout(sort_ctx *s, int k, int i, int tk, int ti, uint32_t G
 				int32_t stride = (int32_t)R;
 				uint32_t size = (uint32_t)C;
 				hb = isa_ap_dims(hb, 1, &stride, &size);
-				if ((st = pass == 0 ? dma(s, hb, sb) : dma(s, sb, hb)))
-					return st;
+				pass == 0 ? store(s, hb, sb) : load(s, sb, hb);
 			}
 		}
-		if ((st = dma_wait(s)))
-			return st;
+		if (pass == 0)
+			nk_pipe_drain(&s->pp, GP);
+		else
+			nk_pipe_compute(&s->pp, GP);
 	}
-	return ISA_OK;
 }
 
 /* a sorted row (values from key buffer k, indices from int32 buffer ix)
  * from partitions [part0, ...) of layout A to row `row` of the outputs */
-static isa_status store_row(sort_ctx *s, const nk_sort *o, int tv, int tn, int k, int ix, uint64_t row,
-			    uint32_t part0)
+static void store_row(sort_ctx *s, int k, int ix, uint64_t row, uint32_t part0)
 {
+	const nk_sort *o = s->o;
 	uint64_t C = s->C, full = o->cols / C, tail = o->cols % C;
 	unsigned esz = isa_dtype_size(o->dtype);
-	isa_status st;
 	/* `full` whole partitions, then `tail` elements of the next */
 	for (int piece = 0; piece < 2; piece++) {
 		uint64_t parts = piece ? (tail ? 1 : 0) : full, n = piece ? tail : C;
@@ -200,169 +204,175 @@ static isa_status store_row(sort_ctx *s, const nk_sort *o, int tv, int tn, int k
 		uint32_t p0 = part0 + (piece ? (uint32_t)full : 0);
 		if (!parts)
 			continue;
-		if ((st = dma(s, isa_ap_hbm(o->dtype, (uint32_t)tv, first * esz, (uint32_t)parts, (int64_t)n, (uint32_t)n),
-			      isa_ap_sbuf(ISA_DT_fp32, p0, (uint32_t)parts, buf_off(k, C), (uint32_t)n))) ||
-		    (st = dma(s, isa_ap_hbm(ISA_DT_int32, (uint32_t)tn, first * 4, (uint32_t)parts, (int64_t)n, (uint32_t)n),
-			      isa_ap_sbuf(ISA_DT_int32, p0, (uint32_t)parts, buf_off(ix, C), (uint32_t)n))))
-			return st;
+		store(s, isa_ap_hbm(o->dtype, (uint32_t)s->tv, first * esz, (uint32_t)parts, (int64_t)n, (uint32_t)n),
+		      isa_ap_sbuf(ISA_DT_fp32, p0, (uint32_t)parts, buf_off(k, C), (uint32_t)n));
+		store(s, isa_ap_hbm(ISA_DT_int32, (uint32_t)s->tn, first * 4, (uint32_t)parts, (int64_t)n, (uint32_t)n),
+		      isa_ap_sbuf(ISA_DT_int32, p0, (uint32_t)parts, buf_off(ix, C), (uint32_t)n));
 	}
-	return ISA_OK;
+}
+
+/* the tile's g rows from r0: keys (padding +inf once descending keys are
+ * negated, then the rows, cast to fp32 by the DMA) into buffer k, their
+ * positions into i */
+static void load_rows(sort_ctx *s, uint64_t r0, uint32_t g, int k, int i)
+{
+	const nk_sort *o = s->o;
+	uint64_t C = s->C, full = o->cols / C, tail = o->cols % C;
+	unsigned esz = isa_dtype_size(o->dtype);
+	fill(s, row_ap(s, k, ISA_DT_fp32), s->sgn * INFINITY);
+	for (uint32_t r = 0; r < g; r++) {
+		uint64_t src = (r0 + r) * o->cols * esz;
+		if (full)
+			load(s, isa_ap_sbuf(ISA_DT_fp32, r * s->R, (uint32_t)full, buf_off(k, C), (uint32_t)C),
+			     isa_ap_hbm(o->dtype, (uint32_t)s->tx, src, (uint32_t)full, (int64_t)C, (uint32_t)C));
+		if (tail)
+			load(s, isa_ap_sbuf(ISA_DT_fp32, r * s->R + (uint32_t)full, 1, buf_off(k, C), (uint32_t)tail),
+			     isa_ap_hbm(o->dtype, (uint32_t)s->tx, src + full * C * esz, 1, (int64_t)tail, (uint32_t)tail));
+	}
+	/* indices: position p * C + f (the row's own offset only adds bits
+	 * above log2 N, the same for the whole row) */
+	iota(s, row_ap(s, i, ISA_DT_int32), (int32_t)C, 1);
+	copy(s, row_ap(s, i, ISA_DT_fp32), row_ap(s, i, ISA_DT_int32));
+	nk_pipe_compute(&s->pp, GP);
+}
+
+/* padding gets index + 2 TOT so it sorts after NaN; NaN (x != x): key ->
+ * +inf, index + TOT; descending negates both key and NaN's placement (NaN
+ * first) */
+static void mark(sort_ctx *s, uint32_t g, int k, int i)
+{
+	isa_ap fi = row_ap(s, i, ISA_DT_fp32), kk = row_ap(s, k, ISA_DT_fp32);
+	isa_ap m = row_ap(s, M1, ISA_DT_fp32), m2 = row_ap(s, M2, ISA_DT_fp32), inf = row_ap(s, M3, ISA_DT_fp32);
+	if (s->o->cols < s->N) {   /* padding: local position >= cols, from a per-row iota */
+		for (uint32_t r = 0; r < g; r++)
+			iota(s, isa_ap_sbuf(ISA_DT_int32, r * s->R, s->R, buf_off(M2, s->C), (uint32_t)s->C), (int32_t)s->C, 1);
+		isa_ap lpi = row_ap(s, M2, ISA_DT_int32);
+		ts(s, lpi, lpi, ISA_ALU_is_ge, isa_imm_i32((int32_t)s->o->cols), ISA_ALU_multiply, isa_imm_i32(2));
+		copy(s, m2, lpi);
+		tsf(s, m2, m2, ISA_ALU_multiply, s->TOT);
+		tt(s, fi, fi, m2, ISA_ALU_add);
+	}
+	tt(s, m, kk, kk, ISA_ALU_not_equal);
+	fill(s, inf, s->sgn * INFINITY);
+	tsf(s, kk, kk, ISA_ALU_multiply, s->sgn);
+	sel(s, kk, m, inf, kk);
+	tsf(s, m, m, ISA_ALU_multiply, s->sgn * s->TOT);
+	tt(s, fi, fi, m, ISA_ALU_add);
+}
+
+/* the bitonic network over buffers (*k, *i), which end up naming the
+ * sorted pair */
+static void network(sort_ctx *s, uint32_t g, int *k, int *i)
+{
+	bool in_b = false;
+	for (unsigned sb = 1; sb <= s->logN; sb++) {
+		bool signed_stage = sb < s->logN;
+		for (int j = (int)sb - 1; j >= 0; j--) {
+			bool want_b = (unsigned)j >= s->logC;
+			if (want_b != in_b) {
+				relayout(s, *k, *i, g, want_b);
+				in_b = want_b;
+			}
+			if (j == (int)sb - 1 && signed_stage) {
+				if (in_b)
+					apply_sign(s, *k, *i, sb - (unsigned)__builtin_ctz(s->R), 0, 1);
+				else
+					apply_sign(s, *k, *i, sb, (int32_t)s->C, 1);
+			}
+			uint64_t d = (uint64_t)1 << j;
+			exchange(s, *k, *i, in_b ? d / s->R : d);
+			*k = *k == K0 ? K1 : K0;
+			*i = *i == I0 ? I1 : I0;
+		}
+		/* the stage ends with d = 1, in layout A */
+		if (signed_stage)
+			apply_sign(s, *k, *i, sb, (int32_t)s->C, 1);
+	}
+}
+
+/* values: key * sgn, NaN where the index carries the NaN offset; indices:
+ * position mod N, as int32 into the other index buffer (returned) */
+static int unmark(sort_ctx *s, int k, int i)
+{
+	isa_ap kk = row_ap(s, k, ISA_DT_fp32), fi = row_ap(s, i, ISA_DT_fp32);
+	isa_ap m = row_ap(s, M1, ISA_DT_fp32), m2 = row_ap(s, M2, ISA_DT_fp32), nan = row_ap(s, M3, ISA_DT_fp32);
+	int iout = i == I0 ? I1 : I0;
+	tsf(s, m, fi, ISA_ALU_is_lt, 0.0f);
+	tsf(s, m2, fi, ISA_ALU_is_ge, s->TOT);
+	tt(s, m, m, m2, ISA_ALU_max);
+	fill(s, nan, NAN);
+	tsf(s, kk, kk, ISA_ALU_multiply, s->sgn);
+	sel(s, kk, m, nan, kk);
+	tsf(s, fi, fi, ISA_ALU_mod, (float)s->N);
+	copy(s, row_ap(s, iout, ISA_DT_int32), fi);
+	return iout;
+}
+
+/* R, C, G and the logs for rows of cols: false when they do not fit */
+static bool plan(sort_ctx *s, const nk_sort *o)
+{
+	s->o = o;
+	s->N = 2;
+	while (s->N < o->cols)
+		s->N *= 2;
+	if (o->cols < 2 || o->rows == 0 || s->N > (uint64_t)C_MAX * P || o->rows * s->N > ((uint64_t)1 << 40) ||
+	    (o->dtype != ISA_DT_fp32 && o->dtype != ISA_DT_bf16 && o->dtype != ISA_DT_fp16))
+		return false;
+	s->R = s->N <= C_MAX ? 1 : (uint32_t)(s->N / C_MAX);
+	s->C = s->N / s->R;
+	s->G = P / s->R;
+	if (s->G > o->rows)
+		s->G = (uint32_t)o->rows;
+	s->parts = s->G * s->R;
+	while (((uint64_t)1 << s->logC) < s->C)
+		s->logC++;
+	while (((uint64_t)1 << s->logN) < s->N)
+		s->logN++;
+	s->sgn = o->descending ? -1.0f : 1.0f;
+	s->TOT = (float)((uint64_t)s->G * s->N);
+	return true;
 }
 
 isa_status nk_sort_program(int target, const nk_sort *o, uint8_t **bin, size_t *len, isa_diag *diag)
 {
 	*bin = NULL;
 	*len = 0;
-	uint64_t N = 2;
-	while (N < o->cols)
-		N *= 2;
-	if (o->cols < 2 || o->rows == 0 || N > (uint64_t)C_MAX * P || o->rows * N > ((uint64_t)1 << 40) ||
-	    (o->dtype != ISA_DT_fp32 && o->dtype != ISA_DT_bf16 && o->dtype != ISA_DT_fp16)) {
+	sort_ctx s;
+	memset(&s, 0, sizeof(s));
+	if (!plan(&s, o)) {
 		nk_fail(diag, ISA_E_LIMIT, "sort kernel: %llu rows of %llu elements",
 			(unsigned long long)o->rows, (unsigned long long)o->cols);
 		return ISA_E_LIMIT;
 	}
-	uint32_t R = N <= C_MAX ? 1 : (uint32_t)(N / C_MAX);
-	uint64_t C = N / R;
-	uint32_t G = P / R;
-	if (G > o->rows)
-		G = (uint32_t)o->rows;
-	unsigned logC = 0, logN = 0;
-	while (((uint64_t)1 << logC) < C)
-		logC++;
-	while (((uint64_t)1 << logN) < N)
-		logN++;
-	isa_status st = ISA_E_NOMEM;
-	isa_program *p = isa_program_new(target);
-	if (!p)
-		return st;
-	p->num_semaphores = 1;
-	sort_ctx s = { p, diag, G * R, C, 0 };
-	uint64_t sx[2] = { o->rows, o->cols }, sc[1] = { (uint64_t)G * N };
-	int tx = isa_builder_tensor(p, "x", o->dtype, ISA_TK_INPUT, 2, sx, diag);
-	int tv = isa_builder_tensor(p, "values", o->dtype, ISA_TK_OUTPUT, 2, sx, diag);
-	int tn = isa_builder_tensor(p, "indices", ISA_DT_int32, ISA_TK_OUTPUT, 2, sx, diag);
-	int tk = isa_builder_tensor(p, "scratch_k", ISA_DT_fp32, ISA_TK_OUTPUT, 1, sc, diag);
-	int ti = isa_builder_tensor(p, "scratch_i", ISA_DT_fp32, ISA_TK_OUTPUT, 1, sc, diag);
-	if (tx < 0 || tv < 0 || tn < 0 || tk < 0 || ti < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	const float TOT = (float)((uint64_t)G * N);   /* NaN / padding index offsets */
-	unsigned esz = isa_dtype_size(o->dtype);
-	for (uint64_t r0 = 0; r0 < o->rows; r0 += G) {
-		uint32_t g = (uint32_t)(o->rows - r0 < G ? o->rows - r0 : G);
+	if (!nk_pipe_init(&s.pp, target, 1, 0, diag))
+		return nk_pipe_finish(&s.pp, bin, len);
+	s.pp.load_engine = GP;
+	uint64_t shape[2] = { o->rows, o->cols };
+	s.tx = isa_builder_tensor(s.pp.em.p, "x", o->dtype, ISA_TK_INPUT, 2, shape, diag);
+	s.tv = isa_builder_tensor(s.pp.em.p, "values", o->dtype, ISA_TK_OUTPUT, 2, shape, diag);
+	s.tn = isa_builder_tensor(s.pp.em.p, "indices", ISA_DT_int32, ISA_TK_OUTPUT, 2, shape, diag);
+	if (s.tx < 0 || s.tv < 0 || s.tn < 0)
+		nk_pipe_check(&s.pp, diag->code ? diag->code : ISA_E_LIMIT);
+	s.tk = nk_pipe_tensor(&s.pp, "scratch_k", ISA_DT_fp32, ISA_TK_OUTPUT, (uint64_t)s.G * s.N);
+	s.ti = nk_pipe_tensor(&s.pp, "scratch_i", ISA_DT_fp32, ISA_TK_OUTPUT, (uint64_t)s.G * s.N);
+	for (uint64_t r0 = 0; r0 < o->rows && !s.pp.em.st; r0 += s.G) {
+		uint32_t g = (uint32_t)(o->rows - r0 < s.G ? o->rows - r0 : s.G);
 		int k = K0, i = I0;
-		/* keys: padding (+inf once descending keys are negated below),
-		 * then the rows (cast to fp32 by the DMA) */
-		float sgn = o->descending ? -1.0f : 1.0f;
-		if ((st = dma_wait(&s)) ||
-		    (st = isa_builder_memset(p, ISA_ENGINE_GPSIMD, row_ap(&s, k, ISA_DT_fp32), isa_imm_f32(sgn * INFINITY))))
-			goto free_program;
-		for (uint32_t r = 0; r < g; r++) {
-			uint64_t full = o->cols / C, tail = o->cols % C;
-			uint64_t src = (r0 + r) * o->cols * esz;
-			if (full && (st = dma(&s, isa_ap_sbuf(ISA_DT_fp32, r * R, (uint32_t)full, buf_off(k, C), (uint32_t)C),
-					      isa_ap_hbm(o->dtype, (uint32_t)tx, src, (uint32_t)full, (int64_t)C, (uint32_t)C))))
-				goto free_program;
-			if (tail && (st = dma(&s, isa_ap_sbuf(ISA_DT_fp32, r * R + (uint32_t)full, 1, buf_off(k, C), (uint32_t)tail),
-					      isa_ap_hbm(o->dtype, (uint32_t)tx, src + full * C * esz, 1, (int64_t)tail,
-							 (uint32_t)tail))))
-				goto free_program;
-		}
-		/* indices: position p * C + f (the row's own offset only adds
-		 * bits above log2 N, the same for the whole row); padding gets
-		 * + 2 TOT so it sorts after NaN (+ TOT) */
-		isa_ap ia = row_ap(&s, i, ISA_DT_int32), fi = row_ap(&s, i, ISA_DT_fp32);
-		isa_ap kk = row_ap(&s, k, ISA_DT_fp32), m = row_ap(&s, M1, ISA_DT_fp32), m2 = row_ap(&s, M2, ISA_DT_fp32);
-		if ((st = iota(&s, ia, (int32_t)C, 1)) ||
-		    (st = isa_builder_tensor_copy(p, ISA_ENGINE_GPSIMD, fi, ia)) || (st = dma_wait(&s)))
-			goto free_program;
-		/* padding (local position >= cols, from a per-row iota) */
-		if (o->cols < N) {
-			for (uint32_t r = 0; r < g; r++) {
-				isa_ap lp = isa_ap_sbuf(ISA_DT_int32, r * R, R, buf_off(M2, C), (uint32_t)C);
-				if ((st = iota(&s, lp, (int32_t)C, 1)))
-					goto free_program;
-			}
-			isa_ap lpi = row_ap(&s, M2, ISA_DT_int32);
-			if ((st = ts(&s, lpi, lpi, ISA_ALU_is_ge, isa_imm_i32((int32_t)o->cols), ISA_ALU_multiply,
-				     isa_imm_i32(2))) ||
-			    (st = isa_builder_tensor_copy(p, ISA_ENGINE_GPSIMD, m2, lpi)) ||
-			    (st = ts(&s, m2, m2, ISA_ALU_multiply, isa_imm_f32(TOT), ISA_ALU_bypass, isa_imm_f32(0))) ||
-			    (st = tt(&s, fi, fi, m2, ISA_ALU_add)))
-				goto free_program;
-		}
-		/* NaN (x != x): key -> +inf, index + TOT; descending negates both
-		 * key and NaN's placement (NaN first) */
-		isa_ap inf = row_ap(&s, M3, ISA_DT_fp32);
-		if ((st = tt(&s, m, kk, kk, ISA_ALU_not_equal)) ||
-		    (st = isa_builder_memset(p, ISA_ENGINE_GPSIMD, inf, isa_imm_f32(sgn * INFINITY))) ||
-		    (st = ts(&s, kk, kk, ISA_ALU_multiply, isa_imm_f32(sgn), ISA_ALU_bypass, isa_imm_f32(0))) ||
-		    (st = sel(&s, kk, m, inf, kk)) ||
-		    (st = ts(&s, m, m, ISA_ALU_multiply, isa_imm_f32(sgn * TOT), ISA_ALU_bypass, isa_imm_f32(0))) ||
-		    (st = tt(&s, fi, fi, m, ISA_ALU_add)))
-			goto free_program;
-
-		/* the bitonic network */
-		bool in_b = false;
-		for (unsigned sb = 1; sb <= logN; sb++) {
-			bool signed_stage = sb < logN;
-			for (int j = (int)sb - 1; j >= 0; j--) {
-				bool want_b = (unsigned)j >= logC;
-				if (want_b != in_b) {
-					if ((st = relayout(&s, k, i, tk, ti, g, R, want_b)))
-						goto free_program;
-					in_b = want_b;
-				}
-				if (j == (int)sb - 1 && signed_stage &&
-				    (st = in_b ? apply_sign(&s, k, i, sb - (unsigned)__builtin_ctz(R), 0, 1)
-					       : apply_sign(&s, k, i, sb, (int32_t)C, 1)))
-					goto free_program;
-				uint64_t d = (uint64_t)1 << j;
-				if ((st = exchange(&s, k, i, in_b ? d / R : d)))
-					goto free_program;
-				k = k == K0 ? K1 : K0;
-				i = i == I0 ? I1 : I0;
-			}
-			/* the stage ends with d = 1, in layout A */
-			if (signed_stage && (st = apply_sign(&s, k, i, sb, (int32_t)C, 1)))
-				goto free_program;
-		}
-		/* values: key * sgn, NaN where the index carries the NaN offset;
-		 * indices: position mod N */
-		kk = row_ap(&s, k, ISA_DT_fp32);
-		fi = row_ap(&s, i, ISA_DT_fp32);
-		isa_ap nan = row_ap(&s, M3, ISA_DT_fp32);
-		if ((st = ts(&s, m, fi, ISA_ALU_is_lt, isa_imm_f32(0.0f), ISA_ALU_bypass, isa_imm_f32(0))) ||
-		    (st = ts(&s, m2, fi, ISA_ALU_is_ge, isa_imm_f32(TOT), ISA_ALU_bypass, isa_imm_f32(0))) ||
-		    (st = tt(&s, m, m, m2, ISA_ALU_max)) ||
-		    (st = isa_builder_memset(p, ISA_ENGINE_GPSIMD, nan, isa_imm_f32(NAN))) ||
-		    (st = ts(&s, kk, kk, ISA_ALU_multiply, isa_imm_f32(sgn), ISA_ALU_bypass, isa_imm_f32(0))) ||
-		    (st = sel(&s, kk, m, nan, kk)) ||
-		    (st = ts(&s, fi, fi, ISA_ALU_mod, isa_imm_f32((float)N), ISA_ALU_bypass, isa_imm_f32(0))) ||
-		    (st = isa_builder_tensor_copy(p, ISA_ENGINE_GPSIMD, row_ap(&s, I0 == i ? I1 : I0, ISA_DT_int32), fi)))
-			goto free_program;
-		int iout = i == I0 ? I1 : I0;
+		nk_pipe_tile(&s.pp);
+		load_rows(&s, r0, g, k, i);
+		mark(&s, g, k, i);
+		network(&s, g, &k, &i);
+		int iout = unmark(&s, k, i);
+		nk_pipe_computed(&s.pp, GP);
 		for (uint32_t r = 0; r < g; r++)
-			if ((st = store_row(&s, o, tv, tn, k, iout, r0 + r, r * R)))
-				goto free_program;
+			store_row(&s, k, iout, r0 + r, r * s.R);
 	}
-	if ((st = dma_wait(&s)) || (st = nk_encode(p, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(p);
-	return st;
+	return nk_pipe_finish(&s.pp, bin, len);
 }
 
 uint64_t nk_sort_scratch(const nk_sort *o)
 {
-	uint64_t N = 2;
-	while (N < o->cols)
-		N *= 2;
-	uint64_t R = N <= C_MAX ? 1 : N / C_MAX, G = P / R;
-	if (G > o->rows)
-		G = o->rows;
-	return G * N;
+	sort_ctx s;
+	memset(&s, 0, sizeof(s));
+	return plan(&s, o) ? (uint64_t)s.G * s.N : 0;
 }
