@@ -23,8 +23,15 @@
  * evacuates PSUM.  b is re-read once
  * per super-tile, a once.  Engines: Sync issues loads, TensorE transposes and
  * multiplies, VectorE copies out of PSUM, GpSimd issues stores.
+ *
+ * The tile pipeline (pipeline.h) holds the program, its semaphores and the
+ * finish path: a's loads are its loads, an evacuation its "computed" and
+ * the result tiles its stores; b's loads, the transposes, their copies, the
+ * products, the bias and residual hand-offs each count on a semaphore it
+ * gives out.
  */
 #include "kernels.h"
+#include "pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -38,8 +45,6 @@
 #define OUT_BANKS 5u      /* PSUM banks 0..4 hold results, 5..7 transposes */
 #define PSUM_BYTES 16384u
 #define OUT_SLOTS 3u      /* SBUF result tiles */
-
-enum { S_ALOAD, S_BLOAD, S_TRANS, S_COPY, S_MM, S_EVAC, S_STORE, S_BIASED, S_RLOAD, NSEM };
 
 /* A stream of loads issued by one engine, counted on its own semaphore (a
  * count identifies loads only when one in-order issuer produces them), with
@@ -56,7 +61,9 @@ typedef struct lane {
 } lane;
 
 typedef struct gen {
-	isa_program *p;
+	nk_pipe pp;                  /* a's loads, evacuations ("computed"), stores */
+	isa_program *p;              /* pp.em.p */
+	uint32_t s_trans, s_copy, s_mm, s_biased, s_rload;   /* the other hand-offs */
 	const nk_matmul *mm;
 	int dt, odt, ta, tb, tbias, to, tres;
 	unsigned esz;
@@ -67,7 +74,7 @@ typedef struct gen {
 	lane lane[2];                /* a, b */
 	uint32_t tr_slots;           /* transposes that fit in PSUM banks 5..7 */
 	/* how many of each event were issued so far (semaphore targets) */
-	uint32_t trans, copies, mms, evacs, stores;
+	uint32_t trans, copies, mms;
 } gen;
 
 static uint32_t umin32(uint64_t a, uint64_t b) { return (uint32_t)(a < b ? a : b); }
@@ -97,7 +104,7 @@ static isa_status tload(gen *g, lane *l, int t, uint64_t off, uint32_t rows, int
 	uint64_t stage = l->stage_off + (uint64_t)slot * CHUNK * g->esz;
 	/* the slot's previous contents must have been transposed */
 	if (l->stage_uses >= l->nstage &&
-	    (st = isa_builder_sem_wait(g->p, l->engine, S_TRANS, ISA_ALU_is_ge, l->trans_done[slot])))
+	    (st = isa_builder_sem_wait(g->p, l->engine, g->s_trans, ISA_ALU_is_ge, l->trans_done[slot])))
 		return st;
 	l->stage_uses++;
 	isa_ap s = isa_ap_sbuf(g->dt, 0, rows, stage, cols);
@@ -110,7 +117,7 @@ static isa_status tload(gen *g, lane *l, int t, uint64_t off, uint32_t rows, int
 		uint32_t tslot = g->trans % g->tr_slots;
 		/* PSUM slot free once VectorE copied the transpose tr_slots ago */
 		if (g->trans >= g->tr_slots &&
-		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, S_COPY, ISA_ALU_is_ge,
+		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, g->s_copy, ISA_ALU_is_ge,
 					       g->trans - g->tr_slots + 1)))
 			return st;
 		if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, l->sem, ISA_ALU_is_ge, need)))
@@ -122,13 +129,13 @@ static isa_status tload(gen *g, lane *l, int t, uint64_t off, uint32_t rows, int
 		in.ap[ISA_AP_SRC] = src;
 		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
 		if ((st = isa_builder_emit(g->p, ISA_ENGINE_TENSOR, &in, diag)) ||
-		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_TENSOR, S_TRANS, ISA_SEMOP_ADD, 1)))
+		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_TENSOR, g->s_trans, ISA_SEMOP_ADD, 1)))
 			return st;
 		g->trans++;
 		isa_ap dsb = isa_ap_sbuf(g->dt, 0, w, dst + j * dst_step, rows);
-		if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_TRANS, ISA_ALU_is_ge, g->trans)) ||
+		if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, g->s_trans, ISA_ALU_is_ge, g->trans)) ||
 		    (st = isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, dsb, ps)) ||
-		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_COPY, ISA_SEMOP_ADD, 1)))
+		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, g->s_copy, ISA_SEMOP_ADD, 1)))
 			return st;
 		g->copies++;
 	}
@@ -218,95 +225,119 @@ static isa_status add_bias(gen *g, isa_ap dst, isa_ap ps, unsigned buf, uint32_t
 			   uint32_t bias_ready)
 {
 	isa_ap sb = isa_ap_sbuf(g->dt, 0, msz, g->bias_off[buf], nsz);
-	isa_status st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_BLOAD, ISA_ALU_is_ge, bias_ready);
+	isa_status st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, g->lane[1].sem, ISA_ALU_is_ge, bias_ready);
 	return st ? st : isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, dst, ps, sb, ISA_ALU_add);
 }
 
-/* out[m0.., n0..] for m-tile mt: K-accumulation, evacuation, store */
-static isa_status product(gen *g, uint64_t bi, uint64_t m0, uint32_t msz, uint64_t at,
-			  uint64_t n0, uint32_t nsz, unsigned buf, uint32_t b_ready,
-			  uint32_t copies_ready, uint32_t bias_ready, isa_diag *diag)
+/* one product tile: out[m0.., n0..] of batch bi, its a^T at SBUF `at`,
+ * b's block in buffer `buf`; the counts its operands need */
+typedef struct prod {
+	uint64_t bi, m0, n0, at;
+	uint32_t msz, nsz;
+	unsigned buf;
+	uint32_t b_ready, copies_ready, bias_ready;
+} prod;
+
+/* TensorE: the K-accumulation of product t into PSUM bank t % OUT_BANKS,
+ * once its operands are in SBUF and the bank was evacuated */
+static isa_status multiply(gen *g, const prod *pr, uint32_t t, isa_ap ps)
 {
 	const nk_matmul *mm = g->mm;
 	isa_status st;
-	uint32_t t = g->mms, bank = t % OUT_BANKS;
-	/* operands in SBUF: loads landed and transposes copied */
-	if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, S_BLOAD, ISA_ALU_is_ge, b_ready)) ||
-	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, S_COPY, ISA_ALU_is_ge, copies_ready)))
+	if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, g->lane[1].sem, ISA_ALU_is_ge, pr->b_ready)) ||
+	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, g->s_copy, ISA_ALU_is_ge, pr->copies_ready)))
 		return st;
-	if (t >= OUT_BANKS &&
-	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, S_EVAC, ISA_ALU_is_ge, t - OUT_BANKS + 1)))
+	if (t >= OUT_BANKS && (st = isa_builder_sem_wait(g->p, ISA_ENGINE_TENSOR, g->pp.sem_computed, ISA_ALU_is_ge,
+							  t - OUT_BANKS + 1)))
 		return st;
-	isa_ap ps = isa_ap_psum(ISA_DT_fp32, 0, msz, (uint64_t)bank * BANK, nsz);
 	for (uint64_t k = 0, kt = 0; k < mm->k; k += P, kt++) {
 		uint32_t ksz = umin32(mm->k - k, P);
-		isa_ap sta = isa_ap_sbuf(g->dt, 0, ksz, at + kt * P * g->esz, msz);
-		isa_ap mov = isa_ap_sbuf(g->dt, 0, ksz, g->b_off[buf] + kt * g->nb * g->esz, nsz);
+		isa_ap sta = isa_ap_sbuf(g->dt, 0, ksz, pr->at + kt * P * g->esz, pr->msz);
+		isa_ap mov = isa_ap_sbuf(g->dt, 0, ksz, g->b_off[pr->buf] + kt * g->nb * g->esz, pr->nsz);
 		if ((st = isa_builder_load_stationary(g->p, sta, ISA_PERF_NONE)) ||
 		    (st = isa_builder_multiply_moving(g->p, ps, mov, kt > 0, ISA_PERF_NONE)))
 			return st;
 	}
-	if ((st = isa_builder_sem_signal(g->p, ISA_ENGINE_TENSOR, S_MM, ISA_SEMOP_ADD, 1)))
-		return st;
 	g->mms++;
+	return isa_builder_sem_signal(g->p, ISA_ENGINE_TENSOR, g->s_mm, ISA_SEMOP_ADD, 1);
+}
 
-	/* VectorE: PSUM -> SBUF result slot (its previous store must have read it) */
+/* `engine` may write result slot t % OUT_SLOTS once the store of product
+ * t - OUT_SLOTS read it */
+static isa_status slot_free(gen *g, int engine, uint32_t t)
+{
+	if (t < OUT_SLOTS)
+		return ISA_OK;
+	return isa_builder_sem_wait(g->p, engine, g->pp.sem_stored, ISA_ALU_is_ge, t - OUT_SLOTS + 1);
+}
+
+/* the activation epilogue: bias into PSUM on VectorE, then ScalarE writes
+ * func(PSUM) into the slot */
+static isa_status evacuate_act(gen *g, const prod *pr, uint32_t t, isa_ap ps, isa_ap so)
+{
+	isa_status st;
+	uint32_t ready_sem = g->mm->bias ? g->s_biased : g->s_mm;
+	if (g->mm->bias && ((st = add_bias(g, ps, ps, pr->buf, pr->msz, pr->nsz, pr->bias_ready)) ||
+			    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, g->s_biased, ISA_SEMOP_ADD, 1))))
+		return st;
+	if ((st = slot_free(g, ISA_ENGINE_SCALAR, t)) ||
+	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, ready_sem, ISA_ALU_is_ge, t + 1)) ||
+	    (st = isa_builder_activation(g->p, so, ps, g->mm->act, 1.0f, 0.0f)))
+		return st;
+	nk_pipe_computed(&g->pp, ISA_ENGINE_SCALAR);
+	return g->pp.em.st;
+}
+
+/* the residual epilogue: GpSimd loads res's tile into its slot, VectorE
+ * writes PSUM (+ bias) + res */
+static isa_status evacuate_res(gen *g, const prod *pr, uint32_t t, isa_ap ps, isa_ap so)
+{
+	const nk_matmul *mm = g->mm;
+	isa_status st;
 	uint32_t slot = t % OUT_SLOTS;
-	isa_ap so = isa_ap_sbuf(g->odt, 0, msz, g->out_off + (uint64_t)slot * g->nb * 4, nsz);
-	if ((t >= OUT_SLOTS &&
-	     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
-	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_MM, ISA_ALU_is_ge, t + 1)))
+	uint64_t roff = ((pr->bi * mm->m + pr->m0) * mm->n + pr->n0) * isa_dtype_size(g->odt);
+	isa_ap sr = isa_ap_sbuf(g->odt, 0, pr->msz, g->res_off + (uint64_t)slot * g->nb * 4, pr->nsz);
+	isa_ap hr = isa_ap_hbm(g->odt, (uint32_t)g->tres, roff, pr->msz, (int64_t)mm->n, pr->nsz);
+	int rd = isa_builder_dma(g->p, "", ISA_DMA_DIRECT, &sr, &hr, NULL, g->pp.em.diag);
+	if (rd < 0)
+		return g->pp.em.diag->code;
+	if ((st = slot_free(g, ISA_ENGINE_GPSIMD, t)) ||
+	    (st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)rd, 3, g->s_rload, 1)) ||
+	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, g->s_rload, ISA_ALU_is_ge, t + 1)))
 		return st;
-	bool act = mm->act != ISA_ACT_identity;
-	if (act) {
-		/* bias into PSUM on VectorE, then ScalarE: out slot = func(PSUM) */
-		uint32_t ready_sem = mm->bias ? S_BIASED : S_MM;
-		if (mm->bias && ((st = add_bias(g, ps, ps, buf, msz, nsz, bias_ready)) ||
-				 (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_BIASED, ISA_SEMOP_ADD, 1))))
-			return st;
-		if ((t >= OUT_SLOTS &&
-		     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
-		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_SCALAR, ready_sem, ISA_ALU_is_ge, t + 1)) ||
-		    (st = isa_builder_activation(g->p, so, ps, mm->act, 1.0f, 0.0f)) ||
-		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_SCALAR, S_EVAC, ISA_SEMOP_ADD, 1)))
-			return st;
-	} else if (mm->residual) {
-		/* GpSimd: res's tile into its slot (free once its store was read);
-		 * VectorE: slot = PSUM (+ bias) + res */
-		uint64_t roff = ((bi * mm->m + m0) * mm->n + n0) * isa_dtype_size(g->odt);
-		isa_ap sr = isa_ap_sbuf(g->odt, 0, msz, g->res_off + (uint64_t)slot * g->nb * 4, nsz);
-		isa_ap hr = isa_ap_hbm(g->odt, (uint32_t)g->tres, roff, msz, (int64_t)mm->n, nsz);
-		int rd = isa_builder_dma(g->p, "", ISA_DMA_DIRECT, &sr, &hr, NULL, diag);
-		if (rd < 0)
-			return diag->code;
-		if ((t >= OUT_SLOTS &&
-		     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_GPSIMD, S_STORE, ISA_ALU_is_ge, t - OUT_SLOTS + 1))) ||
-		    (st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)rd, 3, S_RLOAD, 1)) ||
-		    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_RLOAD, ISA_ALU_is_ge, t + 1)))
-			return st;
-		if ((mm->bias && (st = add_bias(g, ps, ps, buf, msz, nsz, bias_ready))) ||
-		    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, ps, sr, ISA_ALU_add)) ||
-		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
-			return st;
-	} else {
-		if ((st = mm->bias ? add_bias(g, so, ps, buf, msz, nsz, bias_ready)
-				   : isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, so, ps)) ||
-		    (st = isa_builder_sem_signal(g->p, ISA_ENGINE_VECTOR, S_EVAC, ISA_SEMOP_ADD, 1)))
-			return st;
-	}
-	g->evacs++;
+	if ((mm->bias && (st = add_bias(g, ps, ps, pr->buf, pr->msz, pr->nsz, pr->bias_ready))) ||
+	    (st = isa_builder_tensor_tensor(g->p, ISA_ENGINE_VECTOR, so, ps, sr, ISA_ALU_add)))
+		return st;
+	nk_pipe_computed(&g->pp, ISA_ENGINE_VECTOR);
+	return g->pp.em.st;
+}
 
-	/* GpSimd: store the tile */
-	uint64_t off = ((bi * mm->m + m0) * mm->n + n0) * isa_dtype_size(g->odt);
-	isa_ap ho = isa_ap_hbm(g->odt, (uint32_t)g->to, off, msz, (int64_t)mm->n, nsz);
-	int d = isa_builder_dma(g->p, "", ISA_DMA_DIRECT, &ho, &so, NULL, diag);
-	if (d < 0)
-		return diag->code;
-	if ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_GPSIMD, S_EVAC, ISA_ALU_is_ge, t + 1)) ||
-	    (st = isa_builder_dma_copy(g->p, ISA_ENGINE_GPSIMD, (uint32_t)d, 2, S_STORE, 1)))
+/* product tile `pr`: K-accumulation, evacuation (PSUM -> SBUF result slot,
+ * cast, epilogue), store by GpSimd */
+static isa_status product(gen *g, const prod *pr)
+{
+	const nk_matmul *mm = g->mm;
+	isa_status st;
+	uint32_t t = g->mms;
+	isa_ap ps = isa_ap_psum(ISA_DT_fp32, 0, pr->msz, (uint64_t)(t % OUT_BANKS) * BANK, pr->nsz);
+	isa_ap so = isa_ap_sbuf(g->odt, 0, pr->msz, g->out_off + (uint64_t)(t % OUT_SLOTS) * g->nb * 4, pr->nsz);
+	if ((st = multiply(g, pr, t, ps)) || (st = slot_free(g, ISA_ENGINE_VECTOR, t)) ||
+	    (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, g->s_mm, ISA_ALU_is_ge, t + 1)))
 		return st;
-	g->stores++;
-	return ISA_OK;
+	if (mm->act != ISA_ACT_identity)
+		st = evacuate_act(g, pr, t, ps, so);
+	else if (mm->residual)
+		st = evacuate_res(g, pr, t, ps, so);
+	else if ((st = mm->bias ? add_bias(g, so, ps, pr->buf, pr->msz, pr->nsz, pr->bias_ready)
+				: isa_builder_tensor_copy(g->p, ISA_ENGINE_VECTOR, so, ps)) == ISA_OK) {
+		nk_pipe_computed(&g->pp, ISA_ENGINE_VECTOR);
+		st = g->pp.em.st;
+	}
+	if (st)
+		return st;
+	uint64_t off = ((pr->bi * mm->m + pr->m0) * mm->n + pr->n0) * isa_dtype_size(g->odt);
+	nk_pipe_store(&g->pp, isa_ap_hbm(g->odt, (uint32_t)g->to, off, pr->msz, (int64_t)mm->n, pr->nsz), so, 2);
+	return g->pp.em.st;
 }
 
 /* SBUF plan: m-tiles per super-tile and the n block width that fit */
@@ -385,9 +416,9 @@ static isa_status emit(gen *g, isa_diag *diag)
 			unsigned buf = blocks % 2;
 			/* the buffer's previous block must be multiplied and evacuated (bias) */
 			if (blocks >= 2 &&
-			    ((st = isa_builder_sem_wait(g->p, g->lane[1].engine, S_EVAC, ISA_ALU_is_ge,
+			    ((st = isa_builder_sem_wait(g->p, g->lane[1].engine, g->pp.sem_computed, ISA_ALU_is_ge,
 							mms_before[buf])) ||
-			     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_MM, ISA_ALU_is_ge,
+			     (st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, g->s_mm, ISA_ALU_is_ge,
 							mms_before[buf]))))
 				return st;
 			uint32_t copies_before = g->copies;
@@ -407,8 +438,9 @@ static isa_status emit(gen *g, isa_diag *diag)
 			for (uint32_t mt = 0; mt < cur.nmt; mt++) {
 				uint64_t m0 = cur.ms0 + (uint64_t)mt * P;
 				uint64_t at = g->at_off[cur.reg] + (uint64_t)mt * g->kt_n * P * g->esz;
-				if ((st = product(g, cur.bi, m0, umin32(mm->m - m0, P), at, n0, nsz, buf,
-						  b_ready, copies_ready, bias_ready, diag)))
+				prod pr = { cur.bi, m0, n0, at, umin32(mm->m - m0, P), nsz, buf,
+					    b_ready, copies_ready, bias_ready };
+				if ((st = product(g, &pr)))
 					return st;
 			}
 			mms_before[buf] = g->mms;
@@ -416,8 +448,8 @@ static isa_status emit(gen *g, isa_diag *diag)
 			/* this block's share of the next super-tile's preparation */
 			uint32_t want = (uint32_t)((uint64_t)np * (j + 1) / nblk);
 			if (done == 0 && want > 0 && region_free &&
-			    ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, S_MM, ISA_ALU_is_ge, region_free)) ||
-			     (st = isa_builder_sem_wait(g->p, g->lane[0].engine, S_MM, ISA_ALU_is_ge, region_free))))
+			    ((st = isa_builder_sem_wait(g->p, ISA_ENGINE_VECTOR, g->s_mm, ISA_ALU_is_ge, region_free)) ||
+			     (st = isa_builder_sem_wait(g->p, g->lane[0].engine, g->s_mm, ISA_ALU_is_ge, region_free))))
 				return st;
 			for (; done < want; done++)
 				if ((st = load_a(g, &nxt, done, diag)))
@@ -427,7 +459,7 @@ static isa_status emit(gen *g, isa_diag *diag)
 		cur = nxt;
 		more = has_next;
 	}
-	return isa_builder_sem_wait(g->p, ISA_ENGINE_GPSIMD, S_STORE, ISA_ALU_is_ge, g->stores);
+	return ISA_OK;   /* the pipeline's finish waits for the stores */
 }
 
 static bool strides_ok(const int64_t s[3])
@@ -460,11 +492,11 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	}
 	g.kt_n = (mm->k + P - 1) / P;
 	g.tr_slots = (PSUM_BYTES - OUT_BANKS * BANK) / (P * g.esz);
-	g.lane[0] = (lane){ .engine = ISA_ENGINE_SYNC, .queue = 0, .sem = S_ALOAD, .nstage = NSTAGE_MAX };
+	g.lane[0] = (lane){ .engine = ISA_ENGINE_SYNC, .queue = 0, .nstage = NSTAGE_MAX };
 	/* with an activation epilogue ScalarE waits for each product: b's loads
 	 * go from Sync then, so the next block's still overlap this one's */
 	int b_engine = mm->act != ISA_ACT_identity ? ISA_ENGINE_SYNC : ISA_ENGINE_SCALAR;
-	g.lane[1] = (lane){ .engine = b_engine, .queue = 1, .sem = S_BLOAD, .nstage = 8 };
+	g.lane[1] = (lane){ .engine = b_engine, .queue = 1, .nstage = 8 };
 	g.kpad = g.kt_n * P;
 	/* program size: instructions grow with batch x (M/128) x (N/nb) x K/128 */
 	double work = (double)mm->batch * ((mm->m + P - 1) / P) * (double)g.kt_n *
@@ -475,28 +507,25 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 			(unsigned long long)mm->n, (unsigned long long)mm->batch);
 		return ISA_E_LIMIT;
 	}
-	isa_status st = ISA_E_NOMEM;
-	g.p = isa_program_new(target);
-	if (!g.p)
-		return st;
-	g.p->num_semaphores = NSEM;
-	uint64_t sa[1] = { mm->a_elems }, sb[1] = { mm->b_elems }, sbias[1] = { mm->n };
+	if (!nk_pipe_init(&g.pp, target, 1, 0, diag))
+		return nk_pipe_finish(&g.pp, bin, len);
+	g.p = g.pp.em.p;
+	g.lane[0].sem = g.pp.sem_loaded;
+	g.lane[1].sem = nk_pipe_sem(&g.pp);
+	g.s_trans = nk_pipe_sem(&g.pp);
+	g.s_copy = nk_pipe_sem(&g.pp);
+	g.s_mm = nk_pipe_sem(&g.pp);
+	g.s_biased = nk_pipe_sem(&g.pp);
+	g.s_rload = nk_pipe_sem(&g.pp);
 	uint64_t so[3] = { mm->batch, mm->m, mm->n };
-	g.ta = isa_builder_tensor(g.p, "a", g.dt, ISA_TK_INPUT, 1, sa, diag);
-	g.tb = isa_builder_tensor(g.p, "b", g.dt, ISA_TK_INPUT, 1, sb, diag);
-	g.tbias = mm->bias ? isa_builder_tensor(g.p, "bias", g.dt, ISA_TK_INPUT, 1, sbias, diag) : 0;
-	g.to = isa_builder_tensor(g.p, "out", g.odt, ISA_TK_OUTPUT, 3, so, diag);
-	g.tres = mm->residual ? isa_builder_tensor(g.p, "res", g.odt, ISA_TK_INPUT, 3, so, diag) : 0;
-	if (g.ta < 0 || g.tb < 0 || g.tbias < 0 || g.to < 0 || g.tres < 0) {
-		st = diag->code;
-		goto free_program;
-	}
-	if ((st = emit(&g, diag)))
-		goto free_program;
-	if ((st = nk_encode(g.p, bin, len, diag)))
-		goto free_program;
-	st = ISA_OK;
-free_program:
-	isa_program_free(g.p);
-	return st;
+	g.ta = nk_pipe_tensor(&g.pp, "a", g.dt, ISA_TK_INPUT, mm->a_elems);
+	g.tb = nk_pipe_tensor(&g.pp, "b", g.dt, ISA_TK_INPUT, mm->b_elems);
+	g.tbias = mm->bias ? nk_pipe_tensor(&g.pp, "bias", g.dt, ISA_TK_INPUT, mm->n) : 0;
+	g.to = g.pp.em.st ? -1 : isa_builder_tensor(g.p, "out", g.odt, ISA_TK_OUTPUT, 3, so, diag);
+	g.tres = mm->residual && g.to >= 0 ? isa_builder_tensor(g.p, "res", g.odt, ISA_TK_INPUT, 3, so, diag) : 0;
+	if (g.to < 0 || g.tres < 0)
+		nk_pipe_check(&g.pp, diag->code ? diag->code : ISA_E_LIMIT);
+	if (!g.pp.em.st)
+		nk_pipe_check(&g.pp, emit(&g, diag));
+	return nk_pipe_finish(&g.pp, bin, len);
 }
