@@ -27,8 +27,8 @@
  * group nreg ahead loading into the
  * other region as soon as the group before has been consumed.
  */
-#include "emitter.h"
 #include "kernels.h"
+#include "pipeline.h"
 
 #include <float.h>
 #include <math.h>
@@ -44,25 +44,24 @@
 #define MAX_BLOCKS (1u << 20)
 #define MAX_REGIONS 4u    /* groups whose K / V are in SBUF at once */
 
-enum {
-	S_LKV,    /* K / V loads landed (Sync, queue 0) */
-	S_LQ,     /* q loads landed (Sync, queue 1) */
-	S_LM,     /* mask loads landed (Sync, queue 1) */
-	S_TR,     /* TensorE transposes */
-	S_TC,     /* VectorE copies of transposes out of PSUM */
-	S_TCA,    /* ScalarE copies of transposes out of PSUM */
-	S_QK,     /* score matmuls, one per block */
-	S_XS,     /* scaled scores in SBUF (ScalarE), one per masked block */
-	S_XM,     /* masked scores (GpSimd), one per masked block */
-	S_ST,     /* block statistics (VectorE) */
-	S_EXP,    /* exponentials (ScalarE), one per block */
-	S_PV,     /* P @ V matmuls, one per 128 keys */
-	S_RS,     /* accumulators rescaled (GpSimd), one per block but a tile's first */
-	S_UPD,    /* accumulator updates (VectorE), one per block */
-	S_FIN,    /* tiles normalized (VectorE) */
-	S_STORE,  /* stores landed (GpSimd, queue 2) */
-	NSEM
-};
+/* the hand-offs, each a semaphore the tile pipeline gives out; q's loads
+ * are the pipeline's loads, a tile's normalization its "computed" and the
+ * output tiles its stores (GpSimd, queue 2) */
+typedef struct sems {
+	uint32_t lkv;   /* K / V loads landed (GpSimd, queue 0) */
+	uint32_t lm;    /* mask loads landed (Sync, queue 1) */
+	uint32_t tr;    /* TensorE transposes */
+	uint32_t tc;    /* VectorE copies of transposes out of PSUM */
+	uint32_t tca;   /* ScalarE copies of transposes out of PSUM */
+	uint32_t qk;    /* score matmuls, one per block */
+	uint32_t xs;    /* scaled scores in SBUF (ScalarE), one per masked block */
+	uint32_t xm;    /* masked scores (GpSimd), one per masked block */
+	uint32_t st;    /* block statistics (VectorE) */
+	uint32_t exp;   /* exponentials (ScalarE), one per block */
+	uint32_t pv;    /* P @ V matmuls, one per 128 keys */
+	uint32_t rs;    /* accumulators rescaled (GpSimd), one per block but a tile's first */
+	uint32_t upd;   /* accumulator updates (VectorE), one per block */
+} sems;
 
 /* one block of keys against one query tile */
 typedef struct blk {
@@ -80,7 +79,8 @@ typedef struct blk {
 } blk;
 
 typedef struct ag {
-	nk_em e;
+	nk_pipe pipe;               /* program, first error, q loads, output stores */
+	sems sem;
 	const nk_attention *at;
 	int dt, tq, tk, tv, tm, to;
 	unsigned esz;
@@ -117,9 +117,9 @@ static isa_ap stat(const ag *g, unsigned s, uint32_t rows, unsigned k) { return 
  * [cols, rows] (SBUF) and counts the copy on its own semaphore. */
 static void transpose(ag *g, isa_ap dst, isa_ap src, unsigned ready_sem, uint32_t ready, int engine)
 {
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	uint32_t slot = g->trans % TR_SLOTS;
-	unsigned sem = engine == ISA_ENGINE_SCALAR ? S_TCA : S_TC;
+	unsigned sem = engine == ISA_ENGINE_SCALAR ? g->sem.tca : g->sem.tc;
 	if (g->trans >= TR_SLOTS)   /* the slot's previous transpose was copied out */
 		nk_em_wait(e, ISA_ENGINE_TENSOR, g->tr_sem[slot], g->tr_cnt[slot]);
 	nk_em_wait(e, ISA_ENGINE_TENSOR, ready_sem, ready);
@@ -129,9 +129,9 @@ static void transpose(ag *g, isa_ap dst, isa_ap src, unsigned ready_sem, uint32_
 	in.ap[ISA_AP_SRC] = src;
 	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
 	nk_em_emit(e, ISA_ENGINE_TENSOR, &in);
-	nk_em_signal(e, ISA_ENGINE_TENSOR, S_TR);
+	nk_em_signal(e, ISA_ENGINE_TENSOR, g->sem.tr);
 	g->trans++;
-	nk_em_wait(e, engine, S_TR, e->cnt[S_TR]);
+	nk_em_wait(e, engine, g->sem.tr, e->cnt[g->sem.tr]);
 	nk_em_copy(e, engine, dst, ps);
 	nk_em_signal(e, engine, sem);
 	g->tr_sem[slot] = (uint8_t)sem;
@@ -145,12 +145,12 @@ static void transpose(ag *g, isa_ap dst, isa_ap src, unsigned ready_sem, uint32_
 static void load_kv(ag *g, uint64_t grp)
 {
 	const nk_attention *at = g->at;
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	unsigned r = (unsigned)(grp % g->nreg);
 	uint64_t b = grp / at->kv_heads, kh = grp % at->kv_heads;
 	if (g->kv_used[r]) {
-		nk_em_wait(e, ISA_ENGINE_GPSIMD, S_TR, g->k_read[r]);
-		nk_em_wait(e, ISA_ENGINE_GPSIMD, S_PV, g->v_read[r]);
+		nk_em_wait(e, ISA_ENGINE_GPSIMD, g->sem.tr, g->k_read[r]);
+		nk_em_wait(e, ISA_ENGINE_GPSIMD, g->sem.pv, g->v_read[r]);
 	}
 	uint32_t full = (uint32_t)(at->s / P), rem = (uint32_t)(at->s % P);
 	for (int which = 0; which < 2; which++) {
@@ -163,17 +163,17 @@ static void load_kv(ag *g, uint64_t grp)
 			uint32_t sz[2] = { full, (uint32_t)at->d };
 			isa_ap h = isa_ap_dims(isa_ap_hbm(g->dt, (uint32_t)tensor, base * g->esz, P, sd[2], 1), 2, str, sz);
 			uint32_t d = nk_em_dma(e, isa_ap_sbuf(g->dt, 0, P, dst, full * (uint32_t)at->d), h);
-			nk_em_dma_start(e, ISA_ENGINE_GPSIMD, d, 0, S_LKV);
+			nk_em_dma_start(e, ISA_ENGINE_GPSIMD, d, 0, g->sem.lkv);
 		}
 		if (rem) {
 			isa_ap h = isa_ap_hbm(g->dt, (uint32_t)tensor, (base + (uint64_t)full * P * sd[2]) * g->esz, rem,
 					      sd[2], (uint32_t)at->d);
 			uint32_t d = nk_em_dma(e, isa_ap_sbuf(g->dt, 0, rem, dst + (uint64_t)full * at->d * g->esz,
 							       (uint32_t)at->d), h);
-			nk_em_dma_start(e, ISA_ENGINE_GPSIMD, d, 0, S_LKV);
+			nk_em_dma_start(e, ISA_ENGINE_GPSIMD, d, 0, g->sem.lkv);
 		}
 	}
-	g->kv_ready[r] = e->cnt[S_LKV];
+	g->kv_ready[r] = e->cnt[g->sem.lkv];
 	g->kv_used[r] = true;
 	g->kv_loaded = grp + 1;
 }
@@ -186,42 +186,101 @@ static void group_start(ag *g, uint64_t grp)
 	unsigned r = (unsigned)(grp % g->nreg);
 	while (g->kv_loaded <= grp)
 		load_kv(g, g->kv_loaded);
-	nk_em_wait(&g->e, ISA_ENGINE_VECTOR, S_QK, g->kt_read[r]);
+	nk_em_wait(&g->pipe.em, ISA_ENGINE_VECTOR, g->sem.qk, g->kt_read[r]);
 	for (uint32_t t = 0; t < g->nkt; t++) {
 		uint32_t w = umin32(at->s - (uint64_t)t * P, P);
 		isa_ap src = isa_ap_sbuf(g->dt, 0, w, g->kst[r] + (uint64_t)t * at->d * g->esz, (uint32_t)at->d);
 		isa_ap dst = isa_ap_sbuf(g->dt, 0, (uint32_t)at->d, g->kt[r] + (uint64_t)t * P * g->esz, w);
-		transpose(g, dst, src, S_LKV, g->kv_ready[r], ISA_ENGINE_VECTOR);
+		transpose(g, dst, src, g->sem.lkv, g->kv_ready[r], ISA_ENGINE_VECTOR);
 	}
-	g->k_read[r] = g->e.cnt[S_TR];
-	g->kt_ready[r] = g->e.cnt[S_TC];
+	g->k_read[r] = g->pipe.em.cnt[g->sem.tr];
+	g->kt_ready[r] = g->pipe.em.cnt[g->sem.tc];
 }
 
 /* a query tile: q rows into slot u, turned round into q^T */
 static void tile_start(ag *g, const blk *k)
 {
 	const nk_attention *at = g->at;
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	unsigned u = k->tile % 2;
 	uint64_t off = k->b * (uint64_t)at->q_stride[0] + k->h * (uint64_t)at->q_stride[1] +
 		       k->l0 * (uint64_t)at->q_stride[2];
-	nk_em_wait(e, ISA_ENGINE_SYNC, S_TR, g->q_read[u]);
-	uint32_t d = nk_em_dma(e, isa_ap_sbuf(g->dt, 0, k->rows, g->q[u], (uint32_t)at->d),
-			       isa_ap_hbm(g->dt, (uint32_t)g->tq, off * g->esz, k->rows, at->q_stride[2],
-					  (uint32_t)at->d));
-	nk_em_dma_start(e, ISA_ENGINE_SYNC, d, 1, S_LQ);
-	nk_em_wait(e, ISA_ENGINE_VECTOR, S_QK, g->qt_read[u]);
+	nk_em_wait(e, ISA_ENGINE_SYNC, g->sem.tr, g->q_read[u]);
+	nk_pipe_load(&g->pipe, isa_ap_sbuf(g->dt, 0, k->rows, g->q[u], (uint32_t)at->d),
+		     isa_ap_hbm(g->dt, (uint32_t)g->tq, off * g->esz, k->rows, at->q_stride[2], (uint32_t)at->d), 1);
+	nk_em_wait(e, ISA_ENGINE_VECTOR, g->sem.qk, g->qt_read[u]);
 	transpose(g, isa_ap_sbuf(g->dt, 0, (uint32_t)at->d, g->qt[u], k->rows),
-		  isa_ap_sbuf(g->dt, 0, k->rows, g->q[u], (uint32_t)at->d), S_LQ, e->cnt[S_LQ], ISA_ENGINE_VECTOR);
-	g->q_read[u] = e->cnt[S_TR];
-	g->qt_ready[u] = e->cnt[S_TC];
+		  isa_ap_sbuf(g->dt, 0, k->rows, g->q[u], (uint32_t)at->d), g->pipe.sem_loaded, g->pipe.loads,
+		  ISA_ENGINE_VECTOR);
+	g->q_read[u] = e->cnt[g->sem.tr];
+	g->qt_ready[u] = e->cnt[g->sem.tc];
+}
+
+/* a masked block: ScalarE writes x = scale * s (PSUM to SBUF: the mask
+ * needs SBUF), GpSimd applies the mask and the causal diagonal to it */
+static void mask_block(ag *g, blk *k, isa_ap ps, isa_ap x)
+{
+	const nk_attention *at = g->at;
+	nk_em *e = &g->pipe.em;
+	unsigned s = k->i % 2;
+	const blk *old = block(g, (int64_t)k->i - 2);
+	float sc = at->scale;
+	nk_em_wait(e, ISA_ENGINE_SCALAR, g->sem.qk, k->qk);
+	nk_em_act(e, x, ps, ISA_ACT_identity, sc, NULL, NULL);
+	nk_em_signal(e, ISA_ENGINE_SCALAR, g->sem.xs);
+	k->xs = e->cnt[g->sem.xs];
+	k->bank_sem = g->sem.xs;
+	k->bank_free = k->xs;
+	nk_em_wait(e, ISA_ENGINE_GPSIMD, g->sem.xs, k->xs);
+	if (at->mask_dtype) {
+		uint64_t moff = k->b * (uint64_t)at->mask_stride[0] + k->h * (uint64_t)at->mask_stride[1] +
+				k->l0 * (uint64_t)at->mask_stride[2] + k->j0;
+		bool bl = at->mask_dtype == ISA_DT_bool;
+		isa_ap m = isa_ap_sbuf(bl ? ISA_DT_bool : ISA_DT_fp32, 0, k->rows, g->mk[s], k->n);
+		if (old)   /* the slot's previous mask was applied */
+			nk_em_wait(e, ISA_ENGINE_SYNC, g->sem.xm, old->xm);
+		uint32_t d = nk_em_dma(e, m, isa_ap_hbm(at->mask_dtype, (uint32_t)g->tm,
+							  moff * isa_dtype_size(at->mask_dtype), k->rows,
+							  at->mask_stride[2], k->n));
+		nk_em_dma_start(e, ISA_ENGINE_SYNC, d, 1, g->sem.lm);
+		nk_em_wait(e, ISA_ENGINE_GPSIMD, g->sem.lm, e->cnt[g->sem.lm]);
+		if (bl) {
+			int32_t z[1] = { 0 };
+			uint32_t nn[1] = { k->n };
+			isa_ap ninf = isa_ap_dims(f32(k->rows, g->ninf, 1), 1, z, nn);
+			isa_instr in = isa_instr_init(ISA_OP_select);
+			in.ap[ISA_AP_DST] = x;
+			in.ap[ISA_AP_SRC] = m;
+			in.ap[ISA_AP_SRC1] = x;
+			in.ap[ISA_AP_SRC2] = ninf;
+			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
+			nk_em_emit(e, ISA_ENGINE_GPSIMD, &in);
+		} else {
+			nk_em_tt(e, ISA_ENGINE_GPSIMD, x, x, m, ISA_ALU_add);
+		}
+	}
+	if (k->diag) {   /* keep key j0 + j where (l0 + p) - (j0 + j) >= 0 */
+		isa_instr in = isa_instr_init(ISA_OP_affine_select);
+		in.ap[ISA_AP_DST] = x;
+		in.ap[ISA_AP_SRC] = x;
+		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
+		in.e[0] = ISA_ALU_is_ge;
+		in.imm[0] = isa_imm_i32((int32_t)((int64_t)k->l0 - (int64_t)k->j0));
+		in.imm[1] = isa_imm_i32(1);
+		in.imm[2] = isa_imm_f32(-INFINITY);
+		in.nivec = 1;
+		in.ivec[0] = -1;
+		nk_em_emit(e, ISA_ENGINE_GPSIMD, &in);
+	}
+	nk_em_signal(e, ISA_ENGINE_GPSIMD, g->sem.xm);
+	k->xm = e->cnt[g->sem.xm];
 }
 
 /* block i: scores, mask, statistics, exponentials */
 static void scores(ag *g, blk *k)
 {
 	const nk_attention *at = g->at;
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	uint32_t i = k->i;
 	unsigned s = i % 2, s3 = i % 3, u = k->tile % 2, r = (unsigned)(k->g % g->nreg);
 	const blk *old = block(g, (int64_t)i - 2);    /* the block whose bank, x, mask, p these were */
@@ -230,7 +289,7 @@ static void scores(ag *g, blk *k)
 	/* TensorE: s = q k^T into bank s, once its previous reader is done */
 	isa_ap ps = isa_ap_psum(ISA_DT_fp32, 0, k->rows, (uint64_t)s * BANK, k->n);
 	uint32_t tc_ready = g->qt_ready[u] > g->kt_ready[r] ? g->qt_ready[u] : g->kt_ready[r];
-	nk_em_wait(e, ISA_ENGINE_TENSOR, S_TC, tc_ready);
+	nk_em_wait(e, ISA_ENGINE_TENSOR, g->sem.tc, tc_ready);
 	if (old)
 		nk_em_wait(e, ISA_ENGINE_TENSOR, old->bank_sem, old->bank_free);
 	if (!e->st)
@@ -241,63 +300,14 @@ static void scores(ag *g, blk *k)
 						    isa_ap_sbuf(g->dt, 0, (uint32_t)at->d,
 								g->kt[r] + k->j0 * g->esz, k->n),
 						    false, ISA_PERF_NONE);
-	nk_em_signal(e, ISA_ENGINE_TENSOR, S_QK);
-	k->qk = e->cnt[S_QK];
+	nk_em_signal(e, ISA_ENGINE_TENSOR, g->sem.qk);
+	k->qk = e->cnt[g->sem.qk];
 	g->qt_read[u] = g->kt_read[r] = k->qk;
 
 	isa_ap src = ps, x = f32(k->rows, g->x[s], k->n);
 	float src_scale = sc;
 	if (k->masked) {
-		/* ScalarE: x = scale * s; GpSimd: the mask and the causal diagonal */
-		nk_em_wait(e, ISA_ENGINE_SCALAR, S_QK, k->qk);
-		nk_em_act(e, x, ps, ISA_ACT_identity, sc, NULL, NULL);
-		nk_em_signal(e, ISA_ENGINE_SCALAR, S_XS);
-		k->xs = e->cnt[S_XS];
-		k->bank_sem = S_XS;
-		k->bank_free = k->xs;
-		nk_em_wait(e, ISA_ENGINE_GPSIMD, S_XS, k->xs);
-		if (at->mask_dtype) {
-			uint64_t moff = k->b * (uint64_t)at->mask_stride[0] + k->h * (uint64_t)at->mask_stride[1] +
-					k->l0 * (uint64_t)at->mask_stride[2] + k->j0;
-			bool bl = at->mask_dtype == ISA_DT_bool;
-			isa_ap m = isa_ap_sbuf(bl ? ISA_DT_bool : ISA_DT_fp32, 0, k->rows, g->mk[s], k->n);
-			if (old)   /* the slot's previous mask was applied */
-				nk_em_wait(e, ISA_ENGINE_SYNC, S_XM, old->xm);
-			uint32_t d = nk_em_dma(e, m, isa_ap_hbm(at->mask_dtype, (uint32_t)g->tm,
-								  moff * isa_dtype_size(at->mask_dtype), k->rows,
-								  at->mask_stride[2], k->n));
-			nk_em_dma_start(e, ISA_ENGINE_SYNC, d, 1, S_LM);
-			nk_em_wait(e, ISA_ENGINE_GPSIMD, S_LM, e->cnt[S_LM]);
-			if (bl) {
-				int32_t z[1] = { 0 };
-				uint32_t nn[1] = { k->n };
-				isa_ap ninf = isa_ap_dims(f32(k->rows, g->ninf, 1), 1, z, nn);
-				isa_instr in = isa_instr_init(ISA_OP_select);
-				in.ap[ISA_AP_DST] = x;
-				in.ap[ISA_AP_SRC] = m;
-				in.ap[ISA_AP_SRC1] = x;
-				in.ap[ISA_AP_SRC2] = ninf;
-				in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
-				nk_em_emit(e, ISA_ENGINE_GPSIMD, &in);
-			} else {
-				nk_em_tt(e, ISA_ENGINE_GPSIMD, x, x, m, ISA_ALU_add);
-			}
-		}
-		if (k->diag) {   /* keep key j0 + j where (l0 + p) - (j0 + j) >= 0 */
-			isa_instr in = isa_instr_init(ISA_OP_affine_select);
-			in.ap[ISA_AP_DST] = x;
-			in.ap[ISA_AP_SRC] = x;
-			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
-			in.e[0] = ISA_ALU_is_ge;
-			in.imm[0] = isa_imm_i32((int32_t)((int64_t)k->l0 - (int64_t)k->j0));
-			in.imm[1] = isa_imm_i32(1);
-			in.imm[2] = isa_imm_f32(-INFINITY);
-			in.nivec = 1;
-			in.ivec[0] = -1;
-			nk_em_emit(e, ISA_ENGINE_GPSIMD, &in);
-		}
-		nk_em_signal(e, ISA_ENGINE_GPSIMD, S_XM);
-		k->xm = e->cnt[S_XM];
+		mask_block(g, k, ps, x);
 		src = x;
 		src_scale = 1.0f;
 	}
@@ -305,33 +315,33 @@ static void scores(ag *g, blk *k)
 	/* VectorE: -m_new = min(-m_old, -max(src_scale * src)), and the step */
 	isa_ap nbm = stat(g, s3, k->rows, 0), nm = stat(g, s3, k->rows, 1);
 	isa_ap nm_old = stat(g, (i + 2) % 3, k->rows, 1);
-	nk_em_wait(e, ISA_ENGINE_VECTOR, k->masked ? S_XM : S_QK, k->masked ? k->xm : k->qk);
+	nk_em_wait(e, ISA_ENGINE_VECTOR, k->masked ? g->sem.xm : g->sem.qk, k->masked ? k->xm : k->qk);
 	if (old3)   /* the slot's statistics were used by its exponentials */
-		nk_em_wait(e, ISA_ENGINE_VECTOR, S_EXP, old3->exp);
+		nk_em_wait(e, ISA_ENGINE_VECTOR, g->sem.exp, old3->exp);
 	nk_em_reduce(e, ISA_ENGINE_VECTOR, nbm, src, ISA_ALU_max, true);
 	if (k->first) {
 		nk_em_ts(e, ISA_ENGINE_VECTOR, nm, nbm, ISA_ALU_multiply, src_scale, NULL, ISA_ALU_min, FLT_MAX, NULL);
 	} else {
 		nk_em_ts(e, ISA_ENGINE_VECTOR, nm, nbm, ISA_ALU_multiply, src_scale, NULL, ISA_ALU_min, 0, &nm_old);
 	}
-	nk_em_signal(e, ISA_ENGINE_VECTOR, S_ST);
-	k->st = e->cnt[S_ST];
+	nk_em_signal(e, ISA_ENGINE_VECTOR, g->sem.st);
+	k->st = e->cnt[g->sem.st];
 
 	/* ScalarE: p = exp(src_scale * src - m_new) with its row sums; the correction */
 	isa_ap p = isa_ap_sbuf(g->dt, 0, k->rows, g->pp[s], k->n);
 	isa_ap rs = stat(g, s3, k->rows, 2), corr = stat(g, s3, k->rows, 3);
-	nk_em_wait(e, ISA_ENGINE_SCALAR, S_ST, k->st);
+	nk_em_wait(e, ISA_ENGINE_SCALAR, g->sem.st, k->st);
 	if (old)    /* p's slot was turned round */
-		nk_em_wait(e, ISA_ENGINE_SCALAR, S_TR, old->tr);
+		nk_em_wait(e, ISA_ENGINE_SCALAR, g->sem.tr, old->tr);
 	if (old3)   /* the row sums and correction were used */
-		nk_em_wait(e, ISA_ENGINE_SCALAR, S_UPD, old3->upd);
+		nk_em_wait(e, ISA_ENGINE_SCALAR, g->sem.upd, old3->upd);
 	nk_em_act(e, p, src, ISA_ACT_exp, src_scale, &nm, &rs);
 	if (!k->first)   /* exp(m_old - m_new) = exp(-1 * -m_old + -m_new) */
 		nk_em_act(e, corr, nm_old, ISA_ACT_exp, -1.0f, &nm, NULL);
-	nk_em_signal(e, ISA_ENGINE_SCALAR, S_EXP);
-	k->exp = e->cnt[S_EXP];
+	nk_em_signal(e, ISA_ENGINE_SCALAR, g->sem.exp);
+	k->exp = e->cnt[g->sem.exp];
 	if (!k->masked) {
-		k->bank_sem = S_EXP;
+		k->bank_sem = g->sem.exp;
 		k->bank_free = k->exp;
 	}
 }
@@ -341,21 +351,21 @@ static void scores(ag *g, blk *k)
  * and updates, ScalarE exponentiates) */
 static void transposes(ag *g, blk *k)
 {
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	unsigned s = k->i % 2;
 	uint32_t nt = (k->n + P - 1) / P;
 	for (uint32_t t = 0; t < nt; t++) {
 		uint32_t w = umin32(k->n - t * P, P), slot = g->pt_uses++ % PT_SLOTS;
 		int eng = t % 2 ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR;
 		isa_ap dst = isa_ap_sbuf(g->dt, 0, w, g->pt + (uint64_t)slot * P * g->esz, k->rows);
-		nk_em_wait(e, eng, S_PV, g->pt_free[slot]);
-		transpose(g, dst, isa_ap_sbuf(g->dt, 0, k->rows, g->pp[s] + (uint64_t)t * P * g->esz, w), S_EXP, k->exp,
+		nk_em_wait(e, eng, g->sem.pv, g->pt_free[slot]);
+		transpose(g, dst, isa_ap_sbuf(g->dt, 0, k->rows, g->pp[s] + (uint64_t)t * P * g->esz, w), g->sem.exp, k->exp,
 			  eng);
 		k->slots[t] = slot;
 	}
-	k->tr = e->cnt[S_TR];
-	k->tc = e->cnt[S_TC];
-	k->tca = e->cnt[S_TCA];
+	k->tr = e->cnt[g->sem.tr];
+	k->tc = e->cnt[g->sem.tc];
+	k->tca = e->cnt[g->sem.tca];
 }
 
 /* block k: o_blk = p @ v, the accumulator update, and at the tile's end the
@@ -363,16 +373,16 @@ static void transposes(ag *g, blk *k)
 static void accumulate(ag *g, blk *k)
 {
 	const nk_attention *at = g->at;
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	unsigned s = k->i % 2, s3 = k->i % 3, u = k->tile % 2, r = (unsigned)(k->g % g->nreg);
 	const blk *old = block(g, (int64_t)k->i - 2);
 	uint32_t nt = (k->n + P - 1) / P;
 	/* TensorE: o_blk into bank 2 + s, once the block two back's update read it */
 	isa_ap pv = isa_ap_psum(ISA_DT_fp32, 0, k->rows, (uint64_t)(2 + s) * BANK, (uint32_t)at->d);
-	nk_em_wait(e, ISA_ENGINE_TENSOR, S_TC, k->tc);
-	nk_em_wait(e, ISA_ENGINE_TENSOR, S_TCA, k->tca);
+	nk_em_wait(e, ISA_ENGINE_TENSOR, g->sem.tc, k->tc);
+	nk_em_wait(e, ISA_ENGINE_TENSOR, g->sem.tca, k->tca);
 	if (old)
-		nk_em_wait(e, ISA_ENGINE_TENSOR, S_UPD, old->upd);
+		nk_em_wait(e, ISA_ENGINE_TENSOR, g->sem.upd, old->upd);
 	for (uint32_t t = 0; t < nt; t++) {
 		uint32_t w = umin32(k->n - t * P, P);
 		uint64_t key_tile = k->j0 / P + t;
@@ -384,10 +394,10 @@ static void accumulate(ag *g, blk *k)
 			e->st = isa_builder_multiply_moving(
 				e->p, pv, isa_ap_sbuf(g->dt, 0, w, g->v[r] + key_tile * at->d * g->esz, (uint32_t)at->d),
 				t > 0, ISA_PERF_NONE);
-		nk_em_signal(e, ISA_ENGINE_TENSOR, S_PV);
-		g->pt_free[k->slots[t]] = e->cnt[S_PV];
+		nk_em_signal(e, ISA_ENGINE_TENSOR, g->sem.pv);
+		g->pt_free[k->slots[t]] = e->cnt[g->sem.pv];
 	}
-	k->pv = e->cnt[S_PV];
+	k->pv = e->cnt[g->sem.pv];
 	g->v_read[r] = k->pv;
 
 	/* o = o * corr + o_blk, l = l * corr + row sum: GpSimd (otherwise
@@ -397,36 +407,34 @@ static void accumulate(ag *g, blk *k)
 	isa_ap o = f32(k->rows, g->o[u], (uint32_t)at->d), l = f32(k->rows, g->l[u], 1);
 	isa_ap rs = stat(g, s3, k->rows, 2), corr = stat(g, s3, k->rows, 3);
 	if (!k->first) {
-		nk_em_wait(e, ISA_ENGINE_GPSIMD, S_UPD, e->cnt[S_UPD]);
-		nk_em_wait(e, ISA_ENGINE_GPSIMD, S_EXP, k->exp);
+		nk_em_wait(e, ISA_ENGINE_GPSIMD, g->sem.upd, e->cnt[g->sem.upd]);
+		nk_em_wait(e, ISA_ENGINE_GPSIMD, g->sem.exp, k->exp);
 		nk_em_ts(e, ISA_ENGINE_GPSIMD, o, o, ISA_ALU_multiply, 0, &corr, ISA_ALU_bypass, 0, NULL);
 		nk_em_ts(e, ISA_ENGINE_GPSIMD, l, l, ISA_ALU_multiply, 0, &corr, ISA_ALU_add, 0, &rs);
-		nk_em_signal(e, ISA_ENGINE_GPSIMD, S_RS);
-		nk_em_wait(e, ISA_ENGINE_VECTOR, S_RS, e->cnt[S_RS]);
+		nk_em_signal(e, ISA_ENGINE_GPSIMD, g->sem.rs);
+		nk_em_wait(e, ISA_ENGINE_VECTOR, g->sem.rs, e->cnt[g->sem.rs]);
 	}
-	nk_em_wait(e, ISA_ENGINE_VECTOR, S_PV, k->pv);
+	nk_em_wait(e, ISA_ENGINE_VECTOR, g->sem.pv, k->pv);
 	if (k->first) {
 		nk_em_copy(e, ISA_ENGINE_VECTOR, o, pv);
 		nk_em_copy(e, ISA_ENGINE_VECTOR, l, rs);
 	} else {
 		nk_em_tt(e, ISA_ENGINE_VECTOR, o, o, pv, ISA_ALU_add);
 	}
-	nk_em_signal(e, ISA_ENGINE_VECTOR, S_UPD);
-	k->upd = e->cnt[S_UPD];
+	nk_em_signal(e, ISA_ENGINE_VECTOR, g->sem.upd);
+	k->upd = e->cnt[g->sem.upd];
 	if (!k->last)
 		return;
 	/* out = o / max(l, tiny): a row with nothing to attend to gives zeros */
 	isa_ap ot = isa_ap_sbuf(g->dt, 0, k->rows, g->ot[u], (uint32_t)at->d);
 	nk_em_ts(e, ISA_ENGINE_VECTOR, l, l, ISA_ALU_max, FLT_MIN, NULL, ISA_ALU_bypass, 0, NULL);
-	nk_em_wait(e, ISA_ENGINE_VECTOR, S_STORE, g->store_done[u]);
+	nk_em_wait(e, ISA_ENGINE_VECTOR, g->pipe.sem_stored, g->store_done[u]);
 	nk_em_ts(e, ISA_ENGINE_VECTOR, ot, o, ISA_ALU_divide, 0, &l, ISA_ALU_bypass, 0, NULL);
-	nk_em_signal(e, ISA_ENGINE_VECTOR, S_FIN);
+	nk_pipe_computed(&g->pipe, ISA_ENGINE_VECTOR);
 	uint64_t off = ((k->b * at->heads + k->h) * at->l + k->l0) * at->d;
-	uint32_t d = nk_em_dma(e, isa_ap_hbm(g->dt, (uint32_t)g->to, off * g->esz, k->rows, (int64_t)at->d,
-					     (uint32_t)at->d), ot);
-	nk_em_wait(e, ISA_ENGINE_GPSIMD, S_FIN, e->cnt[S_FIN]);
-	nk_em_dma_start(e, ISA_ENGINE_GPSIMD, d, 2, S_STORE);
-	g->store_done[u] = e->cnt[S_STORE];
+	nk_pipe_store(&g->pipe, isa_ap_hbm(g->dt, (uint32_t)g->to, off * g->esz, k->rows, (int64_t)at->d,
+					   (uint32_t)at->d), ot, 2);
+	g->store_done[u] = g->pipe.stores;
 }
 
 /* the blocks in order: groups, their heads, query tiles, key blocks */
@@ -503,7 +511,7 @@ static void retire(ag *g, int64_t j, int64_t nblocks)
 static void emit(ag *g)
 {
 	const nk_attention *at = g->at;
-	nk_em *e = &g->e;
+	nk_em *e = &g->pipe.em;
 	uint64_t groups = at->batch * at->kv_heads;
 	/* -inf for the bool mask's hidden keys */
 	if (!e->st)
@@ -560,7 +568,6 @@ static void emit(ag *g)
 			retire(g, i - 2, nblocks);
 		}
 	}
-	nk_em_wait(e, ISA_ENGINE_GPSIMD, S_STORE, e->cnt[S_STORE]);
 }
 
 /* a row of d elements in SBUF rounded up to 4 bytes: the fp32 regions after
@@ -657,20 +664,20 @@ isa_status nk_attention_program(int target, const nk_attention *at, uint8_t **bi
 	isa_status st = check(target, at, &g, diag);
 	if (st)
 		return st;
-	g.e.diag = diag;
-	g.e.p = isa_program_new(target);
-	if (!g.e.p)
-		return ISA_E_NOMEM;
-	g.e.p->num_semaphores = NSEM;
-	uint64_t sq[1] = { at->q_elems }, sk[1] = { at->k_elems }, sv[1] = { at->v_elems }, sm[1] = { at->mask_elems };
+	if (!nk_pipe_init(&g.pipe, target, 1, 0, diag))
+		return nk_pipe_finish(&g.pipe, bin, len);
+	uint32_t *sem = &g.sem.lkv;   /* every field of sems, in order */
+	for (size_t i = 0; i < sizeof(g.sem) / sizeof(*sem); i++)
+		sem[i] = nk_pipe_sem(&g.pipe);
+	g.tq = nk_pipe_tensor(&g.pipe, "q", g.dt, ISA_TK_INPUT, at->q_elems);
+	g.tk = nk_pipe_tensor(&g.pipe, "k", g.dt, ISA_TK_INPUT, at->k_elems);
+	g.tv = nk_pipe_tensor(&g.pipe, "v", g.dt, ISA_TK_INPUT, at->v_elems);
+	g.tm = at->mask_dtype ? nk_pipe_tensor(&g.pipe, "mask", at->mask_dtype, ISA_TK_INPUT, at->mask_elems) : 0;
 	uint64_t so[4] = { at->batch, at->heads, at->l, at->d };
-	g.tq = isa_builder_tensor(g.e.p, "q", g.dt, ISA_TK_INPUT, 1, sq, diag);
-	g.tk = isa_builder_tensor(g.e.p, "k", g.dt, ISA_TK_INPUT, 1, sk, diag);
-	g.tv = isa_builder_tensor(g.e.p, "v", g.dt, ISA_TK_INPUT, 1, sv, diag);
-	g.tm = at->mask_dtype ? isa_builder_tensor(g.e.p, "mask", at->mask_dtype, ISA_TK_INPUT, 1, sm, diag) : 0;
-	g.to = isa_builder_tensor(g.e.p, "out", g.dt, ISA_TK_OUTPUT, 4, so, diag);
-	if (g.tq < 0 || g.tk < 0 || g.tv < 0 || g.tm < 0 || g.to < 0)
-		return nk_em_done(&g.e, diag->code, bin, len);
-	emit(&g);
-	return nk_em_done(&g.e, ISA_OK, bin, len);
+	g.to = g.pipe.em.st ? -1 : isa_builder_tensor(g.pipe.em.p, "out", g.dt, ISA_TK_OUTPUT, 4, so, diag);
+	if (g.to < 0)
+		nk_pipe_check(&g.pipe, diag->code ? diag->code : ISA_E_LIMIT);
+	if (!g.pipe.em.st)
+		emit(&g);
+	return nk_pipe_finish(&g.pipe, bin, len);
 }

@@ -321,6 +321,27 @@ def test_forked_child_uses_the_device():
     assert "child status 0" in r.stdout, r.stdout + r.stderr
 
 
+BACKWARD_THEN_EXIT = """
+import torch
+x = torch.randn(4, 4, device="neuron", requires_grad=True)
+(x * 2).sum().backward()
+"""
+
+
+def test_script_ending_right_after_backward_exits_cleanly():
+    """A script whose last statement was a backward on the device aborted at
+    exit in most runs (status 134, "terminate called without an active
+    exception"): an autograd device thread dropped the graph, which holds a
+    Python object, after the interpreter began to shut down."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, NEURON_SIM="1")
+    codes = [subprocess.run([sys.executable, "-c", BACKWARD_THEN_EXIT], env=env, capture_output=True,
+                            text=True, timeout=300).returncode for _ in range(6)]
+    assert codes == [0] * 6, codes
+
+
 # ------------------------------------------------------- integer sums
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.bool, torch.int32])

@@ -143,6 +143,22 @@ def _register():
     from . import ties as _ties
     _ties.install()
     _install_neuronx_standin()
+    _backward_on_caller_thread()
+
+
+def _backward_on_caller_thread():
+    """Runs autograd's neuron work on the thread that called backward(), as
+    it runs CPU work (torch.autograd.set_multithreading_enabled(False), for
+    the importing thread).  PyTorch's per-device autograd threads can hold
+    a finished graph's last reference a moment after backward() returned;
+    since PyTorch 2.13 that graph keeps a Python object (the backward's
+    contextvars context), so when the script ends right then, the device
+    thread drops it during interpreter shutdown and the process aborts
+    ("terminate called without an active exception").  One simulated host
+    gains nothing from a thread per NeuronCore; NEURON_AUTOGRAD_THREADS=1
+    keeps PyTorch's default."""
+    if os.environ.get("NEURON_AUTOGRAD_THREADS", "0") != "1":
+        torch._C._set_multithreading_enabled(False)
 
 
 from .profiler import profile, range as profile_range  # noqa: E402
