@@ -248,13 +248,7 @@ static void mask_block(ag *g, blk *k, isa_ap ps, isa_ap x)
 			int32_t z[1] = { 0 };
 			uint32_t nn[1] = { k->n };
 			isa_ap ninf = isa_ap_dims(f32(k->rows, g->ninf, 1), 1, z, nn);
-			isa_instr in = isa_instr_init(ISA_OP_select);
-			in.ap[ISA_AP_DST] = x;
-			in.ap[ISA_AP_SRC] = m;
-			in.ap[ISA_AP_SRC1] = x;
-			in.ap[ISA_AP_SRC2] = ninf;
-			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
-			nk_em_emit(e, ISA_ENGINE_GPSIMD, &in);
+			nk_em_select(e, ISA_ENGINE_GPSIMD, x, m, x, ninf);
 		} else {
 			nk_em_tt(e, ISA_ENGINE_GPSIMD, x, x, m, ISA_ALU_add);
 		}

@@ -13,6 +13,7 @@
  * the semaphores, buffer sets and waits; a generator here states a tile's
  * loads, compute and store.
  */
+#include "emitter.h"
 #include "kernels.h"
 #include "pipeline.h"
 
@@ -63,7 +64,7 @@ typedef struct tile {
 /* Row length f: up to TILE_F, shorter when that fills all 128 partitions
  * (mid-sized tensors still use every partition's DMA share), but not under
  * TILE_F_MIN: shorter rows are DMA-overhead-bound and cost more to simulate.
- * The flat tiles (nk_flat_tiles), b read as a: same start, row stride. */
+ * The flat tiles (nk_flat_tile), b read as a: same start, row stride. */
 static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 {
 	uint64_t f = n / ISA_NUM_PARTITIONS;
@@ -76,6 +77,30 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 		s += (uint64_t)x.rows * x.cols;
 	}
 	return s == n ? k : 0;
+}
+
+/* the flat tiles of n elements (make_tiles) in a calloc'ed array the caller
+ * frees, *nt of them; a status with diag filled when n cannot be tiled */
+static isa_status flat_tiles(uint64_t n, const char *who, tile **tiles, uint32_t *nt, isa_diag *diag)
+{
+	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
+	*tiles = NULL;
+	*nt = 0;
+	if (n == 0 || max_tiles > (1u << 20)) {
+		nk_fail(diag, ISA_E_LIMIT, "%s: %llu elements", who, (unsigned long long)n);
+		return ISA_E_LIMIT;
+	}
+	if (!(*tiles = calloc(max_tiles, sizeof(tile)))) {
+		nk_fail(diag, ISA_E_NOMEM, "%s: no memory for %llu tiles", who, (unsigned long long)max_tiles);
+		return ISA_E_NOMEM;
+	}
+	if (!(*nt = make_tiles(n, *tiles, (uint32_t)max_tiles))) {
+		free(*tiles);
+		*tiles = NULL;
+		nk_fail(diag, ISA_E_LIMIT, "%s: cannot tile %llu elements", who, (unsigned long long)n);
+		return ISA_E_LIMIT;
+	}
+	return ISA_OK;
 }
 
 typedef struct ew_op {
@@ -95,12 +120,7 @@ static isa_status ew_compute(isa_program *p, const ew_op *op, int engine, isa_ap
 			     isa_diag *diag)
 {
 	if (op->nin == 3) {
-		isa_instr in = isa_instr_init(ISA_OP_select);
-		in.ap[ISA_AP_DST] = so;
-		in.ap[ISA_AP_SRC] = sa;
-		in.ap[ISA_AP_SRC1] = sb;
-		in.ap[ISA_AP_SRC2] = sc;
-		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
+		isa_instr in = nk_select_instr(so, sa, sb, sc);
 		return isa_builder_emit(p, engine, &in, diag);
 	}
 	if (op->nin == 2 && op->b_col) {
@@ -178,23 +198,11 @@ static isa_status ew_program(int target, const ew_op *op, uint64_t n, uint8_t **
 {
 	*bin = NULL;
 	*len = 0;
-	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
-	if (n == 0 || max_tiles > (1u << 20)) {
-		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: %llu elements", (unsigned long long)n);
-		return ISA_E_LIMIT;
-	}
-	tile *tiles = calloc(max_tiles, sizeof(tile));
-	if (!tiles)
-		return ISA_E_NOMEM;
-	isa_status st;
-	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
-	if (nt == 0) {
-		nk_fail(diag, ISA_E_LIMIT, "elementwise kernel: cannot tile %llu elements",
-			(unsigned long long)n);
-		st = ISA_E_LIMIT;
-	} else {
+	tile *tiles;
+	uint32_t nt;
+	isa_status st = flat_tiles(n, "elementwise kernel", &tiles, &nt, diag);
+	if (!st)
 		st = ew_emit(target, op, n, n, tiles, nt, bin, len, diag);
-	}
 	free(tiles);
 	return st;
 }
@@ -213,18 +221,14 @@ isa_status nk_binary_program(int target, const nk_binary *prm, uint8_t **bin, si
 static isa_status one_program(int target, const nk_broadcast *prm, uint8_t **bin, size_t *len, isa_diag *diag)
 {
 	uint64_t n = prm->rows * prm->cols;
-	uint64_t max_tiles = n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
-	if (n == 0 || prm->cols == 0 || n / prm->cols != prm->rows || max_tiles > (1u << 20) ||
-	    !isa_dtype_is_float(prm->dtype)) {
+	if (n == 0 || prm->cols == 0 || n / prm->cols != prm->rows || !isa_dtype_is_float(prm->dtype)) {
 		nk_fail(diag, ISA_E_LIMIT, "single-element broadcast kernel: %llu x %llu elements of %s",
 			(unsigned long long)prm->rows, (unsigned long long)prm->cols, isa_dtype_name(prm->dtype));
 		return ISA_E_LIMIT;
 	}
-	tile *tiles = calloc(max_tiles, sizeof(tile));
-	if (!tiles)
-		return ISA_E_NOMEM;
-	isa_status st = ISA_E_LIMIT;
-	uint32_t nt = make_tiles(n, tiles, (uint32_t)max_tiles);
+	tile *tiles;
+	uint32_t nt;
+	isa_status st = flat_tiles(n, "single-element broadcast kernel", &tiles, &nt, diag);
 	for (uint32_t i = 0; i < nt; i++) {
 		tiles[i].start_b = 0;
 		tiles[i].pstride_b = 0;
@@ -232,11 +236,8 @@ static isa_status one_program(int target, const nk_broadcast *prm, uint8_t **bin
 	}
 	int dt = prm->dtype;
 	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, true };
-	if (nt)
+	if (!st)
 		st = ew_emit(target, &op, n, 1, tiles, nt, bin, len, diag);
-	else
-		nk_fail(diag, ISA_E_LIMIT, "single-element broadcast kernel: cannot tile %llu elements",
-			(unsigned long long)n);
 	free(tiles);
 	return st;
 }
@@ -392,23 +393,16 @@ isa_status nk_chain_program(int target, const nk_chain *c, uint8_t **bin, size_t
 		  c->nsteps <= NK_CHAIN_MAX && isa_dtype_is_float(c->dtype);
 	for (unsigned k = 0; ok && k < c->nsteps; k++)
 		ok = c->input[k] < (int)c->nin;
-	uint64_t max_tiles = c->n / ((uint64_t)TILE_F_MIN * ISA_NUM_PARTITIONS) + 3;
-	if (!ok || c->n == 0 || max_tiles > (1u << 20)) {
+	if (!ok) {
 		nk_fail(diag, ISA_E_LIMIT, "chain kernel: %u inputs, %u steps, %llu elements", c->nin, c->nsteps,
 			(unsigned long long)c->n);
 		return ISA_E_LIMIT;
 	}
-	tile *tiles = calloc(max_tiles, sizeof(tile));
-	if (!tiles)
-		return ISA_E_NOMEM;
-	isa_status st;
-	uint32_t nt = make_tiles(c->n, tiles, (uint32_t)max_tiles);
-	if (nt == 0) {
-		nk_fail(diag, ISA_E_LIMIT, "chain kernel: cannot tile %llu elements", (unsigned long long)c->n);
-		st = ISA_E_LIMIT;
-	} else {
+	tile *tiles;
+	uint32_t nt;
+	isa_status st = flat_tiles(c->n, "chain kernel", &tiles, &nt, diag);
+	if (!st)
 		st = chain_emit(target, c, tiles, nt, bin, len, diag);
-	}
 	free(tiles);
 	return st;
 }

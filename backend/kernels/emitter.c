@@ -85,6 +85,23 @@ void nk_em_tt(nk_em *e, int engine, isa_ap dst, isa_ap a, isa_ap b, int alu)
 		e->st = isa_builder_tensor_tensor(e->p, engine, dst, a, b, alu);
 }
 
+isa_instr nk_select_instr(isa_ap dst, isa_ap pred, isa_ap on_true, isa_ap on_false)
+{
+	isa_instr in = isa_instr_init(ISA_OP_select);
+	in.ap[ISA_AP_DST] = dst;
+	in.ap[ISA_AP_SRC] = pred;
+	in.ap[ISA_AP_SRC1] = on_true;
+	in.ap[ISA_AP_SRC2] = on_false;
+	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
+	return in;
+}
+
+void nk_em_select(nk_em *e, int engine, isa_ap dst, isa_ap pred, isa_ap on_true, isa_ap on_false)
+{
+	isa_instr in = nk_select_instr(dst, pred, on_true, on_false);
+	nk_em_emit(e, engine, &in);
+}
+
 void nk_em_copy(nk_em *e, int engine, isa_ap dst, isa_ap src)
 {
 	if (!e->st)

@@ -35,6 +35,9 @@ void nk_em_reduce(nk_em *e, int engine, isa_ap dst, isa_ap src, int alu, bool ne
 /* ScalarE: dst = func(src * scale + bias[p]) (bias optional), row sums into acc */
 void nk_em_act(nk_em *e, isa_ap dst, isa_ap src, int func, float scale, const isa_ap *bias, const isa_ap *acc);
 void nk_em_tt(nk_em *e, int engine, isa_ap dst, isa_ap a, isa_ap b, int alu);
+/* dst = pred ? on_true : on_false, elementwise: the instruction, and emitted */
+isa_instr nk_select_instr(isa_ap dst, isa_ap pred, isa_ap on_true, isa_ap on_false);
+void nk_em_select(nk_em *e, int engine, isa_ap dst, isa_ap pred, isa_ap on_true, isa_ap on_false);
 void nk_em_copy(nk_em *e, int engine, isa_ap dst, isa_ap src);
 /* a DMA descriptor block dst <- src; its index (0 after an error) */
 uint32_t nk_em_dma(nk_em *e, isa_ap dst, isa_ap src);

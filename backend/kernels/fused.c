@@ -41,11 +41,12 @@ static nk_fused_step step_of(const nk_fused *f, unsigned k)
 	return s;
 }
 
-/* Rows of up to FUSED_F elements, 128 rows a tile, then the tail. */
-static uint32_t fused_tiles(uint64_t n, nk_tile *t, uint32_t cap)
+/* Rows of up to FUSED_F elements, 128 rows a tile, then the tail
+ * (nk_flat_tile): the row length for n elements. */
+static uint64_t fused_row(uint64_t n)
 {
 	uint64_t f = (n + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
-	return nk_flat_tiles(n, f > FUSED_F ? FUSED_F : f ? f : 1, t, cap);
+	return f > FUSED_F ? FUSED_F : f ? f : 1;
 }
 
 static int step_engine(const nk_fused_step *s)
@@ -160,8 +161,7 @@ static isa_status emit_tile(emitter *E, uint32_t t, const nk_tile *x, uint64_t b
 	return st;
 }
 
-static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles, uint32_t nt, uint8_t **bin,
-			     size_t *len, isa_diag *diag)
+static isa_status fused_emit(int target, const nk_fused *f, uint8_t **bin, size_t *len, isa_diag *diag)
 {
 	emitter E = { .f = f, .slot = (uint64_t)FUSED_F * 4 };
 	nk_pipe pp;
@@ -183,8 +183,11 @@ static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles
 	int to = nk_pipe_tensor(&pp, "out", f->dtype, ISA_TK_OUTPUT, f->n);
 	const uint64_t esz = isa_dtype_size(f->dtype);
 	nk_fused_step last = step_of(f, f->nsteps - 1);
-	for (uint32_t t = 0; t < nt && !pp.em.st; t++) {
-		const nk_tile *x = &tiles[t];
+	uint64_t row = fused_row(f->n);
+	nk_tile tile;
+	for (uint64_t s = 0, t = 0; s < f->n && !pp.em.st; s += (uint64_t)tile.rows * tile.cols, t++) {
+		tile = nk_flat_tile(f->n, s, row);
+		const nk_tile *x = &tile;
 		uint64_t base = nk_pipe_tile(&pp);
 		for (unsigned i = 0; i < f->nin; i++)
 			nk_pipe_load(&pp, value_ap(&E, i, base, x, false),
@@ -194,7 +197,7 @@ static isa_status fused_emit(int target, const nk_fused *f, const nk_tile *tiles
 			if (E.per_tile[e])
 				nk_pipe_compute(&pp, e ? ISA_ENGINE_SCALAR : ISA_ENGINE_VECTOR);
 		if (!pp.em.st)
-			nk_pipe_check(&pp, emit_tile(&E, t, x, base));
+			nk_pipe_check(&pp, emit_tile(&E, (uint32_t)t, x, base));
 		nk_pipe_computed(&pp, step_engine(&last));
 		nk_pipe_store(&pp, isa_ap_hbm(f->dtype, (uint32_t)to, x->start * esz, x->rows, x->cols, x->cols),
 			      value_ap(&E, f->nin + f->nsteps - 1, base, x, true), 2);
@@ -212,17 +215,5 @@ isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t
 			f->nsteps, (unsigned long long)f->n);
 		return ISA_E_LIMIT;
 	}
-	nk_tile *tiles = calloc(max_tiles, sizeof(*tiles));
-	if (!tiles)
-		return ISA_E_NOMEM;
-	isa_status st;
-	uint32_t nt = fused_tiles(f->n, tiles, (uint32_t)max_tiles);
-	if (nt == 0) {
-		nk_fail(diag, ISA_E_LIMIT, "fused pointwise kernel: cannot tile %llu elements", (unsigned long long)f->n);
-		st = ISA_E_LIMIT;
-	} else {
-		st = fused_emit(target, f, tiles, nt, bin, len, diag);
-	}
-	free(tiles);
-	return st;
+	return fused_emit(target, f, bin, len, diag);
 }

@@ -167,16 +167,3 @@ nk_tile nk_flat_tile(uint64_t n, uint64_t s, uint64_t f)
 		return (nk_tile){ s, 1, (uint32_t)left };
 	return (nk_tile){ s, (uint32_t)(rows > ISA_NUM_PARTITIONS ? ISA_NUM_PARTITIONS : rows), (uint32_t)f };
 }
-
-uint32_t nk_flat_tiles(uint64_t n, uint64_t f, nk_tile *t, uint32_t cap)
-{
-	uint32_t k = 0;
-	uint64_t s = 0;
-	if (!f)
-		return 0;
-	for (; s < n && k < cap; k++) {
-		t[k] = nk_flat_tile(n, s, f);
-		s += (uint64_t)t[k].rows * t[k].cols;
-	}
-	return s == n ? k : 0;
-}

@@ -23,7 +23,7 @@
  *    nk_pipe_finish.
  *
  * A generator states the tile's loads, its compute and its stores; the flat
- * tiler (nk_flat_tiles) cuts n contiguous elements into tiles of up to 128
+ * tiler (nk_flat_tile) cuts n contiguous elements into tiles of up to 128
  * rows of f elements and a tail row.
  */
 #ifndef NSIM_BACKEND_PIPELINE_H
@@ -95,14 +95,12 @@ void nk_pipe_check(nk_pipe *pp, isa_status st);
 isa_status nk_pipe_finish(nk_pipe *pp, uint8_t **bin, size_t *len);
 
 /* n contiguous elements as tiles of up to 128 rows of f elements each
- * (whole rows), then a last tile of one partial row; the tiles' count, or
- * 0 when more than `cap` are needed or f is 0. */
+ * (whole rows), then a last tile of one partial row: the tile starting at
+ * element s (f > 0, s < n); the next starts rows * cols later. */
 typedef struct nk_tile {
 	uint64_t start;         /* first element */
 	uint32_t rows, cols;
 } nk_tile;
-uint32_t nk_flat_tiles(uint64_t n, uint64_t f, nk_tile *t, uint32_t cap);
-/* the tile of those starting at element s (f > 0, s < n) */
 nk_tile nk_flat_tile(uint64_t n, uint64_t s, uint64_t f);
 
 #ifdef __cplusplus

@@ -93,16 +93,7 @@ static void fill(sort_ctx *s, isa_ap d, float v)
 		nk_pipe_check(&s->pp, isa_builder_memset(s->pp.em.p, GP, d, isa_imm_f32(v)));
 }
 
-static void sel(sort_ctx *s, isa_ap d, isa_ap pred, isa_ap t, isa_ap f)
-{
-	isa_instr in = isa_instr_init(ISA_OP_select);
-	in.ap[ISA_AP_DST] = d;
-	in.ap[ISA_AP_SRC] = pred;
-	in.ap[ISA_AP_SRC1] = t;
-	in.ap[ISA_AP_SRC2] = f;
-	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC | 1u << ISA_AP_SRC1 | 1u << ISA_AP_SRC2;
-	nk_em_emit(&s->pp.em, GP, &in);
-}
+static void sel(sort_ctx *s, isa_ap d, isa_ap pred, isa_ap t, isa_ap f) { nk_em_select(&s->pp.em, GP, d, pred, t, f); }
 
 /* dst[p, f] = p * pmul + f * fmul (int32), p counted from dst's first partition */
 static void iota(sort_ctx *s, isa_ap dst, int32_t pmul, int32_t fmul)
