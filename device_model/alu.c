@@ -195,9 +195,14 @@ void dm_fold_rows_f32(int op, const float *x, uint64_t stride, uint64_t n, uint6
 		x[i] = (expr);                           \
 	}
 
-/* the row form of dm_act_f32 (same results): the switch out of the loop */
+/* the row form of dm_act_f32 (same results): the switch out of the loop.
+ * A zero bias is added as -0, the identity of addition: x * scale keeps its
+ * sign when it is a zero (neg(0) is -0, atan(-0) is -0, as on the CPU),
+ * where + 0 would turn -0 into +0. */
 static DM_HOT void dm_act_row_f32_clones(int func, float *x, float scale, float bias, uint64_t n)
 {
+	if (bias == 0.0f)
+		bias = -0.0f;
 	switch (func) {
 	case ISA_ACT_identity:   ACT_LOOP(v) break;
 	case ISA_ACT_relu:       ACT_LOOP(v < 0.0f ? 0.0f : v) break;
@@ -251,6 +256,8 @@ float dm_act_f32(int func, float x)
 	case ISA_ACT_sin:           return sinf(x);
 	case ISA_ACT_cos:           return cosf(x);
 	case ISA_ACT_erf:           return erff(x);
+	case ISA_ACT_arctan:        return atanf(x);
+	case ISA_ACT_tan:           return tanf(x);
 	default:                    return x;
 	}
 }

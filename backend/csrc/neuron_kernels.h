@@ -158,6 +158,17 @@ inline at::Tensor as_fp32(const at::Tensor &t)
 	return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
 }
 
+// a composite's fp32 result r in dtype dt (r itself when it has it): rounded
+// once, as CPU PyTorch's opmath kernels for bf16 / fp16
+inline at::Tensor cast_back(const at::Tensor &r, at::ScalarType dt)
+{
+	return r.scalar_type() == dt ? r : r.to(dt);
+}
+// an out= composite's end (neuron_pointwise.cpp): the decline when r is
+// undefined or out is not a neuron tensor; else CPU's overlap checks (out
+// with itself, out with each input) and r written into out
+at::Tensor &composite_out(at::Tensor &out, std::initializer_list<const at::Tensor *> ins, const at::Tensor &r);
+
 // a wrapped Python number (0-dim CPU tensor) as a 0-dim `t` tensor on like's
 // device: copied over, or -- while a graph is captured, where a host write
 // would split the graph -- filled by a program

@@ -64,21 +64,12 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// a float neuron tensor's values in fp32, and a result back in its dtype
 at::Tensor up(const at::Tensor &x) { return as_fp32(x); }
-at::Tensor back(const at::Tensor &r, at::ScalarType dt) { return r.scalar_type() == dt ? r : r.to(dt); }
+at::Tensor back(const at::Tensor &r, at::ScalarType dt) { return cast_back(r, dt); }
 at::Tensor is_nan(const at::Tensor &x) { return x.ne(x); }
-
-// the end of an out= form: the result written into out (CPU's overlap check
-// first), or the decline
 at::Tensor &out_of(at::Tensor &out, std::initializer_list<const at::Tensor *> ins, const at::Tensor &r)
 {
-	if (!r.defined() || !out.is_privateuseone())
-		return declined;
-	at::assert_no_internal_overlap(out);
-	for (const at::Tensor *t : ins)
-		at::assert_no_partial_overlap(out, *t);
-	return write_result(out, r);
+	return composite_out(out, ins, r);
 }
 
 bool floats(const at::Tensor &x, const at::Tensor &y) { return is_float_neuron(x) && is_float_neuron(y); }
@@ -426,6 +417,16 @@ at::Tensor roll(const at::Tensor &x, at::IntArrayRef shifts, at::IntArrayRef dim
 }
 
 }  // namespace
+
+at::Tensor &composite_out(at::Tensor &out, std::initializer_list<const at::Tensor *> ins, const at::Tensor &r)
+{
+	if (!r.defined() || !out.is_privateuseone())
+		return declined;
+	at::assert_no_internal_overlap(out);
+	for (const at::Tensor *t : ins)
+		at::assert_no_partial_overlap(out, *t);
+	return write_result(out, r);
+}
 
 NEURON_REGISTER_OPS(NEURON_OPS_POINTWISE)
 

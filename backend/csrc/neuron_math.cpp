@@ -1,0 +1,348 @@
+// neuron_math.cpp -- trigonometric, hyperbolic and two-operand math
+// functions composed from the native kernels (ScalarE's arctan, exp, log,
+// sqrt, sin; VectorE's arithmetic and selects): atan2, asin, acos, sinh,
+// cosh, asinh, acosh, atanh, exp2, sinc, hypot, copysign, heaviside,
+// nan_to_num, logit, xlog1py, logical and / or / xor.
+//
+// Each computes in fp32 for bf16 / fp16 inputs (CPU's opmath) and rounds
+// once; the formulas are the numerically stable ones (no cancellation, no
+// overflow before the true result overflows), with CPU's NaN, infinity and
+// signed-zero cases written out next to each.  Integer or mixed operands
+// decline (the counted CPU fallback).
+#include "neuron_kernels.h"
+#include "neuron_ops.h"
+
+#include <ATen/ops/abs.h>
+#include <ATen/ops/clamp.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/acos_ops.h>
+#include <ATen/ops/acosh_ops.h>
+#include <ATen/ops/asin_ops.h>
+#include <ATen/ops/asinh_ops.h>
+#include <ATen/ops/atan2_ops.h>
+#include <ATen/ops/atanh_ops.h>
+#include <ATen/ops/copysign_ops.h>
+#include <ATen/ops/cosh_ops.h>
+#include <ATen/ops/exp2_ops.h>
+#include <ATen/ops/heaviside_ops.h>
+#include <ATen/ops/hypot_ops.h>
+#include <ATen/ops/logical_and_ops.h>
+#include <ATen/ops/logical_or_ops.h>
+#include <ATen/ops/logical_xor_ops.h>
+#include <ATen/ops/logit_ops.h>
+#include <ATen/ops/nan_to_num_ops.h>
+#include <ATen/ops/sinc_ops.h>
+#include <ATen/ops/sinh_ops.h>
+#include <ATen/ops/special_xlog1py_ops.h>
+
+#include <cmath>
+#include <limits>
+
+namespace neuron {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLn2 = 0.69314718055994530942;
+// from here on a*a overflows fp32's precision budget: asinh / acosh use
+// log(a) + ln 2 (the neglected 1 / (4 a^2) is below an ulp)
+constexpr double kBig = 4096.0;
+
+bool real_float(const at::Tensor &t) { return t.defined() && t.is_privateuseone() && at::isFloatingType(t.scalar_type()); }
+bool real_floats(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out)
+{
+	return real_float(a) && real_float(b) && out.is_privateuseone() && at::isFloatingType(out.scalar_type());
+}
+at::Tensor scalar_like(double v, const at::Tensor &t) { return at::full({}, v, t.options()); }
+// the sign bit (negative zero and a NaN's sign included): the float's bits
+// as a signed integer of its width are negative
+at::Tensor sign_bit(const at::Tensor &x)
+{
+	return x.view(x.element_size() == 4 ? at::kInt : at::kShort).lt(0);
+}
+at::Tensor with_sign_of(const at::Tensor &mag, const at::Tensor &x) { return at::where(x.lt(0), mag.neg(), mag); }
+
+// ---- inverse trigonometric ----------------------------------------------------
+
+// atan2(y, x) of fp32 tensors: atan(y / x) moved to x's half plane; both
+// infinite: +-pi/4 or +-3pi/4; x == 0: +-pi/2; y == 0: +-0 or +-pi by the
+// signs (of zeros too), as C's atan2
+at::Tensor atan2_f32(const at::Tensor &y, const at::Tensor &x)
+{
+	at::Tensor r = y.div(x).atan();
+	at::Tensor xneg = sign_bit(x), yneg = sign_bit(y);
+	at::Tensor pi = scalar_like(kPi, r), half = scalar_like(kPi / 2, r);
+	r = at::where(x.lt(0), at::where(yneg, r.sub(pi), r.add(pi)), r);
+	at::Tensor inf_both = y.abs().eq(kInf).bitwise_and(x.abs().eq(kInf));
+	at::Tensor quarter = at::where(xneg, scalar_like(3 * kPi / 4, r), scalar_like(kPi / 4, r));
+	r = at::where(inf_both, with_sign_of(quarter, y), r);
+	at::Tensor axis = at::where(xneg, pi, scalar_like(0.0, r));
+	r = at::where(x.eq(0).bitwise_and(y.ne(0)), with_sign_of(half, y), r);
+	r = at::where(y.eq(0), at::where(yneg, axis.neg(), axis), r);
+	return at::where(y.ne(y).bitwise_or(x.ne(x)), scalar_like(kNaN, r), r);
+}
+
+at::Tensor &atan2_out(const at::Tensor &y, const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_floats(y, x, out))
+		return declined;
+	return composite_out(out, { &y, &x }, cast_back(atan2_f32(as_fp32(y), as_fp32(x)), out.scalar_type()));
+}
+
+// asin(x) = atan2(x, sqrt((1 - x)(1 + x))) (no cancellation near |x| = 1);
+// |x| > 1: NaN from the square root
+at::Tensor &asin_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x);
+	at::Tensor c = f.neg().add(1.0).mul(f.add(1.0)).sqrt();
+	return composite_out(out, { &x }, cast_back(atan2_f32(f, c), x.scalar_type()));
+}
+
+// acos(x) = atan2(sqrt((1 - x)(1 + x)), x)
+at::Tensor &acos_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x);
+	at::Tensor s = f.neg().add(1.0).mul(f.add(1.0)).sqrt();
+	return composite_out(out, { &x }, cast_back(atan2_f32(s, f), x.scalar_type()));
+}
+
+// ---- hyperbolic ---------------------------------------------------------------
+
+// sinh: |x| <= 9 from e = expm1(|x|): (e + e / (e + 1)) / 2 (exact for tiny
+// x); beyond, h * h / 2 with h = exp(|x| / 2), so the result overflows only
+// where sinh does (89.4, not exp's 88.7: CPU's vectorized path gives inf
+// from 88.7 on, its scalar path the finite value given here); x's sign
+at::Tensor &sinh_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x), a = f.abs();
+	at::Tensor e = a.expm1(), h = a.mul(0.5).exp();
+	at::Tensor small = e.add(e.div(e.add(1.0))).mul(0.5), large = h.mul(0.5).mul(h);
+	return composite_out(out, { &x }, cast_back(with_sign_of(at::where(a.le(9.0), small, large), f), x.scalar_type()));
+}
+
+// cosh: (e^|x| + e^-|x|) / 2 up to |x| = 9, h * h / 2 beyond (as sinh)
+at::Tensor &cosh_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor a = as_fp32(x).abs();
+	at::Tensor e = a.exp(), h = a.mul(0.5).exp();
+	at::Tensor small = e.add(e.reciprocal()).mul(0.5), large = h.mul(0.5).mul(h);
+	return composite_out(out, { &x }, cast_back(at::where(a.le(9.0), small, large), x.scalar_type()));
+}
+
+// asinh(|x|) = log1p(a + a^2 / (1 + sqrt(1 + a^2))), log(a) + ln 2 from
+// kBig on; x's sign
+at::Tensor &asinh_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x), a = f.abs();
+	at::Tensor a2 = a.mul(a);
+	at::Tensor small = a.add(a2.div(a2.add(1.0).sqrt().add(1.0))).log1p();
+	at::Tensor r = at::where(a.lt(kBig), small, a.log().add(kLn2));
+	return composite_out(out, { &x }, cast_back(with_sign_of(r, f), x.scalar_type()));
+}
+
+// acosh(x) = log1p(t + sqrt(2t + t^2)), t = x - 1 (exact); log(x) + ln 2
+// from kBig on; x < 1: NaN from the square root or log1p
+at::Tensor &acosh_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x), t = f.sub(1.0);
+	at::Tensor small = t.add(t.mul(2.0).add(t.mul(t)).sqrt()).log1p();
+	at::Tensor r = at::where(f.lt(kBig), small, f.log().add(kLn2));
+	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+}
+
+// atanh(|x|) = log1p(2a / (1 - a)) / 2 (1 - a exact near 1), x's sign: +-1
+// give +-inf, |x| > 1 NaN
+at::Tensor &atanh_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x), a = f.abs();
+	at::Tensor r = a.mul(2.0).div(a.neg().add(1.0)).log1p().mul(0.5);
+	return composite_out(out, { &x }, cast_back(with_sign_of(r, f), x.scalar_type()));
+}
+
+// ---- exponentials, sinc ---------------------------------------------------------
+
+// 2^k for integer k in [-126, 127] (an int32 fp32 tensor of k), exactly:
+// the bits of the biased exponent
+at::Tensor pow2_int(const at::Tensor &k)
+{
+	return k.add(127).mul(8388608).view(at::kFloat);
+}
+
+// 2^x = 2^n1 * 2^n2 * e^(r ln 2), n = round(x) split in two halves (each a
+// normal power of two), r = x - n in [-1/2, 1/2] exact: one rounding at the
+// last product (a subnormal result too), no |x|-ulp loss of exp(x ln 2)
+at::Tensor &exp2_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = at::clamp(as_fp32(x), -160.0, 130.0);   /* beyond: 0 or inf either way */
+	at::Tensor n = f.add(0.5).floor(), p = f.sub(n).mul(kLn2).exp();
+	at::Tensor n1 = n.mul(0.5).floor();
+	at::Tensor k1 = n1.to(at::kInt), k2 = n.sub(n1).to(at::kInt);
+	at::Tensor r = p.mul(pow2_int(k1)).mul(pow2_int(k2));
+	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+}
+
+// CPU's sinc: 1 at 0, else sin(pi x) / (pi x), the product rounded once
+at::Tensor &sinc_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x), p = f.mul(kPi);
+	at::Tensor r = at::where(f.eq(0), scalar_like(1.0, p), p.sin().div(p));
+	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+}
+
+// ---- two operands --------------------------------------------------------------
+
+// hypot: m sqrt(1 + (n / m)^2), m = max(|a|, |b|), n = min (no overflow of
+// a^2); 0 when both are 0; an infinity wins over a NaN, as C's hypot
+at::Tensor &hypot_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!real_floats(a, b, out))
+		return declined;
+	at::Tensor x = as_fp32(a).abs(), y = as_fp32(b).abs();
+	at::Tensor m = at::maximum(x, y), n = at::minimum(x, y);
+	at::Tensor q = n.div(m);
+	at::Tensor r = m.mul(q.mul(q).add(1.0).sqrt());
+	r = at::where(m.eq(0), scalar_like(0.0, r), r);
+	r = at::where(x.eq(kInf).bitwise_or(y.eq(kInf)), scalar_like(kInf, r), r);
+	return composite_out(out, { &a, &b }, cast_back(r, out.scalar_type()));
+}
+
+// |a| with b's sign bit (negative zero and NaN's sign included)
+at::Tensor &copysign_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!real_floats(a, b, out) || a.scalar_type() != b.scalar_type())
+		return declined;
+	at::Tensor m = a.abs();
+	return composite_out(out, { &a, &b }, cast_back(at::where(sign_bit(b), m.neg(), m), out.scalar_type()));
+}
+
+// CPU's heaviside: x == 0 ? v : (x > 0) (NaN: 0)
+at::Tensor &heaviside_out(const at::Tensor &x, const at::Tensor &v, at::Tensor &out)
+{
+	if (!real_floats(x, v, out) || x.scalar_type() != v.scalar_type())
+		return declined;
+	at::Tensor r = at::where(x.eq(0), v, x.gt(0).to(x.scalar_type()));
+	return composite_out(out, { &x, &v }, r.scalar_type() == out.scalar_type() ? r : r.to(out.scalar_type()));
+}
+
+// CPU's xlog1py: NaN where y is NaN, 0 where x is 0, else x * log1p(y)
+at::Tensor &xlog1py_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!real_floats(a, b, out))
+		return declined;
+	at::Tensor x = as_fp32(a), y = as_fp32(b);
+	at::Tensor r = at::where(x.eq(0), scalar_like(0.0, x), x.mul(y.log1p()));
+	r = at::where(y.ne(y), scalar_like(kNaN, x), r);
+	return composite_out(out, { &a, &b }, cast_back(r, out.scalar_type()));
+}
+
+// ---- replacements and the logit -----------------------------------------------
+
+// NaN -> nan, +inf -> posinf (default the dtype's largest), -inf -> neginf
+at::Tensor &nan_to_num_out(const at::Tensor &x, std::optional<double> nan, std::optional<double> posinf,
+			   std::optional<double> neginf, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	double big = x.scalar_type() == at::kFloat      ? std::numeric_limits<float>::max()
+		     : x.scalar_type() == at::kBFloat16 ? 3.3895313892515355e38
+		     : x.scalar_type() == at::kHalf     ? 65504.0
+							: 0.0;
+	if (big == 0.0)
+		return declined;
+	at::Tensor r = at::where(x.ne(x), scalar_like(nan.value_or(0.0), x), x);
+	r = at::where(x.eq(kInf), scalar_like(posinf.value_or(big), x), r);
+	r = at::where(x.eq(-kInf), scalar_like(neginf.value_or(-big), x), r);
+	return composite_out(out, { &x }, r);
+}
+
+// CPU's logit, in the tensor's own dtype as CPU computes it (each step
+// rounded to bf16 / fp16 there): z = clamp(x, lo, hi) with lo = eps and
+// hi = 1 - eps in that dtype (eps given), log(z / (1 - z))
+template <class T> double in_type(double v) { return (double)static_cast<float>(static_cast<T>((float)v)); }
+
+at::Tensor logit_impl(const at::Tensor &x, std::optional<double> eps)
+{
+	if (!real_float(x))
+		return {};
+	at::Tensor z = x;
+	if (eps && *eps >= 0) {
+		at::ScalarType t = x.scalar_type();
+		auto round = [t](double v) {
+			return t == at::kBFloat16 ? in_type<c10::BFloat16>(v) : t == at::kHalf ? in_type<c10::Half>(v)
+								      : (double)(float)v;
+		};
+		double lo = round(*eps), hi = round(1.0 - lo);
+		z = at::clamp(z, lo, hi);
+	}
+	return z.div(z.neg().add(1.0)).log();
+}
+
+at::Tensor logit(const at::Tensor &x, std::optional<double> eps)
+{
+	return logit_impl(x, eps);
+}
+
+at::Tensor &logit_out(const at::Tensor &x, std::optional<double> eps, at::Tensor &out)
+{
+	return composite_out(out, { &x }, logit_impl(x, eps));
+}
+
+// ---- logical --------------------------------------------------------------------
+
+// (a != 0) op (b != 0) as bool, then out's dtype; NaN is true, as CPU
+at::Tensor logical(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out, int op)
+{
+	auto ok = [](const at::Tensor &t) {
+		return t.defined() && t.is_privateuseone() && !at::isComplexType(t.scalar_type()) &&
+		       isa_dtype_of(t.scalar_type() == at::kBool ? at::kByte : t.scalar_type()) != ISA_DT_INVALID;
+	};
+	if (!ok(a) || !ok(b) || !out.is_privateuseone() || at::isComplexType(out.scalar_type()))
+		return {};
+	at::Tensor x = a.scalar_type() == at::kBool ? a : a.ne(0), y = b.scalar_type() == at::kBool ? b : b.ne(0);
+	at::Tensor r = op == 0 ? x.bitwise_and(y) : op == 1 ? x.bitwise_or(y) : x.bitwise_xor(y);
+	return r.scalar_type() == out.scalar_type() ? r : r.to(out.scalar_type());
+}
+
+at::Tensor &logical_and_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	return composite_out(out, { &a, &b }, logical(a, b, out, 0));
+}
+
+at::Tensor &logical_or_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	return composite_out(out, { &a, &b }, logical(a, b, out, 1));
+}
+
+at::Tensor &logical_xor_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	return composite_out(out, { &a, &b }, logical(a, b, out, 2));
+}
+
+}  // namespace
+
+NEURON_REGISTER_OPS(NEURON_OPS_MATH)
+
+}  // namespace neuron
