@@ -392,8 +392,16 @@ at::Tensor pow_scalar(const at::Tensor &a, const at::Scalar &e)
 			return run_elementwise("aten::pow", { UNARY_ACT, func, 1.0f }, x, nullptr);
 		if (v == 1.0)
 			return materialize(x, x.sizes(), x.scalar_type()).clone();
-		if ((double)(float)v == v)   // any other exponent: VectorE's pow ALU
-			return run_elementwise("aten::pow", { TENSOR_SCALAR, ISA_ALU_pow, (float)v }, x, nullptr);
+		// any other exponent: VectorE's pow ALU, the exponent in the
+		// tensor's dtype as CPU takes it (bf16's -2.7 is -2.703125; fp32's
+		// 1e300 is inf; one that overflows bf16 / fp16 is CPU's error: the
+		// fallback raises it)
+		bool half = x.scalar_type() == at::kBFloat16 || x.scalar_type() == at::kHalf;
+		float f = x.scalar_type() == at::kBFloat16 ? (float)c10::BFloat16((float)v)
+			: x.scalar_type() == at::kHalf   ? (float)c10::Half((float)v)
+							 : (float)v;
+		if (!half || std::isfinite(f) || !std::isfinite(v))
+			return run_elementwise("aten::pow", { TENSOR_SCALAR, ISA_ALU_pow, f }, x, nullptr);
 	}
 	return declined;
 }

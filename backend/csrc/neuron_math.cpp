@@ -316,8 +316,7 @@ at::Tensor &logit_out(const at::Tensor &x, std::optional<double> eps, at::Tensor
 at::Tensor logical(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out, int op)
 {
 	auto ok = [](const at::Tensor &t) {
-		return t.defined() && t.is_privateuseone() && !at::isComplexType(t.scalar_type()) &&
-		       isa_dtype_of(t.scalar_type() == at::kBool ? at::kByte : t.scalar_type()) != ISA_DT_INVALID;
+		return t.defined() && t.is_privateuseone() && !at::isComplexType(t.scalar_type());
 	};
 	if (!ok(a) || !ok(b) || !out.is_privateuseone() || at::isComplexType(out.scalar_type()))
 		return {};

@@ -1,6 +1,6 @@
 // neuron_norm.cpp -- batch norm (forward in training and inference, the
 // running statistics updated in place, and its backward), group norm's
-// backward, var_mean and the mean-squared-error loss, as the CPU computes them, from native reductions
+// backward and var_mean, as the CPU computes them, from native reductions
 // and elementwise kernels: a convolutional network with norms trains on
 // `neuron` without the CPU.  The input is viewed as [N, C, S] (S = the
 // spatial elements); statistics are per channel over N x S (batch norm) or
@@ -23,8 +23,6 @@
 #include <ATen/ops/native_batch_norm_ops.h>
 #include <ATen/ops/native_group_norm_backward_ops.h>
 #include <ATen/ops/ones.h>
-#include <ATen/ops/mse_loss_backward_ops.h>
-#include <ATen/ops/mse_loss_ops.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/var_mean_ops.h>
 #include <torch/library.h>
@@ -290,32 +288,6 @@ std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor &x, at::
 	return { var.to(x.scalar_type()), mean.to(x.scalar_type()) };
 }
 
-
-// mean squared error: (x - t)^2, its mean (reduction 1) or sum (2), and
-// d x = 2 (x - t) g (/ n for the mean); fp32 inside for bf16 / fp16
-at::Tensor mse_loss(const at::Tensor &x, const at::Tensor &t, int64_t reduction)
-{
-	if (!is_float_neuron(x) || !is_float_neuron(t) || x.device() != t.device() || x.sizes() != t.sizes() ||
-	    reduction < 0 || reduction > 2)
-		return declined;
-	at::ScalarType rt = at::result_type(x, t);
-	at::Tensor d = as_fp32(x).sub(as_fp32(t));
-	at::Tensor sq = d.mul(d);
-	if (reduction == 0)
-		return sq.to(rt);
-	at::Tensor s = sq.sum();
-	return (reduction == 1 ? s.div((double)std::max<int64_t>(sq.numel(), 1)) : s).to(rt);
-}
-
-at::Tensor mse_loss_backward(const at::Tensor &g, const at::Tensor &x, const at::Tensor &t, int64_t reduction)
-{
-	if (!is_float_neuron(g) || !is_float_neuron(x) || !is_float_neuron(t) || x.sizes() != t.sizes() ||
-	    reduction < 0 || reduction > 2)
-		return declined;
-	double k = reduction == 1 ? 2.0 / (double)std::max<int64_t>(x.numel(), 1) : 2.0;
-	at::Tensor r = as_fp32(x).sub(as_fp32(t)).mul(k).mul(as_fp32(g));
-	return r.to(x.scalar_type());
-}
 
 }  // namespace
 

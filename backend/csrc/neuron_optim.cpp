@@ -20,6 +20,9 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/linalg_vector_norm_ops.h>
+#include <ATen/ops/norm_ops.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/renorm_ops.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
@@ -242,6 +245,50 @@ at::Tensor &linalg_vector_norm_out(const at::Tensor &self, const at::Scalar &ord
 {
 	at::Tensor r = vector_norm(self, ord, dim, keepdim, dtype.has_value() ? dtype : out.scalar_type());
 	if (r.defined() && store(out, r))
+		return out;
+	return declined;
+}
+
+// at::norm's p-norm over `dim` (all when empty): the vector norm, in out's
+// dtype (p absent: 2)
+at::Tensor &norm_out(const at::Tensor &self, const std::optional<at::Scalar> &p, at::IntArrayRef dim, bool keepdim,
+		     at::Tensor &out)
+{
+	at::Tensor r = vector_norm(self, p.value_or(2.0), dim, keepdim, out.scalar_type());
+	if (r.defined() && store(out, r))
+		return out;
+	return declined;
+}
+
+at::Tensor &norm_dtype_out(const at::Tensor &self, const std::optional<at::Scalar> &p, at::IntArrayRef dim,
+			   bool keepdim, at::ScalarType dtype, at::Tensor &out)
+{
+	at::Tensor r = vector_norm(self, p.value_or(2.0), dim, keepdim, dtype);
+	if (r.defined() && store(out, r))
+		return out;
+	return declined;
+}
+
+// renorm: each slice along `dim` scaled to p-norm maxnorm where its norm
+// exceeds it, by maxnorm / (norm + 1e-7) computed at fp32 (CPU's accumulate
+// type); bad arguments decline so the fallback raises CPU's error
+at::Tensor &renorm_out(const at::Tensor &self, const at::Scalar &p, int64_t dim, const at::Scalar &maxnorm,
+		       at::Tensor &out)
+{
+	if (!is_float_neuron(self) || p.isComplex() || maxnorm.isComplex() || !(p.toDouble() > 0) ||
+	    !(maxnorm.toDouble() >= 0) || self.dim() == 0 || dim < -self.dim() || dim >= self.dim())
+		return declined;
+	dim = dim < 0 ? dim + self.dim() : dim;
+	std::vector<int64_t> others;
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (d != dim)
+			others.push_back(d);
+	at::Tensor norm = vector_norm(self, p, others, true, at::kFloat);
+	if (!norm.defined())
+		return declined;
+	double m = maxnorm.toDouble();
+	at::Tensor factor = at::where(norm.gt(m), norm.add(1e-7).reciprocal().mul(m), at::ones({}, norm.options()));
+	if (store(out, as_fp32(self).mul(factor).to(out.scalar_type())))
 		return out;
 	return declined;
 }

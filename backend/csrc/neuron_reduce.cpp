@@ -16,6 +16,8 @@
 #include <ATen/ops/amax_ops.h>
 #include <ATen/ops/any_ops.h>
 #include <ATen/ops/amin_ops.h>
+#include <ATen/ops/amax_ops.h>
+#include <ATen/ops/aminmax_ops.h>
 #include <ATen/ops/argmax_ops.h>
 #include <ATen/ops/argmin_ops.h>
 #include <ATen/ops/min_ops.h>
@@ -396,6 +398,39 @@ at::Tensor amin(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 	if (out.defined())
 		return out;
 	return declined;
+}
+
+// the out= forms, and aminmax (both, over dim or everything)
+at::Tensor &amax_out(const at::Tensor &self, at::IntArrayRef dim, bool keepdim, at::Tensor &out)
+{
+	if (out.scalar_type() != self.scalar_type())
+		return declined;
+	return composite_out(out, { &self }, reduce_one("aten::amax", NK_ROW_MAX, self, dim, keepdim, self.scalar_type()));
+}
+
+at::Tensor &amin_out(const at::Tensor &self, at::IntArrayRef dim, bool keepdim, at::Tensor &out)
+{
+	if (out.scalar_type() != self.scalar_type())
+		return declined;
+	return composite_out(out, { &self }, reduce_one("aten::amin", NK_ROW_MIN, self, dim, keepdim, self.scalar_type()));
+}
+
+std::tuple<at::Tensor &, at::Tensor &> aminmax_out(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim,
+						    at::Tensor &min, at::Tensor &max)
+{
+	std::vector<int64_t> dims;
+	if (dim)
+		dims.push_back(*dim);
+	if (min.scalar_type() != self.scalar_type() || max.scalar_type() != self.scalar_type() || self.numel() == 0)
+		return declined;
+	at::Tensor lo = reduce_one("aten::aminmax", NK_ROW_MIN, self, dims, keepdim, self.scalar_type());
+	at::Tensor hi = lo.defined() ? reduce_one("aten::aminmax", NK_ROW_MAX, self, dims, keepdim, self.scalar_type())
+				     : at::Tensor();
+	if (!hi.defined() || !min.is_privateuseone() || !max.is_privateuseone())
+		return declined;
+	composite_out(min, { &self }, lo);
+	composite_out(max, { &self }, hi);
+	return { min, max };
 }
 
 at::Tensor argmax(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)

@@ -121,6 +121,36 @@ static void layer_norm_tile(rg *g, uint64_t set, uint32_t r)
 	}
 }
 
+/* s0 = the sum of each of the tile's rows, in blocks of SUM_BLOCK: each
+ * block's fp32 sum into w, then the sum of those (the rounding error grows
+ * with SUM_BLOCK + cols / SUM_BLOCK, not cols: a 30000-element row sums
+ * within CPU PyTorch's tolerance of its cascade sum, as NKI kernels reduce
+ * a long free dim a tile at a time) */
+#define SUM_BLOCK 512u
+static void row_sum(rg *g, uint64_t set, uint32_t r, isa_ap s0)
+{
+	const uint64_t n = g->cols, full = n / SUM_BLOCK, tail = n % SUM_BLOCK;
+	isa_ap x = tile(r, xoff(set), n);
+	if (full < 2) {
+		nk_em_reduce(g->e, ISA_ENGINE_VECTOR, s0, x, ISA_ALU_add, false);
+		return;
+	}
+	int32_t stride[2] = { (int32_t)SUM_BLOCK, 1 };
+	uint32_t size[2] = { (uint32_t)full, SUM_BLOCK };
+	isa_ap blocks = isa_ap_dims(tile(r, xoff(set), full * SUM_BLOCK), 2, stride, size);
+	isa_instr in = isa_instr_init(ISA_OP_tensor_reduce);
+	in.ap[ISA_AP_DST] = tile(r, woff(g, set), full);
+	in.ap[ISA_AP_SRC] = blocks;
+	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
+	in.e[0] = ISA_ALU_add;
+	in.u[0] = 2;   /* the inner axis: one sum per block */
+	nk_em_emit(g->e, ISA_ENGINE_VECTOR, &in);
+	if (tail)
+		nk_em_reduce(g->e, ISA_ENGINE_VECTOR, tile(r, woff(g, set) + full * 4, 1),
+			     tile(r, xoff(set) + full * SUM_BLOCK * 4, tail), ISA_ALU_add, false);
+	nk_em_reduce(g->e, ISA_ENGINE_VECTOR, s0, tile(r, woff(g, set), full + (tail ? 1 : 0)), ISA_ALU_add, false);
+}
+
 /* the computation of one tile of r rows in the buffer set at `set`; the
  * result is in w (row-shaped ops) or in the set's statistics */
 static void compute(rg *g, uint64_t set, uint32_t r)
@@ -129,7 +159,7 @@ static void compute(rg *g, uint64_t set, uint32_t r)
 	switch (g->op->op) {
 	case NK_ROW_SUM:
 	case NK_ROW_MEAN:
-		nk_em_reduce(g->e, ISA_ENGINE_VECTOR, s0, x, ISA_ALU_add, false);
+		row_sum(g, set, r, s0);
 		if (g->op->op == NK_ROW_MEAN)
 			nk_em_ts(g->e, ISA_ENGINE_VECTOR, s0, s0, ISA_ALU_divide, (float)g->cols, NULL, ISA_ALU_bypass, 0,
 				 NULL);

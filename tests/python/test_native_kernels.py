@@ -368,13 +368,17 @@ def test_pow_and_clamp(case, dtype):
 
 
 def test_pow_other_exponents_use_the_vector_pow_alu():
-    """exponents without an activation (3, 1.5, ...) run as VectorE's pow
-    ALU (powf at fp32: within an ulp or two of CPU's std::pow); a complex
-    or non-fp32-exact exponent falls back"""
+    """exponents without an activation (3, 1.5, 0.1, ...) run as VectorE's
+    pow ALU (powf at fp32: within an ulp or two of CPU's std::pow), the
+    exponent taken in the dtype as CPU takes it (fp32's 1e300 is inf); one
+    that overflows fp16 is CPU's error, raised by the fallback"""
     x = torch.randn(100) * 3
     torch_neuronsim.reset_stats()
-    for e in (3.0, 1.5, 4.0, 0.0, 1.0):
+    for e in (3.0, 1.5, 4.0, 0.0, 1.0, 0.1, 1 / 3, 1e300):
         torch.testing.assert_close((x.to(NEURON) ** e).cpu(), x ** e, rtol=1e-6, atol=1e-5, equal_nan=True)
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
-    assert torch.allclose((x.abs().to(NEURON) ** 0.1).cpu(), x.abs() ** 0.1)  # 0.1 is not fp32-exact
+    with pytest.raises(RuntimeError, match="overflow"):
+        x.half() ** 1e5
+    with pytest.raises(RuntimeError, match="overflow"):
+        x.half().to(NEURON) ** 1e5
     assert torch_neuronsim.stats()["cpu_fallbacks"] >= 1
