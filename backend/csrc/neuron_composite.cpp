@@ -1,6 +1,7 @@
 // neuron_composite.cpp -- ops composed from the native kernels (each step
-// its own program on the device timeline): addcmul, lerp, baddbmm, var, std,
-// log1p, expm1, softplus, pow of a number base, eye, flip, triangular solves.
+// its own program on the device timeline): addcmul, lerp, baddbmm, addbmm,
+// trace, count_nonzero, equal, linalg_cross, var, std, log1p, expm1,
+// softplus, pow of a number base, eye, flip, triangular solves.
 // They keep the result dtype and the value semantics of CPU PyTorch; the
 // rounding of intermediate steps can differ within the dtype's tolerance.
 #include "neuron_kernels.h"
@@ -9,6 +10,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/add.h>
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/bmm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mul.h>
@@ -17,6 +19,11 @@
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/baddbmm_ops.h>
+#include <ATen/ops/linalg_cross_ops.h>
+#include <ATen/ops/equal_ops.h>
+#include <ATen/ops/count_nonzero_ops.h>
+#include <ATen/ops/trace_ops.h>
+#include <ATen/ops/addbmm_ops.h>
 #include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/std_ops.h>
 #include <ATen/ops/var_ops.h>
@@ -80,15 +87,85 @@ at::Tensor lerp_tensor(const at::Tensor &a, const at::Tensor &b, const at::Tenso
 at::Tensor baddbmm(const at::Tensor &self, const at::Tensor &b1, const at::Tensor &b2, const at::Scalar &beta,
 		   const at::Scalar &alpha)
 {
-	if (is_float_neuron(self) && is_float_neuron(b1) && is_float_neuron(b2) && !beta.isComplex() && !alpha.isComplex()) {
-		at::Tensor p = at::bmm(b1, b2);
+	// the products left in fp32, scaled and added there, rounded once (CPU's
+	// gemm); beta == 0 ignores self
+	if (is_float_neuron(self) && is_float_neuron(b1) && is_float_neuron(b2) && !beta.isComplex() && !alpha.isComplex() &&
+	    b1.dim() == 3 && b2.dim() == 3 && b1.scalar_type() == b2.scalar_type() && self.scalar_type() == b1.scalar_type()) {
+		at::ScalarType dt = b1.scalar_type();
+		at::Tensor p = dt == at::kFloat ? at::bmm(b1, b2) : matmul_to(b1, b2, at::kFloat);
 		if (!alpha.equal(1))
 			p = p.mul(alpha);
-		if (beta.equal(0))
-			return p.expand_as(p).clone();
-		return beta.equal(1) ? p.add(self) : p.add(self.mul(beta));
+		if (!beta.equal(0))
+			p = p.add(beta.equal(1) ? as_fp32(self) : as_fp32(self).mul(beta));
+		return cast_back(p.expand_as(p).contiguous(), dt);
 	}
 	return declined;
+}
+
+// beta * self + alpha * sum_b (b1[b] @ b2[b]) as CPU accumulates it: one
+// addmm per batch into the result, in the result's dtype (bf16 rounds after
+// every batch there; an fp32 sum of the products differs beyond bf16's
+// tolerance where they cancel); beta == 0 ignores self, NaN included
+at::Tensor addbmm(const at::Tensor &self, const at::Tensor &b1, const at::Tensor &b2, const at::Scalar &beta,
+		  const at::Scalar &alpha)
+{
+	if (!is_float_neuron(self) || !is_float_neuron(b1) || !is_float_neuron(b2) || beta.isComplex() ||
+	    alpha.isComplex() || b1.dim() != 3 || b2.dim() != 3 || b1.size(0) != b2.size(0) || b1.size(2) != b2.size(1) ||
+	    b1.scalar_type() != b2.scalar_type() || self.scalar_type() != b1.scalar_type() || b1.size(0) == 0)
+		return declined;
+	at::Tensor r = self.expand({ b1.size(1), b2.size(2) }).contiguous();
+	for (int64_t i = 0; i < b1.size(0); i++)
+		r = at::addmm(r, b1[i], b2[i], i == 0 ? beta : at::Scalar(1), alpha);
+	return r;
+}
+
+// the sum of a matrix's diagonal
+at::Tensor trace(const at::Tensor &self)
+{
+	if (!is_float_neuron(self) || !at::isFloatingType(self.scalar_type()) || self.dim() != 2)
+		return declined;
+	return self.diagonal().sum();
+}
+
+// nonzero elements over dims, as int64
+at::Tensor count_nonzero_dims(const at::Tensor &self, at::IntArrayRef dim)
+{
+	if (!self.is_privateuseone() || at::isComplexType(self.scalar_type()))
+		return declined;
+	return self.ne(0).sum(dim);
+}
+
+// equal shapes and elements (NaN equals nothing); the answer is read from
+// the simulator's copy
+std::optional<bool> equal(const at::Tensor &a, const at::Tensor &b)
+{
+	if (!a.is_privateuseone() || !b.is_privateuseone() || a.scalar_type() != b.scalar_type() ||
+	    at::isComplexType(a.scalar_type()))
+		return std::nullopt;
+	if (!a.sizes().equals(b.sizes()))
+		return false;
+	if (a.numel() == 0)
+		return true;
+	return peek_cpu(a.eq(b).all()).item<bool>();
+}
+
+// a x b along dim (size 3, operands broadcast): each component a product
+// difference in the dtype, as CPU's kernel
+at::Tensor &linalg_cross_out(const at::Tensor &a, const at::Tensor &b, int64_t dim, at::Tensor &out)
+{
+	if (!is_float_neuron(a) || !is_float_neuron(b) || a.scalar_type() != b.scalar_type() ||
+	    !at::isFloatingType(a.scalar_type()) || a.dim() != b.dim() || a.dim() == 0)
+		return declined;
+	std::vector<int64_t> shape = at::infer_size(a.sizes(), b.sizes());
+	int64_t d = dim < 0 ? dim + (int64_t)shape.size() : dim;
+	if (d < 0 || d >= (int64_t)shape.size() || shape[d] != 3 || a.size(d) != 3 || b.size(d) != 3)
+		return declined;
+	at::Tensor x = a.expand(shape), y = b.expand(shape);
+	auto c = [d](const at::Tensor &t, int64_t i) { return t.narrow(d, i, 1); };
+	at::Tensor r = at::cat({ c(x, 1).mul(c(y, 2)).sub(c(x, 2).mul(c(y, 1))),
+				 c(x, 2).mul(c(y, 0)).sub(c(x, 0).mul(c(y, 2))),
+				 c(x, 0).mul(c(y, 1)).sub(c(x, 1).mul(c(y, 0))) }, d);
+	return composite_out(out, { &a, &b }, r);
 }
 
 // var = sum((x - mean)^2) / (N - correction), over one dim or all

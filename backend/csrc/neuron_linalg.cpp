@@ -184,14 +184,19 @@ at::Tensor addmm(const at::Tensor &bias, const at::Tensor &a, const at::Tensor &
 			return out;
 	}
 	// any other bias (a full [m, n] accumulator: acc.addmm_(a, b)): the
-	// product on TensorE, then beta * bias + alpha * product on VectorE
+	// product on TensorE left in fp32, then beta * bias + alpha * product
+	// on VectorE at fp32, rounded once to the dtype as CPU's gemm does
+	// (rounding the product first is two bf16 roundings: off by more than
+	// bf16's tolerance where bias and product cancel)
+	at::ScalarType dt = a.scalar_type();
 	if (a.dim() == 2 && b.dim() == 2 && !beta.isComplex() && !alpha.isComplex() && bias.is_privateuseone() &&
-	    bias.scalar_type() == a.scalar_type() && native_matmul("aten::addmm", a, b, nullptr, out)) {
+	    bias.scalar_type() == dt &&
+	    native_matmul("aten::addmm", a, b, nullptr, out, dt == at::kFloat ? at::ScalarType::Undefined : at::kFloat)) {
 		if (!alpha.equal(1))
 			out = out.mul(alpha);
-		if (beta.equal(0))
-			return out;
-		return out.add(beta.equal(1) ? bias : bias.mul(beta));
+		if (!beta.equal(0))
+			out = out.add(beta.equal(1) ? as_fp32(bias) : as_fp32(bias).mul(beta));
+		return cast_back(out.expand({ a.size(0), b.size(1) }).contiguous(), dt);
 	}
 	return declined;
 }

@@ -25,7 +25,8 @@ at::Tensor &declined_tensor();
 // What a native kernel returns to decline a call it does not cover: an
 // undefined tensor (by value or, for in-place / out= kernels, the one
 // declined_tensor()), or a tuple of undefined tensors; a kernel of a
-// void op (the in-place foreach / fused optimizer ops) returns false.
+// void op (the in-place foreach / fused optimizer ops) returns false, one
+// of a bool op (equal) std::nullopt.
 struct declined_t {
 	operator at::Tensor &() const { return declined_tensor(); }
 	template <class... T> operator std::tuple<T...>() const
@@ -79,6 +80,10 @@ template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> 
 		if constexpr (std::is_void_v<R>) {   // void kernels return whether they ran
 			if (Kernel(a...))
 				return;
+		} else if constexpr (std::is_same_v<R, bool>) {   // bool kernels: std::nullopt declines
+			std::optional<bool> r = Kernel(a...);
+			if (r)
+				return *r;
 		} else if constexpr (std::is_lvalue_reference_v<R>) {
 			R r = Kernel(a...);
 			if (&r != &declined_tensor())

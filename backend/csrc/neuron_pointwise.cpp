@@ -1,6 +1,6 @@
 // neuron_pointwise.cpp -- elementwise activations and math functions composed
 // from the native kernels (each step its own program on the device
-// timeline): hardtanh / relu6, leaky_relu, elu / celu / selu, hardsigmoid,
+// timeline): hardtanh / relu6, leaky_relu, elu / celu / selu, glu, prelu, hardsigmoid,
 // hardswish, mish, threshold, hard / soft shrink, sign, round, trunc, ceil,
 // frac, log2, log10, logaddexp, xlogy, fmax, fmin, rsub, nansum, dot, addmv,
 // std_mean, roll.
@@ -29,6 +29,8 @@
 #include <ATen/ops/ceil_ops.h>
 #include <ATen/ops/dot_ops.h>
 #include <ATen/ops/elu_ops.h>
+#include <ATen/ops/glu_ops.h>
+#include <ATen/ops/_prelu_kernel_ops.h>
 #include <ATen/ops/fmax_ops.h>
 #include <ATen/ops/fmin_ops.h>
 #include <ATen/ops/frac_ops.h>
@@ -184,6 +186,28 @@ at::Tensor &softshrink_out(const at::Tensor &x, const at::Scalar &l, at::Tensor 
 	double v = l.toDouble();
 	at::Tensor r = at::where(f.gt(v), f.sub(v), at::where(f.lt(-v), f.add(v), f.mul(0.0)));
 	return out_of(out, { &x }, back(r, x.scalar_type()));
+}
+
+// glu: the first half along dim times the sigmoid of the second (fp32
+// inside, as CPU's opmath); an odd size declines (CPU's error)
+at::Tensor &glu_out(const at::Tensor &x, int64_t dim, at::Tensor &out)
+{
+	if (!is_float_neuron(x) || x.dim() == 0)
+		return declined;
+	int64_t d = at::maybe_wrap_dim(dim, x.dim());
+	if (x.size(d) % 2)
+		return declined;
+	int64_t h = x.size(d) / 2;
+	at::Tensor a = up(x.narrow(d, 0, h)), b = up(x.narrow(d, h, h));
+	return out_of(out, { &x }, back(a.mul(b.sigmoid()), x.scalar_type()));
+}
+
+// CPU's prelu: x > 0 ? x : w * x (the weight already shaped to broadcast)
+at::Tensor prelu_kernel(const at::Tensor &x, const at::Tensor &w)
+{
+	if (!is_float_neuron(x) || !is_float_neuron(w) || x.scalar_type() != w.scalar_type())
+		return {};
+	return at::where(x.gt(0), x, w.mul(x));
 }
 
 // ---- rounding ---------------------------------------------------------------
