@@ -1,0 +1,91 @@
+"""Pooling, unpooling and resampling composed from native kernels
+(neuron_pool.cpp) against CPU PyTorch, natively (no CPU fallback): window
+geometries (kernel, stride, padding, dilation, ceil mode) over sizes across
+tile boundaries, NaN and -inf in windows, CPU's errors."""
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+
+
+def native(fn, *args):
+    before = torch_neuronsim.stats()["cpu_fallbacks"]
+    got = fn(*[a.to(NEURON) for a in args])
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+    want = fn(*args)
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+
+
+GEOMETRY = [(2, None, 0, 1, False), (3, 2, 1, 1, True), (3, 1, 1, 2, False), (4, 3, 2, 1, True), (1, 1, 0, 1, False)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("hw", [(1, 7), (7, 129), (129, 5)], ids=str)
+def test_pooling(dtype, hw):
+    g = torch.Generator().manual_seed(sum(hw))
+    x = torch.randn(2, 3, *hw, generator=g).to(dtype)
+    for k, s, p, d, ceil in GEOMETRY:
+        if k > min(hw) + 2 * p or (k - 1) * d + 1 > min(hw) + 2 * p:
+            continue
+        native(lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode=ceil, return_indices=True), x)
+        if d == 1:
+            for cip in (True, False):
+                native(lambda t: F.avg_pool2d(t, k, s, p, ceil_mode=ceil, count_include_pad=cip), x)
+            native(lambda t: F.avg_pool2d(t, k, s, p, ceil_mode=ceil, divisor_override=3), x)
+    for o in [(1, 1), (3, 2), hw]:
+        native(lambda t: F.adaptive_avg_pool2d(t, o), x)
+        native(lambda t: F.adaptive_max_pool2d(t, o, return_indices=True), x)
+
+
+def test_max_pool_nan_and_negative_infinity():
+    x = torch.full((1, 1, 4, 4), -float("inf"))
+    x[0, 0, 3, 3] = float("nan")
+    native(lambda t: F.max_pool2d(t, 3, 1, 1, return_indices=True), x)   # padded windows of -inf: first in-bounds index
+    native(lambda t: F.max_pool2d(t, 2, 2, return_indices=True), x)
+
+
+def test_max_pool_backward_and_unpool():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 3, 9, 11, generator=g)
+    v, i = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+    native(lambda t, j: F.max_unpool2d(t, j, 3, 2, 1, output_size=x.shape[-2:]), v, i)
+    xr = x.to(NEURON).requires_grad_()
+    F.max_pool2d(xr, 3, 2, 1).sum().backward()
+    xc = x.clone().requires_grad_()
+    F.max_pool2d(xc, 3, 2, 1).sum().backward()
+    torch.testing.assert_close(xr.grad.cpu(), xc.grad)
+    with pytest.raises(RuntimeError, match="invalid max index"):
+        F.max_unpool2d(v.to(NEURON), i.to(NEURON) + 1000, 3, 2, 1, output_size=x.shape[-2:])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("size", [(1, 1), (5, 7), (13, 129), (128, 3)], ids=str)
+def test_upsampling(dtype, size):
+    g = torch.Generator().manual_seed(size[0])
+    x = torch.randn(2, 3, 5, 6, generator=g).to(dtype)
+    # bilinear in bf16 runs on the CPU (its rounding schedule is CPU's own)
+    modes = ["nearest", "nearest-exact"] + (["bilinear"] if dtype == torch.float32 else [])
+    for mode, align in itertools.product(modes, [None, True, False]):
+        if (align is None) != mode.startswith("nearest"):
+            continue
+        native(lambda t: F.interpolate(t, size=size, mode=mode, align_corners=align), x)
+    for sf in (0.5, 2.0, 2.7):
+        native(lambda t: F.interpolate(t, scale_factor=sf, mode="nearest"), x)
+        if dtype == torch.float32:
+            native(lambda t: F.interpolate(t, scale_factor=sf, mode="bilinear", align_corners=False), x)
+    native(lambda t: F.interpolate(t, size=size[1], mode="linear", align_corners=False), x[:, :, 0])
+    native(lambda t: F.interpolate(t, size=size[1], mode="nearest"), x[:, :, 0])
+
+
+def test_pool_errors_as_cpu():
+    x = torch.randn(1, 1, 4, 4, device=NEURON)
+    with pytest.raises(RuntimeError, match="pad should be"):
+        F.max_pool2d(x, 2, 1, 2)
+    with pytest.raises(RuntimeError, match="Output size is too small"):
+        F.avg_pool2d(x, 5)
