@@ -447,6 +447,15 @@ at::Tensor clamp(const at::Tensor &a, const std::optional<at::Scalar> &lo,
 	return declined;
 }
 
+at::Tensor &clamp_out(const at::Tensor &a, const std::optional<at::Scalar> &lo, const std::optional<at::Scalar> &hi,
+		      at::Tensor &out)
+{
+	if (!out.is_privateuseone() || out.scalar_type() != a.scalar_type())
+		return declined;
+	at::Tensor r = neuron::clamp(a, lo, hi);
+	return r.defined() ? composite_out(out, { &a }, r) : declined_tensor();
+}
+
 // clamp_min / clamp_max with a number: clamp with one bound (zaya's
 // norm(...).clamp_min(eps)), and their out= forms
 at::Tensor clamp_min_scalar(const at::Tensor &a, const at::Scalar &lo)

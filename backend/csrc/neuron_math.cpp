@@ -2,7 +2,7 @@
 // functions composed from the native kernels (ScalarE's arctan, exp, log,
 // sqrt, sin; VectorE's arithmetic and selects): atan2, asin, acos, sinh,
 // cosh, asinh, acosh, atanh, exp2, sinc, hypot, copysign, heaviside,
-// nan_to_num, logit, xlog1py, logical and / or / xor.
+// nextafter, nan_to_num, logit, xlog1py, logical and / or / xor.
 //
 // Each computes in fp32 for bf16 / fp16 inputs (CPU's opmath) and rounds
 // once; the formulas are the numerically stable ones (no cancellation, no
@@ -34,6 +34,8 @@
 #include <ATen/ops/logical_xor_ops.h>
 #include <ATen/ops/logit_ops.h>
 #include <ATen/ops/nan_to_num_ops.h>
+#include <ATen/ops/nextafter_ops.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/sinc_ops.h>
 #include <ATen/ops/sinh_ops.h>
 #include <ATen/ops/special_xlog1py_ops.h>
@@ -256,6 +258,27 @@ at::Tensor &xlog1py_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &ou
 	at::Tensor r = at::where(x.eq(0), scalar_like(0.0, x), x.mul(y.log1p()));
 	r = at::where(y.ne(y), scalar_like(kNaN, x), r);
 	return composite_out(out, { &a, &b }, cast_back(r, out.scalar_type()));
+}
+
+// nextafter(x, y): x's bits as an integer of its width stepped by one
+// toward y (up for a positive x moving up or a negative one moving down);
+// x == 0 gives the smallest subnormal with y's direction, x == y gives y,
+// a NaN gives NaN
+at::Tensor &nextafter_out(const at::Tensor &x, const at::Tensor &y, at::Tensor &out)
+{
+	if (!real_floats(x, y, out) || x.scalar_type() != y.scalar_type() || out.scalar_type() != x.scalar_type())
+		return declined;
+	at::ScalarType it = x.element_size() == 4 ? at::kInt : at::kShort;
+	at::Tensor a = x.expand(at::infer_size(x.sizes(), y.sizes())).contiguous(), b = y.expand(a.sizes());
+	at::Tensor one = at::full({}, 1, a.options().dtype(it)), minus = at::full({}, -1, a.options().dtype(it));
+	at::Tensor step = at::where(b.gt(a).eq(a.gt(0)), one, minus);
+	at::Tensor r = a.view(it).add(step).view(a.scalar_type());
+	int64_t neg_tiny = it == at::kInt ? (int64_t)INT32_MIN + 1 : -32767;   /* sign bit | 1 */
+	at::Tensor tiny = at::where(b.gt(0), one, at::full({}, neg_tiny, one.options())).view(a.scalar_type());
+	r = at::where(a.eq(0), tiny.expand(a.sizes()), r);
+	r = at::where(a.eq(b), b, r);
+	r = at::where(a.ne(a).bitwise_or(b.ne(b)), scalar_like(kNaN, r), r);
+	return composite_out(out, { &x, &y }, r);
 }
 
 // ---- replacements and the logit -----------------------------------------------

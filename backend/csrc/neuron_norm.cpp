@@ -15,6 +15,9 @@
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
+#include <ATen/ops/_batch_norm_with_update_ops.h>
+#include <ATen/ops/empty.h>
+
 
 #include <ATen/ops/_native_batch_norm_legit_no_training_ops.h>
 #include <ATen/ops/_native_batch_norm_legit_ops.h>
@@ -158,6 +161,18 @@ Tensor3 bn_legit(const at::Tensor &x, const std::optional<at::Tensor> &w, const 
 	if (!bn_covered(x, w, b, rm, rv))
 		return declined;
 	return bn_forward(x, w, b, rm, rv, training, momentum, eps);
+}
+
+// training mode's forward with the running statistics updated (what
+// torch.compile's batch norm decomposes to): bn_legit, and an empty reserve
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>
+bn_with_update(const at::Tensor &x, const std::optional<at::Tensor> &w, const std::optional<at::Tensor> &b, at::Tensor &rm,
+	       at::Tensor &rv, double momentum, double eps)
+{
+	if (!bn_covered(x, w, b, rm, rv))
+		return declined;
+	auto [y, mean, rstd] = bn_forward(x, w, b, rm, rv, true, momentum, eps);
+	return { y, mean, rstd, at::empty({ 0 }, x.options().dtype(at::kByte)) };
 }
 
 Tensor3 bn_legit_no_stats(const at::Tensor &x, const std::optional<at::Tensor> &w,

@@ -1,7 +1,8 @@
-// neuron_pool.cpp -- pooling, unpooling and resampling composed from the
-// native kernels: avg_pool2d, max_pool2d_with_indices (and its backward),
-// adaptive average / max pooling, max_unpool2d / 3d, nearest and
-// (bi)linear upsampling.
+// neuron_pool.cpp -- pooling, unpooling, resampling and padding composed
+// from the native kernels: avg_pool2d, max_pool2d_with_indices (and its
+// backward), adaptive average (2-D, 3-D) / max pooling, max_unpool2d / 3d,
+// nearest and (bi)linear upsampling, replication / reflection padding,
+// im2col, channel_shuffle.
 //
 // The index arithmetic is CPU PyTorch's own (ATen/native/Pool.h,
 // UpSample.h: output shapes, shape checks with their errors, source indices
@@ -18,6 +19,7 @@
 
 #include <ATen/native/Pool.h>
 #include <ATen/native/UpSample.h>
+#include <ATen/native/im2col_shape_check.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/matmul.h>
@@ -26,6 +28,12 @@
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/_adaptive_avg_pool2d_ops.h>
+#include <ATen/ops/_adaptive_avg_pool3d_ops.h>
+#include <ATen/ops/channel_shuffle_ops.h>
+#include <ATen/ops/im2col_ops.h>
+#include <ATen/ops/reflection_pad1d_ops.h>
+#include <ATen/ops/replication_pad1d_ops.h>
+#include <ATen/ops/replication_pad2d_ops.h>
 #include <ATen/ops/_upsample_nearest_exact1d_ops.h>
 #include <ATen/ops/_upsample_nearest_exact2d_ops.h>
 #include <ATen/ops/adaptive_max_pool2d_ops.h>
@@ -292,6 +300,96 @@ std::tuple<at::Tensor &, at::Tensor &> adaptive_max_pool2d_out(const at::Tensor 
 	composite_out(out, { &x }, v.view(shape));
 	composite_out(indices, { &x }, h.mul(W).add(w).view(shape));
 	return { out, indices };
+}
+
+// A_d, A_h, A_w over [B, D, H, W] planes: D first ([oD, D] @ [B, D, H W]),
+// then H and W as adaptive_avg_pool2d, at fp32; bf16 / fp16 stay on the
+// CPU, whose 3-D kernel accumulates in the dtype (up to 3x off an fp32
+// average near zero)
+at::Tensor adaptive_avg_pool3d(const at::Tensor &x, at::IntArrayRef size)
+{
+	if (!float_input(x) || x.scalar_type() != at::kFloat || (x.dim() != 4 && x.dim() != 5) || size.size() != 3 || size[0] <= 0 || size[1] <= 0 ||
+	    size[2] <= 0 || x.numel() == 0)
+		return declined;
+	int64_t D = x.size(-3), H = x.size(-2), W = x.size(-1);
+	at::Tensor v = as_fp32(x).reshape({ -1, D, H * W });
+	at::Tensor r = at::matmul(averaging(D, size[0], x), v).reshape({ -1, H, W });
+	r = at::matmul(at::matmul(averaging(H, size[1], x), r), averaging(W, size[2], x).t());
+	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 3);
+	shape.insert(shape.end(), size.begin(), size.end());
+	return cast_back(r.reshape(shape), x.scalar_type());
+}
+
+// ---- padding, im2col, channel shuffle -------------------------------------------
+
+// x with its last `dims` dims re-indexed: position o of dim k reads source
+// src(o - before_k) of that dim (replicate: clamped; reflect: mirrored);
+// pads as CPU lists them (last dim first); negative pads crop
+at::Tensor pad_by_index(const at::Tensor &x, at::IntArrayRef pad, bool reflect)
+{
+	int64_t dims = (int64_t)pad.size() / 2;
+	if (!float_input(x) || (int64_t)pad.size() != 2 * dims || x.dim() < dims + 1 || x.dim() > dims + 2 ||
+	    x.numel() == 0)
+		return {};
+	at::Tensor r = x;
+	for (int64_t k = 0; k < dims; k++) {
+		int64_t d = x.dim() - 1 - k, in = x.size(d), before = pad[2 * k], after = pad[2 * k + 1];
+		int64_t out = in + before + after;
+		if (out <= 0 || (reflect && (before >= in || after >= in || before < 0 || after < 0)))
+			return {};
+		std::vector<int64_t> idx((size_t)out);
+		for (int64_t o = 0; o < out; o++) {
+			int64_t j = o - before;
+			if (reflect)
+				j = j < 0 ? -j : j >= in ? 2 * (in - 1) - j : j;
+			idx[(size_t)o] = std::min(std::max<int64_t>(j, 0), in - 1);
+		}
+		r = r.index_select(d, longs(idx, x));
+	}
+	return r.contiguous();
+}
+
+at::Tensor &replication_pad1d_out(const at::Tensor &x, at::IntArrayRef pad, at::Tensor &out)
+{
+	return composite_out(out, { &x }, pad.size() == 2 ? pad_by_index(x, pad, false) : at::Tensor());
+}
+
+at::Tensor &replication_pad2d_out(const at::Tensor &x, at::IntArrayRef pad, at::Tensor &out)
+{
+	return composite_out(out, { &x }, pad.size() == 4 ? pad_by_index(x, pad, false) : at::Tensor());
+}
+
+at::Tensor &reflection_pad1d_out(const at::Tensor &x, at::IntArrayRef pad, at::Tensor &out)
+{
+	return composite_out(out, { &x }, pad.size() == 2 ? pad_by_index(x, pad, true) : at::Tensor());
+}
+
+// im2col: the windows of the zero-padded input as [N, C kH kW, L] columns
+// (CPU's shape check first)
+at::Tensor im2col(const at::Tensor &x, at::IntArrayRef k, at::IntArrayRef d, at::IntArrayRef p, at::IntArrayRef s)
+{
+	if (!float_input(x) || k.size() != 2 || d.size() != 2 || p.size() != 2 || s.size() != 2)
+		return {};
+	at::native::im2col_shape_check(x, at::Tensor(), k[0], k[1], d[0], d[1], p[0], p[1], s[0], s[1]);
+	bool batched = x.dim() == 4;
+	at::Tensor b = batched ? x : x.unsqueeze(0);
+	int64_t N = b.size(0), C = b.size(1);
+	Pool2d g{ k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], b.size(2), b.size(3), 0, 0 };
+	g.oH = (g.H + 2 * g.pH - (g.dH * (g.kH - 1) + 1)) / g.sH + 1;
+	g.oW = (g.W + 2 * g.pW - (g.dW * (g.kW - 1) + 1)) / g.sW + 1;
+	at::Tensor w = windows(b.reshape({ N * C, g.H, g.W }), g, 0.0);   /* [NC, oH, oW, kH, kW] */
+	at::Tensor cols = w.permute({ 0, 3, 4, 1, 2 }).reshape({ N, C * g.kH * g.kW, g.oH * g.oW });
+	return batched ? cols : cols.squeeze(0);
+}
+
+// channel_shuffle: [N, g, C / g, ...] with its group dims swapped
+at::Tensor channel_shuffle(const at::Tensor &x, int64_t groups)
+{
+	if (!x.is_privateuseone() || x.dim() < 3 || groups <= 0 || x.size(1) % groups)
+		return {};
+	std::vector<int64_t> shape{ x.size(0), groups, x.size(1) / groups };
+	shape.insert(shape.end(), x.sizes().begin() + 2, x.sizes().end());
+	return x.reshape(shape).transpose(1, 2).reshape(x.sizes()).contiguous();
 }
 
 // ---- unpooling -----------------------------------------------------------------

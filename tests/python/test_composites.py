@@ -54,3 +54,20 @@ def test_bad_arguments_raise_as_cpu():
         torch.linalg.cross(torch.randn(4, 2, device=NEURON), torch.randn(4, 2, device=NEURON))
     with pytest.raises(RuntimeError):
         F.glu(torch.randn(3, 5, device=NEURON), 1)
+
+
+def test_clamp_out_and_batch_norm_with_update():
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(5, 129, generator=g)
+    native(lambda t: torch.clamp(t, -0.5, 0.25, out=torch.empty_like(t)), x)
+    xb = torch.randn(4, 3, 5, 5, generator=g)
+    rm, rv = torch.zeros(3), torch.ones(3)
+    rmn, rvn = rm.to(NEURON), rv.to(NEURON)
+    before = torch_neuronsim.stats()["cpu_fallbacks"]
+    got = torch.ops.aten._batch_norm_with_update(xb.to(NEURON), None, None, rmn, rvn, 0.1, 1e-5)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == before
+    want = torch.ops.aten._batch_norm_with_update(xb, None, None, rm, rv, 0.1, 1e-5)
+    for a, b in zip(got[:3], want[:3]):
+        torch.testing.assert_close(a.cpu(), b)
+    torch.testing.assert_close(rmn.cpu(), rm)
+    torch.testing.assert_close(rvn.cpu(), rv)

@@ -45,7 +45,7 @@ def test_unary_matches_cpu(name, dtype):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("fn", [torch.atan2, torch.hypot, torch.copysign, torch.heaviside, torch.special.xlog1py,
-                                torch.logical_and, torch.logical_or, torch.logical_xor],
+                                torch.logical_and, torch.logical_or, torch.logical_xor, torch.nextafter],
                          ids=lambda f: f.__name__)
 def test_binary_matches_cpu(fn, dtype):
     check(fn, values(2).to(dtype), values(3).to(dtype))

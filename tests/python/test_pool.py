@@ -89,3 +89,21 @@ def test_pool_errors_as_cpu():
         F.max_pool2d(x, 2, 1, 2)
     with pytest.raises(RuntimeError, match="Output size is too small"):
         F.avg_pool2d(x, 5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_padding_im2col_shuffle_adaptive3d(dtype):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(2, 6, 9, 129, generator=g).to(dtype)
+    for pad in [(1, 2), (3, 0), (-1, 2)]:
+        native(lambda t: F.pad(t, pad, mode="replicate"), x[:, :, 0])
+        if min(pad) >= 0:
+            native(lambda t: F.pad(t, pad, mode="reflect"), x[:, :, 0])
+    native(lambda t: F.pad(t, (1, 2, 3, 0), mode="replicate"), x)
+    native(lambda t: F.pad(t, (-2, 1, 1, -3), mode="replicate"), x)
+    native(lambda t: F.unfold(t, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), x)
+    native(lambda t: F.channel_shuffle(t, 3), x)
+    if dtype == torch.float32:   # bf16: CPU's 3-D kernel accumulates in bf16; it runs there
+        native(lambda t: F.adaptive_avg_pool3d(t, (2, 4, 7)), x)
+    with pytest.raises(RuntimeError):
+        F.pad(x[:, :, 0].to(NEURON), (200, 1), mode="reflect")

@@ -1,0 +1,138 @@
+// neuron_select.cpp -- selection by flat position or by value, composed from
+// the native kernels: take and put (a flat view's index_select / index_put,
+// negative positions wrapped, CPU's IndexError for one outside), bucketize
+// and searchsorted (each value compared with every boundary on VectorE and
+// the hits counted: CPU's binary-search predicates, so NaN lands last).
+#include "neuron_kernels.h"
+#include "neuron_ops.h"
+
+#include <ATen/ops/bucketize_ops.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/put_ops.h>
+#include <ATen/ops/searchsorted_ops.h>
+#include <ATen/ops/take_ops.h>
+#include <ATen/ops/where.h>
+
+namespace neuron {
+
+namespace {
+
+// how many comparisons a search may hold at once (bool elements)
+constexpr int64_t kSearchCap = (int64_t)1 << 26;
+
+// index (int64, neuron) wrapped into [0, n), after CPU's bounds check
+at::Tensor flat_positions(const at::Tensor &index, int64_t n)
+{
+	at::Tensor i = index.reshape({ -1 });
+	if (i.numel()) {
+		at::Tensor lim = peek_cpu(at::stack({ i.min(), i.max() }));
+		int64_t lo = lim[0].item<int64_t>(), hi = lim[1].item<int64_t>();
+		int64_t bad = lo < -n ? lo : hi;
+		TORCH_CHECK_INDEX(lo >= -n && hi < n, "out of range: tried to access index ", bad, " on a tensor of ", n,
+				  " elements.");
+	}
+	return at::where(i.lt(0), i.add(n), i);
+}
+
+bool positions_ok(const at::Tensor &self, const at::Tensor &index)
+{
+	return self.is_privateuseone() && index.is_privateuseone() && index.scalar_type() == at::kLong &&
+	       (self.numel() > 0 || index.numel() == 0) && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID;
+}
+
+at::Tensor take(const at::Tensor &self, const at::Tensor &index)
+{
+	if (!positions_ok(self, index))
+		return {};
+	if (index.numel() == 0)
+		return at::empty(index.sizes(), self.options());
+	at::Tensor i = flat_positions(index, self.numel());
+	return self.reshape({ -1 }).index_select(0, i).view(index.sizes());
+}
+
+// take's out=: out may share no memory with self or index (CPU's check)
+at::Tensor &take_out(const at::Tensor &self, const at::Tensor &index, at::Tensor &out)
+{
+	at::Tensor r = take(self, index);
+	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != self.scalar_type())
+		return declined;
+	at::assert_no_internal_overlap(out);
+	at::assert_no_overlap(out, self);
+	at::assert_no_overlap(out, index);
+	return write_result(out, r);
+}
+
+at::Tensor &put_(at::Tensor &self, const at::Tensor &index, const at::Tensor &source, bool accumulate)
+{
+	if (!positions_ok(self, index) || !source.is_privateuseone() || source.scalar_type() != self.scalar_type() ||
+	    source.numel() != index.numel() || !self.is_contiguous())
+		return declined;
+	if (index.numel() == 0)
+		return self;
+	at::Tensor i = flat_positions(index, self.numel());
+	at::Tensor flat = self.view({ -1 });
+	flat.index_put_({ i }, source.reshape({ -1 }), accumulate);
+	return self;
+}
+
+// per value, the count of sequence entries the binary search passes: CPU's
+// lower bound passes !(s >= v), its upper bound !(s > v) (a NaN value
+// passes every entry); seq [..., n] against values [..., m]
+at::Tensor search(const at::Tensor &seq, const at::Tensor &values, bool right, bool out_int32)
+{
+	if (seq.size(-1) == 0 || values.numel() == 0)   /* nothing to pass: position 0 */
+		return at::zeros(values.sizes(), values.options().dtype(out_int32 ? at::kInt : at::kLong));
+	at::Tensor s = seq.dim() == 1 ? seq : seq.unsqueeze(-2);
+	at::Tensor v = values.unsqueeze(-1);
+	at::Tensor hit = right ? s.gt(v) : s.ge(v);
+	at::Tensor r = hit.logical_not().sum(-1);
+	return out_int32 ? r.to(at::kInt) : r;
+}
+
+bool search_ok(const at::Tensor &seq, const at::Tensor &values)
+{
+	if (!is_float_neuron(seq) || !is_float_neuron(values) || seq.scalar_type() != values.scalar_type() ||
+	    !at::isFloatingType(seq.scalar_type()) || seq.dim() == 0)
+		return false;
+	if (seq.dim() > 1 && (values.dim() != seq.dim() || !values.sizes().slice(0, seq.dim() - 1).equals(
+								seq.sizes().slice(0, seq.dim() - 1))))
+		return false;
+	return values.numel() * seq.size(-1) <= kSearchCap;
+}
+
+at::Tensor bucketize(const at::Tensor &values, const at::Tensor &boundaries, bool out_int32, bool right)
+{
+	if (boundaries.dim() != 1 || !search_ok(boundaries, values))
+		return {};
+	return search(boundaries, values, right, out_int32);
+}
+
+at::Tensor searchsorted(const at::Tensor &seq, const at::Tensor &values, bool out_int32, bool right,
+			std::optional<c10::string_view> side, const std::optional<at::Tensor> &sorter)
+{
+	if (side) {
+		if (*side != "left" && *side != "right")
+			return {};
+		if (right && *side == "left")   // CPU's error: the fallback raises it
+			return {};
+		right = *side == "right";
+	}
+	if (!search_ok(seq, values))
+		return {};
+	at::Tensor s = seq;
+	if (sorter && sorter->defined()) {
+		if (!sorter->is_privateuseone() || sorter->scalar_type() != at::kLong || !sorter->sizes().equals(seq.sizes()))
+			return {};
+		s = seq.gather(-1, *sorter);
+	}
+	return search(s, values, right, out_int32);
+}
+
+}  // namespace
+
+NEURON_REGISTER_OPS(NEURON_OPS_SELECT)
+
+}  // namespace neuron

@@ -1,0 +1,43 @@
+"""take / put, bucketize / searchsorted (neuron_select.cpp) against CPU
+PyTorch, natively, with CPU's errors."""
+import pytest
+import torch
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+
+
+def native(fn, *args):
+    before = torch_neuronsim.stats()["cpu_fallbacks"]
+    got = fn(*[a.to(NEURON) for a in args])
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+    torch.testing.assert_close(got.cpu(), fn(*args), equal_nan=True)
+
+
+@pytest.mark.parametrize("n", [1, 127, 129, 513])
+def test_take_put(n):
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(n, 3, generator=g)
+    i = torch.randint(-3 * n, 3 * n, (7, 5), generator=g)
+    native(torch.take, x, i)
+    native(lambda t, j, s: t.clone().put_(j, s), x, i[0], torch.randn(5, generator=g))
+    native(lambda t, j, s: t.clone().put_(j, s, accumulate=True), x, i.flatten(), torch.randn(35, generator=g))
+    with pytest.raises(IndexError, match="out of range"):
+        torch.take(x.to(NEURON), torch.tensor([3 * n], device=NEURON))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("right", [False, True])
+def test_searches(dtype, right):
+    g = torch.Generator().manual_seed(3)
+    b = torch.randn(129, generator=g).sort().values.to(dtype)
+    v = torch.cat([torch.randn(300, generator=g), b[:20].float(), torch.tensor([float("nan"), float("inf")])]).to(dtype)
+    native(lambda s, t: torch.bucketize(t, s, right=right), b, v)
+    native(lambda s, t: torch.bucketize(t, s, right=right, out_int32=True), b, v)
+    seq = torch.randn(4, 33, generator=g).sort().values.to(dtype)
+    vals = torch.randn(4, 9, generator=g).to(dtype)
+    native(lambda s, t: torch.searchsorted(s, t, right=right), seq, vals)
+    perm = torch.randn(4, 33, generator=g).argsort()
+    native(lambda s, t, p: torch.searchsorted(s, t, side="right" if right else "left", sorter=p),
+           seq.gather(1, perm.argsort()), vals, perm)
