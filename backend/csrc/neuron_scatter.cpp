@@ -6,7 +6,8 @@
 // positions add up in order) moves the source elements there.  index_add
 // moves whole slabs along dim (the index_copy kernel with accumulation).
 // Float and 32-bit-or-narrower integer types accumulate; scatter (no reduce)
-// takes any type.  Out-of-range indices fault on the device: a Python error,
+// takes any type.  scatter_reduce / index_reduce (sum, mean, amax, amin)
+// reduce through a dense buffer of one slot per source element.  Out-of-range indices fault on the device: a Python error,
 // nothing written.
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
@@ -20,6 +21,15 @@
 #include <ATen/ops/scatter_add_ops.h>
 #include <ATen/ops/scatter_ops.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/index_reduce_ops.h>
+#include <ATen/ops/scatter_reduce_ops.h>
+#include <limits>
 #include <torch/library.h>
 
 namespace neuron {
@@ -75,8 +85,14 @@ bool scatter_elements(at::Tensor &out, int64_t dim, const at::Tensor &index, con
 	for (int64_t d = 0; d < index.dim(); d++) {
 		if (d == dim || index.size(d) == 1)
 			continue;
+		// coordinate * stride: the iota of coordinates, then an exact int64
+		// multiply (an iota of a large step leaves the fill kernel's range)
+		if (out.stride(d) > INT32_MAX)
+			return false;
 		at::Tensor r = at::empty({ index.size(d) }, index.options().dtype(at::kLong));
-		at::_ops::arange_start_out::call(0, index.size(d) * out.stride(d), out.stride(d), r);
+		at::_ops::arange_start_out::call(0, index.size(d), 1, r);
+		if (out.stride(d) != 1)
+			r = i64_mul_scalar(r, (int32_t)out.stride(d));
 		std::vector<int64_t> shape(index.dim(), 1);
 		shape[d] = index.size(d);
 		r = r.view(shape);
@@ -207,6 +223,111 @@ at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor 
 		}
 	}
 	return declined;
+}
+
+// ---- reductions into positions ----------------------------------------------------
+
+// the most elements a dense reduction may hold (fp32)
+constexpr int64_t kDenseCap = (int64_t)1 << 26;
+
+// self with src reduced into the positions index names along dim (sum,
+// mean, amax, amin; prod declines).  Dense: with dim moved last, source
+// element i of a row goes to slot index * n + i of an identity-filled
+// [rows, m * n] buffer (every slot written once: no order to keep), each
+// destination's n slots are reduced, then combined with self as CPU does
+// (include_self; a mean divides by the count, self counted); the region
+// index covers in the other dims only.  fp32 inside, rounded once.
+at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+		       c10::string_view reduce, bool include_self)
+{
+	bool op_ok = reduce == "sum" || reduce == "mean" || reduce == "amax" || reduce == "amin";
+	if (!op_ok || !is_float_neuron(self) || !is_float_neuron(src) || !at::isFloatingType(self.scalar_type()) ||
+	    src.scalar_type() != self.scalar_type() || !index.is_privateuseone() || index.scalar_type() != at::kLong ||
+	    self.dim() == 0)
+		return {};
+	int64_t d = at::maybe_wrap_dim(dim, self.dim());
+	if (!scatter_shapes_ok(self, d, index, &src))
+		return {};
+	if (index.numel() == 0)
+		return self.clone();
+	int64_t m = self.size(d), n = index.size(d);
+	if (index.numel() / n * m * n > kDenseCap)
+		return {};
+	// the region the index addresses (all of dim d)
+	at::Tensor t = self, x = src;
+	for (int64_t k = 0; k < self.dim(); k++) {
+		x = x.narrow(k, 0, index.size(k));
+		if (k != d)
+			t = t.narrow(k, 0, index.size(k));
+	}
+	at::Tensor I = index.movedim(d, -1).contiguous(), S = as_fp32(x.movedim(d, -1)).contiguous();
+	at::Tensor T = as_fp32(t.movedim(d, -1));
+	double fill = reduce == "amax" ? -std::numeric_limits<double>::infinity()
+		    : reduce == "amin" ? std::numeric_limits<double>::infinity()
+				       : 0.0;
+	std::vector<int64_t> dense(I.sizes().begin(), I.sizes().end() - 1);
+	dense.push_back(m * n);
+	at::Tensor slot = I.mul(n).add(at::arange(n, at::TensorOptions().dtype(at::kLong)).to(I.device()));
+	at::Tensor D = at::full(dense, fill, S.options()).scatter(-1, slot, S);
+	dense.back() = m;
+	dense.push_back(n);
+	D = D.view(dense);
+	at::Tensor R = reduce == "amax" ? D.amax(-1) : reduce == "amin" ? D.amin(-1) : D.sum(-1);
+	at::Tensor count = at::zeros(T.sizes(), S.options()).scatter_add(-1, I, at::ones(I.sizes(), S.options()));
+	at::Tensor touched = count.gt(0), r;
+	if (reduce == "sum")
+		r = include_self ? T.add(R) : at::where(touched, R, T);
+	else if (reduce == "mean")
+		r = include_self ? T.add(R).div(count.add(1)) : at::where(touched, R.div(count), T);
+	else if (include_self)
+		r = reduce == "amax" ? at::maximum(T, R) : at::minimum(T, R);
+	else
+		r = at::where(touched, R, T);
+	at::Tensor out = self.clone();
+	at::Tensor region = out;
+	for (int64_t k = 0; k < self.dim(); k++)
+		if (k != d)
+			region = region.narrow(k, 0, index.size(k));
+	region.copy_(r.movedim(-1, d));
+	return out;
+}
+
+at::Tensor &scatter_reduce_two_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+				   c10::string_view reduce, bool include_self, at::Tensor &out)
+{
+	return composite_out(out, { &self, &index, &src }, reduce_into(self, dim, index, src, reduce, include_self));
+}
+
+// index_reduce: index (1-D) names a position along dim for each of source's
+// slices: the same reduction with index spread over source's shape.  A
+// bf16 / fp16 mean stays on the CPU, which accumulates it in the dtype (a
+// cancelling sum is 25% off an fp32 one there)
+at::Tensor &index_reduce_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
+			     c10::string_view reduce, bool include_self, at::Tensor &out)
+{
+	if (reduce == "mean" && self.scalar_type() != at::kFloat)
+		return declined;
+	if (self.dim() == 0 && source.dim() == 0 && index.numel() == 1 && (dim == 0 || dim == -1)) {   /* a scalar as [1] */
+		at::Tensor r = reduce_into(self.view({ 1 }), 0, index.reshape({ 1 }), source.view({ 1 }), reduce, include_self);
+		return composite_out(out, { &self, &index, &source }, r.defined() ? r.view(at::IntArrayRef{}) : r);
+	}
+	if (index.dim() > 1 || !source.is_privateuseone() || source.dim() != self.dim() || self.dim() == 0)
+		return declined;
+	int64_t d = at::maybe_wrap_dim(dim, self.dim());
+	if (index.numel() != source.size(d))
+		return declined;
+	for (int64_t k = 0; k < self.dim(); k++)
+		if (k != d && source.size(k) != self.size(k))
+			return declined;
+	std::vector<int64_t> view(self.dim(), 1);
+	view[d] = index.numel();
+	at::Tensor full = index.reshape(view).expand(source.sizes());
+	if (index.numel()) {
+		at::Tensor lim = peek_cpu(at::stack({ index.min(), index.max() }));
+		int64_t lo = lim[0].item<int64_t>(), hi = lim[1].item<int64_t>();
+		TORCH_CHECK_INDEX(lo >= 0 && hi < self.size(d), "index out of range in self");
+	}
+	return composite_out(out, { &self, &index, &source }, reduce_into(self, d, full, source, reduce, include_self));
 }
 
 }  // namespace

@@ -85,7 +85,10 @@ def test_uncovered_calls_fall_back_and_are_correct():
     assert torch.equal((da.t() * da.t()).cpu(), a.t() * a.t())
     assert torch.equal((da + da.half()).cpu(), a + a.half())
     assert torch.equal((da.half() + da.half()).cpu(), a.half() + a.half())
-    assert torch.equal((da[::2].exp()).cpu(), a[::2].exp())
+    # exp within fp32's tolerance, not bit for bit: CPU's own exp of a strided
+    # tensor takes its scalar or its vectorized path depending on what ran
+    # before in the process (this line flaked by test order)
+    torch.testing.assert_close((da[::2].exp()).cpu(), a[::2].exp())
     assert torch.equal((da * da.bfloat16()[0]).cpu(), a * a.bfloat16()[0])
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0, torch_neuronsim.stats()["fallback_ops"]
     i = torch.arange(10)

@@ -41,3 +41,23 @@ def test_searches(dtype, right):
     perm = torch.randn(4, 33, generator=g).argsort()
     native(lambda s, t, p: torch.searchsorted(s, t, side="right" if right else "left", sorter=p),
            seq.gather(1, perm.argsort()), vals, perm)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_scatter_and_index_reduce(reduce, include_self, dtype):
+    """through a dense slot per source element: duplicates, untouched
+    positions, NaN, a src larger than the index"""
+    g = torch.Generator().manual_seed(11)
+    self_ = torch.randn(5, 129, generator=g).to(dtype)
+    src = torch.randn(6, 257, generator=g).to(dtype)
+    src[0, 3] = float("nan")
+    idx = torch.randint(0, 129, (4, 200), generator=g)
+    native(lambda s, i, x: s.scatter_reduce(1, i, x, reduce, include_self=include_self), self_, idx, src)
+    native(lambda s, i, x: s.scatter_reduce(0, i[:, :5] % 5, x, reduce, include_self=include_self), self_, idx, src)
+    # index_reduce's bf16 mean runs on the CPU (it accumulates in bf16 there)
+    if reduce != "sum" and not (reduce == "mean" and dtype != torch.float32):
+        source = torch.randn(5, 300, generator=g).to(dtype)
+        ii = torch.randint(0, 129, (300,), generator=g)
+        native(lambda s, i, x: s.index_reduce(1, i, x, reduce, include_self=include_self), self_, ii, source)
