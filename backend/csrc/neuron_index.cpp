@@ -556,9 +556,11 @@ bool index_put_front(at::Tensor &self, const c10::List<std::optional<at::Tensor>
 // those slots, and exact int64 division / remainder per dim.
 at::Tensor nonzero(const at::Tensor &self)
 {
-	if (!self.is_privateuseone() || self.dim() == 0 || self.is_complex() || self.numel() >= INT32_MAX ||
+	if (!self.is_privateuseone() || self.is_complex() || self.numel() >= INT32_MAX ||
 	    units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
 		return declined;
+	if (self.dim() == 0)   /* a scalar: one row of no coordinates, or none */
+		return at::empty({ peek_cpu(self.ne(0)).item<bool>() ? 1 : 0, 0 }, self.options().dtype(at::kLong));
 	int64_t n = self.numel(), nd = self.dim();
 	at::Tensor flat = self.reshape({ n });
 	at::Tensor mask = flat.scalar_type() == at::kBool ? flat : flat.ne(0);

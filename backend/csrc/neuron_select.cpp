@@ -1,5 +1,6 @@
 // neuron_select.cpp -- selection by flat position or by value, composed from
-// the native kernels: take and put (a flat view's index_select / index_put,
+// the native kernels: masked_select and nonzero_static (nonzero's
+// positions), take and put (a flat view's index_select / index_put,
 // negative positions wrapped, CPU's IndexError for one outside), bucketize
 // and searchsorted (each value compared with every boundary on VectorE and
 // the hits counted: CPU's binary-search predicates, so NaN lands last).
@@ -8,7 +9,12 @@
 
 #include <ATen/ops/bucketize_ops.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/masked_select_ops.h>
+#include <ATen/ops/nonzero.h>
+#include <ATen/ops/nonzero_static_ops.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/put_ops.h>
@@ -43,7 +49,7 @@ bool positions_ok(const at::Tensor &self, const at::Tensor &index)
 	       (self.numel() > 0 || index.numel() == 0) && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID;
 }
 
-at::Tensor take(const at::Tensor &self, const at::Tensor &index)
+at::Tensor take_impl(const at::Tensor &self, const at::Tensor &index)
 {
 	if (!positions_ok(self, index))
 		return {};
@@ -56,7 +62,7 @@ at::Tensor take(const at::Tensor &self, const at::Tensor &index)
 // take's out=: out may share no memory with self or index (CPU's check)
 at::Tensor &take_out(const at::Tensor &self, const at::Tensor &index, at::Tensor &out)
 {
-	at::Tensor r = take(self, index);
+	at::Tensor r = take_impl(self, index);
 	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != self.scalar_type())
 		return declined;
 	at::assert_no_internal_overlap(out);
@@ -129,6 +135,48 @@ at::Tensor searchsorted(const at::Tensor &seq, const at::Tensor &values, bool ou
 		s = seq.gather(-1, *sorter);
 	}
 	return search(s, values, right, out_int32);
+}
+
+// masked_select: self and mask broadcast together, the elements where the
+// mask holds, in order (nonzero's positions of the flat mask)
+at::Tensor masked_select_impl(const at::Tensor &self, const at::Tensor &mask)
+{
+	if (!self.is_privateuseone() || !mask.is_privateuseone() || mask.scalar_type() != at::kBool ||
+	    units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
+		return {};
+	std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
+	int64_t n = 1;
+	for (int64_t s : shape)
+		n *= s;
+	if (n == 0)
+		return at::empty({ 0 }, self.options());
+	at::Tensor pos = at::nonzero(mask.expand(shape).reshape({ n })).view({ -1 });
+	return self.expand(shape).reshape({ n }).index_select(0, pos);
+}
+
+// masked_select's out=: out may share no memory with self or mask (CPU's check)
+at::Tensor &masked_select_out(const at::Tensor &self, const at::Tensor &mask, at::Tensor &out)
+{
+	at::Tensor r = masked_select_impl(self, mask);
+	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != self.scalar_type())
+		return declined;
+	at::assert_no_internal_overlap(out);
+	at::assert_no_overlap(out, self);
+	at::assert_no_overlap(out, mask);
+	return write_result(out, r);
+}
+
+// nonzero_static: nonzero's first `size` rows, fill_value after them
+at::Tensor nonzero_static(const at::Tensor &self, int64_t size, int64_t fill)
+{
+	if (!self.is_privateuseone() || size < 0)
+		return {};
+	at::Tensor nz = at::nonzero(self);
+	at::Tensor out = at::full({ size, self.dim() }, fill, self.options().dtype(at::kLong));
+	int64_t k = std::min<int64_t>(size, nz.size(0));
+	if (k > 0)
+		out.narrow(0, 0, k).copy_(nz.narrow(0, 0, k));
+	return out;
 }
 
 }  // namespace

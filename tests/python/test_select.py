@@ -61,3 +61,18 @@ def test_scatter_and_index_reduce(reduce, include_self, dtype):
         source = torch.randn(5, 300, generator=g).to(dtype)
         ii = torch.randint(0, 129, (300,), generator=g)
         native(lambda s, i, x: s.index_reduce(1, i, x, reduce, include_self=include_self), self_, ii, source)
+
+
+@pytest.mark.parametrize("n", [1, 127, 129, 513])
+def test_masked_select_and_nonzero(n):
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(3, n, generator=g)
+    m = torch.rand(n, generator=g) > 0.5
+    native(torch.masked_select, x, m)
+    native(lambda t: torch.nonzero_static(t > 0, size=n), x)
+    native(lambda t: torch.nonzero_static(t > 0, size=2, fill_value=-7), x)
+    native(torch.nonzero, torch.tensor(3.0))
+    native(torch.nonzero, torch.tensor(0.0))
+    with pytest.raises(RuntimeError, match="single memory location"):
+        xd = x.to(NEURON)
+        torch.masked_select(xd, torch.ones_like(xd, dtype=torch.bool), out=xd.view(-1))
