@@ -587,6 +587,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor &x, a
 							  const std::optional<at::Tensor> &w0,
 							  const std::optional<at::Tensor> &b0, double eps)
 {
+	TORCH_CHECK(!shape.empty(), "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+				    "one element, but got normalized_shape = ", shape);   // CPU's check, before any other
 	// a weight without a bias (LayerNorm(bias=False): MPT) or the reverse:
 	// the missing one as zeros / ones, which leave every value unchanged
 	std::optional<at::Tensor> w = w0, b = b0;
