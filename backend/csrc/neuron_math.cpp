@@ -2,7 +2,8 @@
 // functions composed from the native kernels (ScalarE's arctan, exp, log,
 // sqrt, sin; VectorE's arithmetic and selects): atan2, asin, acos, sinh,
 // cosh, asinh, acosh, atanh, exp2, sinc, hypot, copysign, heaviside,
-// nextafter, nan_to_num, logit, xlog1py, logical and / or / xor.
+// nextafter, nan_to_num, logit, xlog1py, logical and / or / xor, digamma
+// (polygamma of order 0) and lgamma.
 //
 // Each computes in fp32 for bf16 / fp16 inputs (CPU's opmath) and rounds
 // once; the formulas are the numerically stable ones (no cancellation, no
@@ -34,6 +35,13 @@
 #include <ATen/ops/logical_xor_ops.h>
 #include <ATen/ops/logit_ops.h>
 #include <ATen/ops/nan_to_num_ops.h>
+#include <ATen/ops/digamma_ops.h>
+#include <ATen/ops/lgamma_ops.h>
+#include <ATen/ops/polygamma_ops.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <ATen/ops/nextafter_ops.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/sinc_ops.h>
@@ -279,6 +287,188 @@ at::Tensor &nextafter_out(const at::Tensor &x, const at::Tensor &y, at::Tensor &
 	r = at::where(a.eq(b), b, r);
 	r = at::where(a.ne(a).bitwise_or(b.ne(b)), scalar_like(kNaN, r), r);
 	return composite_out(out, { &x, &y }, r);
+}
+
+// ---- gamma functions -------------------------------------------------------------
+
+// x less its nearest integer, in [-1/2, 1/2] (exact): tan(pi x) and
+// |sin(pi x)| of it keep their precision next to an integer, where pi
+// times the fraction itself loses it (pi / tan(pi x) was 1% off at
+// -10.999994)
+at::Tensor near_zero_fraction(const at::Tensor &x)
+{
+	at::Tensor r = x.sub(x.trunc());
+	return r.sub(r.add(0.5).floor());
+}
+
+// digamma of fp32 values x > 0 (or NaN / inf) as CPU's calc_digamma: the
+// recurrence psi(x) = psi(x + 1) - 1 / x up to x >= 10 (ten masked steps:
+// the same subtractions in the same order), psi(10) exactly there, else the
+// asymptotic series ln x - 1 / 2x - z P(z), z = 1 / x^2 (none from 1e17)
+at::Tensor digamma_pos(at::Tensor x)
+{
+	static const double A[] = { 8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+				    -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+				    8.33333333333333333333E-2 };
+	at::Tensor result = at::zeros_like(x);
+	at::Tensor zero = scalar_like(0.0, x), one = scalar_like(1.0, x);
+	for (int i = 0; i < 10; i++) {
+		at::Tensor m = x.lt(10.0);
+		result = result.sub(at::where(m, x.reciprocal(), zero));
+		x = x.add(at::where(m, one, zero));
+	}
+	at::Tensor z = x.mul(x).reciprocal();
+	at::Tensor p = at::full_like(z, (float)A[0]);
+	for (int i = 1; i < 7; i++)
+		p = p.mul(z).add((float)A[i]);
+	at::Tensor y = at::where(x.lt(1.0e17), z.mul(p), zero);
+	at::Tensor series = result.add(x.log()).sub(x.reciprocal().mul(0.5)).sub(y);
+	return at::where(x.eq(10.0), result.add(2.25175258906672110764), series);
+}
+
+// CPU's digamma: +-0 give -+inf, a negative integer (or -inf) NaN, other
+// negatives the reflection psi(1 - x) - pi / tan(pi r), r x's distance to
+// its nearest integer
+at::Tensor digamma_f32(const at::Tensor &x)
+{
+	at::Tensor r = near_zero_fraction(x);
+	at::Tensor neg = x.lt(0);
+	at::Tensor pos = digamma_pos(at::where(neg, x.neg().add(1.0), x));
+	at::Tensor reflected = pos.sub(r.mul(kPi).tan().reciprocal().mul(kPi));
+	at::Tensor v = at::where(neg, reflected, pos);
+	v = at::where(neg.bitwise_and(x.eq(x.trunc())), scalar_like(kNaN, v), v);
+	return at::where(x.eq(0), at::where(sign_bit(x), scalar_like(kInf, v), scalar_like(-kInf, v)), v);
+}
+
+at::Tensor &digamma_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	return composite_out(out, { &x }, cast_back(digamma_f32(as_fp32(x)), x.scalar_type()));
+}
+
+// Hurwitz zeta(xs, q) of fp32 q for an integer order xs >= 2, as CPU's
+// (Cephes) zeta: q^-xs plus the next terms (a = q + i) while i < 9 or
+// a <= 9 (each element's own count, masked: the same additions in the same
+// order), then the Euler-Maclaurin tail's 12 terms (their factors depend on
+// xs only: doubles from the host); CPU sums in double, here in fp32 (all
+// terms positive: a few ulps).  Undefined (the caller declines) for any q
+// <= 0, whose alternating terms cancel.
+at::Tensor hurwitz_zeta(double xs, const at::Tensor &q)
+{
+	static const double A[] = { 12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
+				    7.47242496e10, -2.950130727918164224e12, 1.1646782814350067249e14,
+				    -4.5979787224074726105e15, 1.8152105401943546773e17, -7.1661652561756670113e18 };
+	/* the count's range over finite q (NaN and the infinities take no terms that matter) */
+	at::Tensor finite = at::where(q.ne(q).bitwise_or(q.abs().eq(kInf)), scalar_like(kInf, q), q);
+	double qmin = q.numel() ? peek_cpu(finite.min()).item<double>() : 0.0;
+	if (!(qmin > 0.0))   /* a negative q's terms alternate: fp32 cancels where CPU's double does not */
+		return {};
+	int64_t nmax = std::max<int64_t>(9, (int64_t)std::floor(9.0 - qmin) + 1);
+	at::Tensor zero = scalar_like(0.0, q);
+	at::Tensor s = q.pow(-xs), a = q, b = at::zeros_like(q);
+	at::Tensor count = at::clamp_min(q.neg().add(9.0).floor().add(1.0), 9.0);   /* each element's term count */
+	for (int64_t i = 1; i <= nmax; i++) {
+		at::Tensor on = count.ge((double)i);
+		a = at::where(on, a.add(1.0), a);
+		at::Tensor t = a.pow(-xs);
+		s = at::where(on, s.add(t), s);
+		b = at::where(on, t, b);
+	}
+	at::Tensor w = a;
+	s = s.add(b.mul(w).div(xs - 1.0)).sub(b.mul(0.5));
+	double ac = 1.0, k = 0.0;
+	for (int i = 0; i < 12; i++) {
+		ac *= xs + k;
+		b = b.div(w);
+		s = s.add(b.mul(ac / A[i]));
+		k += 1.0;
+		ac *= xs + k;
+		b = b.div(w);
+	}
+	return at::where(q.le(0).bitwise_and(q.eq(q.floor())), scalar_like(kInf, s), s);
+}
+
+// CPU's trigamma (polygamma of order 1): x < 1/2 reflected (pi^2 / sin^2(pi
+// x), sin of x's distance to its nearest integer), six recurrence steps,
+// the asymptotic series, at fp32 where CPU works in double; for x > 0 only
+// (the caller declines the rest)
+at::Tensor trigamma_f32(const at::Tensor &x0)
+{
+	at::Tensor x = x0;
+	at::Tensor refl = x.lt(0.5);
+	at::Tensor sn = near_zero_fraction(x).mul(kPi).sin();
+	at::Tensor result = at::where(refl, sn.mul(sn).reciprocal().mul(-kPi * kPi), scalar_like(0.0, x));
+	x = at::where(refl, x.neg().add(1.0), x);
+	for (int i = 0; i < 6; i++) {
+		result = result.add(x.mul(x).reciprocal());
+		x = x.add(1.0);
+	}
+	at::Tensor ixx = x.mul(x).reciprocal();
+	at::Tensor poly = ixx.mul(1.0 / 42).neg().add(1.0 / 30).mul(ixx).neg().add(1.0 / 6).mul(ixx);
+	result = result.add(x.mul(2.0).reciprocal().add(1.0).add(poly).div(x));
+	return at::where(refl, result.neg(), result);
+}
+
+// polygamma(n, x): digamma for n == 0, trigamma for 1, else CPU's
+// (-1)^(n+1) exp(lgamma(n + 1)) zeta(n + 1, x), the factor as CPU's float
+// computes it
+at::Tensor &polygamma_out(int64_t n, const at::Tensor &x, at::Tensor &out)
+{
+	if (n == 0)
+		return digamma_out(x, out);
+	if (!real_float(x) || n < 0 || n > 30)
+		return declined;
+	at::Tensor f = as_fp32(x);
+	if (n == 1) {
+		/* x <= 0: CPU's reflection differs from this one by up to 20% next
+		 * to a pole (and gives ~1e15 at one): those run on the CPU */
+		if (f.numel() && peek_cpu(f.le(0).any()).item<bool>())
+			return declined;
+		return composite_out(out, { &x }, cast_back(trigamma_f32(f), x.scalar_type()));
+	}
+	at::Tensor z = hurwitz_zeta((double)(n + 1), f);
+	if (!z.defined())
+		return declined;
+	float factor = std::exp(std::lgamma((float)n + 1.0f)) * (n % 2 ? 1.0f : -1.0f);
+	return composite_out(out, { &x }, cast_back(z.mul((double)factor), x.scalar_type()));
+}
+
+// lgamma of fp32 values: x > 0 moved to y = x + k >= 8 (k < 8 masked
+// steps, the product x (x+1) ... (x+k-1) kept), Stirling's series there
+// less log of the product; x <= 0 by reflection ln(pi / |sin(pi r)|) -
+// lgamma(1 - x) (r x's distance to its nearest integer), inf at the poles
+at::Tensor lgamma_pos(at::Tensor x)
+{
+	at::Tensor prod = at::ones_like(x), zero = scalar_like(0.0, x);
+	for (int i = 0; i < 8; i++) {
+		at::Tensor m = x.lt(8.0);
+		prod = at::where(m, prod.mul(x), prod);
+		x = x.add(at::where(m, scalar_like(1.0, x), zero));
+	}
+	at::Tensor z = x.mul(x).reciprocal();
+	// 1/12y - 1/360y^3 + 1/1260y^5 - 1/1680y^7
+	at::Tensor corr = z.mul(-1.0 / 1680).add(1.0 / 1260).mul(z).sub(1.0 / 360).mul(z).add(1.0 / 12).div(x);
+	at::Tensor st = x.sub(0.5).mul(x.log()).sub(x).add(0.91893853320467274178).add(corr);
+	return st.sub(prod.log());
+}
+
+at::Tensor lgamma_f32(const at::Tensor &x)
+{
+	at::Tensor neg = x.le(0);
+	at::Tensor pos = lgamma_pos(at::where(neg, x.neg().add(1.0), x));
+	at::Tensor r = near_zero_fraction(x);
+	at::Tensor refl = r.mul(kPi).sin().abs().reciprocal().mul(kPi).log().sub(pos);
+	at::Tensor v = at::where(neg, refl, pos);
+	v = at::where(neg.bitwise_and(x.eq(x.trunc())), scalar_like(kInf, v), v);   /* poles, -inf included */
+	return at::where(x.eq(kInf), scalar_like(kInf, v), v);
+}
+
+at::Tensor &lgamma_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	return composite_out(out, { &x }, cast_back(lgamma_f32(as_fp32(x)), x.scalar_type()));
 }
 
 // ---- replacements and the logit -----------------------------------------------

@@ -77,3 +77,17 @@ def test_exp2_is_exact_on_integers_and_subnormals():
     x = torch.arange(-149, 128, dtype=torch.float32)
     got = torch.exp2(x.to(NEURON)).cpu()
     assert torch.equal(got, torch.exp2(x))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_gamma_functions(dtype):
+    """digamma and lgamma as CPU's algorithms (recurrence, series,
+    reflection next to negative integers); polygamma natively for x > 0
+    (orders >= 1: CPU sums in double where the terms cancel for x <= 0)"""
+    x = torch.cat([values(7), torch.tensor([-10.999994, -0.000001, -5.5, 9.999, 1e17, 0.9999, 2.0001])])
+    check(torch.digamma, x.to(dtype))
+    check(torch.lgamma, x.to(dtype))
+    pos = values(8).abs().add(0.01)
+    pos = pos[pos.isfinite()]
+    for n in (0, 1, 2, 3, 4):
+        check(lambda t: torch.polygamma(n, t), pos.to(dtype))
