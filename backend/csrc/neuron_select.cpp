@@ -59,16 +59,22 @@ at::Tensor take_impl(const at::Tensor &self, const at::Tensor &index)
 	return self.reshape({ -1 }).index_select(0, i).view(index.sizes());
 }
 
-// take's out=: out may share no memory with self or index (CPU's check)
-at::Tensor &take_out(const at::Tensor &self, const at::Tensor &index, at::Tensor &out)
+// the out= of a gathering op (take, masked_select): r written into out,
+// which may share no memory with its inputs at all (CPU's check: these
+// kernels read the inputs while they write)
+at::Tensor &exclusive_out(at::Tensor &out, const at::Tensor &a, const at::Tensor &b, const at::Tensor &r)
 {
-	at::Tensor r = take_impl(self, index);
-	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != self.scalar_type())
+	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != a.scalar_type())
 		return declined;
 	at::assert_no_internal_overlap(out);
-	at::assert_no_overlap(out, self);
-	at::assert_no_overlap(out, index);
+	at::assert_no_overlap(out, a);
+	at::assert_no_overlap(out, b);
 	return write_result(out, r);
+}
+
+at::Tensor &take_out(const at::Tensor &self, const at::Tensor &index, at::Tensor &out)
+{
+	return exclusive_out(out, self, index, take_impl(self, index));
 }
 
 at::Tensor &put_(at::Tensor &self, const at::Tensor &index, const at::Tensor &source, bool accumulate)
@@ -154,16 +160,9 @@ at::Tensor masked_select_impl(const at::Tensor &self, const at::Tensor &mask)
 	return self.expand(shape).reshape({ n }).index_select(0, pos);
 }
 
-// masked_select's out=: out may share no memory with self or mask (CPU's check)
 at::Tensor &masked_select_out(const at::Tensor &self, const at::Tensor &mask, at::Tensor &out)
 {
-	at::Tensor r = masked_select_impl(self, mask);
-	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != self.scalar_type())
-		return declined;
-	at::assert_no_internal_overlap(out);
-	at::assert_no_overlap(out, self);
-	at::assert_no_overlap(out, mask);
-	return write_result(out, r);
+	return exclusive_out(out, self, mask, masked_select_impl(self, mask));
 }
 
 // nonzero_static: nonzero's first `size` rows, fill_value after them

@@ -63,3 +63,21 @@ def load_bench(name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def assert_native_matches(fn, *args):
+    """fn on `neuron` copies of the tensor arguments (others passed as they
+    are) runs with no CPU fallback and matches fn on the CPU (NaN equal to
+    NaN; tuples element by element, bools by equality)."""
+    import torch
+    import torch_neuronsim
+    dev = torch.device("neuron")
+    before = torch_neuronsim.stats()["cpu_fallbacks"]
+    got = fn(*[a.to(dev) if isinstance(a, torch.Tensor) else a for a in args])
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+    want = fn(*args)
+    if not isinstance(want, (torch.Tensor, tuple)):
+        assert got == want
+        return
+    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True)

@@ -6,19 +6,12 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronsim
+from nsim_util import assert_native_matches
 
 NEURON = torch.device("neuron")
 
 
-def native(fn, *args):
-    before = torch_neuronsim.stats()["cpu_fallbacks"]
-    got = fn(*[a.to(NEURON) for a in args])
-    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
-    want = fn(*args)
-    if isinstance(want, torch.Tensor):
-        torch.testing.assert_close(got.cpu(), want, equal_nan=True)
-    else:
-        assert got == want
+native = assert_native_matches
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)

@@ -6,21 +6,13 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronsim
+from nsim_util import assert_native_matches
 
 NEURON = torch.device("neuron")
 DTYPES = [torch.float32, torch.bfloat16]
 
 
-def native(fn, *args):
-    before = torch_neuronsim.stats()["cpu_fallbacks"]
-    got = fn(*[a.to(NEURON) if isinstance(a, torch.Tensor) else a for a in args])
-    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
-    want = fn(*args)
-    if isinstance(want, tuple):
-        for g, w in zip(got, want):
-            torch.testing.assert_close(g.cpu(), w, equal_nan=True)
-    else:
-        torch.testing.assert_close(got.cpu(), want, equal_nan=True)
+native = assert_native_matches
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

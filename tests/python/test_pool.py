@@ -9,17 +9,12 @@ import torch
 import torch.nn.functional as F
 
 import torch_neuronsim
+from nsim_util import assert_native_matches
 
 NEURON = torch.device("neuron")
 
 
-def native(fn, *args):
-    before = torch_neuronsim.stats()["cpu_fallbacks"]
-    got = fn(*[a.to(NEURON) for a in args])
-    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
-    want = fn(*args)
-    for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
-        torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+native = assert_native_matches
 
 
 GEOMETRY = [(2, None, 0, 1, False), (3, 2, 1, 1, True), (3, 1, 1, 2, False), (4, 3, 2, 1, True), (1, 1, 0, 1, False)]

@@ -4,15 +4,12 @@ import pytest
 import torch
 
 import torch_neuronsim
+from nsim_util import assert_native_matches
 
 NEURON = torch.device("neuron")
 
 
-def native(fn, *args):
-    before = torch_neuronsim.stats()["cpu_fallbacks"]
-    got = fn(*[a.to(NEURON) for a in args])
-    assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
-    torch.testing.assert_close(got.cpu(), fn(*args), equal_nan=True)
+native = assert_native_matches
 
 
 @pytest.mark.parametrize("n", [1, 127, 129, 513])
