@@ -15,6 +15,7 @@
 #include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/nonzero_ops.h>
 #include <ATen/ops/result_type.h>
@@ -583,6 +584,53 @@ at::Tensor nonzero(const at::Tensor &self)
 		stride *= self.size(d);
 	}
 	return out;
+}
+
+// ---- out= forms: CPU's overlap checks, then the native result --------------
+
+// r written into out, which may not overlap itself nor share memory with
+// any input (CPU's gather / index_select / cat reject both)
+at::Tensor &gathered_out(at::Tensor &out, std::initializer_list<const at::Tensor *> ins, const at::Tensor &r)
+{
+	if (!r.defined() || !out.is_privateuseone() || out.scalar_type() != r.scalar_type())
+		return declined;
+	at::native::resize_output(out, r.sizes());   /* first, as CPU: the checks see the resized out */
+	at::assert_no_internal_overlap(out);
+	for (const at::Tensor *t : ins)
+		at::assert_no_overlap(out, *t);
+	return write_result(out, r);
+}
+
+at::Tensor &gather_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad, at::Tensor &out)
+{
+	if (!out.is_privateuseone() || out.scalar_type() != self.scalar_type())
+		return declined;
+	return gathered_out(out, { &self, &index }, neuron::gather(self, dim, index, sparse_grad));
+}
+
+at::Tensor &index_select_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, at::Tensor &out)
+{
+	if (!out.is_privateuseone() || out.scalar_type() != self.scalar_type())
+		return declined;
+	return gathered_out(out, { &self, &index }, neuron::index_select(self, dim, index));
+}
+
+at::Tensor &cat_out(const at::ITensorListRef &tensors, int64_t dim, at::Tensor &out)
+{
+	if (!out.is_privateuseone())
+		return declined;
+	std::vector<at::Tensor> ts(tensors.begin(), tensors.end());
+	for (const at::Tensor &t : ts)
+		if (!t.is_privateuseone())
+			return declined;
+	at::Tensor r = neuron::cat(tensors, dim);
+	if (!r.defined() || out.scalar_type() != r.scalar_type())
+		return declined;
+	at::native::resize_output(out, r.sizes());   /* first, as CPU: an input that is out grows with it */
+	at::assert_no_internal_overlap(out);
+	for (const at::Tensor &t : ts)
+		at::assert_no_overlap(out, t);
+	return write_result(out, r);
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ OPS = [
 # copies, so nothing raises where these CPU kernels reject any overlap (a
 # partly overlapping or self-overlapping out= is rejected: neuron_fallback.cpp)
 _ALIASED_OUT = "error inputs: an out= that is an input does not raise on neuron (CPU rejects any overlap)"
-KNOWN = {op: _ALIASED_OUT for op in ("cat", "gather")}
+KNOWN = {op: _ALIASED_OUT for op in ("cat",)}
 # the CPU fallback cannot tell an out= whose own elements overlap and that CPU rejects from one
 # that CPU resizes first (logcumsumexp, histc, bucketize accept an expanded out of the wrong size)
 KNOWN["index_select"] = "error inputs: an expanded out= of the result's size does not raise on neuron"
