@@ -22,6 +22,7 @@ float dm_alu_f32(int op, float a, float b)
 	case ISA_ALU_absmax:      return fmaxf(fabsf(a), fabsf(b));
 	case ISA_ALU_pow:         return powf(a, b);
 	case ISA_ALU_mod:         { float r = fmodf(a, b); return (r != 0.0f && ((r < 0) != (b < 0))) ? r + b : r; }
+	case ISA_ALU_fmod:        return fmodf(a, b);
 	case ISA_ALU_is_equal:    return a == b;
 	case ISA_ALU_not_equal:   return a != b;
 	case ISA_ALU_is_lt:       return a < b;
@@ -97,6 +98,7 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b)
 	case ISA_ALU_absmax:      { int64_t x = a < 0 ? -a : a, y = b < 0 ? -b : b; return x > y ? x : y; }
 	case ISA_ALU_pow:         return (int64_t)pow((double)a, (double)b);
 	case ISA_ALU_mod:         return b == 0 || (a == INT64_MIN && b == -1) ? 0 : a - floordiv(a, b) * b;
+	case ISA_ALU_fmod:        return b == 0 || (a == INT64_MIN && b == -1) ? 0 : a % b;
 	case ISA_ALU_is_equal:    return a == b;
 	case ISA_ALU_not_equal:   return a != b;
 	case ISA_ALU_is_lt:       return a < b;

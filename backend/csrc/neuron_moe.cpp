@@ -17,6 +17,7 @@
 #include <ATen/ops/floor_ops.h>
 #include <ATen/ops/histc_ops.h>
 #include <ATen/ops/remainder_ops.h>
+#include <ATen/ops/fmod_ops.h>
 #include <ATen/ops/_scaled_grouped_mm_ops.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -162,6 +163,24 @@ at::Tensor &floor_divide_out(const at::Tensor &a, const at::Tensor &b, at::Tenso
 at::Tensor &floor_divide_inplace(at::Tensor &self, const at::Tensor &b)
 {
 	return inplace_or_declined(self, floor_divide_impl(self, b));
+}
+
+// C's fmod (the remainder with the dividend's sign, exact): VectorE's fmod ALU
+at::Tensor fmod_impl(const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor out;
+	if (floats(a, b) && native_binary_op("aten::fmod", ISA_ALU_fmod, a, b, out))
+		return out;
+	if (narrow_ints(a, b)) {
+		check_int_divisor(b);
+		return int_binary("aten::fmod", ISA_ALU_fmod, a, b);
+	}
+	return {};
+}
+
+at::Tensor &fmod_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	return written_or_declined(out, out.is_privateuseone() ? fmod_impl(a, b) : at::Tensor());
 }
 
 at::Tensor remainder(const at::Tensor &a, const at::Tensor &b)

@@ -91,3 +91,20 @@ def test_gamma_functions(dtype):
     pos = pos[pos.isfinite()]
     for n in (0, 1, 2, 3, 4):
         check(lambda t: torch.polygamma(n, t), pos.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.int32], ids=str)
+def test_fmod_is_exact(dtype):
+    """VectorE's fmod ALU (C's fmod: exact, the dividend's sign); an integer
+    divisor of zero is CPU's ZeroDivisionError"""
+    g = torch.Generator().manual_seed(12)
+    if dtype == torch.int32:
+        a = torch.randint(-1000, 1000, (3000,), generator=g, dtype=dtype)
+        b = torch.randint(1, 50, (3000,), generator=g, dtype=dtype) * (torch.randint(0, 2, (3000,), generator=g) * 2 - 1).int()
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            torch.fmod(a.to(NEURON), torch.zeros_like(b).to(NEURON))
+    else:
+        a, b = (values(13) * 30).to(dtype), values(14).to(dtype)
+    got = torch.fmod(a.to(NEURON), b.to(NEURON)).cpu()
+    want = torch.fmod(a, b)
+    assert torch.equal(got.nan_to_num(7) if dtype != torch.int32 else got, want.nan_to_num(7) if dtype != torch.int32 else want)
