@@ -1,6 +1,6 @@
 // neuron_select.cpp -- selection by flat position or by value, composed from
-// the native kernels: masked_select and nonzero_static (nonzero's
-// positions), take and put (a flat view's index_select / index_put,
+// the native kernels: masked_select, masked_scatter and nonzero_static
+// (nonzero's positions), take and put (a flat view's index_select / index_put,
 // negative positions wrapped, CPU's IndexError for one outside), bucketize
 // and searchsorted (each value compared with every boundary on VectorE and
 // the hits counted: CPU's binary-search predicates, so NaN lands last).
@@ -13,6 +13,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/masked_select_ops.h>
+#include <ATen/ops/masked_scatter_ops.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/nonzero_static_ops.h>
 #include <ATen/ops/zeros.h>
@@ -163,6 +164,29 @@ at::Tensor masked_select_impl(const at::Tensor &self, const at::Tensor &mask)
 at::Tensor &masked_select_out(const at::Tensor &self, const at::Tensor &mask, at::Tensor &out)
 {
 	return exclusive_out(out, self, mask, masked_select_impl(self, mask));
+}
+
+// masked_scatter_: self's elements where the (broadcast) mask holds take
+// source's first elements in order: nonzero's positions, one index_put.
+// A source too short for the mask declines (the fallback raises CPU's error)
+at::Tensor &masked_scatter_(at::Tensor &self, const at::Tensor &mask, const at::Tensor &source)
+{
+	if (!self.is_privateuseone() || !mask.is_privateuseone() || !source.is_privateuseone() ||
+	    mask.scalar_type() != at::kBool || source.scalar_type() != self.scalar_type() || !self.is_contiguous() ||
+	    units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
+		return declined;
+	std::vector<int64_t> shape = at::infer_size(self.sizes(), mask.sizes());
+	if (!self.sizes().equals(shape))
+		return declined;
+	if (self.numel() == 0)
+		return self;
+	at::Tensor pos = at::nonzero(mask.expand(shape).reshape({ self.numel() })).view({ -1 });
+	int64_t count = pos.numel();
+	if (count > source.numel())
+		return declined;
+	if (count)
+		self.view({ -1 }).index_put_({ pos }, source.reshape({ -1 }).narrow(0, 0, count));
+	return self;
 }
 
 // nonzero_static: nonzero's first `size` rows, fill_value after them

@@ -73,3 +73,14 @@ def test_masked_select_and_nonzero(n):
     with pytest.raises(RuntimeError, match="single memory location"):
         xd = x.to(NEURON)
         torch.masked_select(xd, torch.ones_like(xd, dtype=torch.bool), out=xd.view(-1))
+
+
+@pytest.mark.parametrize("n", [1, 129, 513])
+def test_masked_scatter(n):
+    g = torch.Generator().manual_seed(n)
+    x = torch.randn(4, n, generator=g)
+    m = torch.rand(n, generator=g) > 0.3
+    src = torch.randn(4 * n, generator=g)
+    native(lambda t, k, s: t.clone().masked_scatter_(k, s), x, m, src)
+    with pytest.raises(RuntimeError):
+        x.to(NEURON).masked_scatter_(torch.ones(n, dtype=torch.bool, device=NEURON), src[:1].to(NEURON))
