@@ -135,15 +135,25 @@ at::Tensor floor_divide_impl(const at::Tensor &a, const at::Tensor &b)
 	return {};
 }
 
-at::Tensor remainder_impl(const at::Tensor &a, const at::Tensor &b)
+// a <alu> b for a remainder ALU (mod, fmod) of floats or narrow integers
+// (an integer divisor of zero is CPU's ZeroDivisionError); undefined else
+at::Tensor remainder_alu(const char *name, int alu, const at::Tensor &a, const at::Tensor &b)
 {
 	at::Tensor out;
-	if (floats(a, b) && native_binary_op("aten::remainder", ISA_ALU_mod, a, b, out))
+	if (floats(a, b) && native_binary_op(name, alu, a, b, out))
 		return out;
 	if (narrow_ints(a, b)) {
 		check_int_divisor(b);
-		return int_binary("aten::remainder", ISA_ALU_mod, a, b);
+		return int_binary(name, alu, a, b);
 	}
+	return {};
+}
+
+at::Tensor remainder_impl(const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor r = remainder_alu("aten::remainder", ISA_ALU_mod, a, b);
+	if (r.defined())
+		return r;
 	int32_t c;
 	if (a.is_privateuseone() && a.scalar_type() == at::kLong && (c = small_positive_constant(b)))
 		return i64_divmod_const(a, c).second;
@@ -166,21 +176,10 @@ at::Tensor &floor_divide_inplace(at::Tensor &self, const at::Tensor &b)
 }
 
 // C's fmod (the remainder with the dividend's sign, exact): VectorE's fmod ALU
-at::Tensor fmod_impl(const at::Tensor &a, const at::Tensor &b)
-{
-	at::Tensor out;
-	if (floats(a, b) && native_binary_op("aten::fmod", ISA_ALU_fmod, a, b, out))
-		return out;
-	if (narrow_ints(a, b)) {
-		check_int_divisor(b);
-		return int_binary("aten::fmod", ISA_ALU_fmod, a, b);
-	}
-	return {};
-}
-
 at::Tensor &fmod_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
 {
-	return written_or_declined(out, out.is_privateuseone() ? fmod_impl(a, b) : at::Tensor());
+	return written_or_declined(out, out.is_privateuseone() ? remainder_alu("aten::fmod", ISA_ALU_fmod, a, b)
+							       : at::Tensor());
 }
 
 at::Tensor remainder(const at::Tensor &a, const at::Tensor &b)
