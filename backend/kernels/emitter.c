@@ -126,14 +126,3 @@ void nk_em_dma_start(nk_em *e, int engine, uint32_t d, unsigned queue, unsigned 
 		e->st = isa_builder_dma_copy(e->p, engine, d, queue, sem, 1);
 	e->cnt[sem]++;
 }
-
-isa_status nk_em_done(nk_em *e, isa_status st, uint8_t **bin, size_t *len)
-{
-	if (!st)
-		st = e->st;
-	if (!st)
-		st = nk_encode(e->p, bin, len, e->diag);
-	isa_program_free(e->p);
-	e->p = NULL;
-	return st;
-}

@@ -1,6 +1,6 @@
 /*
  * emitter.h -- a sticky-error instruction emitter shared by the kernel
- * generators that interleave many engines (rows.c, attention.c): every call
+ * generators (through the tile pipeline, pipeline.h): every call
  * after the first failure does nothing, so a generator checks once at the
  * end, and each semaphore's signals are counted so waits can name "the
  * k-th signal" without bookkeeping at every call site.
@@ -43,8 +43,5 @@ void nk_em_copy(nk_em *e, int engine, isa_ap dst, isa_ap src);
 uint32_t nk_em_dma(nk_em *e, isa_ap dst, isa_ap src);
 /* `engine` starts descriptor block d on `queue`; sem counts its completion */
 void nk_em_dma_start(nk_em *e, int engine, uint32_t d, unsigned queue, unsigned sem);
-/* the generator's end: unless `st` (or an emission) failed, the program's
- * binary form into bin/len; the program is freed either way */
-isa_status nk_em_done(nk_em *e, isa_status st, uint8_t **bin, size_t *len);
 
 #endif
