@@ -270,9 +270,10 @@ int bitwise_units(at::ScalarType t, int64_t *per)
 	return u.dtype;
 }
 
+// a wrapped Python int as b is copied over by int_binary
 at::Tensor bitwise(const char *name, int alu, const at::Tensor &a0, const at::Tensor &b0)
 {
-	if (!a0.is_privateuseone() || !b0.is_privateuseone() || a0.device() != b0.device())
+	if (!a0.is_privateuseone() || b0.is_complex())
 		return {};
 	return int_binary(name, alu, a0, b0);
 }
@@ -328,29 +329,55 @@ at::Tensor int_binary(const char *name, int alu, const at::Tensor &a0, const at:
 
 namespace {
 
-#define BITWISE(fname, alu)                                                                              \
-	at::Tensor fname(const at::Tensor &a, const at::Tensor &b)                                          \
-	{                                                                                                \
-		at::Tensor r = bitwise("aten::" #fname, alu, a, b);                                       \
-		if (r.defined())                                                                         \
-			return r;                                                                        \
-		return declined; \
-	}                                                                                                \
-	at::Tensor &fname##_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)                  \
-	{                                                                                                \
-		at::Tensor r = bitwise("aten::" #fname, alu, a, b);                                       \
-		if (r.defined() && out.scalar_type() == r.scalar_type() && out.is_privateuseone()) {      \
-			if (!out.sizes().equals(r.sizes()))                                              \
-				out.resize_(r.sizes());                                                  \
-			TORCH_CHECK(native_copy(out, r), "neuron: " #fname " out");                      \
-			return out;                                                                      \
-		}                                                                                        \
-		return declined; \
+// The bitwise and shift ops, each in its functional, out= and in-place
+// forms (and with a Python int for the shifts' Scalar overloads): VectorE's
+// integer ALU (int_binary) in the promoted type; shift counts outside
+// [0, width) give 0 (or -1 for >> of a negative), as CPU's
+at::Tensor &int_binary_out(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!out.is_privateuseone())
+		return declined;
+	at::Tensor r = bitwise(name, alu, a, b);
+	if (!r.defined() || out.scalar_type() != r.scalar_type())
+		return declined;
+	return composite_out(out, { &a, &b }, r);
+}
+
+at::Tensor int_binary_functional(const char *name, int alu, const at::Tensor &a, const at::Tensor &b)
+{
+	at::Tensor r = bitwise(name, alu, a, b);
+	if (r.defined())
+		return r;
+	return declined;
+}
+
+#define BITWISE(fname, alu)                                                                      \
+	at::Tensor fname(const at::Tensor &a, const at::Tensor &b)                                   \
+	{                                                                                            \
+		return int_binary_functional("aten::" #fname, alu, a, b);                            \
+	}                                                                                            \
+	at::Tensor &fname##_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)           \
+	{                                                                                            \
+		return int_binary_out("aten::" #fname, alu, a, b, out);                              \
+	}                                                                                            \
+	at::Tensor &fname##_inplace(at::Tensor &self, const at::Tensor &b)                           \
+	{                                                                                            \
+		return int_binary_out("aten::" #fname "_", alu, self, b, self);                      \
+	}                                                                                            \
+	at::Tensor fname##_scalar(const at::Tensor &a, const at::Scalar &b)                          \
+	{                                                                                            \
+		return int_binary_functional("aten::" #fname, alu, a, at::native::wrapped_scalar_tensor(b)); \
+	}                                                                                            \
+	at::Tensor &fname##_scalar_inplace(at::Tensor &self, const at::Scalar &b)                    \
+	{                                                                                            \
+		return int_binary_out("aten::" #fname "_", alu, self, at::native::wrapped_scalar_tensor(b), self); \
 	}
 
 BITWISE(bitwise_and, ISA_ALU_bitwise_and)
 BITWISE(bitwise_or, ISA_ALU_bitwise_or)
 BITWISE(bitwise_xor, ISA_ALU_bitwise_xor)
+BITWISE(bitwise_left_shift, ISA_ALU_shift_left)
+BITWISE(bitwise_right_shift, ISA_ALU_shift_right)
 
 // ~x: bool -> x == 0; integers -> x ^ -1 (each word of an int64)
 at::Tensor bitwise_not_impl(const at::Tensor &a)

@@ -10,7 +10,7 @@
 // overflow before the true result overflows), with CPU's NaN, infinity and
 // signed-zero cases written out next to each.  Integer or mixed operands
 // decline (the counted CPU fallback).
-#include "neuron_kernels.h"
+#include "neuron_math.h"
 #include "neuron_ops.h"
 
 #include <ATen/ops/abs.h>
@@ -55,27 +55,9 @@ namespace neuron {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kLn2 = 0.69314718055994530942;
 // from here on a*a overflows fp32's precision budget: asinh / acosh use
 // log(a) + ln 2 (the neglected 1 / (4 a^2) is below an ulp)
 constexpr double kBig = 4096.0;
-
-bool real_float(const at::Tensor &t) { return t.defined() && t.is_privateuseone() && at::isFloatingType(t.scalar_type()); }
-bool real_floats(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out)
-{
-	return real_float(a) && real_float(b) && out.is_privateuseone() && at::isFloatingType(out.scalar_type());
-}
-at::Tensor scalar_like(double v, const at::Tensor &t) { return at::full({}, v, t.options()); }
-// the sign bit (negative zero and a NaN's sign included): the float's bits
-// as a signed integer of its width are negative
-at::Tensor sign_bit(const at::Tensor &x)
-{
-	return x.view(x.element_size() == 4 ? at::kInt : at::kShort).lt(0);
-}
-at::Tensor with_sign_of(const at::Tensor &mag, const at::Tensor &x) { return at::where(x.lt(0), mag.neg(), mag); }
 
 // ---- inverse trigonometric ----------------------------------------------------
 
@@ -291,16 +273,6 @@ at::Tensor &nextafter_out(const at::Tensor &x, const at::Tensor &y, at::Tensor &
 
 // ---- gamma functions -------------------------------------------------------------
 
-// x less its nearest integer, in [-1/2, 1/2] (exact): tan(pi x) and
-// |sin(pi x)| of it keep their precision next to an integer, where pi
-// times the fraction itself loses it (pi / tan(pi x) was 1% off at
-// -10.999994)
-at::Tensor near_zero_fraction(const at::Tensor &x)
-{
-	at::Tensor r = x.sub(x.trunc());
-	return r.sub(r.add(0.5).floor());
-}
-
 // digamma of fp32 values x > 0 (or NaN / inf) as CPU's calc_digamma: the
 // recurrence psi(x) = psi(x + 1) - 1 / x up to x >= 10 (ten masked steps:
 // the same subtractions in the same order), psi(10) exactly there, else the
@@ -352,8 +324,7 @@ at::Tensor &digamma_out(const at::Tensor &x, at::Tensor &out)
 // a <= 9 (each element's own count, masked: the same additions in the same
 // order), then the Euler-Maclaurin tail's 12 terms (their factors depend on
 // xs only: doubles from the host); CPU sums in double, here in fp32 (all
-// terms positive: a few ulps).  Undefined (the caller declines) for any q
-// <= 0, whose alternating terms cancel.
+// terms positive for q > 0, what the caller passes: a few ulps)
 at::Tensor hurwitz_zeta(double xs, const at::Tensor &q)
 {
 	static const double A[] = { 12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9,
@@ -362,8 +333,6 @@ at::Tensor hurwitz_zeta(double xs, const at::Tensor &q)
 	/* the count's range over finite q (NaN and the infinities take no terms that matter) */
 	at::Tensor finite = at::where(q.ne(q).bitwise_or(q.abs().eq(kInf)), scalar_like(kInf, q), q);
 	double qmin = q.numel() ? peek_cpu(finite.min()).item<double>() : 0.0;
-	if (!(qmin > 0.0))   /* a negative q's terms alternate: fp32 cancels where CPU's double does not */
-		return {};
 	int64_t nmax = std::max<int64_t>(9, (int64_t)std::floor(9.0 - qmin) + 1);
 	at::Tensor zero = scalar_like(0.0, q);
 	at::Tensor s = q.pow(-xs), a = q, b = at::zeros_like(q);
@@ -410,9 +379,69 @@ at::Tensor trigamma_f32(const at::Tensor &x0)
 	return at::where(refl, result.neg(), result);
 }
 
+// pi^(n+1) P_n(c), where d^n/dx^n cot(pi x) = pi^n P_n(cot(pi x)):
+// P_0 = c, P_(k+1) = -(1 + c^2) P_k'; P_n has only odd (n even) or even
+// (n odd) powers, all of one sign, so Horner in c^2 never cancels.  The
+// coefficients (pi folded in) are doubles from the host; undefined when one
+// leaves fp32's range (then the caller declines)
+at::Tensor cot_derivative(int64_t n, const at::Tensor &c)
+{
+	std::vector<double> p(n + 3, 0.0);
+	p[1] = 1.0;
+	for (int64_t k = 0; k < n; k++) {
+		std::vector<double> d(n + 3, 0.0), q(n + 3, 0.0);
+		for (int64_t i = 1; i < (int64_t)p.size(); i++)
+			d[i - 1] = p[i] * (double)i;
+		for (int64_t i = 0; i + 2 < (int64_t)q.size(); i++) {
+			q[i] -= d[i];
+			q[i + 2] -= d[i];
+		}
+		p = q;
+	}
+	double scale = std::pow(kPi, (double)(n + 1));
+	int64_t top = n + 1;                  /* the degree; powers of the parity of top only */
+	at::Tensor c2 = c.mul(c);
+	at::Tensor acc = at::full_like(c, 0.0);
+	for (int64_t i = top; i >= 0; i -= 2) {
+		double a = p[i] * scale;
+		if (!(std::fabs(a) < 3.0e38))
+			return {};
+		acc = i == top ? at::full_like(c, a) : acc.mul(c2).add(a);
+	}
+	return top % 2 ? acc.mul(c) : acc;
+}
+
+// cot(pi r) for r in [-1/2, 1/2] to a few ulps relative: tan(pi (1/2 -
+// |r|)) with r's sign from |r| = 1/4 on (1/2 - |r| exact there), where
+// 1 / tan(pi r) is off by tan's error at pi / 2 (c = -4e-8 at r = 1/2)
+at::Tensor cot_pi(const at::Tensor &r)
+{
+	at::Tensor a = r.abs();
+	at::Tensor far = a.neg().add(0.5).mul(kPi).tan();
+	at::Tensor signed_far = at::where(r.lt(0), far.neg(), far);
+	return at::where(a.ge(0.25), signed_far, r.mul(kPi).tan().reciprocal());
+}
+
+// polygamma of order n >= 1 at fp32 x <= 0 by the reflection
+// psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) P_n(cot(pi x)): CPU's Cephes
+// zeta sums alternating terms there, exact in its double but cancelling in
+// fp32 (0.4% off at -4.5 for n = 4); cot of x's distance to its nearest
+// integer.  At the poles (x a non-positive integer) CPU's zeta gives
+// (-1)^(n+1) inf, so does this.
+at::Tensor polygamma_reflected(int64_t n, const at::Tensor &x, const at::Tensor &right)
+{
+	at::Tensor c = cot_pi(near_zero_fraction(x));
+	at::Tensor d = cot_derivative(n, c);
+	if (!d.defined())
+		return {};
+	at::Tensor v = n % 2 ? right.neg().sub(d) : right.sub(d);
+	at::Tensor pole = scalar_like(n % 2 ? kInf : -kInf, v);
+	return at::where(x.eq(x.floor()), pole, v);
+}
+
 // polygamma(n, x): digamma for n == 0, trigamma for 1, else CPU's
 // (-1)^(n+1) exp(lgamma(n + 1)) zeta(n + 1, x), the factor as CPU's float
-// computes it
+// computes it; x <= 0 by reflection (above)
 at::Tensor &polygamma_out(int64_t n, const at::Tensor &x, at::Tensor &out)
 {
 	if (n == 0)
@@ -420,18 +449,26 @@ at::Tensor &polygamma_out(int64_t n, const at::Tensor &x, at::Tensor &out)
 	if (!real_float(x) || n < 0 || n > 30)
 		return declined;
 	at::Tensor f = as_fp32(x);
+	at::Tensor neg = f.le(0);
+	bool any_neg = f.numel() && peek_cpu(neg.any()).item<bool>();
 	if (n == 1) {
-		/* x <= 0: CPU's reflection differs from this one by up to 20% next
-		 * to a pole (and gives ~1e15 at one): those run on the CPU */
-		if (f.numel() && peek_cpu(f.le(0).any()).item<bool>())
+		/* CPU's trigamma at a pole is not inf but pi^2 over the square of
+		 * the rounding error of sin(pi k) in its accumulate type: those run
+		 * on the CPU */
+		if (any_neg && peek_cpu(neg.bitwise_and(f.eq(f.floor())).any()).item<bool>())
 			return declined;
 		return composite_out(out, { &x }, cast_back(trigamma_f32(f), x.scalar_type()));
 	}
-	at::Tensor z = hurwitz_zeta((double)(n + 1), f);
-	if (!z.defined())
-		return declined;
 	float factor = std::exp(std::lgamma((float)n + 1.0f)) * (n % 2 ? 1.0f : -1.0f);
-	return composite_out(out, { &x }, cast_back(z.mul((double)factor), x.scalar_type()));
+	at::Tensor q = any_neg ? at::where(neg, f.neg().add(1.0), f) : f;
+	at::Tensor z = hurwitz_zeta((double)(n + 1), q).mul((double)factor);
+	if (any_neg) {
+		at::Tensor r = polygamma_reflected(n, f, z);
+		if (!r.defined())
+			return declined;
+		z = at::where(neg, r, z);
+	}
+	return composite_out(out, { &x }, cast_back(z, x.scalar_type()));
 }
 
 // lgamma of fp32 values: x > 0 moved to y = x + k >= 8 (k < 8 masked

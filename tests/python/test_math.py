@@ -82,8 +82,8 @@ def test_exp2_is_exact_on_integers_and_subnormals():
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_gamma_functions(dtype):
     """digamma and lgamma as CPU's algorithms (recurrence, series,
-    reflection next to negative integers); polygamma natively for x > 0
-    (orders >= 1: CPU sums in double where the terms cancel for x <= 0)"""
+    reflection next to negative integers); polygamma for x > 0 as CPU's
+    (x <= 0 below)"""
     x = torch.cat([values(7), torch.tensor([-10.999994, -0.000001, -5.5, 9.999, 1e17, 0.9999, 2.0001])])
     check(torch.digamma, x.to(dtype))
     check(torch.lgamma, x.to(dtype))
@@ -91,6 +91,67 @@ def test_gamma_functions(dtype):
     pos = pos[pos.isfinite()]
     for n in (0, 1, 2, 3, 4):
         check(lambda t: torch.polygamma(n, t), pos.to(dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_polygamma_of_negative_x(dtype):
+    """polygamma(n >= 1, x <= 0) by reflection: as close to a float64
+    evaluation as CPU's (whose zeta sums the cancelling terms in double);
+    next to half-integers, where cot(pi x) is 0, too; the poles give CPU's
+    +-inf (orders >= 2); order 1 at a pole (CPU's finite rounding artifact)
+    runs on the CPU, counted"""
+    x = torch.cat([torch.linspace(-9, 0, 2001), torch.tensor([-4.5, -0.5, -2.0000002, -1.9999998, -1e-6])])
+    x = x.to(dtype)
+    x = x[x != x.floor()]
+    for n in (1, 2, 3, 4, 7):
+        before = torch_neuronsim.stats()["cpu_fallbacks"]
+        got = torch.polygamma(n, x.to(NEURON)).cpu()
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+        ref = torch.polygamma(n, x.double())
+        rtol = 1e-5 if dtype == torch.float32 else None
+        torch.testing.assert_close(got.double(), ref.to(dtype).double(), rtol=rtol or 1.6e-2, atol=0.0)
+        # and CPU's own value wherever that is itself that close to float64
+        # (next to a pole CPU's order-1 reflection is off by up to 170%)
+        want = torch.polygamma(n, x)
+        own = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}[dtype]
+        fair = (want.double() - ref).abs() <= own * ref.abs()
+        torch.testing.assert_close(got[fair], want[fair], rtol=2e-5 if rtol else None, atol=1e-5 if rtol else None)
+    poles = torch.tensor([0.0, -1.0, -3.0, -8.0], dtype=dtype)
+    for n in (2, 3):
+        check(lambda t: torch.polygamma(n, t), poles)
+
+
+def test_arange_float_steps():
+    """arange with a fractional start or step (mvlgamma builds one) on the
+    device: CPU's element count, values within an ulp of CPU's double
+    evaluation"""
+    for args in [(-2.5, 0.5, 0.5), (0, 1, 0.1), (1, 7, 1.5), (0.0, 3.0, 0.3), (5.0, -5.0, -0.7), (0.0, 0.0, 0.1)]:
+        for dtype in DTYPES:
+            before = torch_neuronsim.stats()["cpu_fallbacks"]
+            got = torch.arange(*args, dtype=dtype, device=NEURON).cpu()
+            assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+            torch.testing.assert_close(got, torch.arange(*args, dtype=dtype))
+    x = values(9).abs().add(3.0)
+    x = x[x.isfinite()][:500]
+    for p in (1, 3, 5):
+        check(lambda t: torch.mvlgamma(t, p), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.int8, torch.uint8], ids=str)
+def test_shifts_and_bitwise_with_python_ints(dtype):
+    """<<, >> (and the in-place forms) on VectorE's integer ALU; counts
+    outside [0, width) give 0 (or -1 for >> of a negative) as CPU's; a
+    Python int operand of & | ^ stays on the device"""
+    g = torch.Generator().manual_seed(5)
+    info = torch.iinfo(dtype)
+    a = torch.randint(info.min, info.max, (777,), generator=g, dtype=torch.int64).to(dtype)
+    s = torch.randint(0, 2 * info.bits, (777,), generator=g, dtype=torch.int64).to(dtype)
+    for fn in (lambda x: x >> 3, lambda x: x << 5, lambda x: x & 0x5A, lambda x: x | 3, lambda x: x ^ 0x7F):
+        check(fn, a)
+    check(lambda x, y: x >> y, a, s)
+    check(lambda x, y: x << y, a, s)
+    check(lambda x, y: x.clone().__irshift__(y), a, s)
+    check(lambda x: x.clone().__ilshift__(2), a)
 
 
 @pytest.mark.parametrize("dtype", DTYPES + [torch.int32], ids=str)

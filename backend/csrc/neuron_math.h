@@ -1,0 +1,55 @@
+// neuron_math.h -- what the composed math kernels (neuron_math.cpp,
+// neuron_special.cpp) share: the float constants, the operand predicate,
+// and the few bit-exact helpers their special cases are written with.
+#pragma once
+
+#include "neuron_kernels.h"
+
+#include <ATen/ops/full.h>
+#include <ATen/ops/where.h>
+
+#include <cmath>
+#include <limits>
+
+namespace neuron {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+inline constexpr double kPi = 3.14159265358979323846;
+inline constexpr double kLn2 = 0.69314718055994530942;
+
+// a real floating-point tensor on the device (the kernels compute it at fp32)
+inline bool real_float(const at::Tensor &t)
+{
+	return t.defined() && t.is_privateuseone() && at::isFloatingType(t.scalar_type());
+}
+inline bool real_floats(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out)
+{
+	return real_float(a) && real_float(b) && out.is_privateuseone() && at::isFloatingType(out.scalar_type());
+}
+// v as a 0-dim tensor of t's type and device (a broadcast operand)
+inline at::Tensor scalar_like(double v, const at::Tensor &t)
+{
+	return at::full({}, v, t.options());
+}
+// the sign bit (negative zero and a NaN's sign included): the float's bits
+// as a signed integer of its width are negative
+inline at::Tensor sign_bit(const at::Tensor &x)
+{
+	return x.view(x.element_size() == 4 ? at::kInt : at::kShort).lt(0);
+}
+inline at::Tensor with_sign_of(const at::Tensor &mag, const at::Tensor &x)
+{
+	return at::where(x.lt(0), mag.neg(), mag);
+}
+// x less its nearest integer, in [-1/2, 1/2] (exact): tan(pi x) and
+// |sin(pi x)| of it keep their precision next to an integer, where pi
+// times the fraction itself loses it (pi / tan(pi x) was 1% off at
+// -10.999994)
+inline at::Tensor near_zero_fraction(const at::Tensor &x)
+{
+	at::Tensor r = x.sub(x.trunc());
+	return r.sub(r.add(0.5).floor());
+}
+
+}  // namespace neuron
