@@ -52,4 +52,9 @@ inline at::Tensor near_zero_fraction(const at::Tensor &x)
 	return r.sub(r.add(0.5).floor());
 }
 
+// log2 / log10 of fp32 x from its exponent field: exact at powers of the
+// base (neuron_special.cpp)
+at::Tensor log2_f32(const at::Tensor &x);
+at::Tensor log10_f32(const at::Tensor &x);
+
 }  // namespace neuron

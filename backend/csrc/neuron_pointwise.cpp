@@ -10,6 +10,7 @@
 // behaviour (written out next to each formula); undefined (the fallback)
 // for what it does not cover.
 #include "neuron_kernels.h"
+#include "neuron_math.h"
 #include "neuron_ops.h"
 
 #include <ATen/MemoryOverlap.h>
@@ -295,24 +296,21 @@ at::Tensor &frac_out(const at::Tensor &x, at::Tensor &out)
 
 // ---- logarithms, binary math -------------------------------------------------
 
-// log(x) / ln(base) for bf16 / fp16, whose rounding absorbs the scaling's
-// last-bit error; fp32 declines (the CPU fallback): log2(8192) came out
-// 12.999999, and floor(log2(x)) is how code counts bits
-at::Tensor log_scaled(const at::Tensor &x, double c)
-{
-	if (!is_float_neuron(x) || x.scalar_type() == at::kFloat)
-		return {};
-	return back(up(x).log().mul(c), x.scalar_type());
-}
-
+// log2 / log10 from the exponent field (neuron_special.cpp): exact at
+// powers of the base, as code counting bits with floor(log2(x)) needs
+// (log(x) / ln 2 gave 12.999999 for 8192); bf16 / fp16 at fp32, rounded once
 at::Tensor &log2_out(const at::Tensor &x, at::Tensor &out)
 {
-	return out_of(out, { &x }, log_scaled(x, 1.0 / std::log(2.0)));
+	if (!is_float_neuron(x))
+		return declined;
+	return out_of(out, { &x }, back(log2_f32(up(x)), x.scalar_type()));
 }
 
 at::Tensor &log10_out(const at::Tensor &x, at::Tensor &out)
 {
-	return out_of(out, { &x }, log_scaled(x, 1.0 / std::log(10.0)));
+	if (!is_float_neuron(x))
+		return declined;
+	return out_of(out, { &x }, back(log10_f32(up(x)), x.scalar_type()));
 }
 
 // CPU's logaddexp: a == b == +-inf gives a; else max + log1p(exp(-|a - b|))

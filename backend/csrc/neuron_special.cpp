@@ -1,0 +1,319 @@
+// neuron_special.cpp -- float classification and the special functions of
+// torch.special composed from the native kernels: frexp (the exponent field
+// read with VectorE's integer ALU), signbit, isposinf / isneginf, angle of
+// a real tensor, logaddexp2, erfc, erfinv, entr, and the modified Bessel
+// functions i0, i0e, i1, i1e.
+//
+// Each follows CPU PyTorch's algorithm (ATen/native/Math.h, whose Cephes
+// coefficient tables are read from that header, never restated) at fp32,
+// bf16 / fp16 computed at fp32 and rounded once as CPU's; CPU's NaN,
+// infinity and signed-zero cases are written out next to each.  Integer
+// inputs of the float-only functions decline (the counted CPU fallback,
+// which raises or promotes as CPU does).
+#include "neuron_math.h"
+#include "neuron_ops.h"
+
+#include <ATen/native/Math.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/zeros_like.h>
+#include <ATen/ops/angle_ops.h>
+#include <ATen/ops/erfc_ops.h>
+#include <ATen/ops/erfinv_ops.h>
+#include <ATen/ops/frexp_ops.h>
+#include <ATen/ops/i0_ops.h>
+#include <ATen/ops/isneginf_ops.h>
+#include <ATen/ops/isposinf_ops.h>
+#include <ATen/ops/logaddexp2_ops.h>
+#include <ATen/ops/signbit_ops.h>
+#include <ATen/ops/special_entr_ops.h>
+#include <ATen/ops/special_i0e_ops.h>
+#include <ATen/ops/special_i1_ops.h>
+#include <ATen/ops/special_i1e_ops.h>
+
+#include <tuple>
+
+namespace neuron {
+
+namespace {
+
+// ---- the exponent field ------------------------------------------------------
+
+// fp32 f = m * 2^e with |m| in [1/2, 1) (C's frexp) for finite nonzero f:
+// m from f's bits with the exponent field set to 126, e from the field;
+// subnormals first scaled by 2^25 (exact).  Zeros, infinities and NaN: m =
+// f, e = 0 (glibc's).  e is int32.
+std::tuple<at::Tensor, at::Tensor> frexp_f32(const at::Tensor &f)
+{
+	at::Tensor sub = f.abs().lt(1.1754943508222875e-38).bitwise_and(f.ne(0));
+	at::Tensor g = at::where(sub, f.mul(33554432.0), f);
+	at::Tensor bits = g.view(at::kInt);
+	at::Tensor field = bits.__rshift__(23).bitwise_and(0xff);
+	at::Tensor m = bits.bitwise_and((int64_t)0x807fffff).bitwise_or(0x3f000000).view(at::kFloat);
+	at::Tensor e = field.sub(at::where(sub, scalar_like(126 + 25, field), scalar_like(126, field)));
+	at::Tensor plain = f.eq(0).bitwise_or(f.abs().eq(kInf)).bitwise_or(f.ne(f));
+	return { at::where(plain, f, m), at::where(plain, scalar_like(0, e), e) };
+}
+
+std::tuple<at::Tensor &, at::Tensor &> frexp_out(const at::Tensor &x, at::Tensor &mantissa, at::Tensor &exponent)
+{
+	if (!is_float_neuron(x) || !mantissa.is_privateuseone() || !exponent.is_privateuseone() ||
+	    mantissa.scalar_type() != x.scalar_type() || exponent.scalar_type() != at::kInt)
+		return declined;
+	auto [m, e] = frexp_f32(as_fp32(x));
+	composite_out(mantissa, { &x }, cast_back(m, x.scalar_type()));
+	composite_out(exponent, { &x }, e);
+	return { mantissa, exponent };
+}
+
+// log2 and log10 of fp32 x from its exponent e and mantissa m in
+// [sqrt(1/2), sqrt(2)): e exact plus log(m) scaled, so a power of two (of
+// ten) comes out exact where log(x) / ln 2 missed it (log2(8192) gave
+// 12.999999; floor(log2(x)) is how code counts bits).  log10 adds e
+// log10(2) as hi + lo (hi has 11 bits: e hi exact).  x < 0: NaN, 0: -inf,
+// inf and NaN themselves.
+at::Tensor log_base_f32(const at::Tensor &x, bool ten)
+{
+	auto [m0, e0] = frexp_f32(x);
+	at::Tensor low = m0.lt(0.70710678118654752440);
+	at::Tensor m = at::where(low, m0.mul(2.0), m0);
+	at::Tensor e = at::where(low, e0.sub(1), e0).to(at::kFloat);
+	at::Tensor r;
+	if (!ten) {
+		r = e.add(m.log().mul(1.0 / kLn2));
+	} else {
+		const double hi = 1233.0 / 4096.0, lo = 0.30102999566398119521 - 1233.0 / 4096.0;
+		r = e.mul(hi).add(e.mul(lo).add(m.log().mul(0.43429448190325182765)));
+	}
+	r = at::where(x.eq(0), scalar_like(-kInf, r), r);
+	r = at::where(x.lt(0), scalar_like(kNaN, r), r);
+	return at::where(x.eq(kInf).bitwise_or(x.ne(x)), x, r);
+}
+
+// ---- classification ------------------------------------------------------------
+
+// a bool result of an elementwise predicate into out (bool)
+at::Tensor &predicate_out(at::Tensor &out, const at::Tensor &x, const at::Tensor &r)
+{
+	if (!r.defined() || out.scalar_type() != at::kBool)
+		return declined;
+	return composite_out(out, { &x }, r);
+}
+
+bool on_device(const at::Tensor &x)
+{
+	return x.is_privateuseone() && units_of(x.scalar_type(), false).dtype != ISA_DT_INVALID;
+}
+
+at::Tensor &signbit_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!on_device(x) || x.is_complex())
+		return declined;
+	if (at::isFloatingType(x.scalar_type()))
+		return predicate_out(out, x, x.element_size() == 8 ? at::Tensor() : sign_bit(x));
+	return predicate_out(out, x, x.scalar_type() == at::kBool || !at::isSignedType(x.scalar_type())
+					    ? at::zeros_like(x, x.options().dtype(at::kBool))
+					    : x.lt(0));
+}
+
+// x == +-inf; integers never are
+at::Tensor is_inf(const at::Tensor &x, double v)
+{
+	if (!on_device(x) || x.is_complex())
+		return {};
+	if (is_float_neuron(x))
+		return x.eq(v);
+	return at::zeros_like(x, x.options().dtype(at::kBool));
+}
+
+at::Tensor &isposinf_out(const at::Tensor &x, at::Tensor &out)
+{
+	return predicate_out(out, x, is_inf(x, kInf));
+}
+
+at::Tensor &isneginf_out(const at::Tensor &x, at::Tensor &out)
+{
+	return predicate_out(out, x, is_inf(x, -kInf));
+}
+
+// angle of a real x: pi below zero, else 0; NaN stays (CPU's angle_impl)
+at::Tensor angle_real(const at::Tensor &x)
+{
+	if (!is_float_neuron(x))
+		return {};
+	at::Tensor r = at::where(x.lt(0), scalar_like(kPi, x), scalar_like(0.0, x));
+	return at::where(x.ne(x), x, r);
+}
+
+at::Tensor angle(const at::Tensor &x)
+{
+	at::Tensor r = angle_real(x);
+	if (r.defined())
+		return r;
+	return declined;
+}
+
+at::Tensor &angle_out(const at::Tensor &x, at::Tensor &out)
+{
+	at::Tensor r = angle_real(x);
+	if (!r.defined() || out.scalar_type() != x.scalar_type())
+		return declined;
+	return composite_out(out, { &x }, r);
+}
+
+// CPU's logaddexp2: a == b == +-inf gives a; else max + log1p(2^-|a - b|) / ln 2
+at::Tensor &logaddexp2_out(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)
+{
+	if (!real_floats(a, b, out) || a.device() != b.device())
+		return declined;
+	at::Tensor x = as_fp32(a), y = as_fp32(b);
+	at::Tensor r = at::maximum(x, y).add(x.sub(y).abs().neg().exp2().log1p().mul(1.0 / kLn2));
+	r = at::where(x.abs().eq(kInf).bitwise_and(x.eq(y)), x, r);
+	return composite_out(out, { &a, &b }, cast_back(r, out.scalar_type()));
+}
+
+// ---- error functions -------------------------------------------------------------
+
+// erfc of fp32 x: 1 - erf(x) for |x| < 1/2 (no cancellation there:
+// erf(1/2) = 0.52); beyond, t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z =
+// |x| (the Chebyshev fit of Numerical Recipes' erfcc, relative error below
+// 1.2e-7) with exp(-z^2) taken as exp(-h^2) exp(-(2 h l + l^2)), z = h + l
+// and h of 12 bits, so h^2 is exact (exp of a rounded -z^2 was off by 1e-5
+// relative at z = 9); 0 from 11 on; 2 - erfc(-x) below zero
+at::Tensor erfc_f32(const at::Tensor &x)
+{
+	static const double P[] = { 0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
+				    -0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223 };
+	at::Tensor z = x.abs();
+	at::Tensor t = z.mul(0.5).add(1.0).reciprocal();
+	at::Tensor p = at::full_like(t, P[0]);
+	for (size_t i = 1; i < sizeof(P) / sizeof(P[0]); i++)
+		p = p.mul(t).add(P[i]);
+	at::Tensor h = z.mul(4097.0);
+	h = h.sub(h.sub(z));                        /* Dekker's split: z's top 12 bits */
+	at::Tensor l = z.sub(h);
+	at::Tensor tail = h.mul(l).mul(2.0).add(l.mul(l));
+	at::Tensor big = t.mul(h.mul(h).neg().exp()).mul(p.sub(tail).exp());
+	big = at::where(z.ge(11.0), scalar_like(0.0, big), big);   /* erfc(11) = 1e-54: 0 (h^2 overflows later) */
+	at::Tensor r = at::where(z.lt(0.5), x.erf().neg().add(1.0), big);
+	r = at::where(x.lt(0).bitwise_and(z.ge(0.5)), r.neg().add(2.0), r);
+	return at::where(x.ne(x), x, r);
+}
+
+at::Tensor &erfc_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	return composite_out(out, { &x }, cast_back(erfc_f32(as_fp32(x)), x.scalar_type()));
+}
+
+// CPU's calc_erfinv at fp32: a rational first guess (central |y| <= 0.7,
+// else of sqrt(-log((1 - |y|) / 2))) and two Newton steps on erf; |y| > 1
+// NaN, +-1 +-inf
+at::Tensor erfinv_f32(const at::Tensor &y)
+{
+	static const double a[4] = { 0.886226899, -1.645349621, 0.914624893, -0.140543331 };
+	static const double b[4] = { -2.118377725, 1.442710462, -0.329097515, 0.012229801 };
+	static const double c[4] = { -1.970840454, -1.624906493, 3.429567803, 1.641345311 };
+	static const double d[2] = { 3.543889200, 1.637067800 };
+	at::Tensor ya = y.abs();
+	at::Tensor z = y.mul(y);
+	at::Tensor num = z.mul(a[3]).add(a[2]).mul(z).add(a[1]).mul(z).add(a[0]);
+	at::Tensor dem = z.mul(b[3]).add(b[2]).mul(z).add(b[1]).mul(z).add(b[0]).mul(z).add(1.0);
+	at::Tensor central = y.mul(num).div(dem);
+	at::Tensor w = ya.neg().add(1.0).div(2.0).log().neg().sqrt();
+	at::Tensor num2 = w.mul(c[3]).add(c[2]).mul(w).add(c[1]).mul(w).add(c[0]);
+	at::Tensor dem2 = w.mul(d[1]).add(d[0]).mul(w).add(1.0);
+	at::Tensor tail = with_sign_of(num2, y).div(dem2);
+	at::Tensor x = at::where(ya.le(0.7), central, tail);
+	const double two_over_sqrt_pi = 1.12837916709551257390;
+	for (int i = 0; i < 2; i++)
+		x = x.sub(x.erf().sub(y).div(x.mul(x).neg().exp().mul(two_over_sqrt_pi)));
+	x = at::where(ya.eq(1.0), with_sign_of(scalar_like(kInf, x), y), x);
+	return at::where(ya.gt(1.0).bitwise_or(y.ne(y)), scalar_like(kNaN, x), x);
+}
+
+at::Tensor &erfinv_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	return composite_out(out, { &x }, cast_back(erfinv_f32(as_fp32(x)), x.scalar_type()));
+}
+
+// CPU's entr: -x log x for x > 0, 0 at 0, -inf below, NaN stays
+at::Tensor &entr_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x);
+	at::Tensor r = f.mul(f.log()).neg();
+	r = at::where(f.eq(0), scalar_like(0.0, r), r);
+	r = at::where(f.lt(0), scalar_like(-kInf, r), r);
+	r = at::where(f.ne(f), f, r);
+	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+}
+
+// ---- modified Bessel functions -----------------------------------------------------
+
+// Cephes' chbevl: the Chebyshev series of `coef` at y by Clenshaw's
+// recurrence, the same steps as CPU's (ATen/native/Math.h)
+at::Tensor chbevl(const at::Tensor &y, std::tuple<const float *, size_t> series)
+{
+	auto [coef, len] = series;
+	at::Tensor b0 = at::full_like(y, coef[0]), b1 = at::zeros_like(y), b2 = at::zeros_like(y);
+	for (size_t i = 1; i < len; i++) {
+		b2 = b1;
+		b1 = b0;
+		b0 = y.mul(b1).sub(b2).add(coef[i]);
+	}
+	return b0.sub(b2).mul(0.5);
+}
+
+// CPU's calc_i0 / calc_i0e / calc_i1 / calc_i1e at fp32 (their float
+// coefficients): the [0, 8] series at y = x / 2 - 2, the (8, inf) series
+// at 32 / x - 2 over sqrt(x); the exponential scaling exp(x) for i0 / i1;
+// i1 and i1e odd.  Both branches are evaluated, the select takes one.
+enum class Bessel { I0, I0E, I1, I1E };
+
+at::Tensor bessel_f32(const at::Tensor &x0, Bessel kind)
+{
+	bool first = kind == Bessel::I1 || kind == Bessel::I1E;
+	bool scaled = kind == Bessel::I0E || kind == Bessel::I1E;
+	at::Tensor x = x0.abs();
+	at::Tensor near = chbevl(x.mul(0.5).sub(2.0), first ? ::chebyshev_coefficients_i1e_A<float>()
+							     : ::chebyshev_coefficients_i0e_A<float>());
+	at::Tensor far = chbevl(x.reciprocal().mul(32.0).sub(2.0), first ? ::chebyshev_coefficients_i1e_B<float>()
+									 : ::chebyshev_coefficients_i0e_B<float>());
+	if (first)
+		near = near.mul(x);
+	far = far.div(x.sqrt());
+	at::Tensor r = at::where(x.le(8.0), near, far);
+	if (!scaled)
+		r = x.exp().mul(r);
+	if (first)
+		r = at::where(x0.lt(0), r.neg(), r);
+	return at::where(x0.ne(x0), x0, r);
+}
+
+at::Tensor &bessel_out(const at::Tensor &x, at::Tensor &out, Bessel kind)
+{
+	if (!real_float(x))
+		return declined;
+	return composite_out(out, { &x }, cast_back(bessel_f32(as_fp32(x), kind), x.scalar_type()));
+}
+
+at::Tensor &i0_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I0); }
+at::Tensor &i0e_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I0E); }
+at::Tensor &i1_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1); }
+at::Tensor &i1e_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1E); }
+
+}  // namespace
+
+// log2 / log10 of fp32 x, exact at powers of the base (neuron_pointwise.cpp)
+at::Tensor log2_f32(const at::Tensor &x) { return log_base_f32(x, false); }
+at::Tensor log10_f32(const at::Tensor &x) { return log_base_f32(x, true); }
+
+NEURON_REGISTER_OPS(NEURON_OPS_SPECIAL)
+
+}  // namespace neuron
