@@ -210,4 +210,8 @@ bool native_i64_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 bool native_bool_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out);   // logical and
 bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 
+// an inclusive scan of x along dim by log2(n) doubling steps, x[k:] =
+// combine(x[k:], x[:-k]) for k = 1, 2, 4, ... (neuron_scan.cpp)
+at::Tensor doubling_scan(at::Tensor x, int64_t dim,
+			 const std::function<at::Tensor(const at::Tensor &later, const at::Tensor &earlier)> &combine);
 }  // namespace neuron

@@ -13,6 +13,8 @@
 #include "neuron_math.h"
 #include "neuron_ops.h"
 
+#include <ATen/native/Resize.h>
+
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/addmv_ops.h>
@@ -389,7 +391,7 @@ at::Tensor dot(const at::Tensor &a, const at::Tensor &b)
 
 at::Tensor vdot(const at::Tensor &a, const at::Tensor &b)
 {
-	return dot(a, b);   // real: no conjugate
+	return neuron::dot(a, b);   // real: no conjugate
 }
 
 // beta * self + alpha * (mat @ vec); beta == 0 ignores self (NaN included)
@@ -425,7 +427,7 @@ at::Tensor roll(const at::Tensor &x, at::IntArrayRef shifts, at::IntArrayRef dim
 	    (dims.empty() && shifts.size() != 1) || (!dims.empty() && dims.size() != shifts.size()))
 		return {};
 	if (dims.empty())
-		return roll(x.flatten(), shifts, std::vector<int64_t>{ 0 }).view(x.sizes());
+		return neuron::roll(x.flatten(), shifts, std::vector<int64_t>{ 0 }).view(x.sizes());
 	at::Tensor r = x;
 	for (size_t i = 0; i < dims.size(); i++) {
 		int64_t d = at::maybe_wrap_dim(dims[i], x.dim()), n = x.size(d);
@@ -444,6 +446,8 @@ at::Tensor &composite_out(at::Tensor &out, std::initializer_list<const at::Tenso
 {
 	if (!r.defined() || !out.is_privateuseone())
 		return declined;
+	if (!out.sizes().equals(r.sizes()))
+		at::native::resize_output(out, r.sizes());   /* before the checks, as CPU: a resized out is fresh */
 	at::assert_no_internal_overlap(out);
 	for (const at::Tensor *t : ins)
 		at::assert_no_partial_overlap(out, *t);

@@ -77,13 +77,7 @@ at::Tensor cumsum_impl(const at::Tensor &self, int64_t dim, std::optional<at::Sc
 	at::Tensor x = at::empty(self.sizes(), self.options().dtype(rt));
 	if (!native_copy(x, self))
 		return {};
-	int64_t n = self.size(dim);
-	for (int64_t k = 1; k < n; k *= 2) {
-		at::Tensor y = x.clone();
-		y.narrow(dim, k, n - k).copy_(x.narrow(dim, k, n - k).add(x.narrow(dim, 0, n - k)));
-		x = y;
-	}
-	return x;
+	return doubling_scan(x, dim, [](const at::Tensor &a, const at::Tensor &b) { return a.add(b); });
 }
 
 at::Tensor cumsum(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype)
