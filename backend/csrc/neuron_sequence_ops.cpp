@@ -12,6 +12,7 @@
 #include <limits>
 #include <ATen/ops/cumsum_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/isin_ops.h>
 #include <ATen/ops/max_ops.h>
 #include <ATen/ops/min_ops.h>
@@ -371,6 +372,13 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> int_sort(const at::Tensor &sel
 std::tuple<at::Tensor, at::Tensor> sort_stable(const at::Tensor &self, std::optional<bool> stable, int64_t dim,
 					       bool descending)
 {
+	if (self.is_privateuseone() && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID &&
+	    (self.dim() == 0 || self.size(at::maybe_wrap_dim(dim, self.dim())) <= 1)) {
+		/* a row of one (or none) is sorted: itself, index 0 */
+		if (self.dim() == 0)
+			at::maybe_wrap_dim(dim, 1);   /* CPU's dim check */
+		return { self.clone(), at::zeros(self.sizes(), self.options().dtype(at::kLong)) };
+	}
 	if (self.dim() > 0) {
 		int64_t d = at::maybe_wrap_dim(dim, self.dim());
 		std::optional<std::tuple<at::Tensor, at::Tensor>> r;
