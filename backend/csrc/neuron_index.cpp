@@ -18,6 +18,7 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/nonzero_ops.h>
+#include <ATen/ops/index_fill_ops.h>
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
@@ -103,6 +104,10 @@ Program rows_program(const at::Tensor &table, int64_t dim, Units u, const at::Te
 
 at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Tensor &index)
 {
+	if (scalar_self_case(self, dim, index)) {
+		at::Tensor r = neuron_index_select(self.view({ 1 }), 0, index.reshape({ 1 }));
+		return r.defined() ? r.view(at::IntArrayRef{}) : r;
+	}
 	Units u = units_of(self.scalar_type(), false);
 	bool ok = self.is_privateuseone() && index.is_privateuseone() && self.device() == index.device() &&
 		  u.dtype != ISA_DT_INVALID && index.dim() <= 1 &&
@@ -245,8 +250,10 @@ at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, co
 // gather(x, dim, index): out[..., j] = x[..., index[..., j]] along dim, as
 // index_select over the flattened x with flat row indices
 // (row * x.size(dim) + index, int64 arithmetic on the device)
-at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index, bool sparse_grad)
+at::Tensor gather(const at::Tensor &self, int64_t dim, const at::Tensor &index_in, bool sparse_grad)
 {
+	/* an int32 index as int64 (a cast program), which the flat-row arithmetic takes */
+	at::Tensor index = index_in.is_privateuseone() && index_in.scalar_type() == at::kInt ? index_in.to(at::kLong) : index_in;
 	bool ok = self.is_privateuseone() && index.is_privateuseone() && index.scalar_type() == at::kLong &&
 		  self.dim() == index.dim() && self.dim() >= 1 && units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID;
 	if (ok) {
@@ -314,10 +321,62 @@ at::Tensor &index_copy_out(const at::Tensor &self, int64_t dim, const at::Tensor
 			   at::Tensor &out)
 {
 	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	if (scalar_self_case(self, dim, index) && out.dim() == 0 && source.numel() == 1) {
+		at::Tensor o = out.view({ 1 });
+		if (index_faults([&] { return rows_into(self.view({ 1 }), 0, index.reshape({ 1 }), source.reshape({ 1 }), o, false,
+							"aten::index_copy"); },
+				 { { index, 0, 1, false, IndexWording::CopyBounds } }))
+			return out;
+		return declined;
+	}
 	if (index_faults([&] { return rows_into(self, dim, index, source, out, false, "aten::index_copy"); },
 			 { { index, d, self.dim() ? self.size(d) : 1, false, IndexWording::CopyBounds } }))
 		return out;
 	return declined;
+}
+
+// index_fill_: self.select(dim, index[j]) = value for each j (negative
+// indices from the end, as CPU's), as index_copy_ of a source filled with
+// value; a 0-dim value tensor stays on the device (a broadcast copy)
+at::Tensor &index_fill_impl(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Scalar *value,
+			    const at::Tensor *value_t)
+{
+	if (!self.is_privateuseone() || !index.is_privateuseone() || index.dim() > 1 || !self.is_contiguous() ||
+	    (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) ||
+	    units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID || (value_t && value_t->dim() != 0))
+		return declined;
+	if (scalar_self_case(self, dim, index)) {
+		at::Tensor row = self.view({ 1 });
+		at::Tensor &r = index_fill_impl(row, 0, index.reshape({ 1 }), value, value_t);
+		return &r == &declined_tensor() ? r : self;
+	}
+	if (self.dim() == 0)
+		return declined;
+	int64_t d = at::maybe_wrap_dim(dim, self.dim());
+	std::vector<int64_t> shape = self.sizes().vec();
+	shape[d] = index.numel();
+	at::Tensor src = at::empty(shape, self.options());
+	bool filled = value ? native_fill(src, *value)
+		      : value_t->is_cpu() ? native_fill(src, value_t->item())
+					  : value_t->device() == self.device() && native_copy(src, *value_t);
+	if (!filled)
+		return declined;
+	at::Tensor idx = index.to(at::kLong);
+	idx = at::where(idx.lt(0), idx.add(self.size(d)), idx);
+	if (index_faults([&] { return rows_into(self, d, idx.reshape({ -1 }), src, self, false, "aten::index_fill_"); },
+			 { { index, d, self.size(d), true, IndexWording::Bounds } }))
+		return self;
+	return declined;
+}
+
+at::Tensor &index_fill_scalar_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Scalar &value)
+{
+	return index_fill_impl(self, dim, index, &value, nullptr);
+}
+
+at::Tensor &index_fill_tensor_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &value)
+{
+	return index_fill_impl(self, dim, index, nullptr, &value);
 }
 
 // self[i0, i1, ..., ik-1] with integer index tensors on the leading dims
@@ -524,9 +583,42 @@ at::Tensor put_through_expanded(at::Tensor &self, const c10::List<std::optional<
 	return &r == &declined_tensor() ? at::Tensor() : self;
 }
 
-at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
+// bool / uint8 masks among indices as CPU turns them into indices: the
+// nonzero coordinates of each mask (native nonzero, which reads the count),
+// one int64 index per dim the mask covers; nullopt when there is no mask,
+// or one CPU would reject (its shape is not the indexed dims')
+std::optional<c10::List<std::optional<at::Tensor>>> masks_as_indices(const at::Tensor &self,
+								     const c10::List<std::optional<at::Tensor>> &indices)
+{
+	c10::List<std::optional<at::Tensor>> out;
+	bool any = false;
+	int64_t d = 0;
+	for (size_t i = 0; i < indices.size(); i++) {
+		std::optional<at::Tensor> t = indices.get(i);
+		if (!t || !t->defined() || (t->scalar_type() != at::kBool && t->scalar_type() != at::kByte)) {
+			out.push_back(t);
+			d++;
+			continue;
+		}
+		if (!t->is_privateuseone() || t->device() != self.device() || t->dim() == 0)
+			return std::nullopt;
+		for (int64_t k = 0; k < t->dim(); k++)
+			if (d + k >= self.dim() || t->size(k) != self.size(d + k))
+				return std::nullopt;
+		at::Tensor nz = at::_ops::nonzero::call(*t);
+		for (int64_t k = 0; k < t->dim(); k++)
+			out.push_back(nz.select(1, k));
+		d += t->dim();
+		any = true;
+	}
+	return any ? std::optional(out) : std::nullopt;
+}
+
+at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices_in,
 			   const at::Tensor &values, bool accumulate, bool unsafe)
 {
+	std::optional<c10::List<std::optional<at::Tensor>>> unmasked = masks_as_indices(self, indices_in);
+	const c10::List<std::optional<at::Tensor>> &indices = unmasked ? *unmasked : indices_in;
 	return index_faults(
 		[&]() -> at::Tensor & {
 			if (at::has_internal_overlap(self) != at::MemOverlap::Yes)

@@ -210,6 +210,17 @@ bool native_i64_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 bool native_bool_mul(const at::Tensor &a, const at::Tensor &b, at::Tensor &out);   // logical and
 bool native_i64_compare(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, at::Tensor &out);
 
+// CPU's index ops (index_select / copy / add / fill / reduce) take a 0-dim
+// self as one element along dim 0 or -1, with a one-element index: such a
+// call runs on [1] views of self (and out / source)
+inline bool scalar_self_case(const at::Tensor &self, int64_t dim, const at::Tensor &index)
+{
+	return self.dim() == 0 && (dim == 0 || dim == -1) && index.numel() == 1 && index.dim() <= 1;
+}
+inline at::Tensor as_row(const at::Tensor &t)
+{
+	return t.dim() == 0 ? t.view({ 1 }) : t;
+}
 // an inclusive scan of x along dim by log2(n) doubling steps, x[k:] =
 // combine(x[k:], x[:-k]) for k = 1, 2, 4, ... (neuron_scan.cpp)
 at::Tensor doubling_scan(at::Tensor x, int64_t dim,

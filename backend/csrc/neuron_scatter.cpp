@@ -201,6 +201,11 @@ at::Tensor &scatter_add_(at::Tensor &self, int64_t dim, const at::Tensor &index,
 at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &source,
 			  const at::Scalar &alpha, at::Tensor &out)
 {
+	if (scalar_self_case(self, dim, index) && out.dim() == 0 && source.numel() == 1) {
+		at::Tensor o = out.view({ 1 });
+		at::Tensor &r = index_add_out(self.view({ 1 }), 0, index.reshape({ 1 }), source.reshape({ 1 }), alpha, o);
+		return &r == &declined_tensor() ? r : out;
+	}
 	bool ok = self.is_privateuseone() && source.is_privateuseone() && index.is_privateuseone() &&
 		  can_accumulate(self.scalar_type()) && source.scalar_type() == self.scalar_type() &&
 		  out.sizes().equals(self.sizes()) && out.scalar_type() == self.scalar_type() && self.dim() >= 1;
@@ -231,7 +236,7 @@ at::Tensor &index_add_out(const at::Tensor &self, int64_t dim, const at::Tensor 
 constexpr int64_t kDenseCap = (int64_t)1 << 26;
 
 // self with src reduced into the positions index names along dim (sum,
-// mean, amax, amin; prod declines).  Dense: with dim moved last, source
+// mean, amax, amin, prod).  Dense: with dim moved last, source
 // element i of a row goes to slot index * n + i of an identity-filled
 // [rows, m * n] buffer (every slot written once: no order to keep), each
 // destination's n slots are reduced, then combined with self as CPU does
@@ -240,7 +245,7 @@ constexpr int64_t kDenseCap = (int64_t)1 << 26;
 at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
 		       c10::string_view reduce, bool include_self)
 {
-	bool op_ok = reduce == "sum" || reduce == "mean" || reduce == "amax" || reduce == "amin";
+	bool op_ok = reduce == "sum" || reduce == "mean" || reduce == "amax" || reduce == "amin" || reduce == "prod";
 	if (!op_ok || !is_float_neuron(self) || !is_float_neuron(src) || !at::isFloatingType(self.scalar_type()) ||
 	    src.scalar_type() != self.scalar_type() || !index.is_privateuseone() || index.scalar_type() != at::kLong ||
 	    self.dim() == 0)
@@ -264,6 +269,7 @@ at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &in
 	at::Tensor T = as_fp32(t.movedim(d, -1));
 	double fill = reduce == "amax" ? -std::numeric_limits<double>::infinity()
 		    : reduce == "amin" ? std::numeric_limits<double>::infinity()
+		    : reduce == "prod" ? 1.0
 				       : 0.0;
 	std::vector<int64_t> dense(I.sizes().begin(), I.sizes().end() - 1);
 	dense.push_back(m * n);
@@ -272,11 +278,13 @@ at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &in
 	dense.back() = m;
 	dense.push_back(n);
 	D = D.view(dense);
-	at::Tensor R = reduce == "amax" ? D.amax(-1) : reduce == "amin" ? D.amin(-1) : D.sum(-1);
+	at::Tensor R = reduce == "amax" ? D.amax(-1) : reduce == "amin" ? D.amin(-1) : reduce == "prod" ? D.prod(-1) : D.sum(-1);
 	at::Tensor count = at::zeros(T.sizes(), S.options()).scatter_add(-1, I, at::ones(I.sizes(), S.options()));
 	at::Tensor touched = count.gt(0), r;
 	if (reduce == "sum")
 		r = include_self ? T.add(R) : at::where(touched, R, T);
+	else if (reduce == "prod")
+		r = include_self ? T.mul(R) : at::where(touched, R, T);
 	else if (reduce == "mean")
 		r = include_self ? T.add(R).div(count.add(1)) : at::where(touched, R.div(count), T);
 	else if (include_self)
@@ -290,6 +298,17 @@ at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &in
 			region = region.narrow(k, 0, index.size(k));
 	region.copy_(r.movedim(-1, d));
 	return out;
+}
+
+// the legacy scatter(..., reduce="add" / "multiply"): self's values kept
+// and combined, as scatter_reduce's sum / prod with include_self
+at::Tensor &scatter_reduce_legacy_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,
+				      c10::string_view reduce, at::Tensor &out)
+{
+	if (reduce != "add" && reduce != "multiply")
+		return declined;
+	return composite_out(out, { &self, &index, &src },
+			     reduce_into(self, dim, index, src, reduce == "add" ? "sum" : "prod", true));
 }
 
 at::Tensor &scatter_reduce_two_out(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &src,

@@ -84,3 +84,38 @@ def test_masked_scatter(n):
     native(lambda t, k, s: t.clone().masked_scatter_(k, s), x, m, src)
     with pytest.raises(RuntimeError):
         x.to(NEURON).masked_scatter_(torch.ones(n, dtype=torch.bool, device=NEURON), src[:1].to(NEURON))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_index_ops_on_scalars_fills_masks_and_products(dtype):
+    """0-dim selves as CPU's one-element rows; index_fill_ (negative
+    indices from the end, CPU's IndexError past the ends); bool-mask
+    index_put through the native nonzero; an int32 gather index; the legacy
+    scatter(reduce=) and prod reductions into positions"""
+    g = torch.Generator().manual_seed(0)
+    s, i1 = torch.tensor(2.5).to(dtype), torch.tensor([0])
+    assert_native_matches(lambda t, i: torch.index_select(t, 0, i), s, i1)
+    assert_native_matches(lambda t, i, v: t.index_copy(0, i, v), s, i1, torch.tensor(7.0).to(dtype))
+    assert_native_matches(lambda t, i, v: t.index_add(0, i, v, alpha=2), s, i1, torch.tensor(7.0).to(dtype))
+    assert_native_matches(lambda t, i: t.index_fill(0, i, -8.5), s, i1)
+    x = torch.randn(10, 5, generator=g).mul(4).to(dtype)
+    assert_native_matches(lambda t, i: t.index_fill(1, i, -2.0), x, torch.tensor([0, -1, 2, 0]))
+    assert_native_matches(lambda t, i, v: t.index_fill(0, i, v), x, torch.tensor([3, 1]), torch.tensor(4.0).to(dtype))
+    for bad in ([0, 5], [-6]):
+        with pytest.raises(IndexError, match="out of bounds"):
+            x.to("neuron").index_fill(1, torch.tensor(bad, device="neuron"), 1.0)
+    idx = torch.randint(0, 10, (5, 5), generator=g)
+    assert_native_matches(lambda t, i: torch.gather(t, 0, i), x, idx.int())
+    m = torch.tensor([True, True, False, True, False])
+    assert_native_matches(lambda t, mm, v: t.index_put((mm,), v), x[:5], m, torch.arange(5.0).to(dtype))
+    assert_native_matches(lambda t, mm, v: t.index_put((mm,), v, accumulate=True), x[:5], m, torch.arange(5.0).to(dtype))
+    assert_native_matches(lambda t, mm: t.index_put((mm,), torch.tensor(9, device=t.device).to(dtype)), x, x > 0)
+    if dtype.is_floating_point:
+        src = torch.randn(5, 5, generator=g).to(dtype)
+        assert_native_matches(lambda t, i, v: t.scatter(0, i, v, reduce="add"), x, idx, src)
+        assert_native_matches(lambda t, i, v: t.scatter(0, i, v, reduce="multiply"), x, idx, src)
+        for inc in (True, False):
+            assert_native_matches(lambda t, i, v: t.scatter_reduce(0, i, v, "prod", include_self=inc), x, idx, src)
+            assert_native_matches(lambda t, i, v: t.index_reduce(0, i, v, "prod", include_self=inc), x,
+                                  torch.tensor([1, 3, 1, 0, 9]), src)
+        assert_native_matches(lambda t, i, v: t.index_reduce(0, i, v, "prod"), s, i1, torch.tensor(3.0).to(dtype))
