@@ -1,6 +1,6 @@
 // neuron_conv.cpp -- convolution on `neuron`: convolution_overrideable (the
 // slot PyTorch's convolution dispatches to for a PrivateUse1 device) and its
-// backward, 1-D and 2-D, with stride, padding, dilation and groups.
+// backward, 1-D to 3-D, with stride, padding, dilation and groups.
 //
 // im2col by views: the zero-padded input unfolded once per spatial dim
 // (window taps last, dilation as a strided slice of each window), brought
@@ -11,8 +11,10 @@
 // VectorE instead.  The backward is the same algebra: the weight's gradient
 // is cols^T x grad, the input's gradient grad x W scattered back tap by tap
 // (col2im) with in-place adds into the padded input's strided windows.
-// Transposed and 3-D convolutions run on the CPU, counted as fallbacks
-// (the CPU has no convolution_overrideable: its at::convolution runs).
+// 3-D convolutions the same way; a transposed convolution's forward as the
+// direct convolution it is the adjoint of (its backward runs on the CPU,
+// counted: the CPU has no convolution_overrideable, its at::convolution
+// runs).
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
 
@@ -21,6 +23,7 @@
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/flip.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -44,7 +47,7 @@ bool geometry(const at::Tensor &x, const at::Tensor &w, at::IntArrayRef stride, 
 	      at::IntArrayRef dilation, bool transposed, int64_t groups, Conv &c)
 {
 	c.nd = x.dim() - 2;
-	if (transposed || (c.nd != 1 && c.nd != 2) || w.dim() != x.dim() || !is_float_neuron(x) ||
+	if (transposed || c.nd < 1 || c.nd > 3 || w.dim() != x.dim() || !is_float_neuron(x) ||
 	    !is_float_neuron(w) || x.scalar_type() != w.scalar_type() || x.device() != w.device() || groups < 1)
 		return false;
 	c.N = x.size(0);
@@ -175,6 +178,71 @@ at::Tensor forward(const at::Tensor &x, const at::Tensor &w, const std::optional
 	return out.contiguous();
 }
 
+// A transposed convolution as the direct one it is the adjoint of: x with
+// stride - 1 zeros between its elements, padded by dilation (k - 1) -
+// padding on each side (output_padding more at the end; a negative pad
+// crops), convolved at stride 1 with each group's weight [Cin, og, k...]
+// turned into [Cout, cg, k...] and flipped in every spatial dim
+at::Tensor transposed_forward(const at::Tensor &x, const at::Tensor &w, const std::optional<at::Tensor> &bias,
+			      at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
+			      at::IntArrayRef output_padding, int64_t groups)
+{
+	int64_t nd = x.dim() - 2;
+	if (nd < 1 || nd > 3 || w.dim() != x.dim() || !is_float_neuron(x) || !is_float_neuron(w) ||
+	    x.scalar_type() != w.scalar_type() || x.device() != w.device() || groups < 1 || x.size(1) != w.size(0) ||
+	    x.size(1) % groups != 0 || x.size(0) == 0 || x.numel() == 0)
+		return {};
+	int64_t cg = x.size(1) / groups, og = w.size(1);
+	at::Tensor xd = x;
+	std::vector<int64_t> dl;
+	for (int64_t i = 0; i < nd; i++) {
+		int64_t s = at_or_last(stride, i, 1), p = at_or_last(padding, i, 0), d = at_or_last(dilation, i, 1);
+		int64_t op = at_or_last(output_padding, i, 0), k = w.size(2 + i), in = x.size(2 + i);
+		if (s < 1 || d < 1 || p < 0 || op < 0 || (op >= s && op >= d))
+			return {};
+		dl.push_back(d);
+		if (s > 1) {
+			std::vector<int64_t> shape = xd.sizes().vec();
+			shape[2 + i] = (in - 1) * s + 1;
+			at::Tensor z = at::zeros(shape, xd.options());
+			z.slice(2 + i, 0, std::nullopt, s).copy_(xd);
+			xd = z;
+		}
+		int64_t lo = d * (k - 1) - p, hi = lo + op;
+		if (lo < 0)
+			xd = xd.narrow(2 + i, -lo, xd.size(2 + i) + lo);
+		if (hi < 0)
+			xd = xd.narrow(2 + i, 0, xd.size(2 + i) + hi);
+		std::vector<at::Tensor> parts;
+		std::vector<int64_t> zs = xd.sizes().vec();
+		if (lo > 0) {
+			zs[2 + i] = lo;
+			parts.push_back(at::zeros(zs, xd.options()));
+		}
+		parts.push_back(xd);
+		if (hi > 0) {
+			zs[2 + i] = hi;
+			parts.push_back(at::zeros(zs, xd.options()));
+		}
+		if (parts.size() > 1)
+			xd = at::cat(parts, 2 + i);
+	}
+	std::vector<int64_t> flip;
+	for (int64_t i = 0; i < nd; i++)
+		flip.push_back(2 + i);
+	std::vector<int64_t> ws = w.sizes().vec();
+	std::vector<int64_t> grouped{ groups, cg, og };
+	grouped.insert(grouped.end(), ws.begin() + 2, ws.end());
+	std::vector<int64_t> direct{ groups * og, cg };
+	direct.insert(direct.end(), ws.begin() + 2, ws.end());
+	at::Tensor wd = w.reshape(grouped).transpose(1, 2).reshape(direct).flip(flip).contiguous();
+	Conv c;
+	std::vector<int64_t> ones(nd, 1), zeros(nd, 0);
+	if (!geometry(xd.contiguous(), wd, ones, zeros, dl, false, groups, c))
+		return {};
+	return forward(xd.contiguous(), wd, bias, c);
+}
+
 at::Tensor conv_forward(const at::Tensor &x, const at::Tensor &w, const std::optional<at::Tensor> &bias,
 			c10::SymIntArrayRef stride, c10::SymIntArrayRef padding, c10::SymIntArrayRef dilation,
 			bool transposed, c10::SymIntArrayRef output_padding, c10::SymInt groups)
@@ -183,7 +251,13 @@ at::Tensor conv_forward(const at::Tensor &x, const at::Tensor &w, const std::opt
 	     dl = C10_AS_INTARRAYREF_SLOW(dilation), op = C10_AS_INTARRAYREF_SLOW(output_padding);
 	int64_t gr = groups.guard_int(__FILE__, __LINE__);
 	Conv c;
-	bool bias_ok = !bias || !bias->defined() || (is_float_neuron(*bias) && bias->numel() == w.size(0));
+	int64_t cout = transposed ? w.size(1) * gr : w.size(0);
+	bool bias_ok = !bias || !bias->defined() || (is_float_neuron(*bias) && bias->numel() == cout);
+	if (bias_ok && transposed) {
+		at::Tensor r = transposed_forward(x, w, bias, st, pd, dl, op, gr);
+		if (r.defined())
+			return r;
+	}
 	if (bias_ok && geometry(x, w, st, pd, dl, transposed, gr, c))
 		return forward(x, w, bias, c);
 	count_fallback("aten::convolution_overrideable");

@@ -58,8 +58,45 @@ bool copy_program(const at::Tensor &dst, const at::Tensor &src, int dev);
 
 }  // namespace
 
+// dst and s (of dst's sizes) with the dims a DMA can walk as one merged:
+// size-1 dims dropped, neighbours whose strides chain in both tensors
+// joined; false when more than NK_MAX_RANK dims remain
+static bool coalesced(const at::Tensor &dst, const at::Tensor &s, at::Tensor &d2, at::Tensor &s2)
+{
+	std::vector<int64_t> shape, ds, ss;
+	for (int64_t i = 0; i < dst.dim(); i++) {
+		if (dst.size(i) == 1)
+			continue;
+		if (!shape.empty() && ds.back() == dst.stride(i) * dst.size(i) && ss.back() == s.stride(i) * dst.size(i)) {
+			shape.back() *= dst.size(i);
+			ds.back() = dst.stride(i);
+			ss.back() = s.stride(i);
+			continue;
+		}
+		shape.push_back(dst.size(i));
+		ds.push_back(dst.stride(i));
+		ss.push_back(s.stride(i));
+	}
+	if ((int64_t)shape.size() > NK_MAX_RANK)
+		return false;
+	d2 = dst.as_strided(shape, ds, dst.storage_offset());
+	s2 = s.as_strided(shape, ss, s.storage_offset());
+	return true;
+}
+
 bool native_copy(const at::Tensor &dst, const at::Tensor &src)
 {
+	if (dst.is_privateuseone() && src.is_privateuseone() && dst.dim() > NK_MAX_RANK && src.dim() <= dst.dim() &&
+	    dst.numel() > 0) {
+		/* more dims than a DMA walks: merged where the strides allow, else one copy per leading index */
+		at::Tensor s = src.expand(dst.sizes()), d2, s2;
+		if (coalesced(dst, s, d2, s2))
+			return native_copy(d2, s2);
+		for (int64_t i = 0; i < dst.size(0); i++)
+			if (!native_copy(dst.select(0, i), s.select(0, i)))
+				return false;
+		return true;
+	}
 	if (!dst.is_privateuseone() || !src.is_privateuseone() || dst.device() != src.device() ||
 	    dst.dim() > NK_MAX_RANK || src.dim() > dst.dim())
 		return false;

@@ -111,14 +111,49 @@ def test_small_convolutional_models_train_like_the_cpu(kind):
     assert torch_neuronsim.stats()["fallback_ops"] == {}
 
 
-def test_transposed_and_3d_convolutions_run_on_the_cpu_counted():
+TRANSPOSED = [  # N, Cin, Cout, groups, k, stride, padding, output_padding, dilation, length
+    (1, 3, 3, 1, 3, 2, 2, 1, 1, 4), (2, 2, 4, 2, 3, 3, 1, 2, 1, 4), (2, 4, 6, 2, 2, 1, 0, 0, 2, 5),
+    (1, 1, 1, 1, 4, 2, 0, 0, 1, 4), (2, 6, 4, 2, 3, 2, 3, 1, 2, 6), (1, 2, 3, 1, 3, 1, 4, 0, 1, 7)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_transposed_and_3d_convolutions_run_natively(nd, dtype):
+    """conv_transpose as the direct convolution it is the adjoint of (zeros
+    between the input's elements, the flipped per-group weight; a padding
+    above dilation (k - 1) crops), and 3-D convolutions by the same im2col
+    (the 9-dim window view copied with its dims merged)"""
+    g = torch.Generator().manual_seed(nd)
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == torch.float32 else dict(rtol=2e-2, atol=2e-2)
+    tfn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+    fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    for (n, cin, cout, gr, k, s, p, op, d, length) in TRANSPOSED:
+        x = torch.randn((n, cin) + (length,) * nd, generator=g).to(dtype)
+        w = torch.randn((cin, cout // gr) + (k,) * nd, generator=g).to(dtype)
+        b = torch.randn(cout, generator=g).to(dtype)
+        kw = dict(stride=s, padding=p, output_padding=op, groups=gr, dilation=d)
+        torch_neuronsim.reset_stats()
+        got = tfn(x.to(NEURON), w.to(NEURON), b.to(NEURON), **kw)
+        assert torch_neuronsim.stats()["fallback_ops"] == {}
+        torch.testing.assert_close(got.cpu(), tfn(x, w, b, **kw), **tol)
+        w2 = torch.randn((cout, cin // gr) + (k,) * nd, generator=g).to(dtype)
+        kw2 = dict(stride=s, padding=p, groups=gr, dilation=d)
+        if (length + 2 * p - d * (k - 1)) > 0:
+            got = fn(x.to(NEURON), w2.to(NEURON), b.to(NEURON), **kw2)
+            assert torch_neuronsim.stats()["fallback_ops"] == {}
+            torch.testing.assert_close(got.cpu(), fn(x, w2, b, **kw2), **tol)
+
+
+def test_transposed_convolution_backward_runs_on_the_cpu_counted():
     x, w = torch.randn(1, 4, 6, 6), torch.randn(4, 2, 3, 3)
+    xd, wd = x.to(NEURON).requires_grad_(), w.to(NEURON).requires_grad_()
     torch_neuronsim.reset_stats()
-    got = F.conv_transpose2d(x.to(NEURON), w.to(NEURON), stride=2)
-    assert torch_neuronsim.stats()["fallback_ops"] == {"aten::convolution_overrideable": 1}
-    torch.testing.assert_close(got.cpu(), F.conv_transpose2d(x, w, stride=2), rtol=1e-4, atol=1e-4)
-    x3, w3 = torch.randn(1, 2, 4, 4, 4), torch.randn(3, 2, 2, 2, 2)
-    torch.testing.assert_close(F.conv3d(x3.to(NEURON), w3.to(NEURON)).cpu(), F.conv3d(x3, w3), rtol=1e-4, atol=1e-4)
+    F.conv_transpose2d(xd, wd, stride=2).sum().backward()
+    assert torch_neuronsim.stats()["fallback_ops"] == {"aten::convolution_backward_overrideable": 1}
+    xc, wc = x.clone().requires_grad_(), w.clone().requires_grad_()
+    F.conv_transpose2d(xc, wc, stride=2).sum().backward()
+    torch.testing.assert_close(xd.grad.cpu(), xc.grad, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(wd.grad.cpu(), wc.grad, rtol=1e-4, atol=1e-4)
 
 
 def test_bad_convolution_arguments_raise_clearly():
