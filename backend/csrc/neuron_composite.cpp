@@ -172,7 +172,7 @@ at::Tensor &linalg_cross_out(const at::Tensor &a, const at::Tensor &b, int64_t d
 at::Tensor variance(const at::Tensor &self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar> &corr,
 		    bool keepdim)
 {
-	if (!is_float_neuron(self) || self.numel() == 0 || (dim && dim->size() > 1))
+	if (!is_float_neuron(self) || (dim && dim->size() > 1))
 		return {};
 	bool all = !dim || dim->empty();
 	int64_t n = all ? self.numel() : self.size(at::maybe_wrap_dim((*dim)[0], self.dim()));

@@ -110,8 +110,13 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	out = at::empty(batched ? at::IntArrayRef{ batch, m, n } : at::IntArrayRef{ m, n }, a.options().dtype(out_dt));
 	if (out.numel() == 0)
 		return true;
-	if (k == 0)
-		return false;   // zeros (+ bias): the generic path
+	if (k == 0) {   /* an empty sum: zeros (+ bias) */
+		if (act != ISA_ACT_identity || residual || !native_fill(out, 0))
+			return false;
+		if (bias)
+			out.add_(*bias);
+		return true;
+	}
 	nk_matmul mm{};
 	at::Tensor ac = a, bc = b;
 	if (!matrix_strides(ac, mm.a_stride)) {

@@ -275,7 +275,7 @@ Tensor3 gn_backward(const at::Tensor &g, const at::Tensor &x, const at::Tensor &
 std::tuple<at::Tensor, at::Tensor> var_mean_correction(const at::Tensor &x, at::OptionalIntArrayRef dim,
 						       const std::optional<at::Scalar> &correction, bool keepdim)
 {
-	if (!is_float_neuron(x) || x.numel() == 0)
+	if (!is_float_neuron(x))
 		return declined;
 	std::vector<int64_t> dims;
 	if (dim && !dim->empty())

@@ -20,6 +20,7 @@
 #include <ATen/native/Pool.h>
 #include <ATen/native/UpSample.h>
 #include <ATen/native/im2col_shape_check.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/matmul.h>
@@ -244,9 +245,11 @@ at::Tensor averaging(int64_t in, int64_t out, const at::Tensor &like)
 at::Tensor adaptive_avg_pool2d(const at::Tensor &x, at::IntArrayRef size)
 {
 	if (!float_input(x) || (x.dim() != 3 && x.dim() != 4) || size.size() != 2 || size[0] <= 0 || size[1] <= 0 ||
-	    x.numel() == 0)
+	    (x.numel() == 0 && (x.dim() == 3 || x.size(0) != 0 || x.size(1) == 0 || x.size(2) == 0 || x.size(3) == 0)))
 		return declined;
 	int64_t H = x.size(-2), W = x.size(-1);
+	if (x.numel() == 0)   /* an empty batch (CPU allows only that): an empty result */
+		return at::empty({ 0, x.size(1), size[0], size[1] }, x.options());
 	at::Tensor r = at::matmul(at::matmul(averaging(H, size[0], x), as_fp32(planes(x))), averaging(W, size[1], x).t());
 	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
 	shape.push_back(size[0]);
@@ -308,9 +311,15 @@ std::tuple<at::Tensor &, at::Tensor &> adaptive_max_pool2d_out(const at::Tensor 
 // average near zero)
 at::Tensor adaptive_avg_pool3d(const at::Tensor &x, at::IntArrayRef size)
 {
-	if (!float_input(x) || x.scalar_type() != at::kFloat || (x.dim() != 4 && x.dim() != 5) || size.size() != 3 || size[0] <= 0 || size[1] <= 0 ||
-	    size[2] <= 0 || x.numel() == 0)
+	if (!float_input(x) || x.scalar_type() != at::kFloat || (x.dim() != 4 && x.dim() != 5) || size.size() != 3 ||
+	    size[0] <= 0 || size[1] <= 0 || size[2] <= 0)
 		return declined;
+	if (x.numel() == 0) {   /* an empty batch (CPU allows only that): an empty result */
+		for (int64_t d = 1; d < x.dim(); d++)
+			if (x.dim() == 4 || x.size(0) != 0 || x.size(d) == 0)
+				return declined;
+		return at::empty({ 0, x.size(1), size[0], size[1], size[2] }, x.options());
+	}
 	int64_t D = x.size(-3), H = x.size(-2), W = x.size(-1);
 	at::Tensor v = as_fp32(x).reshape({ -1, D, H * W });
 	at::Tensor r = at::matmul(averaging(D, size[0], x), v).reshape({ -1, H, W });
@@ -328,9 +337,15 @@ at::Tensor adaptive_avg_pool3d(const at::Tensor &x, at::IntArrayRef size)
 at::Tensor pad_by_index(const at::Tensor &x, at::IntArrayRef pad, bool reflect)
 {
 	int64_t dims = (int64_t)pad.size() / 2;
-	if (!float_input(x) || (int64_t)pad.size() != 2 * dims || x.dim() < dims + 1 || x.dim() > dims + 2 ||
-	    x.numel() == 0)
+	if (!float_input(x) || (int64_t)pad.size() != 2 * dims || x.dim() < dims + 1 || x.dim() > dims + 2)
 		return {};
+	if (x.numel() == 0) {   /* only an empty batch (dim 0 of a batched x), as CPU allows */
+		bool batch_only = x.dim() == dims + 2 && x.size(0) == 0;
+		for (int64_t d = 1; d < x.dim(); d++)
+			batch_only = batch_only && x.size(d) > 0;
+		if (!batch_only)
+			return {};
+	}
 	at::Tensor r = x;
 	for (int64_t k = 0; k < dims; k++) {
 		int64_t d = x.dim() - 1 - k, in = x.size(d), before = pad[2 * k], after = pad[2 * k + 1];

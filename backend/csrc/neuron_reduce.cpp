@@ -233,6 +233,15 @@ at::Tensor long_arg(const char *name, int kop, const at::Tensor &self, const at:
 at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::OptionalIntArrayRef dims,
 		      bool keepdim, at::ScalarType out_dt)
 {
+	if (is_float_neuron(self) && self.numel() == 0 && (kop == NK_ROW_SUM || kop == NK_ROW_MEAN) &&
+	    isa_dtype_of(out_dt) != ISA_DT_INVALID) {
+		/* nothing to reduce: CPU's 0 for a sum, NaN (0 / 0) for a mean */
+		at::Tensor out = at::empty(mask_shape(self, reduced_mask(name, self, dims), keepdim),
+					   self.options().dtype(out_dt));
+		if (out.numel())
+			TORCH_CHECK(native_fill(out, kop == NK_ROW_SUM ? 0.0 : std::nan("")), "neuron: empty reduction fill");
+		return out;
+	}
 	if (!float_device(self) || isa_dtype_of(out_dt) == ISA_DT_INVALID)
 		return {};
 	TORCH_CHECK(self.dim() <= 64, "only tensors with up to 64 dims are supported");   // as CPU's TensorIterator

@@ -493,3 +493,23 @@ def test_one_dimensional_index_add_as_cpu():
     assert torch.equal(x.to(NEURON).index_add(0, i.to(NEURON), s.to(NEURON)).cpu(), x.index_add(0, i, s))
     with pytest.raises(IndexError, match="index out of range in self"):
         torch.zeros(3, device=NEURON).index_add(0, torch.tensor([4], device=NEURON), torch.ones(1, device=NEURON))
+
+
+def test_empty_reductions_products_pads_and_pools_stay_native():
+    """nothing to reduce: CPU's 0 (sum) and NaN (mean, var, std); a product
+    over an empty inner dim is zeros (+ bias); empty batches through pads
+    and adaptive pools"""
+    import torch.nn.functional as F
+    from nsim_util import assert_native_matches
+    for shape in [(0,), (0, 3), (2, 0, 3)]:
+        x = torch.zeros(shape)
+        for fn in (torch.sum, torch.mean, torch.var, lambda t: t.sum(0), lambda t: t.mean(-1, True),
+                   lambda t: torch.var_mean(t, unbiased=False), lambda t: torch.std_mean(t, 0), lambda t: t.std(0)):
+            assert_native_matches(fn, x)
+    assert_native_matches(lambda a, b: a @ b, torch.randn(5, 0), torch.randn(0, 10))
+    assert_native_matches(lambda c, a, b: torch.addmm(c, a, b), torch.randn(10), torch.randn(5, 0), torch.randn(0, 10))
+    assert_native_matches(lambda t: F.pad(t, (1, 2), "reflect"), torch.randn(0, 3, 3))
+    assert_native_matches(lambda t: F.pad(t, (1, 2), "replicate"), torch.randn(0, 3, 3))
+    assert_native_matches(lambda t: F.adaptive_avg_pool2d(t, 5), torch.randn(0, 8, 8, 8))
+    assert_native_matches(lambda t: F.adaptive_avg_pool1d(t, 5), torch.randn(0, 8, 8))
+    assert_native_matches(lambda t: F.adaptive_avg_pool3d(t, (5, 7, 4)), torch.randn(0, 8, 8, 8, 8))
