@@ -16,6 +16,7 @@
 // the last NaN), padding never chosen.
 #include "neuron_kernels.h"
 #include "neuron_ops.h"
+#include "neuron_pool.h"
 
 #include <ATen/native/Pool.h>
 #include <ATen/native/UpSample.h>
@@ -55,8 +56,6 @@
 
 namespace neuron {
 
-namespace {
-
 bool float_input(const at::Tensor &x) { return is_float_neuron(x) && at::isFloatingType(x.scalar_type()); }
 
 at::Tensor longs(const std::vector<int64_t> &v, const at::Tensor &like)
@@ -68,6 +67,45 @@ at::Tensor floats(const std::vector<float> &v, at::IntArrayRef shape, const at::
 {
 	return at::tensor(v, at::TensorOptions().dtype(at::kFloat)).view(shape).to(like.device());
 }
+
+// CPU's linear interpolation indices and weights of one dim, the weights
+// in `dt` as CPU keeps them (linear1d rounds them to bf16 / fp16, bilinear2d
+// keeps fp32 ones): x gathered at i0 and i1
+template <class T>
+void linear_weights(int64_t in, int64_t out, bool align, std::optional<double> scale, std::vector<int64_t> &i0,
+		    std::vector<int64_t> &i1, std::vector<float> &w0, std::vector<float> &w1)
+{
+	float ratio = at::native::area_pixel_compute_scale<float>(in, out, align, scale);
+	for (int64_t o = 0; o < out; o++) {
+		int64_t a, b;
+		T l0, l1;
+		at::native::compute_source_index_and_lambda<T, float>(a, b, l0, l1, ratio, o, in, out, align);
+		i0.push_back(a);
+		i1.push_back(b);
+		w0.push_back((float)l0);
+		w1.push_back((float)l1);
+	}
+}
+
+Linear linear_dim(const at::Tensor &x, int64_t from_end, int64_t out, bool align, std::optional<double> scale,
+		  at::ScalarType dt)
+{
+	int64_t d = x.dim() - from_end, in = x.size(d);
+	std::vector<int64_t> i0, i1;
+	std::vector<float> w0, w1;
+	if (dt == at::kBFloat16)
+		linear_weights<c10::BFloat16>(in, out, align, scale, i0, i1, w0, w1);
+	else if (dt == at::kHalf)
+		linear_weights<c10::Half>(in, out, align, scale, i0, i1, w0, w1);
+	else
+		linear_weights<float>(in, out, align, scale, i0, i1, w0, w1);
+	std::vector<int64_t> shape(from_end, 1);
+	shape[0] = out;
+	return { x.index_select(d, longs(i0, x)), x.index_select(d, longs(i1, x)), floats(w0, shape, x),
+		 floats(w1, shape, x) };
+}
+
+namespace {
 
 // x [..., H, W] (3-D or 4-D) as [B, H, W], B the leading dims' product
 at::Tensor planes(const at::Tensor &x) { return x.reshape({ -1, x.size(-2), x.size(-1) }); }
@@ -513,47 +551,6 @@ at::Tensor &upsample_nearest3d_out(const at::Tensor &x, at::IntArrayRef size, st
 				   std::optional<double> sh, std::optional<double> sw, at::Tensor &out)
 {
 	return composite_out(out, { &x }, nearest(x, size, { sd, sh, sw }, false));
-}
-
-// CPU's linear interpolation indices and weights of one dim, the weights
-// in `dt` as CPU keeps them (linear1d rounds them to bf16 / fp16, bilinear2d
-// keeps fp32 ones): x gathered at i0 and i1
-struct Linear {
-	at::Tensor x0, x1, w0, w1;
-};
-
-template <class T>
-void linear_weights(int64_t in, int64_t out, bool align, std::optional<double> scale, std::vector<int64_t> &i0,
-		    std::vector<int64_t> &i1, std::vector<float> &w0, std::vector<float> &w1)
-{
-	float ratio = at::native::area_pixel_compute_scale<float>(in, out, align, scale);
-	for (int64_t o = 0; o < out; o++) {
-		int64_t a, b;
-		T l0, l1;
-		at::native::compute_source_index_and_lambda<T, float>(a, b, l0, l1, ratio, o, in, out, align);
-		i0.push_back(a);
-		i1.push_back(b);
-		w0.push_back((float)l0);
-		w1.push_back((float)l1);
-	}
-}
-
-Linear linear_dim(const at::Tensor &x, int64_t from_end, int64_t out, bool align, std::optional<double> scale,
-		  at::ScalarType dt)
-{
-	int64_t d = x.dim() - from_end, in = x.size(d);
-	std::vector<int64_t> i0, i1;
-	std::vector<float> w0, w1;
-	if (dt == at::kBFloat16)
-		linear_weights<c10::BFloat16>(in, out, align, scale, i0, i1, w0, w1);
-	else if (dt == at::kHalf)
-		linear_weights<c10::Half>(in, out, align, scale, i0, i1, w0, w1);
-	else
-		linear_weights<float>(in, out, align, scale, i0, i1, w0, w1);
-	std::vector<int64_t> shape(from_end, 1);
-	shape[0] = out;
-	return { x.index_select(d, longs(i0, x)), x.index_select(d, longs(i1, x)), floats(w0, shape, x),
-		 floats(w1, shape, x) };
 }
 
 // linear: x0 w0 + x1 w1; bilinear: CPU's order, the inner (W) mix of each
