@@ -363,7 +363,10 @@ at::Tensor int_binary_functional(const char *name, int alu, const at::Tensor &a,
 	at::Tensor &fname##_inplace(at::Tensor &self, const at::Tensor &b)                           \
 	{                                                                                            \
 		return int_binary_out("aten::" #fname "_", alu, self, b, self);                      \
-	}                                                                                            \
+	}
+
+/* the shifts' Python-int forms (__lshift__.Scalar ...) */
+#define SHIFT_SCALAR(fname, alu)                                                                 \
 	at::Tensor fname##_scalar(const at::Tensor &a, const at::Scalar &b)                          \
 	{                                                                                            \
 		return int_binary_functional("aten::" #fname, alu, a, at::native::wrapped_scalar_tensor(b)); \
@@ -378,6 +381,8 @@ BITWISE(bitwise_or, ISA_ALU_bitwise_or)
 BITWISE(bitwise_xor, ISA_ALU_bitwise_xor)
 BITWISE(bitwise_left_shift, ISA_ALU_shift_left)
 BITWISE(bitwise_right_shift, ISA_ALU_shift_right)
+SHIFT_SCALAR(bitwise_left_shift, ISA_ALU_shift_left)
+SHIFT_SCALAR(bitwise_right_shift, ISA_ALU_shift_right)
 
 // ~x: bool -> x == 0; integers -> x ^ -1 (each word of an int64)
 at::Tensor bitwise_not_impl(const at::Tensor &a)

@@ -1,7 +1,7 @@
 // neuron_composite.cpp -- ops composed from the native kernels (each step
 // its own program on the device timeline): addcmul, lerp, baddbmm, addbmm,
 // trace, count_nonzero, equal, linalg_cross, var, std, log1p, expm1,
-// softplus, pow of a number base, eye, flip, triangular solves.
+// softplus, pow of a number base, eye, flip.
 // They keep the result dtype and the value semantics of CPU PyTorch; the
 // rounding of intermediate steps can differ within the dtype's tolerance.
 #include "neuron_kernels.h"
@@ -340,58 +340,6 @@ at::Tensor flip(const at::Tensor &self, at::IntArrayRef dims)
 	return r.is_same(self) ? self.clone() : r;
 }
 
-// A X = B (left) or X A = B for triangular A, by substitution one row of X
-// at a time: x_i = (b_i - A[i, <i] x_<i) / A_ii (from the last row up for an
-// upper A; no division for a unit diagonal), each step a TensorE product of
-// the solved rows and two VectorE programs; X A = B solves A^T X^T = B^T.
-// The gated-delta-rule layers (Qwen3-Next, OLMo-hybrid) solve 64-row unit
-// lower systems per chunk.
-at::Tensor solve_triangular_impl(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit)
-{
-	if (!is_float_neuron(A) || !is_float_neuron(B) || A.scalar_type() != B.scalar_type() || A.dim() < 2 ||
-	    B.dim() < 2 || A.size(-1) != A.size(-2) || A.device() != B.device())
-		return {};
-	if (!left) {   // X A = B is A^T X^T = B^T; undefined (an empty A: the fallback) passes through
-		at::Tensor xt = solve_triangular_impl(A.transpose(-2, -1), B.transpose(-2, -1), !upper, true, unit);
-		return xt.defined() ? xt.transpose(-2, -1).contiguous() : xt;
-	}
-	int64_t n = A.size(-1);
-	TORCH_CHECK(B.size(-2) == n, "linalg.solve_triangular: A is ", n, " x ", n, " but B has ", B.size(-2), " rows");
-	if (n == 0 || n > 4096)
-		return {};
-	std::vector<int64_t> batch = at::infer_size(A.sizes().slice(0, A.dim() - 2), B.sizes().slice(0, B.dim() - 2));
-	std::vector<int64_t> ashape = batch, bshape = batch;
-	ashape.insert(ashape.end(), { n, n });
-	bshape.insert(bshape.end(), { n, B.size(-1) });
-	at::Tensor a = A.expand(ashape), b = B.expand(bshape);
-	std::vector<at::Tensor> rows(n);
-	for (int64_t s = 0; s < n; s++) {
-		int64_t i = upper ? n - 1 - s : s;
-		at::Tensor x = b.narrow(-2, i, 1);
-		if (s > 0) {
-			// the rows solved so far: [0, i) for lower, (i, n) for upper
-			int64_t lo = upper ? i + 1 : 0, len = s;
-			std::vector<at::Tensor> done(rows.begin() + lo, rows.begin() + lo + len);
-			at::Tensor solved = at::cat(done, -2);
-			x = x.sub(at::matmul(a.narrow(-2, i, 1).narrow(-1, lo, len), solved));
-		}
-		if (!unit)
-			x = x.div(a.narrow(-2, i, 1).narrow(-1, i, 1));
-		rows[i] = x.contiguous();
-	}
-	return at::cat(rows, -2);
-}
-
-at::Tensor solve_triangular(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit)
-{
-	return solve_triangular_impl(A, B, upper, left, unit);   /* undefined: declined */
-}
-
-at::Tensor &solve_triangular_out(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit,
-				 at::Tensor &out)
-{
-	return written_or_declined(out, out.is_privateuseone() ? solve_triangular_impl(A, B, upper, left, unit) : at::Tensor());
-}
 
 
 // base ** exponent elementwise, both tensors (ALiBi slopes: a 0-dim base to

@@ -529,24 +529,23 @@ at::Tensor log_softmax(const at::Tensor &self, int64_t dim, bool half_to_float)
 	return declined;
 }
 
-// all / any over a bool (or float) tensor: min / max of its values as
-// fp32, != 0; undefined when not covered
+// all / any over a tensor of any real type: min / max of (x != 0) as
+// fp32, != 0 (NaN counts as true); over nothing, CPU's true (all) / false
+// (any); undefined when not covered
 at::Tensor all_any(bool any, const at::Tensor &self, at::OptionalIntArrayRef dims, bool keepdim)
 {
-	if (!self.is_privateuseone() || self.numel() == 0 ||
-	    !(self.scalar_type() == at::kBool || isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID))
+	if (!self.is_privateuseone() || self.is_complex() || units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
 		return {};
-	at::Tensor f = self;
-	if (self.scalar_type() == at::kBool) {
-		f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
-		if (!native_copy(f, self))
-			return {};
-	} else {
-		// NaN counts as true: compare != 0 first
-		f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
-		if (!native_copy(f, self.ne(0)))
-			return {};
+	if (self.numel() == 0) {
+		at::Tensor out = at::empty(mask_shape(self, reduced_mask(any ? "any" : "all", self, dims), keepdim),
+					   self.options().dtype(at::kBool));
+		if (out.numel())
+			TORCH_CHECK(native_fill(out, !any), "neuron: empty all / any fill");
+		return out;
 	}
+	at::Tensor f = at::empty(self.sizes(), self.options().dtype(at::kFloat));
+	if (!native_copy(f, self.scalar_type() == at::kBool ? self : self.ne(0)))
+		return {};
 	at::Tensor r = reduce_one(any ? "aten::any" : "aten::all", any ? NK_ROW_MAX : NK_ROW_MIN, f, dims, keepdim,
 				  at::kFloat);
 	return r.defined() ? r.ne(0) : r;
