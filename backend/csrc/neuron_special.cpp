@@ -1,8 +1,10 @@
 // neuron_special.cpp -- float classification and the special functions of
 // torch.special composed from the native kernels: frexp (the exponent field
 // read with VectorE's integer ALU), signbit, isposinf / isneginf, angle of
-// a real tensor, logaddexp2, erfc, erfinv, entr, and the modified Bessel
-// functions i0, i0e, i1, i1e.
+// a real tensor, logaddexp2, erfc, erfinv, entr, the modified Bessel
+// functions i0, i0e, i1, i1e, spherical_bessel_j0 and the orthogonal
+// polynomials (Chebyshev T / U / V / W and their shifted forms, Hermite H /
+// He, Laguerre, Legendre).
 //
 // Each follows CPU PyTorch's algorithm (ATen/native/Math.h, whose Cephes
 // coefficient tables are read from that header, never restated) at fp32,
@@ -31,6 +33,21 @@
 #include <ATen/ops/special_i0e_ops.h>
 #include <ATen/ops/special_i1_ops.h>
 #include <ATen/ops/special_i1e_ops.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/special_chebyshev_polynomial_t_ops.h>
+#include <ATen/ops/special_chebyshev_polynomial_u_ops.h>
+#include <ATen/ops/special_chebyshev_polynomial_v_ops.h>
+#include <ATen/ops/special_chebyshev_polynomial_w_ops.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_t_ops.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_u_ops.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_v_ops.h>
+#include <ATen/ops/special_shifted_chebyshev_polynomial_w_ops.h>
+#include <ATen/ops/special_hermite_polynomial_h_ops.h>
+#include <ATen/ops/special_hermite_polynomial_he_ops.h>
+#include <ATen/ops/special_laguerre_polynomial_l_ops.h>
+#include <ATen/ops/special_legendre_polynomial_p_ops.h>
+#include <ATen/ops/special_spherical_bessel_j0_ops.h>
 
 #include <tuple>
 
@@ -307,6 +324,163 @@ at::Tensor &i0_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, 
 at::Tensor &i0e_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I0E); }
 at::Tensor &i1_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1); }
 at::Tensor &i1e_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1E); }
+
+// ---- orthogonal polynomials -------------------------------------------------------------
+
+// The polynomials of torch.special as CPU evaluates them (Math.h's
+// *_polynomial_*_forward, at fp32): n truncated to an integer (negative: 0),
+// the endpoint values, the closed form in acos(y) for the Chebyshev kinds
+// above a degree threshold inside (-1, 1), else the three-term recurrence
+// -- run here to the largest degree present (read from the device), each
+// element taking the term of its own degree.  y = x, or 2x - 1 for the
+// shifted Chebyshev kinds.
+enum class Poly { T, U, V, W, H, HE, L, P };
+
+struct PolySpec {
+	Poly kind;
+	bool shifted;
+	int closed_above;   /* Chebyshev: the closed form from this degree on (exclusive) */
+};
+
+// the Chebyshev kinds' closed forms at theta = acos(y), and their values
+// at y = 1 and y = -1 (where CPU tests |x| == 1, or x == 1 / x == 0 shifted)
+at::Tensor chebyshev_closed(Poly kind, const at::Tensor &y, const at::Tensor &n, const at::Tensor &at_minus_one,
+			    const at::Tensor &at_one)
+{
+	at::Tensor th = y.acos();
+	switch (kind) {
+	case Poly::T:
+		return n.mul(th).cos();
+	case Poly::U: {
+		at::Tensor s = th.sin();
+		return at::where(s.ne(0), n.add(1.0).mul(th).sin().div(s), n.add(1.0).mul(n.add(1.0).mul(th).cos()).div(y));
+	}
+	case Poly::V: {
+		at::Tensor h = th.div(2.0);
+		return at::where(h.sin().ne(1.0), n.add(0.5).mul(th).cos().div(h.cos()), at_minus_one);
+	}
+	default: {   /* W */
+		at::Tensor h = th.div(2.0);
+		return at::where(h.cos().ne(1.0), n.add(0.5).mul(th).sin().div(h.sin()), at_one);
+	}
+	}
+}
+
+at::Tensor polynomial_f32(const at::Tensor &x, const at::Tensor &n0, const PolySpec &spec)
+{
+	bool hermite = spec.kind == Poly::H || spec.kind == Poly::HE;
+	at::Tensor nf = n0.trunc();
+	if (hermite)   /* CPU's Hermite reads a non-finite n as -1 */
+		nf = at::where(n0.abs().lt(kInf), nf, scalar_like(-1.0, nf));
+	else if (nf.numel() && !peek_cpu(nf.abs().lt(kInf).all()).item<bool>())
+		return {};   /* CPU casts a non-finite n to an integer: undefined */
+	at::Tensor n = nf.expand(at::infer_size(x.sizes(), nf.sizes()));
+	at::Tensor xb = x.expand(n.sizes());
+	int64_t nmax = n.numel() ? (int64_t)peek_cpu(n.amax()).item<float>() : 0;
+	if (hermite)
+		nmax = std::min<int64_t>(nmax, 128);   /* beyond: NaN, below */
+	if (nmax > 4096)
+		return {};
+	at::Tensor y = spec.shifted ? xb.add(xb).sub(1.0) : xb;
+	at::Tensor even = n.fmod(2.0).eq(0);
+	at::Tensor one = at::ones_like(y), two_n1 = n.add(n).add(1.0);
+	bool cheb = spec.kind <= Poly::W;
+	/* degree 1 and the recurrence */
+	at::Tensor q1;
+	switch (spec.kind) {
+	case Poly::T: case Poly::HE: case Poly::P: q1 = y; break;
+	case Poly::U: case Poly::H: q1 = y.add(y); break;
+	case Poly::V: q1 = y.add(y).sub(1.0); break;
+	case Poly::W: q1 = y.add(y).add(1.0); break;
+	case Poly::L: q1 = y.neg().add(1.0); break;
+	}
+	at::Tensor p = one, q = q1, r = at::where(n.eq(0), one, q1);
+	for (int64_t s = 2; s <= nmax; s++) {
+		double k = (double)(s - 1);
+		at::Tensor next;
+		switch (spec.kind) {
+		case Poly::H: next = y.add(y).mul(q).sub(p.mul(2.0 * k)); break;
+		case Poly::HE: next = y.mul(q).sub(p.mul(k)); break;
+		case Poly::L: next = y.neg().add(1.0).add(2.0 * k).mul(q).sub(p.mul(k)).div(k + 1.0); break;
+		case Poly::P: next = y.mul(2.0 * k + 1.0).mul(q).sub(p.mul(k)).div(k + 1.0); break;
+		default: next = y.add(y).mul(q).sub(p); break;
+		}
+		p = q;
+		q = next;
+		r = at::where(n.eq((double)s), next, r);
+	}
+	/* the special cases, last first so the first CPU tests wins */
+	if (cheb) {
+		at::Tensor sign_n = at::where(even, one, one.neg());
+		at::Tensor minus_one, plus_one;   /* the values at y = -1 and y = 1 */
+		switch (spec.kind) {
+		case Poly::T: minus_one = sign_n; plus_one = one; break;
+		case Poly::U: minus_one = sign_n.mul(n.add(1.0)); plus_one = n.add(1.0); break;
+		case Poly::V: minus_one = sign_n.mul(two_n1); plus_one = one; break;
+		default: minus_one = sign_n; plus_one = two_n1; break;
+		}
+		at::Tensor inside = y.abs().lt(1.0);
+		r = at::where(n.gt((double)spec.closed_above).bitwise_and(inside),
+			      chebyshev_closed(spec.kind, y, n, minus_one, plus_one), r);
+		at::Tensor at_one = spec.shifted ? xb.eq(1.0) : xb.eq(1.0);
+		at::Tensor at_minus = spec.shifted ? xb.eq(0.0) : xb.eq(-1.0);
+		r = at::where(at_minus, minus_one, r);
+		r = at::where(at_one, plus_one, r);
+	} else if (spec.kind == Poly::P) {
+		r = at::where(xb.abs().eq(1.0), at::where(xb.gt(0).bitwise_or(even), one, one.neg()), r);
+	} else if (spec.kind == Poly::L) {
+		r = at::where(xb.eq(0), one, r);
+	} else {
+		r = at::where(n.gt(128.0), scalar_like(kNaN, r), r);
+	}
+	return at::where(n.lt(0), scalar_like(0.0, r), r);
+}
+
+at::Tensor &polynomial_out(const at::Tensor &x, const at::Tensor &n, at::Tensor &out, PolySpec spec)
+{
+	if (!real_float(x) || !n.is_privateuseone() || n.is_complex() || out.scalar_type() != at::kFloat ||
+	    x.scalar_type() != at::kFloat || (n.scalar_type() != at::kFloat && at::isFloatingType(n.scalar_type())))
+		return declined;
+	at::Tensor nf = n.scalar_type() == at::kFloat ? n : n.to(at::kFloat);
+	return composite_out(out, { &x, &n }, polynomial_f32(x, nf, spec));
+}
+
+#define POLYNOMIAL(fname, kind, shifted, above)                                                      \
+	at::Tensor &fname##_out(const at::Tensor &x, const at::Tensor &n, at::Tensor &out)           \
+	{                                                                                            \
+		return polynomial_out(x, n, out, PolySpec{ Poly::kind, shifted, above });            \
+	}
+POLYNOMIAL(chebyshev_t, T, false, 6)
+POLYNOMIAL(chebyshev_u, U, false, 8)
+POLYNOMIAL(chebyshev_v, V, false, 8)
+POLYNOMIAL(chebyshev_w, W, false, 8)
+POLYNOMIAL(shifted_chebyshev_t, T, true, 6)
+POLYNOMIAL(shifted_chebyshev_u, U, true, 6)
+POLYNOMIAL(shifted_chebyshev_v, V, true, 6)
+POLYNOMIAL(shifted_chebyshev_w, W, true, 4)
+POLYNOMIAL(hermite_h, H, false, 0)
+POLYNOMIAL(hermite_he, HE, false, 0)
+POLYNOMIAL(laguerre_l, L, false, 0)
+POLYNOMIAL(legendre_p, P, false, 0)
+
+// CPU's spherical_bessel_j0: sin(x) / x, its Taylor series (1/n! terms)
+// below |x| = 1/2, 0 at the infinities
+at::Tensor &spherical_bessel_j0_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor f = as_fp32(x);
+	at::Tensor z = f.mul(f);
+	static const double c[] = { 1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0,
+				    -1.0 / 6.0 };
+	at::Tensor series = at::full_like(z, c[0]);
+	for (int i = 1; i < 6; i++)
+		series = z.mul(series).add(c[i]);
+	series = z.mul(series).add(1.0);
+	at::Tensor r = at::where(f.abs().lt(0.5), series, f.sin().div(f));
+	r = at::where(f.abs().eq(kInf), scalar_like(0.0, r), r);
+	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+}
 
 }  // namespace
 

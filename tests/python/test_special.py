@@ -72,3 +72,35 @@ def test_classification_of_integers(dtype):
     x = torch.tensor([0, 1, -3, 100, -128], dtype=torch.int64).to(dtype)
     for fn in (torch.signbit, torch.isposinf, torch.isneginf):
         assert_native_matches(fn, x)
+
+
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("name", POLYNOMIALS)
+def test_orthogonal_polynomials(name):
+    """CPU's evaluation: truncated degree, endpoints, the closed form above
+    each Chebyshev kind's threshold, the recurrence below; degrees per
+    element.  NaN x left out: CPU's recurrence returns an uninitialised
+    value there (Math.h's `T r;`), neuron NaN"""
+    g = torch.Generator().manual_seed(4)
+    fn = getattr(torch.special, name)
+    x = torch.cat([torch.rand(300, generator=g) * 2.2 - 1.1, torch.rand(100, generator=g) * 18 - 9,
+                   torch.tensor([1.0, -1.0, 0.0, 0.5, 2.0, -2.0, 1e-3])])
+    for n in [torch.tensor(3.61), torch.tensor(-1.77), torch.tensor(0.0), torch.tensor(1.0), torch.tensor(7.0),
+              torch.tensor(9.0), torch.tensor(12.0), torch.rand(x.shape, generator=g) * 14 - 2]:
+        before = torch_neuronsim.stats()["cpu_fallbacks"]
+        got = fn(x.to("neuron"), n.to("neuron")).cpu()
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+        torch.testing.assert_close(got, fn(x, n), rtol=1e-4, atol=1e-4, equal_nan=True)
+
+
+def test_hermite_degree_limits_and_spherical_bessel():
+    x = torch.linspace(-3, 3, 101)
+    assert_native_matches(torch.special.hermite_polynomial_h, x, torch.tensor(200.0))
+    assert_native_matches(torch.special.hermite_polynomial_he, x, torch.tensor(float("inf")))
+    assert_native_matches(torch.special.spherical_bessel_j0,
+                          torch.cat([values(5), torch.tensor([float("inf"), -float("inf"), 0.4999, 0.5])]))
