@@ -1,7 +1,7 @@
 // neuron_special.cpp -- float classification and the special functions of
 // torch.special composed from the native kernels: frexp (the exponent field
 // read with VectorE's integer ALU), signbit, isposinf / isneginf, angle of
-// a real tensor, logaddexp2, erfc, erfinv, entr, the modified Bessel
+// a real tensor, logaddexp2, erfc, erfcx, log_ndtr, erfinv, entr, the modified Bessel
 // functions i0, i0e, i1, i1e, spherical_bessel_j0 and the orthogonal
 // polynomials (Chebyshev T / U / V / W and their shifted forms, Hermite H /
 // He, Laguerre, Legendre).
@@ -48,6 +48,10 @@
 #include <ATen/ops/special_laguerre_polynomial_l_ops.h>
 #include <ATen/ops/special_legendre_polynomial_p_ops.h>
 #include <ATen/ops/special_spherical_bessel_j0_ops.h>
+#include <ATen/ops/special_erfcx_ops.h>
+#include <ATen/ops/special_log_ndtr_ops.h>
+#include <ATen/ops/special_modified_bessel_i0_ops.h>
+#include <ATen/ops/special_modified_bessel_i1_ops.h>
 
 #include <tuple>
 
@@ -192,30 +196,76 @@ at::Tensor &logaddexp2_out(const at::Tensor &a, const at::Tensor &b, at::Tensor 
 
 // ---- error functions -------------------------------------------------------------
 
-// erfc of fp32 x: 1 - erf(x) for |x| < 1/2 (no cancellation there:
-// erf(1/2) = 0.52); beyond, t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z =
-// |x| (the Chebyshev fit of Numerical Recipes' erfcc, relative error below
-// 1.2e-7) with exp(-z^2) taken as exp(-h^2) exp(-(2 h l + l^2)), z = h + l
-// and h of 12 bits, so h^2 is exact (exp of a rounded -z^2 was off by 1e-5
-// relative at z = 9); 0 from 11 on; 2 - erfc(-x) below zero
-at::Tensor erfc_f32(const at::Tensor &x)
+// exp(sign z^2) of fp32 z >= 0 to a few ulps: z = h + l with h of 12
+// bits (Dekker's split), so h^2 is exact and exp(sign h^2) exp(sign (2 h
+// l + l^2)) loses nothing (exp of a rounded z^2 was off by 1e-5 relative
+// at z = 9)
+at::Tensor exp_of_square(const at::Tensor &z, double sign)
+{
+	at::Tensor h = z.mul(4097.0);
+	h = h.sub(h.sub(z));
+	at::Tensor l = z.sub(h);
+	at::Tensor tail = h.mul(l).mul(2.0).add(l.mul(l));
+	return h.mul(h).mul(sign).exp().mul(tail.mul(sign).exp());
+}
+
+// erfcx(z) = exp(z^2) erfc(z) for fp32 z >= 1/2: t exp(P(t)), t = 1 / (1 +
+// z / 2) (the Chebyshev fit of Numerical Recipes' erfcc, relative error
+// below 1.2e-7); 0 at infinity
+at::Tensor erfcx_tail(const at::Tensor &z)
 {
 	static const double P[] = { 0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807,
 				    -0.18628806, 0.09678418, 0.37409196, 1.00002368, -1.26551223 };
-	at::Tensor z = x.abs();
 	at::Tensor t = z.mul(0.5).add(1.0).reciprocal();
 	at::Tensor p = at::full_like(t, P[0]);
 	for (size_t i = 1; i < sizeof(P) / sizeof(P[0]); i++)
 		p = p.mul(t).add(P[i]);
-	at::Tensor h = z.mul(4097.0);
-	h = h.sub(h.sub(z));                        /* Dekker's split: z's top 12 bits */
-	at::Tensor l = z.sub(h);
-	at::Tensor tail = h.mul(l).mul(2.0).add(l.mul(l));
-	at::Tensor big = t.mul(h.mul(h).neg().exp()).mul(p.sub(tail).exp());
-	big = at::where(z.ge(11.0), scalar_like(0.0, big), big);   /* erfc(11) = 1e-54: 0 (h^2 overflows later) */
+	return t.mul(p.exp());
+}
+
+// erfc of fp32 x: 1 - erf(x) for |x| < 1/2 (no cancellation there:
+// erf(1/2) = 0.52); beyond, exp(-z^2) erfcx(z), z = |x|, 0 from 11 on (h^2
+// overflows later); 2 - erfc(-x) below zero
+at::Tensor erfc_f32(const at::Tensor &x)
+{
+	at::Tensor z = x.abs();
+	at::Tensor big = exp_of_square(z, -1.0).mul(erfcx_tail(z));
+	big = at::where(z.ge(11.0), scalar_like(0.0, big), big);   /* erfc(11) = 1e-54 */
 	at::Tensor r = at::where(z.lt(0.5), x.erf().neg().add(1.0), big);
 	r = at::where(x.lt(0).bitwise_and(z.ge(0.5)), r.neg().add(2.0), r);
 	return at::where(x.ne(x), x, r);
+}
+
+// erfcx(x) = exp(x^2) erfc(x): the fit above from 1/2 on; exp(x^2) erfc(x)
+// below (2 exp(x^2) - erfcx(-x) from -1/2 down; inf once exp(x^2) is)
+at::Tensor erfcx_f32(const at::Tensor &x)
+{
+	at::Tensor z = x.abs();
+	at::Tensor e2 = exp_of_square(z, 1.0);
+	at::Tensor small = e2.mul(x.erf().neg().add(1.0));
+	at::Tensor r = at::where(x.ge(0.5), erfcx_tail(z), small);
+	r = at::where(x.le(-0.5), e2.mul(2.0).sub(erfcx_tail(z)), r);
+	r = at::where(x.eq(-kInf), scalar_like(kInf, r), r);
+	return at::where(x.ne(x), x, r);
+}
+
+at::Tensor &erfcx_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	return composite_out(out, { &x }, cast_back(erfcx_f32(as_fp32(x)), x.scalar_type()));
+}
+
+// CPU's log_ndtr: t = x / sqrt(2); below -1 log(erfcx(-t) / 2) - t^2, else
+// log1p(-erfc(t) / 2)
+at::Tensor &log_ndtr_out(const at::Tensor &x, at::Tensor &out)
+{
+	if (!real_float(x))
+		return declined;
+	at::Tensor t = as_fp32(x).mul(0.70710678118654752440);
+	at::Tensor low = erfcx_f32(t.neg()).div(2.0).log().sub(t.mul(t));
+	at::Tensor high = erfc_f32(t).div(2.0).neg().log1p();
+	return composite_out(out, { &x }, cast_back(at::where(t.lt(-0.70710678118654752440), low, high), x.scalar_type()));
 }
 
 at::Tensor &erfc_out(const at::Tensor &x, at::Tensor &out)
@@ -324,6 +374,10 @@ at::Tensor &i0_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, 
 at::Tensor &i0e_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I0E); }
 at::Tensor &i1_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1); }
 at::Tensor &i1e_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1E); }
+// special.modified_bessel_i0 / i1 are the same functions (CPU evaluates
+// them with Math.h's other table of the same Cephes fit): within an ulp or two
+at::Tensor &modified_i0_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I0); }
+at::Tensor &modified_i1_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I1); }
 
 // ---- orthogonal polynomials -------------------------------------------------------------
 

@@ -104,3 +104,23 @@ def test_hermite_degree_limits_and_spherical_bessel():
     assert_native_matches(torch.special.hermite_polynomial_he, x, torch.tensor(float("inf")))
     assert_native_matches(torch.special.spherical_bessel_j0,
                           torch.cat([values(5), torch.tensor([float("inf"), -float("inf"), 0.4999, 0.5])]))
+
+
+def test_erfcx_log_ndtr_and_modified_bessel():
+    """erfcx and log_ndtr against float64 (CPU's fp32 erfcx is 4e-6 off
+    near -9), within 2e-5 -- log_ndtr's x / sqrt(2) rounded to fp32 alone
+    moves it 5e-6 at x = 10, CPU's too -- where the result is a normal fp32;
+    the modified Bessel functions as torch.i0 / i1"""
+    g = torch.Generator().manual_seed(6)
+    x = torch.cat([torch.randn(3000, generator=g) * 4, torch.linspace(-12, 30, 2000),
+                   torch.tensor([0.0, -0.0, float("inf"), -float("inf"), 0.5, -0.5, 0.4999, -0.5001, 11.0, -1.0001])])
+    for fn in (torch.special.erfcx, torch.special.log_ndtr):
+        before = torch_neuronsim.stats()["cpu_fallbacks"]
+        got = fn(x.to("neuron")).cpu()
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == before, "ran on the CPU"
+        ref = fn(x.double())
+        normal = ref.float().abs().gt(1.2e-38) & ref.float().abs().lt(float("inf"))
+        torch.testing.assert_close(got.double()[normal], ref[normal], rtol=2e-5, atol=0.0)
+        assert torch.equal(got[~normal].isinf(), ref.float()[~normal].isinf())
+    assert_native_matches(torch.special.modified_bessel_i0, x[:3000])
+    assert_native_matches(torch.special.modified_bessel_i1, x[:3000])
