@@ -29,6 +29,8 @@
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/index_reduce_ops.h>
 #include <ATen/ops/scatter_reduce_ops.h>
+#include <ATen/ops/segment_reduce_ops.h>
+#include <ATen/ops/searchsorted.h>
 #include <limits>
 #include <torch/library.h>
 
@@ -315,6 +317,63 @@ at::Tensor &scatter_reduce_two_out(const at::Tensor &self, int64_t dim, const at
 				   c10::string_view reduce, bool include_self, at::Tensor &out)
 {
 	return composite_out(out, { &self, &index, &src }, reduce_into(self, dim, index, src, reduce, include_self));
+}
+
+// segment_reduce over axis 0 with 1-D lengths (or offsets): each segment's
+// reduction starts from `initial` (or the reduction's identity) -- CPU
+// folds initial into non-empty segments too -- as scatter_reduce into a
+// tensor filled with it, segment ids from bucketizing positions by the
+// segments' ends; a mean divides that sum by the length, an empty segment
+// keeps initial (NaN without).  Other axes, multi-dim lengths and lengths
+// CPU rejects run on the CPU.
+at::Tensor segment_reduce(const at::Tensor &data, c10::string_view reduce, const std::optional<at::Tensor> &lengths,
+			  const std::optional<at::Tensor> &indices, const std::optional<at::Tensor> &offsets,
+			  int64_t axis, bool unsafe, const std::optional<at::Scalar> &initial)
+{
+	bool red_ok = reduce == "max" || reduce == "min" || reduce == "sum" || reduce == "mean" || reduce == "prod";
+	if (!red_ok || !is_float_neuron(data) || data.dim() < 1 || axis != 0 || (indices && indices->defined()))
+		return declined;
+	at::Tensor len;
+	if (lengths && lengths->defined() && lengths->dim() == 1 && lengths->is_privateuseone())
+		len = lengths->to(at::kLong);
+	else if (offsets && offsets->defined() && offsets->dim() == 1 && offsets->numel() >= 1 && offsets->is_privateuseone())
+		len = offsets->narrow(0, 1, offsets->numel() - 1).to(at::kLong).sub(offsets->narrow(0, 0, offsets->numel() - 1).to(at::kLong));
+	else
+		return declined;
+	int64_t S = len.numel(), N = data.size(0);
+	if (S == 0 || N >= (int64_t)1 << 24)
+		return declined;
+	at::Tensor lf = len.to(at::kFloat);
+	at::Tensor check = peek_cpu(at::stack({ lf.sum(), lf.amin() }));
+	if (check[0].item<float>() != (float)N || check[1].item<float>() < 0)
+		return declined;   /* CPU's error */
+	const double inf = std::numeric_limits<double>::infinity();
+	double ident = reduce == "max" ? -inf : reduce == "min" ? inf : reduce == "prod" ? 1.0 : 0.0;
+	double start = initial ? initial->toDouble() : ident;
+	std::vector<int64_t> shape = data.sizes().vec();
+	shape[0] = S;
+	at::Tensor base = at::full(shape, start, data.options().dtype(at::kFloat));
+	at::Tensor r = base;
+	if (N > 0) {
+		at::Tensor ends = lf.cumsum(0);
+		at::Tensor pos = at::arange(N, at::TensorOptions().dtype(at::kFloat)).to(data.device());
+		at::Tensor ids = at::searchsorted(ends, pos, false, /*right=*/true);
+		std::vector<int64_t> view(data.dim(), 1);
+		view[0] = N;
+		at::Tensor idx = ids.view(view).expand(data.sizes()).contiguous();
+		c10::string_view how = reduce == "max" ? "amax" : reduce == "min" ? "amin" : reduce == "prod" ? "prod" : "sum";
+		r = reduce_into(base, 0, idx, as_fp32(data), how, true);
+		if (!r.defined())
+			return declined;
+	}
+	if (reduce == "mean") {
+		std::vector<int64_t> lv(data.dim(), 1);
+		lv[0] = S;
+		at::Tensor l = lf.view(lv);
+		at::Tensor empty_value = at::full({}, initial ? start : std::numeric_limits<double>::quiet_NaN(), r.options());
+		r = at::where(l.gt(0), r.div(l), empty_value);
+	}
+	return cast_back(r, data.scalar_type());
 }
 
 // index_reduce: index (1-D) names a position along dim for each of source's

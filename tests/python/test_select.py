@@ -119,3 +119,30 @@ def test_index_ops_on_scalars_fills_masks_and_products(dtype):
             assert_native_matches(lambda t, i, v: t.index_reduce(0, i, v, "prod", include_self=inc), x,
                                   torch.tensor([1, 3, 1, 0, 9]), src)
         assert_native_matches(lambda t, i, v: t.index_reduce(0, i, v, "prod"), s, i1, torch.tensor(3.0).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("reduce", ["max", "min", "sum", "mean", "prod"])
+def test_segment_reduce(reduce, dtype):
+    """CPU's segment_reduce: initial folded into every segment (empty ones
+    keep it; NaN for an empty mean without), lengths or offsets; bf16
+    against float64 (CPU sums bf16 segments in bf16: 4% off over 77
+    elements); other axes and bad lengths run on the CPU, counted"""
+    g = torch.Generator().manual_seed(9)
+    d = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0]).to(dtype)
+    x2 = torch.randn(129, 3, generator=g).to(dtype)
+    for init in (None, 10.0, -10.0):
+        native(lambda x, l: torch.segment_reduce(x, reduce, lengths=l, initial=init), d, torch.tensor([0, 1, 2, 2]))
+        native(lambda x, o: torch.segment_reduce(x, reduce, offsets=o, initial=init), d, torch.tensor([0, 0, 1, 3, 5]))
+        fn = (lambda x, l: torch.segment_reduce(x, reduce, lengths=l, initial=init))
+        lengths = torch.tensor([0, 50, 1, 0, 77, 1])
+        before = torch_neuronsim.stats()["cpu_fallbacks"]
+        got = fn(x2.to(NEURON), lengths.to(NEURON)).cpu()
+        assert torch_neuronsim.stats()["cpu_fallbacks"] == before
+        exact = dtype == torch.bfloat16 or reduce == "prod"   # CPU's products of 77 factors round 77 times
+        want = fn(x2.double(), lengths).to(dtype) if exact else fn(x2, lengths)
+        torch.testing.assert_close(got, want, equal_nan=True, rtol=1.6e-2, atol=1e-2 if dtype == torch.bfloat16 else 1e-5)
+    before = torch_neuronsim.stats()["cpu_fallbacks"]
+    with pytest.raises(RuntimeError):
+        torch.segment_reduce(d.to(NEURON), reduce, lengths=torch.tensor([1, 1], device=NEURON))
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == before + 1
