@@ -446,10 +446,7 @@ std::tuple<at::Tensor &, at::Tensor &> triangular_solve_out(const at::Tensor &B,
 
 at::Tensor solve_triangular(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit)
 {
-	at::Tensor r = triangular(A, B, upper, left, unit, false);
-	if (r.defined())
-		return r;
-	return declined;
+	return triangular(A, B, upper, left, unit, false);   /* undefined: declined */
 }
 
 at::Tensor &solve_triangular_out(const at::Tensor &A, const at::Tensor &B, bool upper, bool left, bool unit,

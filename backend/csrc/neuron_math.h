@@ -52,6 +52,16 @@ inline at::Tensor near_zero_fraction(const at::Tensor &x)
 	return r.sub(r.add(0.5).floor());
 }
 
+// a float function's out= kernel: fn at fp32 (CPU's opmath for bf16 /
+// fp16), rounded once into x's type; integer x declines (CPU promotes or
+// raises)
+template <class F> at::Tensor &float_unary_out(const at::Tensor &x, at::Tensor &out, F &&fn)
+{
+	if (!real_float(x))
+		return declined_tensor();
+	return composite_out(out, { &x }, cast_back(fn(as_fp32(x)), x.scalar_type()));
+}
+
 // log2 / log10 of fp32 x from its exponent field: exact at powers of the
 // base (neuron_special.cpp)
 at::Tensor log2_f32(const at::Tensor &x);

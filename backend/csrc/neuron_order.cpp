@@ -72,16 +72,12 @@ std::tuple<at::Tensor, at::Tensor> pick_sorted(const at::Tensor &x, const Pick &
 	return { sv.gather(-1, k), si.gather(-1, k) };
 }
 
-// a statistic of self along dim: moved last, picked, moved back (or the
-// kept dim dropped)
-std::tuple<at::Tensor, at::Tensor> along(const at::Tensor &self, int64_t dim, bool keepdim, const Pick &pick)
+// a per-row statistic (values, indices: the row dim last, kept as 1) put
+// back at dim d of a self of nd dims (0: a scalar), dropped unless keepdim
+std::tuple<at::Tensor, at::Tensor> placed(at::Tensor v, at::Tensor i, int64_t nd, int64_t d, bool keepdim)
 {
-	if (self.dim() == 0) {
-		auto [v, i] = pick_sorted(self.view({ 1 }), pick);
+	if (nd == 0)
 		return { v.view(at::IntArrayRef{}), i.view(at::IntArrayRef{}) };
-	}
-	int64_t d = at::maybe_wrap_dim(dim, self.dim());
-	auto [v, i] = pick_sorted(self.movedim(d, -1).contiguous(), pick);
 	v = v.movedim(-1, d);
 	i = i.movedim(-1, d);
 	if (!keepdim) {
@@ -89,6 +85,15 @@ std::tuple<at::Tensor, at::Tensor> along(const at::Tensor &self, int64_t dim, bo
 		i = i.squeeze(d);
 	}
 	return { v, i };
+}
+
+// a statistic of self along dim: moved last, picked, put back
+std::tuple<at::Tensor, at::Tensor> along(const at::Tensor &self, int64_t dim, bool keepdim, const Pick &pick)
+{
+	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	at::Tensor rows = self.dim() ? self.movedim(d, -1).contiguous() : self.view({ 1 });
+	auto [v, i] = pick_sorted(rows, pick);
+	return placed(v, i, self.dim(), d, keepdim);
 }
 
 // CPU's median: NaN (the first NaN's index) when a row has one, else the
@@ -230,24 +235,12 @@ std::tuple<at::Tensor, at::Tensor> mode_impl(const at::Tensor &self, int64_t dim
 	 * beyond: a repeated mode of a longer row runs on the CPU */
 	if (n > 16 && peek_cpu(len.amax().gt(1.0)).item<bool>())
 		return {};
-	at::Tensor v = sv.gather(-1, k), i = si.gather(-1, k);
-	if (self.dim() == 0)
-		return { v.view(at::IntArrayRef{}), i.view(at::IntArrayRef{}) };
-	v = v.movedim(-1, d);
-	i = i.movedim(-1, d);
-	if (!keepdim) {
-		v = v.squeeze(d);
-		i = i.squeeze(d);
-	}
-	return { v, i };
+	return placed(sv.gather(-1, k), si.gather(-1, k), self.dim(), d, keepdim);
 }
 
 std::tuple<at::Tensor, at::Tensor> mode(const at::Tensor &self, int64_t dim, bool keepdim)
 {
-	auto r = mode_impl(self, dim, keepdim);
-	if (std::get<0>(r).defined())
-		return r;
-	return declined;
+	return mode_impl(self, dim, keepdim);   /* undefined: declined */
 }
 
 // unique of the flattened values, sorted (CPU sorts for sorted=False as
@@ -290,10 +283,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> runs_of(const at::Tensor &self, b
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor &self, bool sorted, bool return_inverse,
 						       bool return_counts)
 {
-	auto r = runs_of(self, true, return_inverse, return_counts);
-	if (std::get<0>(r).defined())
-		return r;
-	return declined;
+	return runs_of(self, true, return_inverse, return_counts);   /* undefined: declined */
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor &self, bool return_inverse,
@@ -301,10 +291,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tens
 {
 	if (dim && self.dim() > 1)
 		return declined;
-	auto r = runs_of(self, false, return_inverse, return_counts);
-	if (std::get<0>(r).defined())
-		return r;
-	return declined;
+	return runs_of(self, false, return_inverse, return_counts);   /* undefined: declined */
 }
 
 }  // namespace

@@ -210,18 +210,12 @@ at::Tensor grid_sample(const at::Tensor &input, const at::Tensor &grid, int64_t 
 
 at::Tensor grid_sampler_2d(const at::Tensor &input, const at::Tensor &grid, int64_t mode, int64_t padding, bool align)
 {
-	at::Tensor r = grid_sample(input, grid, mode, padding, align, 2);
-	if (r.defined())
-		return r;
-	return declined;
+	return grid_sample(input, grid, mode, padding, align, 2);   /* undefined: declined */
 }
 
 at::Tensor grid_sampler_3d(const at::Tensor &input, const at::Tensor &grid, int64_t mode, int64_t padding, bool align)
 {
-	at::Tensor r = grid_sample(input, grid, mode, padding, align, 3);
-	if (r.defined())
-		return r;
-	return declined;
+	return grid_sample(input, grid, mode, padding, align, 3);   /* undefined: declined */
 }
 
 }  // namespace

@@ -100,10 +100,7 @@ at::Tensor prod_impl(const at::Tensor &self, std::optional<int64_t> dim, bool ke
 
 at::Tensor prod(const at::Tensor &self, std::optional<at::ScalarType> dtype)
 {
-	at::Tensor r = prod_impl(self, std::nullopt, false, dtype);
-	if (r.defined())
-		return r;
-	return declined;
+	return prod_impl(self, std::nullopt, false, dtype);   /* undefined: declined */
 }
 
 at::Tensor &prod_out(const at::Tensor &self, std::optional<at::ScalarType> dtype, at::Tensor &out)
@@ -113,10 +110,7 @@ at::Tensor &prod_out(const at::Tensor &self, std::optional<at::ScalarType> dtype
 
 at::Tensor prod_dim(const at::Tensor &self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype)
 {
-	at::Tensor r = prod_impl(self, dim, keepdim, dtype);
-	if (r.defined())
-		return r;
-	return declined;
+	return prod_impl(self, dim, keepdim, dtype);   /* undefined: declined */
 }
 
 at::Tensor &prod_int_out(const at::Tensor &self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype,
@@ -146,10 +140,7 @@ at::Tensor cumprod_impl(const at::Tensor &self, int64_t dim, std::optional<at::S
 
 at::Tensor cumprod(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype)
 {
-	at::Tensor r = cumprod_impl(self, dim, dtype);
-	if (r.defined())
-		return r;
-	return declined;
+	return cumprod_impl(self, dim, dtype);   /* undefined: declined */
 }
 
 at::Tensor &cumprod_out(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor &out)
@@ -169,10 +160,7 @@ at::Tensor logcumsumexp_impl(const at::Tensor &self, int64_t dim)
 
 at::Tensor logcumsumexp(const at::Tensor &self, int64_t dim)
 {
-	at::Tensor r = logcumsumexp_impl(self, dim);
-	if (r.defined())
-		return r;
-	return declined;
+	return logcumsumexp_impl(self, dim);   /* undefined: declined */
 }
 
 at::Tensor &logcumsumexp_out(const at::Tensor &self, int64_t dim, at::Tensor &out)

@@ -169,10 +169,7 @@ at::Tensor angle_real(const at::Tensor &x)
 
 at::Tensor angle(const at::Tensor &x)
 {
-	at::Tensor r = angle_real(x);
-	if (r.defined())
-		return r;
-	return declined;
+	return angle_real(x);   /* undefined: declined */
 }
 
 at::Tensor &angle_out(const at::Tensor &x, at::Tensor &out)
@@ -251,28 +248,27 @@ at::Tensor erfcx_f32(const at::Tensor &x)
 
 at::Tensor &erfcx_out(const at::Tensor &x, at::Tensor &out)
 {
-	if (!real_float(x))
-		return declined;
-	return composite_out(out, { &x }, cast_back(erfcx_f32(as_fp32(x)), x.scalar_type()));
+	return float_unary_out(x, out, erfcx_f32);
 }
 
 // CPU's log_ndtr: t = x / sqrt(2); below -1 log(erfcx(-t) / 2) - t^2, else
 // log1p(-erfc(t) / 2)
-at::Tensor &log_ndtr_out(const at::Tensor &x, at::Tensor &out)
+at::Tensor log_ndtr_f32(const at::Tensor &x)
 {
-	if (!real_float(x))
-		return declined;
-	at::Tensor t = as_fp32(x).mul(0.70710678118654752440);
+	at::Tensor t = x.mul(0.70710678118654752440);
 	at::Tensor low = erfcx_f32(t.neg()).div(2.0).log().sub(t.mul(t));
 	at::Tensor high = erfc_f32(t).div(2.0).neg().log1p();
-	return composite_out(out, { &x }, cast_back(at::where(t.lt(-0.70710678118654752440), low, high), x.scalar_type()));
+	return at::where(t.lt(-0.70710678118654752440), low, high);
+}
+
+at::Tensor &log_ndtr_out(const at::Tensor &x, at::Tensor &out)
+{
+	return float_unary_out(x, out, log_ndtr_f32);
 }
 
 at::Tensor &erfc_out(const at::Tensor &x, at::Tensor &out)
 {
-	if (!real_float(x))
-		return declined;
-	return composite_out(out, { &x }, cast_back(erfc_f32(as_fp32(x)), x.scalar_type()));
+	return float_unary_out(x, out, erfc_f32);
 }
 
 // CPU's calc_erfinv at fp32: a rational first guess (central |y| <= 0.7,
@@ -303,22 +299,21 @@ at::Tensor erfinv_f32(const at::Tensor &y)
 
 at::Tensor &erfinv_out(const at::Tensor &x, at::Tensor &out)
 {
-	if (!real_float(x))
-		return declined;
-	return composite_out(out, { &x }, cast_back(erfinv_f32(as_fp32(x)), x.scalar_type()));
+	return float_unary_out(x, out, erfinv_f32);
 }
 
 // CPU's entr: -x log x for x > 0, 0 at 0, -inf below, NaN stays
-at::Tensor &entr_out(const at::Tensor &x, at::Tensor &out)
+at::Tensor entr_f32(const at::Tensor &f)
 {
-	if (!real_float(x))
-		return declined;
-	at::Tensor f = as_fp32(x);
 	at::Tensor r = f.mul(f.log()).neg();
 	r = at::where(f.eq(0), scalar_like(0.0, r), r);
 	r = at::where(f.lt(0), scalar_like(-kInf, r), r);
-	r = at::where(f.ne(f), f, r);
-	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+	return at::where(f.ne(f), f, r);
+}
+
+at::Tensor &entr_out(const at::Tensor &x, at::Tensor &out)
+{
+	return float_unary_out(x, out, entr_f32);
 }
 
 // ---- modified Bessel functions -----------------------------------------------------
@@ -365,9 +360,7 @@ at::Tensor bessel_f32(const at::Tensor &x0, Bessel kind)
 
 at::Tensor &bessel_out(const at::Tensor &x, at::Tensor &out, Bessel kind)
 {
-	if (!real_float(x))
-		return declined;
-	return composite_out(out, { &x }, cast_back(bessel_f32(as_fp32(x), kind), x.scalar_type()));
+	return float_unary_out(x, out, [kind](const at::Tensor &f) { return bessel_f32(f, kind); });
 }
 
 at::Tensor &i0_out(const at::Tensor &x, at::Tensor &out) { return bessel_out(x, out, Bessel::I0); }
@@ -519,11 +512,8 @@ POLYNOMIAL(legendre_p, P, false, 0)
 
 // CPU's spherical_bessel_j0: sin(x) / x, its Taylor series (1/n! terms)
 // below |x| = 1/2, 0 at the infinities
-at::Tensor &spherical_bessel_j0_out(const at::Tensor &x, at::Tensor &out)
+at::Tensor spherical_bessel_j0_f32(const at::Tensor &f)
 {
-	if (!real_float(x))
-		return declined;
-	at::Tensor f = as_fp32(x);
 	at::Tensor z = f.mul(f);
 	static const double c[] = { 1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0, 1.0 / 120.0,
 				    -1.0 / 6.0 };
@@ -532,8 +522,12 @@ at::Tensor &spherical_bessel_j0_out(const at::Tensor &x, at::Tensor &out)
 		series = z.mul(series).add(c[i]);
 	series = z.mul(series).add(1.0);
 	at::Tensor r = at::where(f.abs().lt(0.5), series, f.sin().div(f));
-	r = at::where(f.abs().eq(kInf), scalar_like(0.0, r), r);
-	return composite_out(out, { &x }, cast_back(r, x.scalar_type()));
+	return at::where(f.abs().eq(kInf), scalar_like(0.0, r), r);
+}
+
+at::Tensor &spherical_bessel_j0_out(const at::Tensor &x, at::Tensor &out)
+{
+	return float_unary_out(x, out, spherical_bessel_j0_f32);
 }
 
 }  // namespace
