@@ -39,7 +39,10 @@
 #include <ATen/ops/_upsample_nearest_exact1d_ops.h>
 #include <ATen/ops/_upsample_nearest_exact2d_ops.h>
 #include <ATen/ops/adaptive_max_pool2d_ops.h>
+#include <ATen/ops/adaptive_max_pool3d_ops.h>
 #include <ATen/ops/avg_pool2d_ops.h>
+#include <ATen/ops/avg_pool3d_ops.h>
+#include <ATen/ops/max_pool3d_with_indices_ops.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_ops.h>
 #include <ATen/ops/max_pool2d_with_indices_ops.h>
 #include <ATen/ops/max_unpool2d_ops.h>
@@ -107,119 +110,221 @@ Linear linear_dim(const at::Tensor &x, int64_t from_end, int64_t out, bool align
 
 namespace {
 
-// x [..., H, W] (3-D or 4-D) as [B, H, W], B the leading dims' product
-at::Tensor planes(const at::Tensor &x) { return x.reshape({ -1, x.size(-2), x.size(-1) }); }
-
 // ---- average and max pooling --------------------------------------------------
 
-struct Pool2d {
-	int64_t kH, kW, sH, sW, pH, pW, dH, dW, H, W, oH, oW;
+// a pooling's geometry over its nd (2 or 3) spatial dims
+struct Pool {
+	int64_t nd = 0;
+	std::vector<int64_t> k, s, p, d, in, out;
+	int64_t outputs() const
+	{
+		int64_t n = 1;
+		for (int64_t o : out)
+			n *= o;
+		return n;
+	}
+	int64_t taps() const
+	{
+		int64_t n = 1;
+		for (int64_t t : k)
+			n *= t;
+		return n;
+	}
 };
 
-// kernel / stride / padding / dilation as CPU reads them (one value or
-// two; stride empty: the kernel), the output size, CPU's shape check
-bool pool2d_geometry(const at::Tensor &x, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p, at::IntArrayRef d,
-		     bool ceil, Pool2d &g)
+// x [..., spatial...] as [B, spatial...], B the leading dims' product
+at::Tensor planes(const at::Tensor &x, int64_t nd)
 {
-	auto two = [](at::IntArrayRef a, int64_t dflt, int64_t &h, int64_t &w) {
+	std::vector<int64_t> shape{ -1 };
+	shape.insert(shape.end(), x.sizes().end() - nd, x.sizes().end());
+	return x.reshape(shape);
+}
+
+// x's leading dims with the pooled dims' output sizes
+std::vector<int64_t> pooled_shape(const at::Tensor &x, const Pool &g)
+{
+	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - g.nd);
+	shape.insert(shape.end(), g.out.begin(), g.out.end());
+	return shape;
+}
+
+// kernel / stride / padding / dilation as CPU reads them (one value or nd;
+// stride empty: the kernel), the output size, CPU's shape check (its
+// function name in the 3-D messages)
+bool pool_geometry(const at::Tensor &x, int64_t nd, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p,
+		   at::IntArrayRef d, bool ceil, const char *fn, Pool &g)
+{
+	auto each = [nd](at::IntArrayRef a, int64_t dflt, std::vector<int64_t> &v) {
 		if (a.empty()) {
-			h = w = dflt;
+			v.assign((size_t)nd, dflt);
 			return true;
 		}
-		if (a.size() != 1 && a.size() != 2)
+		if (a.size() != 1 && (int64_t)a.size() != nd)
 			return false;
-		h = a[0];
-		w = a.size() == 2 ? a[1] : a[0];
+		v.clear();
+		for (int64_t i = 0; i < nd; i++)
+			v.push_back(a.size() == 1 ? a[0] : a[i]);
 		return true;
 	};
-	if ((x.dim() != 3 && x.dim() != 4) || !two(k, 0, g.kH, g.kW) || k.empty())
+	g.nd = nd;
+	if ((x.dim() != nd + 1 && x.dim() != nd + 2) || k.empty() || !each(k, 0, g.k) || !each(s, 0, g.s) ||
+	    !each(p, 0, g.p) || !each(d, 1, g.d))
 		return false;
-	if (!two(s, 0, g.sH, g.sW) || !two(p, 0, g.pH, g.pW) || !two(d, 1, g.dH, g.dW))
-		return false;
-	if (s.empty()) {
-		g.sH = g.kH;
-		g.sW = g.kW;
+	if (s.empty())
+		g.s = g.k;
+	g.in.clear();
+	g.out.clear();
+	for (int64_t i = 0; i < nd; i++) {
+		if (g.k[i] <= 0 || g.s[i] <= 0 || g.d[i] <= 0)
+			return false;
+		g.in.push_back(x.size(x.dim() - nd + i));
+		g.out.push_back(at::native::pooling_output_shape<int64_t>(g.in[i], g.k[i], g.p[i], g.s[i], g.d[i], ceil));
 	}
-	if (g.kH <= 0 || g.kW <= 0 || g.sH <= 0 || g.sW <= 0 || g.dH <= 0 || g.dW <= 0)
-		return false;
-	g.H = x.size(-2);
-	g.W = x.size(-1);
-	g.oH = at::native::pooling_output_shape<int64_t>(g.H, g.kH, g.pH, g.sH, g.dH, ceil);
-	g.oW = at::native::pooling_output_shape<int64_t>(g.W, g.kW, g.pW, g.sW, g.dW, ceil);
-	at::native::pool2d_shape_check(x, g.kH, g.kW, g.sH, g.sW, g.pH, g.pW, g.dH, g.dW, x.size(-3), g.H, g.W, g.oH,
-				       g.oW, at::MemoryFormat::Contiguous);
+	if (nd == 2)
+		at::native::pool2d_shape_check(x, g.k[0], g.k[1], g.s[0], g.s[1], g.p[0], g.p[1], g.d[0], g.d[1],
+					       x.size(-3), g.in[0], g.in[1], g.out[0], g.out[1],
+					       at::MemoryFormat::Contiguous);
+	else
+		at::native::pool3d_shape_check(x, x.size(-4), (int)g.k[0], (int)g.k[1], (int)g.k[2], (int)g.s[0],
+					       (int)g.s[1], (int)g.s[2], (int)g.p[0], (int)g.p[1], (int)g.p[2],
+					       (int)g.d[0], (int)g.d[1], (int)g.d[2], g.in[0], g.in[1], g.in[2],
+					       g.out[0], g.out[1], g.out[2], fn, true);
 	return true;
 }
 
-// the windows [B, oH, oW, kH, kW] of x [B, H, W] padded with `fill` (on every
-// side far enough for the last window)
-at::Tensor windows(const at::Tensor &x, const Pool2d &g, double fill)
+// the windows [B, out..., k...] of x [B, spatial...] padded with `fill` (on
+// every side far enough for the last window)
+at::Tensor windows(const at::Tensor &x, const Pool &g, double fill)
 {
-	int64_t needH = (g.oH - 1) * g.sH + (g.kH - 1) * g.dH + 1, needW = (g.oW - 1) * g.sW + (g.kW - 1) * g.dW + 1;
-	int64_t bH = std::max<int64_t>(0, needH - g.H - g.pH), bW = std::max<int64_t>(0, needW - g.W - g.pW);
-	at::Tensor xp = at::constant_pad_nd(x, { g.pW, bW, g.pH, bH }, fill).contiguous();
-	int64_t Wp = xp.size(2), HWp = xp.size(1) * Wp;
-	return xp.as_strided({ xp.size(0), g.oH, g.oW, g.kH, g.kW }, { HWp, g.sH * Wp, g.sW, g.dH * Wp, g.dW });
+	std::vector<int64_t> pads;   /* last dim first, as constant_pad_nd takes them */
+	for (int64_t i = g.nd - 1; i >= 0; i--) {
+		int64_t need = (g.out[i] - 1) * g.s[i] + (g.k[i] - 1) * g.d[i] + 1;
+		pads.push_back(g.p[i]);
+		pads.push_back(std::max<int64_t>(0, need - g.in[i] - g.p[i]));
+	}
+	at::Tensor xp = at::constant_pad_nd(x, pads, fill).contiguous();
+	std::vector<int64_t> size{ xp.size(0) }, stride{ xp.stride(0) };
+	for (int64_t i = 0; i < g.nd; i++) {
+		size.push_back(g.out[i]);
+		stride.push_back(g.s[i] * xp.stride(1 + i));
+	}
+	for (int64_t i = 0; i < g.nd; i++) {
+		size.push_back(g.k[i]);
+		stride.push_back(g.d[i] * xp.stride(1 + i));
+	}
+	return xp.as_strided(size, stride);
 }
 
-// CPU's avg_pool2d divisor per output position (divisor_override, or the
-// window clipped to the padded input, or to the input without padding)
-at::Tensor avg_divisors(const Pool2d &g, bool count_include_pad, std::optional<int64_t> divisor, const at::Tensor &like)
+// the window's last nd dims (the taps) as one
+at::Tensor taps_last(const at::Tensor &w, const Pool &g)
 {
-	std::vector<float> v((size_t)(g.oH * g.oW));
-	for (int64_t oh = 0; oh < g.oH; oh++)
-		for (int64_t ow = 0; ow < g.oW; ow++) {
-			int64_t hs = oh * g.sH - g.pH, ws = ow * g.sW - g.pW;
-			int64_t he = std::min(hs + g.kH, g.H + g.pH), we = std::min(ws + g.kW, g.W + g.pW);
-			int64_t pool = (he - hs) * (we - ws);
-			hs = std::max<int64_t>(hs, 0);
-			ws = std::max<int64_t>(ws, 0);
-			he = std::min(he, g.H);
-			we = std::min(we, g.W);
-			int64_t n = divisor ? *divisor : count_include_pad ? pool : (he - hs) * (we - ws);
-			v[(size_t)(oh * g.oW + ow)] = (float)n;
+	std::vector<int64_t> shape(w.sizes().begin(), w.sizes().end() - g.nd);
+	shape.push_back(g.taps());
+	return w.reshape(shape);
+}
+
+// CPU's avg_pool divisor per output position (divisor_override, or the
+// window clipped to the padded input, or to the input without padding)
+at::Tensor avg_divisors(const Pool &g, bool count_include_pad, std::optional<int64_t> divisor, const at::Tensor &like)
+{
+	std::vector<float> v((size_t)g.outputs());
+	std::vector<int64_t> o((size_t)g.nd, 0);
+	for (size_t n = 0; n < v.size(); n++) {
+		int64_t pool = 1, inside = 1;
+		for (int64_t i = 0; i < g.nd; i++) {
+			int64_t st = o[i] * g.s[i] - g.p[i], en = std::min(st + g.k[i], g.in[i] + g.p[i]);
+			pool *= en - st;
+			inside *= std::min(en, g.in[i]) - std::max<int64_t>(st, 0);
 		}
-	return floats(v, { g.oH, g.oW }, like);
+		v[n] = (float)(divisor ? *divisor : count_include_pad ? pool : inside);
+		for (int64_t i = g.nd - 1; i >= 0 && ++o[i] == g.out[i]; i--)
+			o[i] = 0;
+	}
+	return floats(v, g.out, like);
+}
+
+at::Tensor avg_pool(const at::Tensor &x, int64_t nd, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p,
+		    bool ceil, bool count_include_pad, std::optional<int64_t> divisor, const char *fn)
+{
+	Pool g;
+	/* CPU's avg_pool3d takes fp32 only: bf16 / fp16 get its NotImplementedError */
+	if (!float_input(x) || (nd == 3 && x.scalar_type() != at::kFloat) || (divisor && *divisor == 0) ||
+	    !pool_geometry(x, nd, k, s, p, {}, ceil, fn, g) || x.numel() == 0)
+		return {};
+	at::Tensor w = taps_last(windows(as_fp32(planes(x, nd)), g, 0.0), g);
+	at::Tensor r = w.sum(-1).div(avg_divisors(g, count_include_pad, divisor, x));
+	return cast_back(r.view(pooled_shape(x, g)), x.scalar_type());
 }
 
 at::Tensor &avg_pool2d_out(const at::Tensor &x, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p, bool ceil,
 			   bool count_include_pad, std::optional<int64_t> divisor, at::Tensor &out)
 {
-	Pool2d g;
-	if (!float_input(x) || (divisor && *divisor == 0) || !pool2d_geometry(x, k, s, p, {}, ceil, g) ||
-	    x.numel() == 0)
-		return declined;
-	at::Tensor w = windows(as_fp32(planes(x)), g, 0.0);
-	at::Tensor r = w.sum({ 3, 4 }).div(avg_divisors(g, count_include_pad, divisor, x));
-	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
-	shape.push_back(g.oH);
-	shape.push_back(g.oW);
-	return composite_out(out, { &x }, cast_back(r.view(shape), x.scalar_type()));
+	return composite_out(out, { &x }, avg_pool(x, 2, k, s, p, ceil, count_include_pad, divisor, "avg_pool2d()"));
 }
 
-// the flat input index (h * W + w) of window element k (kh * kW + kw) of
-// every output position, with the first in-bounds element where k falls in
-// the padding (the window's maximum is then -inf: CPU keeps its first
-// in-bounds index)
-at::Tensor flat_index(const at::Tensor &k, const Pool2d &g, const at::Tensor &like)
+at::Tensor &avg_pool3d_out(const at::Tensor &x, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p, bool ceil,
+			   bool count_include_pad, std::optional<int64_t> divisor, at::Tensor &out)
 {
-	std::vector<int64_t> bh((size_t)g.oH), bw((size_t)g.oW), fh((size_t)g.oH), fw((size_t)g.oW);
-	auto first_in = [](int64_t start, int64_t dil) { return start >= 0 ? start : start + ((-start + dil - 1) / dil) * dil; };
-	for (int64_t o = 0; o < g.oH; o++) {
-		bh[(size_t)o] = o * g.sH - g.pH;
-		fh[(size_t)o] = first_in(bh[(size_t)o], g.dH);
+	return composite_out(out, { &x }, avg_pool(x, 3, k, s, p, ceil, count_include_pad, divisor, "avg_pool3d()"));
+}
+
+// the flat input index of window tap kidx (row-major over the taps) of
+// every output position; where the tap falls in the padding (the window's
+// maximum is then -inf) the window's first in-bounds element, whose index
+// CPU keeps
+at::Tensor flat_index(const at::Tensor &kidx, const Pool &g, const at::Tensor &like)
+{
+	at::Tensor rest = kidx.to(at::kFloat), flat, first, inside;
+	int64_t stride = 1;
+	for (int64_t i = g.nd - 1; i >= 0; i--) {
+		at::Tensor q = rest.div((double)g.k[i]).floor();
+		at::Tensor tap = rest.sub(q.mul((double)g.k[i]));
+		rest = q;
+		std::vector<float> base((size_t)g.out[i]), lead((size_t)g.out[i]);
+		for (int64_t o = 0; o < g.out[i]; o++) {
+			int64_t b = o * g.s[i] - g.p[i];
+			base[(size_t)o] = (float)b;
+			lead[(size_t)o] = (float)(b >= 0 ? b : b + ((-b + g.d[i] - 1) / g.d[i]) * g.d[i]);
+		}
+		std::vector<int64_t> shape((size_t)g.nd, 1);
+		shape[(size_t)i] = g.out[i];
+		at::Tensor pos = tap.mul((double)g.d[i]).add(floats(base, shape, like));
+		at::Tensor ok = pos.ge(0).bitwise_and(pos.lt((double)g.in[i]));
+		at::Tensor term = pos.mul((double)stride), fterm = floats(lead, shape, like).mul((double)stride);
+		flat = flat.defined() ? flat.add(term) : term;
+		first = first.defined() ? first.add(fterm) : fterm;
+		inside = inside.defined() ? inside.bitwise_and(ok) : ok;
+		stride *= g.in[i];
 	}
-	for (int64_t o = 0; o < g.oW; o++) {
-		bw[(size_t)o] = o * g.sW - g.pW;
-		fw[(size_t)o] = first_in(bw[(size_t)o], g.dW);
-	}
-	at::Tensor kf = k.to(at::kFloat), kh = kf.div(g.kW).floor();
-	at::Tensor kw = kf.sub(kh.mul(g.kW));
-	at::Tensor h = kh.mul(g.dH).to(at::kLong).add(longs(bh, like).view({ g.oH, 1 }));
-	at::Tensor w = kw.mul(g.dW).to(at::kLong).add(longs(bw, like).view({ 1, g.oW }));
-	at::Tensor inside = h.ge(0).logical_and(h.lt(g.H)).logical_and(w.ge(0)).logical_and(w.lt(g.W));
-	at::Tensor first = longs(fh, like).view({ g.oH, 1 }).mul(g.W).add(longs(fw, like).view({ 1, g.oW }));
-	return at::where(inside, h.mul(g.W).add(w), first);
+	return integral_float_to_int64(at::where(inside, flat, first.expand(flat.sizes())));
+}
+
+std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor &x, int64_t nd, at::IntArrayRef k, at::IntArrayRef s,
+					    at::IntArrayRef p, at::IntArrayRef d, bool ceil, const char *fn)
+{
+	Pool g;
+	if (!float_input(x) || !pool_geometry(x, nd, k, s, p, d, ceil, fn, g) || x.numel() == 0)
+		return {};
+	int64_t plane = 1;
+	for (int64_t n : g.in)
+		plane *= n;
+	if (plane >= (int64_t)1 << 24)   /* positions exact in fp32 */
+		return {};
+	at::Tensor w = taps_last(windows(planes(x, nd), g, -std::numeric_limits<double>::infinity()), g);
+	auto [v, kidx] = w.max(-1);
+	std::vector<int64_t> shape = pooled_shape(x, g);
+	return { v.view(shape), flat_index(kidx, g, x).view(shape) };
+}
+
+std::tuple<at::Tensor &, at::Tensor &> max_pool_out(const std::tuple<at::Tensor, at::Tensor> &r, const at::Tensor &x,
+						    at::Tensor &out, at::Tensor &indices)
+{
+	if (!std::get<0>(r).defined() || !out.is_privateuseone() || !indices.is_privateuseone() ||
+	    indices.scalar_type() != at::kLong || out.scalar_type() != x.scalar_type())
+		return declined;
+	composite_out(out, { &x }, std::get<0>(r));
+	composite_out(indices, { &x }, std::get<1>(r));
+	return { out, indices };
 }
 
 std::tuple<at::Tensor &, at::Tensor &> max_pool2d_with_indices_out(const at::Tensor &x, at::IntArrayRef k,
@@ -227,19 +332,13 @@ std::tuple<at::Tensor &, at::Tensor &> max_pool2d_with_indices_out(const at::Ten
 								    at::IntArrayRef d, bool ceil, at::Tensor &out,
 								    at::Tensor &indices)
 {
-	Pool2d g;
-	if (!float_input(x) || !pool2d_geometry(x, k, s, p, d, ceil, g) || x.numel() == 0 || !out.is_privateuseone() ||
-	    !indices.is_privateuseone() || indices.scalar_type() != at::kLong || out.scalar_type() != x.scalar_type())
-		return declined;
-	at::Tensor w = windows(planes(x), g, -std::numeric_limits<double>::infinity());
-	at::Tensor flat = w.reshape({ w.size(0), g.oH, g.oW, g.kH * g.kW });
-	auto [v, kidx] = flat.max(3);
-	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
-	shape.push_back(g.oH);
-	shape.push_back(g.oW);
-	composite_out(out, { &x }, v.view(shape));
-	composite_out(indices, { &x }, flat_index(kidx, g, x).view(shape));
-	return { out, indices };
+	return max_pool_out(max_pool(x, 2, k, s, p, d, ceil, "max_pool2d()"), x, out, indices);
+}
+
+std::tuple<at::Tensor, at::Tensor> max_pool3d_with_indices(const at::Tensor &x, at::IntArrayRef k, at::IntArrayRef s,
+							   at::IntArrayRef p, at::IntArrayRef d, bool ceil)
+{
+	return max_pool(x, 3, k, s, p, d, ceil, "max_pool3d_with_indices_out_cpu_template()");   /* undefined: declined */
 }
 
 // d input = the output gradient added at each window's chosen index
@@ -250,7 +349,7 @@ at::Tensor &max_pool2d_backward_out(const at::Tensor &grad, const at::Tensor &x,
 	if (!float_input(grad) || !float_input(x) || !indices.is_privateuseone() || indices.scalar_type() != at::kLong ||
 	    grad.sizes() != indices.sizes() || x.dim() < 3 || grad.dim() != x.dim())
 		return declined;
-	at::Tensor gx = planes(x);
+	at::Tensor gx = planes(x, 2);
 	int64_t B = gx.size(0);
 	at::Tensor r = at::zeros({ B, gx.size(1) * gx.size(2) }, x.options().dtype(at::kFloat));
 	r = r.scatter_add(1, indices.reshape({ B, -1 }), as_fp32(grad).reshape({ B, -1 }));
@@ -288,7 +387,7 @@ at::Tensor adaptive_avg_pool2d(const at::Tensor &x, at::IntArrayRef size)
 	int64_t H = x.size(-2), W = x.size(-1);
 	if (x.numel() == 0)   /* an empty batch (CPU allows only that): an empty result */
 		return at::empty({ 0, x.size(1), size[0], size[1] }, x.options());
-	at::Tensor r = at::matmul(at::matmul(averaging(H, size[0], x), as_fp32(planes(x))), averaging(W, size[1], x).t());
+	at::Tensor r = at::matmul(at::matmul(averaging(H, size[0], x), as_fp32(planes(x, 2))), averaging(W, size[1], x).t());
 	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
 	shape.push_back(size[0]);
 	shape.push_back(size[1]);
@@ -317,30 +416,67 @@ std::vector<int64_t> adaptive_table(int64_t in, int64_t out, int64_t &kmax, std:
 	return t;
 }
 
+// adaptive max pooling over nd spatial dims: each dim's windows gathered
+// (index_select by its table), the taps brought last, the first maximum;
+// its index from the window starts plus the tap's offset per dim
+std::tuple<at::Tensor, at::Tensor> adaptive_max(const at::Tensor &x, int64_t nd, at::IntArrayRef size)
+{
+	if (!float_input(x) || (x.dim() != nd + 1 && x.dim() != nd + 2) || (int64_t)size.size() != nd ||
+	    x.numel() == 0)
+		return {};
+	for (int64_t o : size)
+		if (o <= 0)
+			return {};
+	at::Tensor g = planes(x, nd);
+	int64_t B = g.size(0), plane = 1;
+	std::vector<int64_t> kmax((size_t)nd), view{ B }, perm{ 0 }, out_shape{ B };
+	std::vector<std::vector<int64_t>> starts((size_t)nd);
+	for (int64_t i = 0; i < nd; i++) {
+		int64_t in = x.size(x.dim() - nd + i);
+		plane *= in;
+		g = g.index_select(1 + i, longs(adaptive_table(in, size[i], kmax[i], starts[i]), x));
+		view.push_back(size[i]);
+		view.push_back(kmax[i]);
+		perm.push_back(1 + 2 * i);
+		out_shape.push_back(size[i]);
+	}
+	if (plane >= (int64_t)1 << 24)   /* positions exact in fp32 */
+		return {};
+	for (int64_t i = 0; i < nd; i++)
+		perm.push_back(2 + 2 * i);
+	int64_t K = 1;
+	for (int64_t k : kmax)
+		K *= k;
+	out_shape.push_back(K);
+	auto [v, k] = g.view(view).permute(perm).reshape(out_shape).max(-1);
+	at::Tensor rest = k.to(at::kFloat), flat;
+	int64_t stride = 1;
+	for (int64_t i = nd - 1; i >= 0; i--) {
+		at::Tensor q = rest.div((double)kmax[i]).floor();
+		at::Tensor j = rest.sub(q.mul((double)kmax[i]));
+		rest = q;
+		std::vector<float> st(starts[i].begin(), starts[i].end());
+		std::vector<int64_t> shape((size_t)nd, 1);
+		shape[(size_t)i] = size[i];
+		at::Tensor term = j.add(floats(st, shape, x)).mul((double)stride);
+		flat = flat.defined() ? flat.add(term) : term;
+		stride *= x.size(x.dim() - nd + i);
+	}
+	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - nd);
+	shape.insert(shape.end(), size.begin(), size.end());
+	return { v.view(shape), integral_float_to_int64(flat).view(shape) };
+}
+
 std::tuple<at::Tensor &, at::Tensor &> adaptive_max_pool2d_out(const at::Tensor &x, at::IntArrayRef size,
 								at::Tensor &out, at::Tensor &indices)
 {
-	if (!float_input(x) || (x.dim() != 3 && x.dim() != 4) || size.size() != 2 || size[0] <= 0 || size[1] <= 0 ||
-	    x.numel() == 0 || !out.is_privateuseone() || !indices.is_privateuseone() ||
-	    indices.scalar_type() != at::kLong || out.scalar_type() != x.scalar_type())
-		return declined;
-	int64_t H = x.size(-2), W = x.size(-1), oH = size[0], oW = size[1], kh, kw;
-	std::vector<int64_t> sh, sw;
-	at::Tensor th = longs(adaptive_table(H, oH, kh, sh), x), tw = longs(adaptive_table(W, oW, kw, sw), x);
-	at::Tensor p = planes(x);
-	int64_t B = p.size(0);
-	at::Tensor g = p.index_select(1, th).index_select(2, tw).view({ B, oH, kh, oW, kw });
-	at::Tensor flat = g.permute({ 0, 1, 3, 2, 4 }).reshape({ B, oH, oW, kh * kw });
-	auto [v, k] = flat.max(3);
-	at::Tensor kf = k.to(at::kFloat), kr = kf.div(kw).floor();
-	at::Tensor h = kr.to(at::kLong).add(longs(sh, x).view({ oH, 1 }));
-	at::Tensor w = kf.sub(kr.mul(kw)).to(at::kLong).add(longs(sw, x).view({ 1, oW }));
-	std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
-	shape.push_back(oH);
-	shape.push_back(oW);
-	composite_out(out, { &x }, v.view(shape));
-	composite_out(indices, { &x }, h.mul(W).add(w).view(shape));
-	return { out, indices };
+	return max_pool_out(adaptive_max(x, 2, size), x, out, indices);
+}
+
+std::tuple<at::Tensor &, at::Tensor &> adaptive_max_pool3d_out(const at::Tensor &x, at::IntArrayRef size,
+								at::Tensor &out, at::Tensor &indices)
+{
+	return max_pool_out(adaptive_max(x, 3, size), x, out, indices);
 }
 
 // A_d, A_h, A_w over [B, D, H, W] planes: D first ([oD, D] @ [B, D, H W]),
@@ -427,11 +563,17 @@ at::Tensor im2col(const at::Tensor &x, at::IntArrayRef k, at::IntArrayRef d, at:
 	bool batched = x.dim() == 4;
 	at::Tensor b = batched ? x : x.unsqueeze(0);
 	int64_t N = b.size(0), C = b.size(1);
-	Pool2d g{ k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], b.size(2), b.size(3), 0, 0 };
-	g.oH = (g.H + 2 * g.pH - (g.dH * (g.kH - 1) + 1)) / g.sH + 1;
-	g.oW = (g.W + 2 * g.pW - (g.dW * (g.kW - 1) + 1)) / g.sW + 1;
-	at::Tensor w = windows(b.reshape({ N * C, g.H, g.W }), g, 0.0);   /* [NC, oH, oW, kH, kW] */
-	at::Tensor cols = w.permute({ 0, 3, 4, 1, 2 }).reshape({ N, C * g.kH * g.kW, g.oH * g.oW });
+	Pool g;
+	g.nd = 2;
+	g.k = k.vec();
+	g.s = s.vec();
+	g.p = p.vec();
+	g.d = d.vec();
+	g.in = { b.size(2), b.size(3) };
+	for (int64_t i = 0; i < 2; i++)
+		g.out.push_back((g.in[i] + 2 * g.p[i] - (g.d[i] * (g.k[i] - 1) + 1)) / g.s[i] + 1);
+	at::Tensor w = windows(b.reshape({ N * C, g.in[0], g.in[1] }), g, 0.0);   /* [NC, oH, oW, kH, kW] */
+	at::Tensor cols = w.permute({ 0, 3, 4, 1, 2 }).reshape({ N, C * g.taps(), g.outputs() });
 	return batched ? cols : cols.squeeze(0);
 }
 

@@ -102,3 +102,27 @@ def test_padding_im2col_shuffle_adaptive3d(dtype):
         native(lambda t: F.adaptive_avg_pool3d(t, (2, 4, 7)), x)
     with pytest.raises(RuntimeError):
         F.pad(x[:, :, 0].to(NEURON), (200, 1), mode="reflect")
+
+
+POOL3D = [dict(kernel_size=3, stride=2, ceil_mode=True), dict(kernel_size=2),
+          dict(kernel_size=(2, 3, 2), stride=(1, 2, 1), padding=(1, 1, 0)), dict(kernel_size=2, stride=1, padding=1)]
+
+
+@pytest.mark.parametrize("shape", [(1, 2, 3, 6, 5), (2, 3, 4, 4, 4), (2, 5, 5, 5), (1, 2, 7, 9, 8)], ids=str)
+def test_pooling_in_3d(shape):
+    """max / average / adaptive max pooling over three spatial dims by the
+    same windows as 2-D (first maximum, CPU's divisors and indices); CPU's
+    avg_pool3d has no bf16 kernel: its NotImplementedError"""
+    g = torch.Generator().manual_seed(len(shape))
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(shape, generator=g).to(dtype)
+        for kw in POOL3D + [dict(kernel_size=3, stride=2, dilation=(1, 2, 1), ceil_mode=True)]:
+            assert_native_matches(lambda t: F.max_pool3d(t, return_indices=True, **kw), x)
+        assert_native_matches(lambda t: F.adaptive_max_pool3d(t, (2, 3, 1), return_indices=True), x)
+    x = torch.randn(shape, generator=g)
+    for kw in POOL3D:
+        for cip in (True, False):
+            assert_native_matches(lambda t: F.avg_pool3d(t, count_include_pad=cip, **kw), x)
+        assert_native_matches(lambda t: F.avg_pool3d(t, divisor_override=3, **kw), x)
+    with pytest.raises(NotImplementedError):
+        F.avg_pool3d(x.bfloat16().to("neuron"), 2)
