@@ -338,7 +338,8 @@ at::Tensor &int_binary_out(const char *name, int alu, const at::Tensor &a, const
 	if (!out.is_privateuseone())
 		return declined;
 	at::Tensor r = bitwise(name, alu, a, b);
-	if (!r.defined() || out.scalar_type() != r.scalar_type())
+	/* in place, a result of another shape is CPU's error, never a resize */
+	if (!r.defined() || out.scalar_type() != r.scalar_type() || (out.is_same(a) && !r.sizes().equals(a.sizes())))
 		return declined;
 	return composite_out(out, { &a, &b }, r);
 }

@@ -73,6 +73,8 @@ at::Tensor cdist_forward(const at::Tensor &x1, const at::Tensor &x2, double p, s
 		return declined;
 	int64_t r1 = x1.size(-2), r2 = x2.size(-2), c = x1.size(-1);
 	int64_t m = mode.value_or(0);
+	if (m < 0 || m > 2)
+		return declined;   /* CPU's error */
 	bool by_mm = p == 2.0 && (m == 1 || (m == 0 && (r1 > 25 || r2 > 25)));
 	std::vector<int64_t> batch = at::infer_size(x1.sizes().slice(0, x1.dim() - 2), x2.sizes().slice(0, x2.dim() - 2));
 	std::vector<int64_t> s1 = batch, s2 = batch;
@@ -92,9 +94,11 @@ at::Tensor cdist_forward(const at::Tensor &x1, const at::Tensor &x2, double p, s
 
 at::Tensor pdist_forward(const at::Tensor &x, double p)
 {
-	if (!usable(x) || x.dim() != 2 || p < 0 || std::isnan(p) || x.size(0) * x.size(0) * x.size(1) > kDirectCap)
+	if (!usable(x) || x.dim() != 2 || p < 0 || std::isnan(p))
 		return declined;
 	int64_t n = x.size(0);
+	if (n * (n - 1) / 2 > kDirectCap || n * (n - 1) / 2 * x.size(1) > kDirectCap)   /* the pairs' index tables too */
+		return declined;
 	std::vector<int64_t> rows, cols;
 	for (int64_t i = 0; i < n; i++)
 		for (int64_t j = i + 1; j < n; j++) {

@@ -342,7 +342,7 @@ at::Tensor &index_fill_impl(at::Tensor &self, int64_t dim, const at::Tensor &ind
 			    const at::Tensor *value_t)
 {
 	if (!self.is_privateuseone() || !index.is_privateuseone() || index.dim() > 1 || !self.is_contiguous() ||
-	    (index.scalar_type() != at::kLong && index.scalar_type() != at::kInt) ||
+	    index.scalar_type() != at::kLong ||   /* int32: CPU's IndexError */
 	    units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID || (value_t && value_t->dim() != 0))
 		return declined;
 	if (scalar_self_case(self, dim, index)) {

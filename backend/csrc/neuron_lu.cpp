@@ -51,6 +51,16 @@ bool matrices(const at::Tensor &t)
 	return t.defined() && t.is_privateuseone() && t.scalar_type() == at::kFloat && t.dim() >= 2;
 }
 
+// every out= tensor of a multi-output kernel on the device (else the CPU
+// fallback takes the whole call: nothing is written first)
+bool on_device(std::initializer_list<const at::Tensor *> outs)
+{
+	for (const at::Tensor *t : outs)
+		if (!t->is_privateuseone())
+			return false;
+	return true;
+}
+
 std::vector<int64_t> batch_of(const at::Tensor &t)
 {
 	return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - 2);
@@ -157,7 +167,7 @@ at::Tensor pivots_out(const Factored &f)
 std::tuple<at::Tensor &, at::Tensor &, at::Tensor &> lu_factor_ex_out(const at::Tensor &A, bool pivot, bool check_errors,
 								     at::Tensor &LU, at::Tensor &pivots, at::Tensor &info)
 {
-	if (!matrices(A) || !pivot)
+	if (!matrices(A) || !pivot || !on_device({ &LU, &pivots, &info }))
 		return declined;
 	Factored f = factor(A);
 	at::Tensor lu = unflat(f.lu, f.batch), inf = lu_info(lu);
@@ -282,9 +292,12 @@ std::tuple<at::Tensor &, at::Tensor &, at::Tensor &, at::Tensor &>
 solve_ex_out(const at::Tensor &A, const at::Tensor &B, bool left, bool check_errors, at::Tensor &result, at::Tensor &LU,
 	     at::Tensor &pivots, at::Tensor &info)
 {
-	if (!matrices(A) || !is_square(A) || !B.is_privateuseone() || B.scalar_type() != at::kFloat || B.dim() < 1)
+	if (!matrices(A) || !is_square(A) || !B.is_privateuseone() || B.scalar_type() != at::kFloat || B.dim() < 1 ||
+	    !on_device({ &result, &LU, &pivots, &info }))
 		return declined;
 	bool vec = vector_rhs(A, B);
+	if (vec && !left)
+		return declined;   /* CPU's "vector broadcasting ... left=False" error */
 	at::Tensor Bm = vec ? B.unsqueeze(left ? -1 : -2) : B;
 	if (Bm.dim() < 2 || Bm.size(left ? -2 : -1) != A.size(-1))
 		return declined;
@@ -305,7 +318,7 @@ solve_ex_out(const at::Tensor &A, const at::Tensor &B, bool left, bool check_err
 std::tuple<at::Tensor &, at::Tensor &> inv_ex_out(const at::Tensor &A, bool check_errors, at::Tensor &inverse,
 						  at::Tensor &info)
 {
-	if (!matrices(A) || !is_square(A))
+	if (!matrices(A) || !is_square(A) || !on_device({ &inverse, &info }))
 		return declined;
 	Factored f = factor(A);
 	at::Tensor inf = lu_info(unflat(f.lu, f.batch));
@@ -327,12 +340,19 @@ at::Tensor swap_sign(const Factored &f)
 	return moved.fmod(2.0).mul(-2.0).add(1.0);
 }
 
+// CPU's det / slogdet factor A^T when A is contiguous (and return that LU:
+// their backward solves with it, adjoint accordingly); A otherwise
+Factored det_factors(const at::Tensor &A)
+{
+	return factor(A.is_contiguous() ? A.mT() : A);
+}
+
 std::tuple<at::Tensor &, at::Tensor &, at::Tensor &> det_out(const at::Tensor &A, at::Tensor &result, at::Tensor &LU,
 							     at::Tensor &pivots)
 {
-	if (!matrices(A) || !is_square(A))
+	if (!matrices(A) || !is_square(A) || !on_device({ &result, &LU, &pivots }))
 		return declined;
-	Factored f = factor(A);
+	Factored f = det_factors(A);
 	at::Tensor d = f.lu.diagonal(0, 1, 2).prod(1).mul(swap_sign(f));
 	composite_out(result, { &A }, unflat(d.unsqueeze(1), f.batch).squeeze(-1));
 	composite_out(LU, { &A }, unflat(f.lu, f.batch));
@@ -343,9 +363,9 @@ std::tuple<at::Tensor &, at::Tensor &, at::Tensor &> det_out(const at::Tensor &A
 std::tuple<at::Tensor &, at::Tensor &, at::Tensor &, at::Tensor &>
 slogdet_out(const at::Tensor &A, at::Tensor &sign, at::Tensor &logabsdet, at::Tensor &LU, at::Tensor &pivots)
 {
-	if (!matrices(A) || !is_square(A))
+	if (!matrices(A) || !is_square(A) || !on_device({ &sign, &logabsdet, &LU, &pivots }))
 		return declined;
-	Factored f = factor(A);
+	Factored f = det_factors(A);
 	at::Tensor diag = f.lu.diagonal(0, 1, 2);
 	at::Tensor s = diag.sign().prod(1).mul(swap_sign(f));
 	at::Tensor l = diag.abs().log().sum(1);
@@ -386,7 +406,8 @@ std::tuple<at::Tensor &, at::Tensor &, at::Tensor &> lu_unpack_out(const at::Ten
 								   at::Tensor &U)
 {
 	if (!matrices(LU) || !pivots.is_privateuseone() || pivots.scalar_type() != at::kInt ||
-	    pivots.dim() != LU.dim() - 1 || pivots.size(-1) != std::min(LU.size(-1), LU.size(-2)))
+	    pivots.dim() != LU.dim() - 1 || pivots.size(-1) != std::min(LU.size(-1), LU.size(-2)) ||
+	    !on_device({ &P, &L, &U }))
 		return declined;
 	std::vector<int64_t> batch = batch_of(LU);
 	at::Tensor lu = flat_copy(LU, batch);
@@ -401,7 +422,7 @@ std::tuple<at::Tensor &, at::Tensor &, at::Tensor &> lu_unpack_out(const at::Ten
 std::tuple<at::Tensor &, at::Tensor &, at::Tensor &> linalg_lu_out(const at::Tensor &A, bool pivot, at::Tensor &P,
 								   at::Tensor &L, at::Tensor &U)
 {
-	if (!matrices(A) || !pivot)
+	if (!matrices(A) || !pivot || !on_device({ &P, &L, &U }))
 		return declined;
 	Factored f = factor(A);
 	auto [p, l, u] = unpack(f.lu, f.piv, f.batch, true, true);
@@ -433,7 +454,7 @@ at::Tensor triangular(const at::Tensor &A, const at::Tensor &B, bool upper, bool
 std::tuple<at::Tensor &, at::Tensor &> triangular_solve_out(const at::Tensor &B, const at::Tensor &A, bool upper,
 							    bool transpose, bool unit, at::Tensor &X, at::Tensor &M)
 {
-	at::Tensor r = triangular(A, B, upper, true, unit, transpose);
+	at::Tensor r = on_device({ &X, &M }) ? triangular(A, B, upper, true, unit, transpose) : at::Tensor();
 	if (!r.defined())
 		return declined;
 	composite_out(X, { &A, &B }, r);
@@ -494,9 +515,9 @@ std::tuple<at::Tensor, at::Tensor> cholesky_lower(const at::Tensor &A)
 std::tuple<at::Tensor &, at::Tensor &> cholesky_ex_out(const at::Tensor &A, bool upper, bool check_errors, at::Tensor &L,
 						       at::Tensor &info)
 {
-	if (!matrices(A) || !is_square(A))
+	if (!matrices(A) || !is_square(A) || !on_device({ &L, &info }))
 		return declined;
-	auto [l, inf] = cholesky_lower(A);
+	auto [l, inf] = cholesky_lower(upper ? A.mT() : A);   /* potrf 'U' reads the upper triangle */
 	/* a matrix that is not positive definite: LAPACK's partial factor and
 	 * CPU's error are CPU's to give */
 	if (inf.numel() && peek_cpu(inf.ne(0).any()).item<bool>())
@@ -510,7 +531,7 @@ at::Tensor cholesky(const at::Tensor &A, bool upper)
 {
 	if (!matrices(A) || !is_square(A))
 		return declined;
-	auto [l, inf] = cholesky_lower(A);
+	auto [l, inf] = cholesky_lower(upper ? A.mT() : A);
 	if (inf.numel() && peek_cpu(inf.ne(0).any()).item<bool>())
 		return declined;
 	return upper ? l.transpose(-2, -1).contiguous() : l;

@@ -18,14 +18,16 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double kPi = 3.14159265358979323846;
 inline constexpr double kLn2 = 0.69314718055994530942;
 
-// a real floating-point tensor on the device (the kernels compute it at fp32)
+// a real floating-point tensor of a type the kernels compute at fp32
+// (fp32 / bf16 / fp16: fp64 keeps its precision on the CPU)
 inline bool real_float(const at::Tensor &t)
 {
-	return t.defined() && t.is_privateuseone() && at::isFloatingType(t.scalar_type());
+	return is_float_neuron(t) && at::isFloatingType(t.scalar_type());
 }
 inline bool real_floats(const at::Tensor &a, const at::Tensor &b, const at::Tensor &out)
 {
-	return real_float(a) && real_float(b) && out.is_privateuseone() && at::isFloatingType(out.scalar_type());
+	return real_float(a) && real_float(b) && out.is_privateuseone() && isa_dtype_of(out.scalar_type()) != ISA_DT_INVALID &&
+	       at::isFloatingType(out.scalar_type());
 }
 // v as a 0-dim tensor of t's type and device (a broadcast operand)
 inline at::Tensor scalar_like(double v, const at::Tensor &t)

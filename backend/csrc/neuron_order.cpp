@@ -90,7 +90,7 @@ std::tuple<at::Tensor, at::Tensor> placed(at::Tensor v, at::Tensor i, int64_t nd
 // a statistic of self along dim: moved last, picked, put back
 std::tuple<at::Tensor, at::Tensor> along(const at::Tensor &self, int64_t dim, bool keepdim, const Pick &pick)
 {
-	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), (int64_t)1));
 	at::Tensor rows = self.dim() ? self.movedim(d, -1).contiguous() : self.view({ 1 });
 	auto [v, i] = pick_sorted(rows, pick);
 	return placed(v, i, self.dim(), d, keepdim);
@@ -119,7 +119,7 @@ bool median_covered(const at::Tensor &self, int64_t n, bool ignore_nan, const at
 
 std::tuple<at::Tensor, at::Tensor> median_dim_impl(const at::Tensor &self, int64_t dim, bool keepdim, bool ignore_nan)
 {
-	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), (int64_t)1));
 	int64_t n = self.dim() ? self.size(d) : 1;
 	at::Tensor isnan = self.dim() ? self.movedim(d, -1).ne(self.movedim(d, -1)) : self.ne(self).view({ 1 });
 	if (!median_covered(self, n, ignore_nan, &isnan))
@@ -130,7 +130,8 @@ std::tuple<at::Tensor, at::Tensor> median_dim_impl(const at::Tensor &self, int64
 std::tuple<at::Tensor &, at::Tensor &> median_values(const at::Tensor &self, int64_t dim, bool keepdim,
 						     at::Tensor &values, at::Tensor &indices, bool ignore_nan)
 {
-	if (values.scalar_type() != self.scalar_type() || indices.scalar_type() != at::kLong)
+	if (values.scalar_type() != self.scalar_type() || indices.scalar_type() != at::kLong || !values.is_privateuseone() ||
+	    !indices.is_privateuseone())
 		return declined;
 	auto [v, i] = median_dim_impl(self, dim, keepdim, ignore_nan);
 	if (!v.defined())
@@ -179,10 +180,13 @@ bool kth_tied(const at::Tensor &self, int64_t k, int64_t dim)
 	at::Tensor sv = std::get<0>(at::sort(self, /*stable=*/true, d, false));
 	at::Tensor at_k = sv.narrow(d, k - 1, 1);
 	at::Tensor tie = at::zeros_like(at_k, at_k.options().dtype(at::kBool));
+	auto same = [&](const at::Tensor &o) {   /* equal, or both NaN */
+		return at_k.eq(o).bitwise_or(at_k.ne(at_k).bitwise_and(o.ne(o)));
+	};
 	if (k > 1)
-		tie = tie.bitwise_or(at_k.eq(sv.narrow(d, k - 2, 1)));
+		tie = tie.bitwise_or(same(sv.narrow(d, k - 2, 1)));
 	if (k < n)
-		tie = tie.bitwise_or(at_k.eq(sv.narrow(d, k, 1)));
+		tie = tie.bitwise_or(same(sv.narrow(d, k, 1)));
 	return peek_cpu(tie.any()).item<bool>();
 }
 
@@ -192,9 +196,9 @@ bool kth_tied(const at::Tensor &self, int64_t k, int64_t dim)
 std::tuple<at::Tensor &, at::Tensor &> kthvalue_values(const at::Tensor &self, int64_t k, int64_t dim, bool keepdim,
 						       at::Tensor &values, at::Tensor &indices)
 {
-	int64_t n = self.dim() ? self.size(at::maybe_wrap_dim(dim, self.dim())) : 1;
+	int64_t n = self.dim() ? self.size(at::maybe_wrap_dim(dim, self.dim())) : (at::maybe_wrap_dim(dim, (int64_t)1), 1);
 	if (!sortable(self) || k < 1 || k > n || n >= (int64_t)1 << 24 || values.scalar_type() != self.scalar_type() ||
-	    indices.scalar_type() != at::kLong)
+	    indices.scalar_type() != at::kLong || !values.is_privateuseone() || !indices.is_privateuseone())
 		return declined;
 	if (kth_tied(self, k, dim))
 		return declined;
@@ -214,7 +218,7 @@ std::tuple<at::Tensor &, at::Tensor &> kthvalue_values(const at::Tensor &self, i
 // and a repeated mode of a row longer than 16 (below).
 std::tuple<at::Tensor, at::Tensor> mode_impl(const at::Tensor &self, int64_t dim, bool keepdim)
 {
-	int64_t d = self.dim() ? at::maybe_wrap_dim(dim, self.dim()) : 0;
+	int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), (int64_t)1));
 	int64_t n = self.dim() ? self.size(d) : 1;
 	if (!sortable(self) || self.numel() == 0 || n >= (int64_t)1 << 24)
 		return {};
@@ -289,7 +293,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2(const at::Tensor &self, b
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique_consecutive(const at::Tensor &self, bool return_inverse,
 								  bool return_counts, std::optional<int64_t> dim)
 {
-	if (dim && self.dim() > 1)
+	/* a dim: only the one of a 1-D tensor is the flat case (others, and
+	 * CPU's out-of-range error, on the CPU) */
+	if (dim && (self.dim() != 1 || (*dim != 0 && *dim != -1)))
 		return declined;
 	return runs_of(self, false, return_inverse, return_counts);   /* undefined: declined */
 }

@@ -150,9 +150,9 @@ std::vector<int64_t> pooled_shape(const at::Tensor &x, const Pool &g)
 
 // kernel / stride / padding / dilation as CPU reads them (one value or nd;
 // stride empty: the kernel), the output size, CPU's shape check (its
-// function name in the 3-D messages)
+// function name in the 3-D messages; the input-size check average pooling's)
 bool pool_geometry(const at::Tensor &x, int64_t nd, at::IntArrayRef k, at::IntArrayRef s, at::IntArrayRef p,
-		   at::IntArrayRef d, bool ceil, const char *fn, Pool &g)
+		   at::IntArrayRef d, bool ceil, const char *fn, bool check_size, Pool &g)
 {
 	auto each = [nd](at::IntArrayRef a, int64_t dflt, std::vector<int64_t> &v) {
 		if (a.empty()) {
@@ -188,7 +188,7 @@ bool pool_geometry(const at::Tensor &x, int64_t nd, at::IntArrayRef k, at::IntAr
 		at::native::pool3d_shape_check(x, x.size(-4), (int)g.k[0], (int)g.k[1], (int)g.k[2], (int)g.s[0],
 					       (int)g.s[1], (int)g.s[2], (int)g.p[0], (int)g.p[1], (int)g.p[2],
 					       (int)g.d[0], (int)g.d[1], (int)g.d[2], g.in[0], g.in[1], g.in[2],
-					       g.out[0], g.out[1], g.out[2], fn, true);
+					       g.out[0], g.out[1], g.out[2], fn, check_size);
 	return true;
 }
 
@@ -249,7 +249,7 @@ at::Tensor avg_pool(const at::Tensor &x, int64_t nd, at::IntArrayRef k, at::IntA
 	Pool g;
 	/* CPU's avg_pool3d takes fp32 only: bf16 / fp16 get its NotImplementedError */
 	if (!float_input(x) || (nd == 3 && x.scalar_type() != at::kFloat) || (divisor && *divisor == 0) ||
-	    !pool_geometry(x, nd, k, s, p, {}, ceil, fn, g) || x.numel() == 0)
+	    !pool_geometry(x, nd, k, s, p, {}, ceil, fn, true, g) || x.numel() == 0)
 		return {};
 	at::Tensor w = taps_last(windows(as_fp32(planes(x, nd)), g, 0.0), g);
 	at::Tensor r = w.sum(-1).div(avg_divisors(g, count_include_pad, divisor, x));
@@ -303,7 +303,7 @@ std::tuple<at::Tensor, at::Tensor> max_pool(const at::Tensor &x, int64_t nd, at:
 					    at::IntArrayRef p, at::IntArrayRef d, bool ceil, const char *fn)
 {
 	Pool g;
-	if (!float_input(x) || !pool_geometry(x, nd, k, s, p, d, ceil, fn, g) || x.numel() == 0)
+	if (!float_input(x) || !pool_geometry(x, nd, k, s, p, d, ceil, fn, false, g) || x.numel() == 0)
 		return {};
 	int64_t plane = 1;
 	for (int64_t n : g.in)

@@ -160,6 +160,10 @@ at::Tensor grid_sample(const at::Tensor &input, const at::Tensor &grid, int64_t 
 	    (mode != kBilinear && mode != kNearest) || padding < kZeros || padding > kReflection || input.numel() == 0 ||
 	    grid.numel() == 0 || input.size(2) >= (1 << 20) || input.numel() / input.size(1) >= (1 << 24))
 		return {};
+	/* CPU's 3-D sampler is the scalar code (a NaN clips to size - 1, a
+	 * NaN corner falls outside as an integer): non-finite 3-D grids run there */
+	if (nd == 3 && !peek_cpu(grid.abs().lt(kInf).all()).item<bool>())
+		return {};
 	int64_t N = input.size(0), C = input.size(1);
 	std::vector<int64_t> sizes(input.sizes().begin() + 2, input.sizes().end());   // D, H, W
 	std::vector<int64_t> out_shape{ N, C };

@@ -58,6 +58,13 @@ bool float_scan(const at::Tensor &self, std::optional<at::ScalarType> dtype, at:
 	return is_float_neuron(self) && isa_dtype_of(*rt) != ISA_DT_INVALID && at::isFloatingType(*rt);
 }
 
+// r, or a copy of it when it is self's memory (a scan or product over a
+// dim of one element returns its input): an op's result is a new tensor
+at::Tensor fresh(const at::Tensor &r, const at::Tensor &self)
+{
+	return r.is_alias_of(self) ? r.clone() : r;
+}
+
 // the product of x's rows ([rows, n] fp32 -> [rows]): pairs multiplied
 // until one is left (an odd last element carried); an empty row is 1
 at::Tensor product_rows(at::Tensor x)
@@ -81,10 +88,12 @@ at::Tensor prod_impl(const at::Tensor &self, std::optional<int64_t> dim, bool ke
 		return {};
 	at::Tensor f = as_fp32(self);
 	if (!dim || self.dim() == 0) {
+		if (dim)
+			at::maybe_wrap_dim(*dim, (int64_t)0);   /* CPU's IndexError for a bad dim of a scalar */
 		at::Tensor r = product_rows(f.reshape({ 1, f.numel() })).view(at::IntArrayRef{});
 		if (dim && keepdim)
 			r = r.view(self.sizes());
-		return cast_back(r, rt);
+		return fresh(cast_back(r, rt), self);
 	}
 	int64_t d = at::maybe_wrap_dim(*dim, self.dim());
 	std::vector<int64_t> shape = self.sizes().vec();
@@ -95,7 +104,7 @@ at::Tensor prod_impl(const at::Tensor &self, std::optional<int64_t> dim, bool ke
 	at::Tensor r = product_rows(f.movedim(d, -1).contiguous().view({ rows, self.size(d) })).view(shape);
 	if (keepdim)
 		r = r.unsqueeze(d);
-	return cast_back(r, rt);
+	return fresh(cast_back(r, rt), self);
 }
 
 at::Tensor prod(const at::Tensor &self, std::optional<at::ScalarType> dtype)
@@ -105,7 +114,9 @@ at::Tensor prod(const at::Tensor &self, std::optional<at::ScalarType> dtype)
 
 at::Tensor &prod_out(const at::Tensor &self, std::optional<at::ScalarType> dtype, at::Tensor &out)
 {
-	return composite_out(out, { &self }, prod_impl(self, std::nullopt, false, dtype ? dtype : out.scalar_type()));
+	if (dtype && *dtype != out.scalar_type())
+		return declined;   /* CPU's dtype error */
+	return composite_out(out, { &self }, prod_impl(self, std::nullopt, false, out.scalar_type()));
 }
 
 at::Tensor prod_dim(const at::Tensor &self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype)
@@ -124,10 +135,10 @@ at::Tensor &prod_int_out(const at::Tensor &self, int64_t dim, bool keepdim, std:
 // a float scan of self along dim at fp32, rounded once into rt
 at::Tensor float_scan_of(const at::Tensor &self, int64_t dim, at::ScalarType rt, const Combine &combine)
 {
+	int64_t d = at::maybe_wrap_dim(dim, std::max<int64_t>(self.dim(), (int64_t)1));
 	if (self.dim() == 0)
-		return self.to(rt);
-	int64_t d = at::maybe_wrap_dim(dim, self.dim());
-	return cast_back(doubling_scan(as_fp32(self).contiguous(), d, combine), rt);
+		return fresh(self.to(rt), self);
+	return fresh(cast_back(doubling_scan(as_fp32(self).contiguous(), d, combine), rt), self);
 }
 
 at::Tensor cumprod_impl(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype)
@@ -145,7 +156,9 @@ at::Tensor cumprod(const at::Tensor &self, int64_t dim, std::optional<at::Scalar
 
 at::Tensor &cumprod_out(const at::Tensor &self, int64_t dim, std::optional<at::ScalarType> dtype, at::Tensor &out)
 {
-	return composite_out(out, { &self }, cumprod_impl(self, dim, dtype ? dtype : out.scalar_type()));
+	if (dtype && *dtype != out.scalar_type())
+		return declined;   /* CPU's dtype error */
+	return composite_out(out, { &self }, cumprod_impl(self, dim, out.scalar_type()));
 }
 
 // CPU's logcumsumexp: the running log(sum(exp)) by logaddexp (whose

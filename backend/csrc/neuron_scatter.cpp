@@ -333,11 +333,15 @@ at::Tensor segment_reduce(const at::Tensor &data, c10::string_view reduce, const
 	bool red_ok = reduce == "max" || reduce == "min" || reduce == "sum" || reduce == "mean" || reduce == "prod";
 	if (!red_ok || !is_float_neuron(data) || data.dim() < 1 || axis != 0 || (indices && indices->defined()))
 		return declined;
-	at::Tensor len;
-	if (lengths && lengths->defined() && lengths->dim() == 1 && lengths->is_privateuseone())
-		len = lengths->to(at::kLong);
-	else if (offsets && offsets->defined() && offsets->dim() == 1 && offsets->numel() >= 1 && offsets->is_privateuseone())
+	auto index_like = [](const std::optional<at::Tensor> &t) {
+		return t && t->defined() && t->dim() == 1 && t->is_privateuseone() &&
+		       (t->scalar_type() == at::kLong || t->scalar_type() == at::kInt);
+	};
+	at::Tensor len;   /* offsets win when both are given, as CPU's */
+	if (index_like(offsets) && offsets->numel() >= 1)
 		len = offsets->narrow(0, 1, offsets->numel() - 1).to(at::kLong).sub(offsets->narrow(0, 0, offsets->numel() - 1).to(at::kLong));
+	else if (index_like(lengths) && !(offsets && offsets->defined()))
+		len = lengths->to(at::kLong);
 	else
 		return declined;
 	int64_t S = len.numel(), N = data.size(0);

@@ -131,8 +131,8 @@ at::Tensor &signbit_out(const at::Tensor &x, at::Tensor &out)
 {
 	if (!on_device(x) || x.is_complex())
 		return declined;
-	if (at::isFloatingType(x.scalar_type()))
-		return predicate_out(out, x, x.element_size() == 8 ? at::Tensor() : sign_bit(x));
+	if (at::isFloatingType(x.scalar_type()))   /* fp32 / bf16 / fp16; fp64 and fp8 on the CPU */
+		return predicate_out(out, x, is_float_neuron(x) ? sign_bit(x) : at::Tensor());
 	return predicate_out(out, x, x.scalar_type() == at::kBool || !at::isSignedType(x.scalar_type())
 					    ? at::zeros_like(x, x.options().dtype(at::kBool))
 					    : x.lt(0));
@@ -145,6 +145,8 @@ at::Tensor is_inf(const at::Tensor &x, double v)
 		return {};
 	if (is_float_neuron(x))
 		return x.eq(v);
+	if (at::isFloatingType(x.scalar_type()))   /* fp64 / fp8: the CPU */
+		return {};
 	return at::zeros_like(x, x.options().dtype(at::kBool));
 }
 

@@ -77,3 +77,20 @@ def test_singular_and_indefinite_inputs_raise_cpus_errors():
         torch.linalg.inv(S.to("neuron"))
     with pytest.raises(torch.linalg.LinAlgError, match="positive-definite"):
         torch.linalg.cholesky(torch.tensor([[1.0, 2.0], [2.0, 1.0]], device="neuron"))
+
+
+def test_gradients_match_cpu():
+    """det / slogdet factor A^T for a contiguous A, as CPU's (their
+    backward solves with the returned LU accordingly)"""
+    A = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    B = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(3))
+    for a0 in (A, B, B.mT):
+        for fn in (torch.linalg.det, lambda a: torch.linalg.slogdet(a)[1],
+                   lambda a: torch.linalg.solve(a, torch.ones(a.shape[:-1], device=a.device)),
+                   lambda a: torch.linalg.inv(a)):
+            grads = []
+            for dev in ("cpu", "neuron"):
+                a = a0.detach().clone().to(dev).requires_grad_()
+                fn(a).sum().backward()
+                grads.append(a.grad.cpu())
+            torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-4)

@@ -71,9 +71,18 @@ def test_nan_rows_and_scalars():
     x = torch.tensor([[1.0, nan, 3.0, nan], [2.0, 2.0, 1.0, 1.0], [nan, 0.0, -1.0, 5.0]])
     assert_native_matches(lambda t: torch.median(t, 1), x)
     assert_native_matches(lambda t: torch.nanmedian(t, 1), x)
-    assert_native_matches(lambda t: torch.kthvalue(t, 4, 1), x[[0, 2]])
+    assert_native_matches(lambda t: torch.kthvalue(t, 4, 1), x[[2]])   # one NaN: the largest, untied
     assert_native_matches(lambda t: torch.unique(t, return_inverse=True, return_counts=True), x)
     s = torch.tensor(2.5)
     for fn in (torch.median, torch.nanmedian, lambda t: torch.median(t, 0), lambda t: torch.mode(t, 0),
                lambda t: torch.kthvalue(t, 1, 0), torch.unique):
         assert_native_matches(fn, s)
+
+
+def test_nan_ties_at_k_run_on_the_cpu():
+    """two NaNs at k: which one CPU's quickselect returns is its own"""
+    x = torch.tensor([[1.0, float("nan"), float("nan"), float("nan"), 0.0]])
+    before = torch_neuronsim.stats()["cpu_fallbacks"]
+    got = torch.kthvalue(x.to("neuron"), 3, 1)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == before + 1
+    assert torch.equal(got.indices.cpu(), torch.kthvalue(x, 3, 1).indices)

@@ -126,3 +126,8 @@ def test_pooling_in_3d(shape):
         assert_native_matches(lambda t: F.avg_pool3d(t, divisor_override=3, **kw), x)
     with pytest.raises(NotImplementedError):
         F.avg_pool3d(x.bfloat16().to("neuron"), 2)
+
+
+def test_max_pool3d_kernel_over_the_input_with_padding():
+    """CPU's max_pool3d skips average pooling's input-size check"""
+    assert_native_matches(lambda t: F.max_pool3d(t, 3, 1, 1), torch.randn(1, 1, 2, 2, 2))

@@ -69,3 +69,15 @@ def test_scalars_empty_and_dtypes():
     assert_native_matches(lambda t: torch.prod(t, 0), torch.zeros(0, 4))
     assert_native_matches(lambda t: torch.prod(t, 1, dtype=torch.float32), torch.randn(4, 5).bfloat16())
     assert_native_matches(lambda t: torch.zeros(3, 4, device=t.device).fill_(t), torch.tensor(2.5))
+
+
+def test_results_are_new_tensors():
+    """a scan or product over a dim of one element is a copy, never the input"""
+    x = torch.randn(3, 1).to("neuron")
+    for fn in (lambda t: t.cumprod(1), lambda t: t.prod(1), lambda t: t.logcumsumexp(1), lambda t: t.prod(1, True)):
+        y = fn(x)
+        assert not y._is_view() and y.data_ptr() != x.data_ptr()
+    s = torch.tensor(2.0).to("neuron")
+    assert s.logcumsumexp(0).data_ptr() != s.data_ptr()
+    with pytest.raises(IndexError):
+        s.cumprod(3)

@@ -146,3 +146,12 @@ def test_segment_reduce(reduce, dtype):
     with pytest.raises(RuntimeError):
         torch.segment_reduce(d.to(NEURON), reduce, lengths=torch.tensor([1, 1], device=NEURON))
     assert torch_neuronsim.stats()["cpu_fallbacks"] == before + 1
+
+
+def test_in_place_shapes_and_index_types_raise_as_cpu():
+    a = torch.ones(3, dtype=torch.int32, device=NEURON)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        a.bitwise_and_(torch.ones(2, 3, dtype=torch.int32, device=NEURON))
+    assert a.shape == (3,)
+    with pytest.raises(IndexError, match="int64"):
+        torch.zeros(5, device=NEURON).index_fill_(0, torch.tensor([1], dtype=torch.int32, device=NEURON), 1.0)
