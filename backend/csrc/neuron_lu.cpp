@@ -11,7 +11,8 @@
 // with a batched matmul of the rows already solved.  LAPACK blocks and
 // recurses: results agree to rounding.  fp32 only (bf16 / fp16 linear
 // algebra is not CPU PyTorch's either); a singular input whose caller asks
-// for errors runs on the CPU, which raises them.
+// for errors runs on the CPU, which raises them, and so do matrices with a
+// side over 1024 (kMaxSide).
 #include "neuron_kernels.h"
 #include "neuron_math.h"
 #include "neuron_ops.h"
@@ -45,10 +46,17 @@ namespace neuron {
 
 namespace {
 
-// the matrices the kernels take: fp32 on the device, at least 2-D
+// the largest matrix side taken natively: the unblocked algorithms are n
+// steps of host dispatch with an n^2 update each (a 512 x 512 solve 0.8 s
+// of host time, 1024 about 5 s); larger ones run on the CPU, counted
+constexpr int64_t kMaxSide = 1024;
+
+// the matrices the kernels take: fp32 on the device, at least 2-D, sides
+// up to kMaxSide
 bool matrices(const at::Tensor &t)
 {
-	return t.defined() && t.is_privateuseone() && t.scalar_type() == at::kFloat && t.dim() >= 2;
+	return t.defined() && t.is_privateuseone() && t.scalar_type() == at::kFloat && t.dim() >= 2 &&
+	       t.size(-1) <= kMaxSide && t.size(-2) <= kMaxSide;
 }
 
 // every out= tensor of a multi-output kernel on the device (else the CPU

@@ -94,3 +94,13 @@ def test_gradients_match_cpu():
                 fn(a).sum().backward()
                 grads.append(a.grad.cpu())
             torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-4)
+
+
+def test_large_matrices_run_on_the_cpu_counted():
+    """sides over 1024: the unblocked factorization's n host steps would
+    take minutes; CPU's LAPACK runs them, counted"""
+    A = torch.randn(1025, 1025, generator=torch.Generator().manual_seed(2))
+    torch_neuronsim.reset_stats()
+    got = torch.linalg.det(A.to("neuron"))
+    assert torch_neuronsim.stats()["fallback_ops"] == {"aten::_linalg_det.result": 1}
+    torch.testing.assert_close(got.cpu(), torch.linalg.det(A))
