@@ -19,6 +19,7 @@
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/nonzero_ops.h>
 #include <ATen/ops/index_fill_ops.h>
+#include <ATen/ops/narrow_copy_ops.h>
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
@@ -377,6 +378,31 @@ at::Tensor &index_fill_scalar_(at::Tensor &self, int64_t dim, const at::Tensor &
 at::Tensor &index_fill_tensor_(at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor &value)
 {
 	return index_fill_impl(self, dim, index, nullptr, &value);
+}
+
+// narrow_copy: CPU's checks in CPU's order (a non-negative dim past the
+// last is its RuntimeError, not the IndexError of wrapping), then the
+// slice copied by a DMA program
+at::Tensor narrow_copy(const at::Tensor &self, int64_t dim, int64_t start, int64_t length)
+{
+	if (!self.is_privateuseone() || units_of(self.scalar_type(), false).dtype == ISA_DT_INVALID)
+		return declined;
+	TORCH_CHECK(self.dim() > 0, "narrow() cannot be applied to a 0-dim tensor.");
+	if (dim < 0)
+		dim = at::maybe_wrap_dim(dim, self.dim());
+	else
+		TORCH_CHECK(dim < self.dim(), "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.");
+	int64_t size = self.size(dim);
+	TORCH_CHECK_INDEX(-size <= start && start <= size, "start out of range (expected to be in range of [", -size, ", ",
+			  size, "], but got ", start, ")");
+	if (start < 0)
+		start += size;
+	TORCH_CHECK(length >= 0 && start <= size - length, "start (", start, ") + length (", length,
+		    ") exceeds dimension size (", size, ").");
+	at::Tensor out = at::empty(self.narrow(dim, start, length).sizes(), self.options());
+	if (out.numel())
+		TORCH_CHECK(native_copy(out, self.narrow(dim, start, length)), "neuron: narrow_copy");
+	return out;
 }
 
 // self[i0, i1, ..., ik-1] with integer index tensors on the leading dims

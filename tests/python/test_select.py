@@ -155,3 +155,17 @@ def test_in_place_shapes_and_index_types_raise_as_cpu():
     assert a.shape == (3,)
     with pytest.raises(IndexError, match="int64"):
         torch.zeros(5, device=NEURON).index_fill_(0, torch.tensor([1], dtype=torch.int32, device=NEURON), 1.0)
+
+
+def test_narrow_copy_checks_as_cpu():
+    """a non-negative dim past the last is CPU's RuntimeError (wrapping
+    would give IndexError); starts and lengths as CPU checks them"""
+    x = torch.randn(10, 5, 20)
+    native(lambda t: torch.narrow_copy(t, 1, -2, 2), x)
+    native(lambda t: torch.narrow_copy(t, 2, 5, 3), x)
+    for args, err in [((3, 0, 0), RuntimeError), ((-4, 0, 0), IndexError), ((1, 6, 0), IndexError),
+                      ((1, 2, 4), RuntimeError)]:
+        with pytest.raises(err):
+            torch.narrow_copy(x.to(NEURON), *args)
+        with pytest.raises(err):
+            torch.narrow_copy(x, *args)
