@@ -749,6 +749,10 @@ at::Tensor &index_select_out(const at::Tensor &self, int64_t dim, const at::Tens
 {
 	if (!out.is_privateuseone() || out.scalar_type() != self.scalar_type())
 		return declined;
+	/* CPU's index_select checks out's overlaps before it resizes out (cat after) */
+	at::assert_no_internal_overlap(out);
+	at::assert_no_overlap(out, self);
+	at::assert_no_overlap(out, index);
 	return gathered_out(out, { &self, &index }, neuron::index_select(self, dim, index));
 }
 

@@ -47,9 +47,6 @@ OPS = [
 # partly overlapping or self-overlapping out= is rejected: neuron_fallback.cpp)
 _ALIASED_OUT = "error inputs: an out= that is an input does not raise on neuron (CPU rejects any overlap)"
 KNOWN = {op: _ALIASED_OUT for op in ("cat",)}
-# the CPU fallback cannot tell an out= whose own elements overlap and that CPU rejects from one
-# that CPU resizes first (logcumsumexp, histc, bucketize accept an expanded out of the wrong size)
-KNOWN["index_select"] = "error inputs: an expanded out= of the result's size does not raise on neuron"
 SAMPLES = 10       # sample inputs, and as many reference inputs, per op and dtype
 OK = {"match", "cpu_error", "cpu_no_raise"}    # cpu_*: the CPU rejects the sample itself
 
