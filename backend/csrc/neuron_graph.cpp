@@ -442,10 +442,18 @@ void capture_host_access(const char *why)
 		g_capture.why.emplace(g_capture.node, why);
 }
 
+// the c10::ScalarType code graph_run's out_meta carries for a dtype: the
+// number is the library's, never restated in Python
+int64_t scalar_type_code(at::ScalarType t)
+{
+	return (int64_t)t;
+}
+
 }  // namespace neuron
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
+	m.def("scalar_type_code(ScalarType dtype) -> int", &neuron::scalar_type_code);
 	m.def("capture_begin() -> ()", &neuron::capture_begin);
 	m.def("capture_node(int node, str name) -> ()", &neuron::capture_node);
 	m.def("capture_end() -> int[]", &neuron::capture_end);

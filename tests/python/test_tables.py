@@ -146,3 +146,19 @@ TRACKS = {"TensorE": 0, "VectorE": 1, "ScalarE": 2, "GpSimdE": 3, "SyncE": 4}
     # a translation table (NKI names to ISA names) or an expected subset is not a copy
     assert not list(_copies(ast.parse('A = {"copy": "identity", "gelu_apprx_tanh": "gelu_tanh"}')))
     assert not list(_copies(ast.parse('E = {"TensorE", "SyncE"}')))
+
+
+def test_dtype_codes_come_from_the_library():
+    """c10::ScalarType codes (graph_run's out_meta) are read from the
+    library, never written in the package's Python as dtype -> number
+    literals"""
+    import torch
+    from torch_neuronsim import graph
+
+    codes = graph._scalar_types()
+    assert codes[torch.float32] == torch.ops.neuronsim.scalar_type_code(torch.float32)
+    assert len(set(codes.values())) == len(codes)
+    pkg = pathlib.Path(graph.__file__).parent
+    literal = re.compile(r"torch\.(u?int\d+|float\d+|bfloat16|bool|complex\d+)\s*:\s*\d+")
+    for path in pkg.rglob("*.py"):
+        assert not literal.search(path.read_text()), f"{path.name} writes a dtype code as a literal"

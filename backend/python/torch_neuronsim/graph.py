@@ -32,9 +32,18 @@ COUNTERS = dict.fromkeys(("graphs_compiled", "compile_cache_hits", "compile_cach
 # why a node runs on the host every call without splitting the graph
 _HOST_ONLY = "computes on host tensors only"
 
-# c10::ScalarType codes of the dtypes a linked segment may return
-_SCALAR_TYPE = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
-                torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15}
+# the dtypes a linked segment may return, with the c10::ScalarType code
+# graph_run's out_meta carries for each (from the library: see _scalar_types)
+_RETURNED_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
+                    torch.float64, torch.bool, torch.bfloat16)
+_SCALAR_TYPE = {}
+
+
+def _scalar_types():
+    """dtype -> c10::ScalarType code, read from the library once"""
+    if not _SCALAR_TYPE:
+        _SCALAR_TYPE.update({t: _ops().scalar_type_code(t) for t in _RETURNED_DTYPES})
+    return _SCALAR_TYPE
 
 
 def reset_counters():
@@ -268,7 +277,7 @@ class CompiledGraph:
                     why = "reads a host tensor"
                 if not why and any(isinstance(t, torch.Tensor) and t.device.type != "neuron" for t in _leaves(value)):
                     why = "makes a tensor off the device"
-                if not why and any(t.dtype not in _SCALAR_TYPE for t in _device_leaves(value)):
+                if not why and any(t.dtype not in _RETURNED_DTYPES for t in _device_leaves(value)):
                     why = "makes a tensor of a dtype the linker does not return"
                 info[i] = NodeInfo(value, why, [ops.device_span(t) for t in _device_leaves(value)])
                 for a in node.all_input_nodes:
@@ -349,7 +358,7 @@ class CompiledGraph:
             for (dtype, shape, stride), span in zip(info[i].metas, info[i].spans):
                 t = getattr(torch, dtype.split(".")[1])
                 out_spans += span + [torch.empty((), dtype=t).element_size()]
-                seg.out_meta += [_SCALAR_TYPE[t], len(shape), *shape, *stride]
+                seg.out_meta += [_scalar_types()[t], len(shape), *shape, *stride]
         seg.device = device
         label = f"{self.name} nodes {seg.first}..{seg.last}"
         seg.program, seg.plan = _ops().graph_link(seg.first, seg.last, in_spans, out_spans, label)
