@@ -99,10 +99,25 @@ at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::
 }
 
 }  // namespace
+
+// the fused program's step kinds and limits (kernels.h), by name: what the
+// Python fuser builds its steps with, never restated there
+c10::Dict<std::string, int64_t> fused_constants()
+{
+	c10::Dict<std::string, int64_t> d;
+	d.insert("TT", NK_FUSED_TT);
+	d.insert("TS", NK_FUSED_TS);
+	d.insert("ACT", NK_FUSED_ACT);
+	d.insert("MAX_IN", NK_FUSED_MAX_IN);
+	d.insert("MAX_STEPS", NK_FUSED_MAX_STEPS);
+	return d;
+}
+
 }  // namespace neuron
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
+	m.def("fused_constants() -> Dict(str, int)", &neuron::fused_constants);
 	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms) -> Tensor");
 	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act, Tensor? residual=None) -> Tensor");
 }

@@ -162,3 +162,16 @@ def test_dtype_codes_come_from_the_library():
     literal = re.compile(r"torch\.(u?int\d+|float\d+|bfloat16|bool|complex\d+)\s*:\s*\d+")
     for path in pkg.rglob("*.py"):
         assert not literal.search(path.read_text()), f"{path.name} writes a dtype code as a literal"
+
+
+def test_fused_step_constants_come_from_the_library():
+    """the fuser's step kinds and limits are kernels.h's NK_FUSED_* as the
+    library reports them, not numbers in fusion.py"""
+    import torch
+    from torch_neuronsim import fusion
+
+    lib = torch.ops.neuronsim.fused_constants()
+    assert (fusion.TT, fusion.TS, fusion.ACT) == (lib["TT"], lib["TS"], lib["ACT"])
+    assert (fusion.MAX_IN, fusion.MAX_STEPS) == (lib["MAX_IN"], lib["MAX_STEPS"])
+    text = pathlib.Path(fusion.__file__).read_text()
+    assert not re.search(r"^(TT|TS|ACT|MAX_IN|MAX_STEPS)\b[^=\n]*=\s*[\d(]", text, re.M)

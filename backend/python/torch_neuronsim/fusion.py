@@ -16,8 +16,11 @@ from torch.utils import _pytree as pytree
 
 aten = torch.ops.aten
 
-TT, TS, ACT = 0, 1, 2   # nk_fused kinds (backend/kernels/kernels.h)
-MAX_IN, MAX_STEPS = 8, 24
+# the fused program's step kinds and limits, from the library (kernels.h's
+# NK_FUSED_*: the library is loaded before this module)
+_FUSED = torch.ops.neuronsim.fused_constants()
+TT, TS, ACT = _FUSED["TT"], _FUSED["TS"], _FUSED["ACT"]
+MAX_IN, MAX_STEPS = _FUSED["MAX_IN"], _FUSED["MAX_STEPS"]
 
 _ALU = {}
 _ACT = {}
