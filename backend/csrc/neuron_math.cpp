@@ -355,7 +355,7 @@ at::Tensor hurwitz_zeta(double xs, const at::Tensor &q)
 		ac *= xs + k;
 		b = b.div(w);
 	}
-	return at::where(q.le(0).bitwise_and(q.eq(q.floor())), scalar_like(kInf, s), s);
+	return s;
 }
 
 // CPU's trigamma (polygamma of order 1): x < 1/2 reflected (pi^2 / sin^2(pi
@@ -401,12 +401,12 @@ at::Tensor cot_derivative(int64_t n, const at::Tensor &c)
 	double scale = std::pow(kPi, (double)(n + 1));
 	int64_t top = n + 1;                  /* the degree; powers of the parity of top only */
 	at::Tensor c2 = c.mul(c);
-	at::Tensor acc = at::full_like(c, 0.0);
+	at::Tensor acc;
 	for (int64_t i = top; i >= 0; i -= 2) {
 		double a = p[i] * scale;
 		if (!(std::fabs(a) < 3.0e38))
 			return {};
-		acc = i == top ? at::full_like(c, a) : acc.mul(c2).add(a);
+		acc = acc.defined() ? acc.mul(c2).add(a) : at::full_like(c, a);
 	}
 	return top % 2 ? acc.mul(c) : acc;
 }
