@@ -15,6 +15,19 @@
 
 /* A chip row's name and core name are its isa_targets.def row's
  * (dm_chip_name, dm_chip_core_name): stated once, there. */
+/* A generation's collective fabric, as data (chips.c names the source of
+ * every figure; collectives.c the formulas that use them). */
+typedef struct dm_fabric {
+	uint32_t torus_x, torus_y;  /* chips of an instance in a 2D torus */
+	uint64_t link_rate;         /* bytes/us, one direction of one chip-to-chip link */
+	uint64_t ring_rate;         /* bytes/us a rank moves on one ring: the engines driving it */
+	uint64_t launch_ps;         /* a collective's floor: launch and completion handshake */
+	uint64_t pipe_ps;           /* a pipelined algorithm's fill, beside the launch */
+	uint64_t step_ps;           /* per step: a handshake with the step's peer */
+	uint64_t mesh_max;          /* bytes up to which all-reduce / gathers use mesh */
+	uint64_t rdh_max;           /* ... recursive halving-doubling (2^k ranks), ring above */
+} dm_fabric;
+
 typedef struct dm_chip {
 	int         target;              /* isa_target */
 	uint32_t    cores;               /* physical NeuronCores per chip */
@@ -57,6 +70,7 @@ typedef struct dm_chip {
 	uint32_t    hbm_mbps;            /* data rate per pin, Mb/s */
 	uint32_t    hbm_stacks;
 	uint64_t    hbm_bytes;
+	dm_fabric   fabric;              /* the chips of an instance and their links */
 } dm_chip;
 
 const dm_chip *dm_chip_get(int target);       /* NULL for an unknown target */

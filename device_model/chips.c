@@ -1,15 +1,19 @@
 /*
- * chips.c -- the Trainium generations.  Adding a generation is one more
+ * chips.c -- the Trainium generations, one row each: engines, DMA, HBM and
+ * the collective fabric.  Adding a generation is one more
  * row here (plus its include/neuronsim/isa_targets.def row, which names it
  * and its core): everything else -- HBM preset, target lists, the CLI's
  * usage, the Python tables -- is derived from the two.  Every figure names its source:
- * "HW" = ../shared/HARDWARE.md, which cites the AWS Neuron SDK documents.
+ * "HW" = ../shared/HARDWARE.md, which cites the AWS Neuron SDK documents;
+ * "CAL" = ../shared/CALIBRATION.md (the fabric's C-12 / C-13 rows, read as
+ * collectives.c's head comment explains).
  */
 #include "chip.h"
 
 #include "hbm.h"
 
 #define MHZ(e) [ISA_ENGINE_##e]
+#define US 1000000ull   /* ps per us */
 
 static const dm_chip chips[] = {
 	{
@@ -50,6 +54,22 @@ static const dm_chip chips[] = {
 		/* HW: 820 GB/s per chip = 2 stacks x 16 pseudo-channels x 64 bits at
 		 * 3.2 Gb/s per pin (819 GB/s): HBM2E */
 		.hbm_standard = "HBM2E", .hbm_mbps = 3200,
+		.fabric = {
+			.torus_x = 4, .torus_y = 4,          /* HW: 16 chips in a 2D torus (trn1.32xlarge) */
+			/* HW: 384 GB/s per chip over its four torus links: 96 GB/s each way */
+			.link_rate = 96000,
+			/* CAL C-12: from 64 MiB to 1 GiB the 2-rank time grows 56.8 bytes/ns
+			 * (1 GiB: 18930 us, busbw 52.83 GiB/s): the rate one rank moves on
+			 * one ring, below the link's (the DMA rings that drive it) */
+			.ring_rate = 56800,
+			/* CAL C-12: 1 KiB to 64 KiB all take 58 us */
+			.launch_ps = 58 * US,
+			/* CAL C-12: 4 MiB takes 107 us = 73.8 us of bytes + 33 us: two
+			 * steps between cores of one chip */
+			.step_ps = 16500000,
+			/* CAL C-13: mesh up to 128 KiB, rdh at 2 MiB, ring from 32 MiB */
+			.mesh_max = 128u << 10, .rdh_max = 4u << 20,
+		},
 	},
 	{
 		.target = ISA_TARGET_trn2,
@@ -84,6 +104,14 @@ static const dm_chip chips[] = {
 		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) over 4 stacks x
 		 * 32 pseudo-channels x 32 bits: 5.666 Gb/s per pin, HBM3 */
 		.hbm_standard = "HBM3", .hbm_mbps = 5666,
+		.fabric = {
+			.torus_x = 4, .torus_y = 4,          /* HW: trn2.48xlarge, 16 chips in a 4x4 torus */
+			.link_rate = 256000,                 /* HW: 1024 GB/s per chip intra-instance / 4 links */
+			/* no trn2 collective measurement in CALIBRATION.md: trn1's
+			 * per-ring rate, steps and launch (the same runtime and DMA rings) */
+			.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
+			.mesh_max = 128u << 10, .rdh_max = 4u << 20,
+		},
 	},
 	{
 		.target = ISA_TARGET_trn3,
@@ -110,6 +138,12 @@ static const dm_chip chips[] = {
 		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) over 4 stacks x 32
 		 * pseudo-channels x 32 bits: 9.57 Gb/s per pin, HBM3E class */
 		.hbm_standard = "HBM3E", .hbm_mbps = 9570,
+		.fabric = {
+			/* HARDWARE.md states no trn3 interconnect: trn2's fabric */
+			.torus_x = 4, .torus_y = 4, .link_rate = 256000,
+			.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
+			.mesh_max = 128u << 10, .rdh_max = 4u << 20,
+		},
 	},
 };
 

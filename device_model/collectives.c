@@ -22,7 +22,8 @@
  * Neuron collectives library picks it: mesh for small buffers, recursive
  * halving-doubling (power-of-two rank counts) in between, ring above.
  *
- * Sources: HW = ../shared/HARDWARE.md "Interconnect"; CAL = CALIBRATION.md
+ * The fabric figures are each chip row's (chips.c, dm_fabric), where their
+ * sources are named.  Sources: HW = ../shared/HARDWARE.md "Interconnect"; CAL = CALIBRATION.md
  * C-12 (2 ranks, all-reduce fp32, 1 KiB - 1 GiB) and C-13 (16 ranks, with
  * the algorithm per size: mesh up to 128 KiB, rdh at 2 MiB, a ring variant
  * from 32 MiB), nccom-test's sample outputs (SDK
@@ -41,54 +42,10 @@
 
 #define US 1000000ull   /* ps per us */
 
-static const dm_fabric fabrics[] = {
-	{
-		.target = ISA_TARGET_trn1,
-		.torus_x = 4, .torus_y = 4,          /* HW: 16 chips in a 2D torus (trn1.32xlarge) */
-		/* HW: 384 GB/s per chip over its four torus links: 96 GB/s each way */
-		.link_rate = 96000,
-		/* CAL C-12: from 64 MiB to 1 GiB the 2-rank time grows 56.8 bytes/ns
-		 * (1 GiB: 18930 us, busbw 52.83 GiB/s): the rate one rank moves on
-		 * one ring, below the link's (the DMA rings that drive it) */
-		.ring_rate = 56800,
-		/* CAL C-12: 1 KiB to 64 KiB all take 58 us */
-		.launch_ps = 58 * US,
-		/* CAL C-12: 4 MiB takes 107 us = 73.8 us of bytes + 33 us: two
-		 * steps between cores of one chip */
-		.step_ps = 16500000,
-		/* CAL C-13: mesh up to 128 KiB, rdh at 2 MiB, ring from 32 MiB */
-		.mesh_max = 128u << 10, .rdh_max = 4u << 20,
-	},
-	{
-		.target = ISA_TARGET_trn2,
-		.torus_x = 4, .torus_y = 4,          /* HW: trn2.48xlarge, 16 chips in a 4x4 torus */
-		.link_rate = 256000,                 /* HW: 1024 GB/s per chip intra-instance / 4 links */
-		/* no trn2 collective measurement in CALIBRATION.md: trn1's
-		 * per-ring rate, steps and launch (the same runtime and DMA rings) */
-		.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
-		.mesh_max = 128u << 10, .rdh_max = 4u << 20,
-	},
-	{
-		.target = ISA_TARGET_trn3,
-		/* HARDWARE.md states no trn3 interconnect: trn2's fabric */
-		.torus_x = 4, .torus_y = 4, .link_rate = 256000,
-		.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
-		.mesh_max = 128u << 10, .rdh_max = 4u << 20,
-	},
-};
-
 /* a step between chips: a handshake over NeuronLink.  CAL C-13: 16 ranks
  * at 2 MiB (rdh, 8 steps) take 686 us of which 35 us are bytes; at 32 MiB
  * (ring, 30 steps) 2754 us of which ~550 us are bytes: ~72 us a step */
 #define CROSS_CHIP_STEP_PS (72 * US)
-
-const dm_fabric *dm_fabric_get(int target)
-{
-	for (size_t i = 0; i < sizeof(fabrics) / sizeof(fabrics[0]); i++)
-		if (fabrics[i].target == target)
-			return &fabrics[i];
-	return NULL;
-}
 
 static const char *const op_names[DM_COLL_NUM_OPS] = {
 	"all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "send_recv", "barrier",
@@ -98,16 +55,16 @@ static const char *const algo_names[DM_ALGO_NUM] = { "mesh", "rdh", "ring", "p2p
 const char *dm_coll_op_name(dm_coll_op op) { return (unsigned)op < DM_COLL_NUM_OPS ? op_names[op] : NULL; }
 const char *dm_coll_algo_name(dm_coll_algo a) { return (unsigned)a < DM_ALGO_NUM ? algo_names[a] : NULL; }
 
-static uint32_t cores_per_chip(const dm_fabric *f)
+static uint32_t cores_per_chip(const dm_chip *c)
 {
-	const dm_chip *c = dm_chip_get(f->target);
-	return c && c->cores ? c->cores : 1;
+	return c->cores ? c->cores : 1;
 }
 
 /* chips the first n ranks fill, and torus dimensions those chips span */
-static dm_coll_place in_order(const dm_fabric *f, uint32_t n)
+static dm_coll_place in_order(const dm_chip *chip, uint32_t n)
 {
-	uint32_t per = cores_per_chip(f);
+	const dm_fabric *f = &chip->fabric;
+	uint32_t per = cores_per_chip(chip);
 	uint32_t chips = n / per + (n % per != 0);
 	return (dm_coll_place){ chips, chips <= 1 ? 0 : chips <= f->torus_x ? 1 : 2 };
 }
@@ -115,12 +72,13 @@ static dm_coll_place in_order(const dm_fabric *f, uint32_t n)
 /* A strided group (an FSDP dimension over a TP one) spans more chips than
  * its size says; the steps of its algorithm cross chips even when a
  * contiguous group of the same size would stay on one. */
-int dm_coll_place_ranks(const dm_fabric *f, const uint32_t *ranks, uint32_t n, dm_coll_place *out)
+int dm_coll_place_ranks(const dm_chip *chip, const uint32_t *ranks, uint32_t n, dm_coll_place *out)
 {
-	if (!f || !ranks || !out || n == 0)
+	if (!chip || !ranks || !out || n == 0)
 		return -1;
+	const dm_fabric *f = &chip->fabric;
 	uint8_t seen[(DM_COLL_MAX_RANK + 1) / 8] = { 0 };   /* chips seen, at most one per rank */
-	uint32_t per = cores_per_chip(f), per_instance = f->torus_x * f->torus_y;
+	uint32_t per = cores_per_chip(chip), per_instance = f->torus_x * f->torus_y;
 	uint32_t chips = 0, first = ranks[0] / per;
 	bool x_varies = false, y_varies = false, instances = false;
 	for (uint32_t i = 0; i < n; i++) {
@@ -141,15 +99,15 @@ int dm_coll_place_ranks(const dm_fabric *f, const uint32_t *ranks, uint32_t n, d
 	return 0;
 }
 
-int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t n, uint64_t bytes, dm_coll_cost *out)
+int dm_coll_estimate(const dm_chip *chip, dm_coll_op op, uint32_t n, uint64_t bytes, dm_coll_cost *out)
 {
-	return dm_coll_estimate_placed(f, op, n, NULL, bytes, out);
+	return dm_coll_estimate_placed(chip, op, n, NULL, bytes, out);
 }
 
-int dm_coll_estimate_placed(const dm_fabric *f, dm_coll_op op, uint32_t n, const dm_coll_place *place,
+int dm_coll_estimate_placed(const dm_chip *chip, dm_coll_op op, uint32_t n, const dm_coll_place *place,
 			    uint64_t bytes, dm_coll_cost *out)
 {
-	if (!f || !out || (unsigned)op >= DM_COLL_NUM_OPS || n == 0 || bytes > (1ull << 50))
+	if (!chip || !out || (unsigned)op >= DM_COLL_NUM_OPS || n == 0 || bytes > (1ull << 50))
 		return -1;
 	*out = (dm_coll_cost){ .algo = DM_ALGO_P2P, .rings = 1 };
 	if (n == 1 && op != DM_COLL_SEND_RECV)
@@ -159,7 +117,8 @@ int dm_coll_estimate_placed(const dm_fabric *f, dm_coll_op op, uint32_t n, const
 		bytes = 4;
 	}
 	/* send / recv: between two ranks; placed, the group's placement */
-	dm_coll_place p = place ? *place : in_order(f, op == DM_COLL_SEND_RECV ? 2 : n);
+	const dm_fabric *f = &chip->fabric;
+	dm_coll_place p = place ? *place : in_order(chip, op == DM_COLL_SEND_RECV ? 2 : n);
 	uint32_t dims = p.dims;
 	/* the algorithm */
 	dm_coll_algo a = DM_ALGO_RING;

@@ -1,7 +1,7 @@
 /*
  * collectives.h -- the time of a collective across NeuronCores: algorithm
  * formulas (ring, recursive halving-doubling, mesh, point to point) over
- * per-generation fabric data (collectives.c).  A pure function of its
+ * the fabric data of a generation's chip row (chips.c).  A pure function of its
  * arguments: the runtime API (nsim_collective_estimate) and the torch
  * plugin's c10d backend charge what it returns to each rank's clock.
  */
@@ -9,6 +9,8 @@
 #define NSIM_DM_COLLECTIVES_H
 
 #include <stdint.h>
+
+#include "chip.h"
 
 typedef enum dm_coll_op {
 	DM_COLL_ALL_REDUCE,
@@ -23,20 +25,6 @@ typedef enum dm_coll_op {
 
 typedef enum dm_coll_algo { DM_ALGO_MESH, DM_ALGO_RDH, DM_ALGO_RING, DM_ALGO_P2P, DM_ALGO_NUM } dm_coll_algo;
 
-/* One generation's collective fabric, as data (collectives.c names the
- * source of every figure). */
-typedef struct dm_fabric {
-	int      target;            /* isa_target */
-	uint32_t torus_x, torus_y;  /* chips of an instance in a 2D torus */
-	uint64_t link_rate;         /* bytes/us, one direction of one chip-to-chip link */
-	uint64_t ring_rate;         /* bytes/us a rank moves on one ring: the engines driving it */
-	uint64_t launch_ps;         /* a collective's floor: launch and completion handshake */
-	uint64_t pipe_ps;           /* a pipelined algorithm's fill, beside the launch */
-	uint64_t step_ps;           /* per step: a handshake with the step's peer */
-	uint64_t mesh_max;          /* bytes up to which all-reduce / gathers use mesh */
-	uint64_t rdh_max;           /* ... recursive halving-doubling (2^k ranks), ring above */
-} dm_fabric;
-
 typedef struct dm_coll_cost {
 	uint64_t ps;                /* simulated time */
 	dm_coll_algo algo;
@@ -45,7 +33,6 @@ typedef struct dm_coll_cost {
 	uint64_t wire_bytes;        /* bytes each rank sends */
 } dm_coll_cost;
 
-const dm_fabric *dm_fabric_get(int target);   /* NULL for an unknown target */
 const char *dm_coll_op_name(dm_coll_op op);   /* "all_reduce" */
 const char *dm_coll_algo_name(dm_coll_algo a);/* "ring" */
 
@@ -62,14 +49,14 @@ typedef struct dm_coll_place {
 /* the placement of global ranks ranks[0..n): rank r is NeuronCore r, on
  * chip r / cores-per-chip, chip c at torus (c % x, c / x % y) of instance
  * c / (x y).  0, or -1 for n == 0 or a rank above DM_COLL_MAX_RANK. */
-int dm_coll_place_ranks(const dm_fabric *f, const uint32_t *ranks, uint32_t n, dm_coll_place *out);
+int dm_coll_place_ranks(const dm_chip *chip, const uint32_t *ranks, uint32_t n, dm_coll_place *out);
 
 /* cost of `op` over `ranks` ranks moving `bytes` (see dm_coll_op), the
  * ranks filling chips in order (global ranks 0..ranks-1); 0 on success, -1
  * for a bad op, ranks == 0 or a size whose time overflows */
-int dm_coll_estimate(const dm_fabric *f, dm_coll_op op, uint32_t ranks, uint64_t bytes, dm_coll_cost *out);
+int dm_coll_estimate(const dm_chip *chip, dm_coll_op op, uint32_t ranks, uint64_t bytes, dm_coll_cost *out);
 /* ... over ranks placed as `place` says (NULL: in order) */
-int dm_coll_estimate_placed(const dm_fabric *f, dm_coll_op op, uint32_t ranks, const dm_coll_place *place,
+int dm_coll_estimate_placed(const dm_chip *chip, dm_coll_op op, uint32_t ranks, const dm_coll_place *place,
 			    uint64_t bytes, dm_coll_cost *out);
 
 #endif

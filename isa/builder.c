@@ -61,19 +61,6 @@ isa_ap isa_ap_dims(isa_ap ap, unsigned ndims, const int32_t *stride, const uint3
 	return ap;
 }
 
-isa_imm isa_imm_f32(float v)
-{
-	isa_imm imm = { ISA_IMM_F32, 0 };
-	memcpy(&imm.bits, &v, sizeof(v));
-	return imm;
-}
-
-isa_imm isa_imm_i32(int32_t v)
-{
-	isa_imm imm = { ISA_IMM_I32, (uint32_t)v };
-	return imm;
-}
-
 isa_instr isa_instr_init(int op)
 {
 	isa_instr in;

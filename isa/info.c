@@ -22,7 +22,8 @@
 	X(COST_CLASSES, "cost_classes", ISA_NUM_COST_CLASSES, isa_cost_class_name)  \
 	X(STATUS,       "status",       ISA_NUM_STATUS,       isa_status_name)      \
 	X(TENSOR_KINDS, "tensor_kinds", ISA_NUM_TENSOR_KINDS, isa_tensor_kind_name) \
-	X(DMA_MODES,    "dma_modes",    ISA_NUM_DMA_MODES,    isa_dma_mode_name)
+	X(DMA_MODES,    "dma_modes",    ISA_NUM_DMA_MODES,    isa_dma_mode_name)    \
+	X(FEATURES,     "features",     ISA_NUM_FEATURES,     isa_feature_name)
 
 unsigned isa_table_size(int table)
 {

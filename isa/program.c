@@ -64,15 +64,6 @@ int isa_program_find_tensor(const isa_program *p, const char *name)
 	return -1;
 }
 
-uint64_t isa_tensor_bytes(const isa_tensor *t)
-{
-	uint64_t n = isa_dtype_size(t->dtype);
-	for (unsigned d = 0; d < t->rank && d < ISA_MAX_RANK; d++)
-		if (__builtin_mul_overflow(n, t->shape[d], &n))
-			return 0;
-	return n;
-}
-
 uint64_t isa_program_instr_count(const isa_program *p)
 {
 	uint64_t n = 0;

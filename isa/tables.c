@@ -227,6 +227,36 @@ const isa_target_info *isa_target_get(int t)
 	return &targets[t];
 }
 
+static const struct {
+	const char *name, *what;
+	unsigned first;
+} features[ISA_NUM_FEATURES] = {
+#define ISA_FEATURE(name, first, what) [ISA_FEAT_##name] = { #name, what, first },
+#include "neuronsim/isa_features.def"
+#undef ISA_FEATURE
+};
+
+bool isa_target_has(int t, int f)
+{
+	const isa_target_info *ti = isa_target_get(t);
+	return ti && f >= 0 && f < ISA_NUM_FEATURES && ti->core_version >= features[f].first;
+}
+
+const char *isa_feature_name(int f)
+{
+	return f >= 0 && f < ISA_NUM_FEATURES ? features[f].name : NULL;
+}
+
+const char *isa_feature_what(int f)
+{
+	return f >= 0 && f < ISA_NUM_FEATURES ? features[f].what : NULL;
+}
+
+unsigned isa_feature_first_core(int f)
+{
+	return f >= 0 && f < ISA_NUM_FEATURES ? features[f].first : 0;
+}
+
 const char *isa_target_name(int t)
 {
 	const isa_target_info *ti = isa_target_get(t);

@@ -1,5 +1,7 @@
 /*
- * util.c -- diagnostics, bounded little-endian byte I/O, growable buffers.
+ * util.c -- diagnostics, bounded little-endian byte I/O, growable buffers,
+ * and the small value constructors and sizes every other file of isa/ uses
+ * (so none of them calls into another for these).
  */
 #include "isa_internal.h"
 
@@ -225,4 +227,26 @@ bool isa_grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem)
 	*ptr = np;
 	*cap = (uint32_t)ncap;
 	return true;
+}
+
+isa_imm isa_imm_f32(float v)
+{
+	isa_imm imm = { ISA_IMM_F32, 0 };
+	memcpy(&imm.bits, &v, sizeof(v));
+	return imm;
+}
+
+isa_imm isa_imm_i32(int32_t v)
+{
+	isa_imm imm = { ISA_IMM_I32, (uint32_t)v };
+	return imm;
+}
+
+uint64_t isa_tensor_bytes(const isa_tensor *t)
+{
+	uint64_t n = isa_dtype_size(t->dtype);
+	for (unsigned d = 0; d < t->rank && d < ISA_MAX_RANK; d++)
+		if (__builtin_mul_overflow(n, t->shape[d], &n))
+			return 0;
+	return n;
 }

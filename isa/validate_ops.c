@@ -282,9 +282,9 @@ static isa_status rule_exponential(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
 	isa_status st;
-	if (v->ti->core_version < 4)
-		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "exponential needs NeuronCore-v4 or newer (%s is %s)",
-			      v->ti->name, v->ti->core);
+	if (!isa_target_has(v->p->target, ISA_FEAT_exponential))
+		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "exponential needs NeuronCore-v%u or newer (%s is %s)",
+			      isa_feature_first_core(ISA_FEAT_exponential), v->ti->name, v->ti->core);
 	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
 		return st;
 	if (v_has(in, ISA_AP_SRC1) &&
@@ -447,15 +447,14 @@ static isa_status rule_topk(vctx *v, const isa_instr *in)
 
 /* ------------------------------------------------- random numbers (PRNG) */
 
-/* NKI ISA rules: rng on VectorE from NeuronCore-v2, GpSimd from v3;
- * the state instructions on GpSimd from v3, VectorE from v4 */
-static isa_status check_rng_engine(vctx *v, const char *field, unsigned gpsimd_from,
-				   unsigned vector_from)
+/* NKI ISA rules: rng and the PRNG state instructions are features of the
+ * engine they run on (isa_features.def) */
+static isa_status check_rng_engine(vctx *v, const char *field, int gpsimd_feature, int vector_feature)
 {
-	unsigned from = v->engine == ISA_ENGINE_GPSIMD ? gpsimd_from : vector_from;
-	if (v->ti->core_version < from)
+	int f = v->engine == ISA_ENGINE_GPSIMD ? gpsimd_feature : vector_feature;
+	if (!isa_target_has(v->p->target, f))
 		return v_fail(v, ISA_E_BAD_ENGINE, field, "needs NeuronCore-v%u or newer on %s (%s is %s)",
-			      from, isa_engine_name(v->engine), v->ti->name, v->ti->core);
+			      isa_feature_first_core(f), isa_engine_name(v->engine), v->ti->name, v->ti->core);
 	return ISA_OK;
 }
 
@@ -463,7 +462,7 @@ static isa_status rule_rng(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST];
 	isa_status st;
-	if ((st = check_rng_engine(v, "dst", 3, 2)) != ISA_OK)
+	if ((st = check_rng_engine(v, "dst", ISA_FEAT_rng_gpsimd, ISA_FEAT_rng_vector)) != ISA_OK)
 		return st;
 	switch (d->dtype) {
 	case ISA_DT_int8: case ISA_DT_int16: case ISA_DT_int32:
@@ -479,7 +478,7 @@ static isa_status rule_rng(vctx *v, const isa_instr *in)
 static isa_status check_rand_state(vctx *v, const isa_ap *a, const char *field)
 {
 	isa_status st;
-	if ((st = check_rng_engine(v, field, 3, 4)) != ISA_OK)
+	if ((st = check_rng_engine(v, field, ISA_FEAT_rng_state_gpsimd, ISA_FEAT_rng_state_vector)) != ISA_OK)
 		return st;
 	if (a->dtype != ISA_DT_uint32)
 		return v_fail(v, ISA_E_BAD_DTYPE, field, "PRNG state is uint32, not %s",
@@ -516,10 +515,10 @@ static isa_status rule_sem_wait(vctx *v, const isa_instr *in)
  * core_barrier: "available only on NeuronCore-v3 or newer") */
 static isa_status v_peer(vctx *v, const isa_instr *in)
 {
-	if ((in->flags & ISA_FLAG_PEER) && v->ti->core_version < 3)
+	if ((in->flags & ISA_FLAG_PEER) && !isa_target_has(v->p->target, ISA_FEAT_peer))
 		return v_fail(v, ISA_E_BAD_VALUE, "peer",
-			      "%s peer: cores pair up (LNC=2) on NeuronCore-v3 and newer, not %s",
-			      isa_op_name(in->opcode), v->ti->core);
+			      "%s peer: cores pair up (LNC=2) on NeuronCore-v%u and newer, not %s",
+			      isa_op_name(in->opcode), isa_feature_first_core(ISA_FEAT_peer), v->ti->core);
 	return ISA_OK;
 }
 

@@ -7,7 +7,7 @@
 #define NSIM_SIM_CORESIM_H
 
 #include "core.h"
-#include "neuronsim/runtime.h"
+#include "neuronsim/exec.h"
 #include "observer.h"
 
 /*

@@ -1,7 +1,8 @@
 /*
  * runtime.c -- the runtime C API (include/neuronsim/runtime.h) over the
  * simulated chip: configuration, device memory, program load and tensor
- * sets.  Execution and statistics: runtime_exec.c; profiling: profile.c.
+ * sets.  Execution and statistics: runtime_exec.c; profiling: profile.c;
+ * the state and its errors: runtime_state.c.
  *
  * Simulated HBM is one address space per chip, reserved with MAP_NORESERVE
  * so a 96 GiB trn2 costs host memory only for the pages written.  Device
@@ -22,48 +23,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
-rt_state rt = { .lock = PTHREAD_MUTEX_INITIALIZER, .profile_lock = PTHREAD_MUTEX_INITIALIZER,
-	  .hbm_lock = PTHREAD_MUTEX_INITIALIZER };
-
-static _Thread_local char last_error[512];
-
 static nsim_status check_range(const nsim_tensor *t, uint64_t off, uint64_t size, const char *what);
 
-
-nsim_status rt_fail(nsim_status st, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	if (rt.log_level >= 1)
-		fprintf(stderr, "neuronsim: %s: %s\n", nsim_status_name(st), last_error);
-	return st;
-}
-
-const char *nsim_last_error(void)
-{
-	return last_error;
-}
-
-const char *nsim_status_name(nsim_status st)
-{
-	switch (st) {
-	case NSIM_SUCCESS:        return "NSIM_SUCCESS";
-	case NSIM_FAILURE:        return "NSIM_FAILURE";
-	case NSIM_INVALID:        return "NSIM_INVALID";
-	case NSIM_INVALID_HANDLE: return "NSIM_INVALID_HANDLE";
-	case NSIM_RESOURCE:       return "NSIM_RESOURCE";
-	case NSIM_TIMEOUT:        return "NSIM_TIMEOUT";
-	case NSIM_UNINITIALIZED:  return "NSIM_UNINITIALIZED";
-	case NSIM_EXEC_BAD_INPUT: return "NSIM_EXEC_BAD_INPUT";
-	case NSIM_EXEC_NUM_ERR:   return "NSIM_EXEC_NUM_ERR";
-	case NSIM_EXEC_ERR:       return "NSIM_EXEC_ERR";
-	case NSIM_EXEC_NC_BUSY:   return "NSIM_EXEC_NC_BUSY";
-	case NSIM_EXEC_OOB:       return "NSIM_EXEC_OOB";
-	default:                  return "NSIM_UNKNOWN";
-	}
-}
 
 /* ------------------------------------------------------------ environment */
 
@@ -600,7 +561,7 @@ free_model:
 	free(m->ext_fn);
 	free(m->ext_ctx);
 	free(m);
-	if (st == NSIM_RESOURCE && !last_error[0])
+	if (st == NSIM_RESOURCE && !nsim_last_error()[0])
 		rt_fail(st, "host memory");
 free_program:
 	isa_program_free(p);

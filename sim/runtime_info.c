@@ -59,6 +59,10 @@ nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out)
 	out->exec_startup_ps = c->exec_startup_ps;
 	out->exec_teardown_ps = c->exec_teardown_ps;
 	out->peer_signal_ps = dm_peer_signal_ps(c);
+	out->min_ii = c->min_ii;
+	out->static_overhead = c->static_overhead;
+	out->scalar_overhead = c->scalar_overhead;
+	out->dma_issue_latency_ps = c->dma_issue_latency_ps;
 	return NSIM_SUCCESS;
 }
 
@@ -185,13 +189,12 @@ nsim_status nsim_collective_estimate_ranks(const char *target, const char *op, c
 	if (k == DM_COLL_NUM_OPS)
 		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: unknown collective '%s' (all_reduce, "
 			       "all_gather, reduce_scatter, broadcast, all_to_all, send_recv, barrier)", op);
-	const dm_fabric *f = dm_fabric_get(c->target);
 	dm_coll_place place;
-	if (ranks && dm_coll_place_ranks(f, ranks, n, &place))
+	if (ranks && dm_coll_place_ranks(c, ranks, n, &place))
 		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: a group of %u ranks needs ranks 0..%u", n,
 			       DM_COLL_MAX_RANK);
 	dm_coll_cost cost;
-	if (dm_coll_estimate_placed(f, (dm_coll_op)k, n, ranks ? &place : NULL, bytes, &cost))
+	if (dm_coll_estimate_placed(c, (dm_coll_op)k, n, ranks ? &place : NULL, bytes, &cost))
 		return rt_fail(NSIM_INVALID, "nsim_collective_estimate: %s over %u ranks of %llu bytes", op, n,
 			       (unsigned long long)bytes);
 	*out = (nsim_collective_cost){ .ps = cost.ps, .algorithm = dm_coll_algo_name(cost.algo), .steps = cost.steps,

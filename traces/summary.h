@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#include "neuronsim/runtime.h"
+#include "neuronsim/exec.h"
 
 /* what the rates are taken against */
 typedef struct trc_device {

@@ -127,6 +127,14 @@ typedef enum isa_target {
 	ISA_NUM_TARGETS
 } isa_target;
 
+/* the features a core generation brings (isa_features.def) */
+typedef enum isa_feature {
+#define ISA_FEATURE(name, first, what) ISA_FEAT_##name,
+#include "isa_features.def"
+#undef ISA_FEATURE
+	ISA_NUM_FEATURES
+} isa_feature;
+
 typedef enum isa_status {
 	ISA_OK = 0,
 #define ISA_ERR(name, summary) ISA_E_##name,
@@ -345,6 +353,12 @@ const char *isa_space_name(int space);
 const char *isa_target_name(int target);
 int         isa_target_from_name(const char *s); /* ISA_TARGET_INVALID if unknown */
 const isa_target_info *isa_target_get(int target);
+/* whether `target`'s core has `feature` (false for either unknown): the
+ * one comparison of core versions */
+bool        isa_target_has(int target, int feature);
+const char *isa_feature_name(int feature);        /* "dma_transpose", ... or NULL */
+const char *isa_feature_what(int feature);        /* what it is, for errors */
+unsigned    isa_feature_first_core(int feature);  /* 3: NeuronCore-v3 and newer; 0 if unknown */
 /* every target's name, `sep` between them ("trn1, trn2, ..."), into buf
  * (truncated to fit); returns the length written */
 size_t      isa_target_list(char *buf, size_t size, const char *sep);
@@ -370,12 +384,14 @@ typedef enum isa_table {
 	ISA_TABLE_STATUS,         /* isa_status_name */
 	ISA_TABLE_TENSOR_KINDS,   /* isa_tensor_kind_name */
 	ISA_TABLE_DMA_MODES,      /* isa_dma_mode_name */
+	ISA_TABLE_FEATURES,       /* isa_feature_name */
 	ISA_NUM_TABLES
 } isa_table;
 unsigned    isa_table_size(int table);            /* 0 for an unknown table */
 int         isa_table_from_name(const char *name);   /* "ops", "engines", "dtypes", "acts",
                                                     "alus", "targets", "spaces", "cost_classes",
-                                                    "status", "tensor_kinds", "dma_modes"; -1 */
+                                                    "status", "tensor_kinds", "dma_modes",
+                                                    "features"; -1 */
 const char *isa_table_entry(int table, unsigned i);  /* entry i's name; NULL past the end */
 
 /* ------------------------------------------------------ operand fields */

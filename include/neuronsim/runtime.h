@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "neuronsim/exec.h"   /* the execution mode, its statistics, external memory */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -50,41 +52,9 @@ typedef enum nsim_status {
 	NSIM_EXEC_OOB        = 1006, /* out-of-bounds access at run time */
 } nsim_status;
 
-typedef enum nsim_mode {
-	NSIM_MODE_FULL = 0,          /* values and timing */
-	NSIM_MODE_TIMING,            /* timing only, no values computed */
-	NSIM_MODE_FUNCTIONAL,        /* values only, simulated time stays 0 */
-} nsim_mode;
-
 typedef struct nsim_tensor nsim_tensor;
 typedef struct nsim_tensor_set nsim_tensor_set;
 typedef struct nsim_model nsim_model;
-
-/* Statistics of a model's last execution.  Every field is a uint64_t
- * counter (the runtime adds them up as an array). */
-#define NSIM_MAX_OPCODES 64           /* bound on isa_opcode values */
-
-typedef struct nsim_exec_stats {
-	uint64_t total_ps;                 /* simulated time */
-	uint64_t engine_busy_ps[5];        /* tensor, vector, scalar, gpsimd, sync */
-	uint64_t engine_instructions[5];
-	uint64_t dma_transfers;
-	uint64_t dma_bytes;
-	uint64_t dma_busy_ps;              /* summed over DMA engines */
-	uint64_t dma_active_ps;            /* at least one DMA engine moving data */
-	uint64_t hbm_read_bytes, hbm_write_bytes;
-	uint64_t matmul_flops;             /* 2*K*M*N per multiply_moving */
-	uint64_t matmul_instructions;
-	uint64_t instructions;
-	/* on-chip memory traffic: compute operands (sources read, destinations
-	 * written; an accumulating matmul reads its PSUM too) and the SBUF/PSUM
-	 * side of DMA transfers */
-	uint64_t sbuf_read_bytes, sbuf_write_bytes, psum_read_bytes, psum_write_bytes;
-	/* per engine and opcode (isa_opcode): instructions and busy time (the
-	 * engine_busy_ps share; control instructions count, take no time) */
-	uint64_t op_instructions[5][NSIM_MAX_OPCODES];
-	uint64_t op_busy_ps[5][NSIM_MAX_OPCODES];
-} nsim_exec_stats;
 
 typedef struct nsim_config {
 	const char *target;                /* NULL: environment / trn2 */
@@ -130,9 +100,7 @@ void       *nsim_tensor_host_pointer(nsim_tensor *t);
  * DMA's completion, or NSIM_EXT_ERROR to make it an out-of-bounds fault.
  * fn runs inside nsim_execute, on its thread, in simulated-time order per
  * core.  fn NULL: an ordinary tensor. */
-#define NSIM_EXT_ERROR UINT64_MAX
-typedef uint64_t (*nsim_ext_access_fn)(void *ctx, int is_write, uint64_t offset, void *data, uint64_t len,
-				       uint64_t at_ps);
+/* (NSIM_EXT_ERROR and nsim_ext_access_fn: neuronsim/exec.h) */
 nsim_status nsim_tensor_set_external(nsim_tensor *t, nsim_ext_access_fn fn, void *ctx);
 nsim_status nsim_tensor_read(const nsim_tensor *t, void *buf, uint64_t offset, uint64_t size);
 nsim_status nsim_tensor_copy(const nsim_tensor *src, uint64_t src_offset, nsim_tensor *dst,
@@ -234,6 +202,10 @@ typedef struct nsim_chip_info {
 	uint64_t    exec_startup_ps;        /* a standalone execution's NEFF start-up */
 	uint64_t    exec_teardown_ps;       /* ... and tear-down (NSIM_EXEC_STANDALONE) */
 	uint64_t    peer_signal_ps;         /* a semaphore update reaching the paired core */
+	uint32_t    min_ii;                 /* an engine instruction's minimum cycles (MIN_II) */
+	uint32_t    static_overhead;        /* cycles until a Vector / GpSimd result is readable */
+	uint32_t    scalar_overhead;        /* ... a ScalarE result */
+	uint64_t    dma_issue_latency_ps;   /* a DMA descriptor's issue to its first byte */
 } nsim_chip_info;
 nsim_status nsim_chip_info_get(const char *target, nsim_chip_info *out);
 

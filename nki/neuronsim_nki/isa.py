@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import functools
 
-from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, target_info
+from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, FEATURES, target_info
 
 from . import language as nl
 from . import tracer
 from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
+
+
+def _needs(feature, what):
+    """the kernel's target has `feature` (isa_features.def), else the error
+    naming the first core with it"""
+    t = tracer.current().target
+    info = target_info(t)
+    if feature not in info["features"]:
+        fail(f"{what} needs NeuronCore-v{FEATURES[feature]} or newer ({t} is NeuronCore-v{info['core_version']})")
 
 
 def _ret(dst, out):
@@ -143,9 +152,7 @@ def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=N
     reduce_res (reduce_cmd reset_reduce, or idle) also the row sums.  One
     VectorE instruction.  Accumulating across instructions (reduce_cmd
     reduce / load_reduce) is not supported yet."""
-    if tracer.target_info(tracer.current().target)["core_version"] < 4:
-        fail(f"nisa.exponential needs NeuronCore-v4 or newer (trn3); the kernel's target is "
-             f"{tracer.current().target}")
+    _needs("exponential", "nisa.exponential")
     if reduce_cmd not in (None, "idle", "reset_reduce", "reset"):
         fail(f"nisa.exponential reduce_cmd={reduce_cmd!r}: accumulating across instructions is not "
              "supported by the simulator yet (reset_reduce / idle are)")
@@ -184,9 +191,7 @@ def activate2(dst=None, op=None, data=None, imm0=0.0, imm1=0.0, op0=None, op1=No
     imm0) op1 imm1) for the six published (op0, op1) pairs.  ScalarE's
     activation instruction computes func(data * scale + bias), which is each
     of them: one instruction, the activation's cost."""
-    if tracer.target_info(tracer.current().target)["core_version"] < 4:
-        fail(f"nisa.activate2 needs NeuronCore-v4 or newer (trn3); the kernel's target is "
-             f"{tracer.current().target}")
+    _needs("activate2", "nisa.activate2")
     if reduce_op is not None or reduce_res is not None:
         fail("nisa.activate2 with a reduction is not supported by the simulator yet")
     if float(relu_param) != 0.0:
@@ -256,17 +261,17 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail("nisa.dma_copy: mask= and dst_rmw_op= are not supported by the simulator yet "
              "(nl.store(..., mask=) cuts partial tiles)")
     t = tracer.current()
-    v3 = target_info(t.target)["core_version"] >= 3
+    dge = "dge" in target_info(t.target)["features"]
     mode = getattr(dge_mode, "name", dge_mode) or "unknown"
     if mode not in ("unknown", "none", "swdge", "hwdge"):
         fail(f"nisa.dma_copy dge_mode={dge_mode!r}: nisa.dge_mode.unknown, none, swdge or hwdge")
-    if mode in ("swdge", "hwdge") and not v3:
-        fail(f"nisa.dma_copy dge_mode={mode} needs NeuronCore-v3 or newer ({t.target} has its "
+    if mode in ("swdge", "hwdge") and not dge:
+        fail(f"nisa.dma_copy dge_mode={mode} needs NeuronCore-v{FEATURES['dge']} or newer ({t.target} has its "
              "descriptors made before the run: dge_mode none)")
     e = getattr(engine, "name", engine)
     if e in (None, "unknown", "dma"):
         store = dst.space == "hbm" and src.space == "sbuf"
-        e = "gpsimd" if mode == "swdge" else "scalar" if v3 and store else "sync"
+        e = "gpsimd" if mode == "swdge" else "scalar" if dge and store else "sync"
     elif e not in ("sync", "scalar", "gpsimd"):
         fail(f"nisa.dma_copy engine={engine!r}: a DMA is triggered by nisa.engine.sync, scalar or gpsimd")
     if mode == "hwdge" and e == "gpsimd":
@@ -293,9 +298,7 @@ def dma_transpose(src=None, dst=None, axes=None, dtype=None, dge_mode=None, prio
     if kw:
         fail(f"nisa.dma_transpose: {', '.join(sorted(kw))} is not supported by the simulator yet")
     t = tracer.current()
-    if target_info(t.target)["core_version"] < 3:
-        fail(f"nisa.dma_transpose needs NeuronCore-v3 or newer ({t.target} is NeuronCore-v"
-             f"{target_info(t.target)['core_version']})")
+    _needs("dma_transpose", "nisa.dma_transpose")
     if SIZES[src.dtype] != 2:
         fail(f"nisa.dma_transpose moves 2-byte elements (bf16, fp16, int16, uint16), not {src.dtype}")
     A, B = src.shape

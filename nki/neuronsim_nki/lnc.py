@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from neuronsim import ENGINES, target_info
+from neuronsim import ENGINES, FEATURES, target_info
 
 from . import tracer
 from .tensor import Tensor
@@ -54,7 +54,7 @@ def core_of(grid):
 
 
 def is_pair(target, grid):
-    return target_info(target)["core_version"] >= 3 and core_of(grid) is not None
+    return "peer" in target_info(target)["features"] and core_of(grid) is not None
 
 
 def check_pair(name, t0, ins0, outs0, t1, ins1, outs1):
@@ -81,9 +81,9 @@ def check_pair(name, t0, ins0, outs0, t1, ins1, outs1):
 
 def _current_pair(what):
     t = tracer.current()
-    if target_info(t.target)["core_version"] < 3:
-        fail(f"{what} needs NeuronCore-v3 or newer ({t.target} is NeuronCore-v"
-             f"{target_info(t.target)['core_version']})")
+    if "peer" not in target_info(t.target)["features"]:
+        fail(f"{what} needs NeuronCore-v{FEATURES['peer']} or newer ({t.target} is "
+             f"NeuronCore-v{target_info(t.target)['core_version']})")
     if t.lnc_rank is None:
         fail(f"{what} runs between the two cores of an LNC=2 launch: call the kernel as kernel[2](...)")
     return t

@@ -11,8 +11,10 @@ independent show no such gaps (Mamba v2: VectorE active 99.63%, SDK
 nki/guides/tutorials/fused_mamba.rst, figure mamba_v2).
 
 List scheduling over the dependency graph with a rough timing estimate
-(engine clocks, max(MIN_II, N) per instruction, DMA at the engines' rate
-after the descriptor latency); ties keep program order, so the result is
+(engine clocks, max(min_ii, N) per instruction, a result readable
+static_overhead cycles after it issues, DMA at the engines' rate after the
+descriptor latency: the chip row's figures, neuronsim.chip_info); ties keep
+program order, so the result is
 deterministic.  Only VectorE and ScalarE instructions move relative to each
 other: TensorE's LoadStationary / MultiplyMoving pairs and accumulation
 groups, GpSimd, the PRNG state and DMA triggers keep their program order per
@@ -21,9 +23,6 @@ from __future__ import annotations
 
 import heapq
 
-MIN_II = 64
-OVERHEAD = 100                       # cycles until a compute result is readable
-DMA_LATENCY_NS = 1300.0              # HW: descriptor-to-start latency
 REORDERED = ("vector", "scalar")
 KEEP_ORDER_OPS = ("rng", "rand_set_state", "rand_get_state", "sem_signal", "sem_wait")
 
@@ -38,21 +37,24 @@ def _elems(ins):
     return n
 
 
-def _cost_ns(ins, clocks, dma_rate):
+def _cost_ns(ins, chip, dma_rate):
+    clocks = chip["clock_mhz"]
     if ins.dma is not None:
         b = 0
         for r in ins.writes:
             b = max(b, (r[5] - r[4]) * max(1, r[3] - r[2]))
-        return 50.0, DMA_LATENCY_NS + b / dma_rate           # issue, completion
-    cyc = max(MIN_II, _elems(ins))
+        return 50.0, chip["dma_issue_latency_ps"] / 1000.0 + b / dma_rate   # issue, completion
+    cyc = max(chip["min_ii"], _elems(ins))
     if ins.text.startswith("tensor_tensor") and len(ins.reads) >= 2:
         cyc *= 2
     ns = cyc * 1000.0 / clocks.get(ins.engine, 1000)
-    return ns, ns + OVERHEAD * 1000.0 / clocks.get(ins.engine, 1000)
+    return ns, ns + chip["static_overhead"] * 1000.0 / clocks.get(ins.engine, 1000)
 
 
-def schedule(instrs, clocks, dma_bytes_per_ns):
-    """The instructions in scheduled order (a permutation of instrs)."""
+def schedule(instrs, chip):
+    """The instructions in scheduled order (a permutation of instrs), for the
+    chip row `chip` (neuronsim.chip_info)."""
+    dma_bytes_per_ns = chip["dma_engines"] * chip["dma_engine_bytes_per_second"] / 1e9
     n = len(instrs)
     pos = {id(ins): k for k, ins in enumerate(instrs)}
     succ = [[] for _ in range(n)]
@@ -93,7 +95,7 @@ def schedule(instrs, clocks, dma_bytes_per_ns):
         (start, k), e = best
         heapq.heappop(ready[e])
         ins = instrs[k]
-        busy, done = _cost_ns(ins, clocks, dma_bytes_per_ns)
+        busy, done = _cost_ns(ins, chip, dma_bytes_per_ns)
         engine_free[e] = start + busy
         order.append(ins)
         for s in succ[k]:

@@ -688,9 +688,7 @@ class Trace:
         n_dma = len(self.dmas)
         pool = min(DMA_POOL, max(n_dma, 1))
         info = self.chip
-        order = schedule(self.instrs, info["clock_mhz"],
-                         info["dma_engines"] * info["dma_engine_bytes_per_second"] / 1e9) \
-            if SCHEDULE else self.instrs
+        order = schedule(self.instrs, info) if SCHEDULE else self.instrs
         needs_signal = set()
         for ins in order:
             for d in ins.deps:

@@ -28,7 +28,7 @@ uint64_t expect_ps(const dm_fabric *f, uint32_t steps, uint64_t step_ps, uint64_
 dm_coll_cost cost(int target, dm_coll_op op, uint32_t n, uint64_t bytes)
 {
 	dm_coll_cost c{};
-	EXPECT_EQ(dm_coll_estimate(dm_fabric_get(target), op, n, bytes, &c), 0);
+	EXPECT_EQ(dm_coll_estimate(dm_chip_get(target), op, n, bytes, &c), 0);
 	return c;
 }
 
@@ -37,7 +37,7 @@ dm_coll_cost cost(int target, dm_coll_op op, uint32_t n, uint64_t bytes)
 TEST(Collectives, RingRdhAndMeshFollowTheirFormulasOnOneChip)
 {
 	// trn2: 8 cores per chip, so up to 8 ranks never leave the chip
-	const dm_fabric *f = dm_fabric_get(ISA_TARGET_trn2);
+	const dm_fabric *f = &dm_chip_get(ISA_TARGET_trn2)->fabric;
 	ASSERT_NE(f, nullptr);
 	for (uint32_t n : { 2u, 4u, 6u, 8u })
 		for (uint64_t s : { 1ull << 10, 1ull << 20, 3ull << 20, 64ull << 20, 1ull << 30 }) {
@@ -67,7 +67,7 @@ TEST(Collectives, RanksAcrossChipsPayCrossChipStepsAndRunARingPerTorusDimension)
 {
 	// trn1: 2 cores a chip, a 4 x 4 torus: 8 ranks span 4 chips (one
 	// dimension, one ring); 16 span 8 chips (two dimensions, two rings)
-	const dm_fabric *f = dm_fabric_get(ISA_TARGET_trn1);
+	const dm_fabric *f = &dm_chip_get(ISA_TARGET_trn1)->fabric;
 	uint64_t s = 256ull << 20;
 	dm_coll_cost one = cost(ISA_TARGET_trn1, DM_COLL_ALL_REDUCE, 8, s);
 	dm_coll_cost two = cost(ISA_TARGET_trn1, DM_COLL_ALL_REDUCE, 16, s);
@@ -86,7 +86,7 @@ TEST(Collectives, RanksAcrossChipsPayCrossChipStepsAndRunARingPerTorusDimension)
 
 TEST(Collectives, BroadcastAllToAllAndPointToPoint)
 {
-	const dm_fabric *f = dm_fabric_get(ISA_TARGET_trn2);
+	const dm_fabric *f = &dm_chip_get(ISA_TARGET_trn2)->fabric;
 	uint64_t s = 32ull << 20;
 	dm_coll_cost b = cost(ISA_TARGET_trn2, DM_COLL_BROADCAST, 4, s);
 	EXPECT_EQ(b.steps, 3u);
@@ -104,15 +104,15 @@ TEST(Collectives, BroadcastAllToAllAndPointToPoint)
 
 TEST(Collectives, OneRankMovesNothingAndBadArgumentsAreRefused)
 {
-	const dm_fabric *f = dm_fabric_get(ISA_TARGET_trn2);
+	const dm_chip *chip = dm_chip_get(ISA_TARGET_trn2);
 	dm_coll_cost c{};
-	EXPECT_EQ(dm_coll_estimate(f, DM_COLL_ALL_REDUCE, 1, 1 << 20, &c), 0);
+	EXPECT_EQ(dm_coll_estimate(chip, DM_COLL_ALL_REDUCE, 1, 1 << 20, &c), 0);
 	EXPECT_EQ(c.ps, 0u);
-	EXPECT_EQ(dm_coll_estimate(f, DM_COLL_ALL_REDUCE, 0, 1, &c), -1);
-	EXPECT_EQ(dm_coll_estimate(f, DM_COLL_NUM_OPS, 2, 1, &c), -1);
-	EXPECT_EQ(dm_coll_estimate(f, DM_COLL_ALL_REDUCE, 2, 1ull << 51, &c), -1);
+	EXPECT_EQ(dm_coll_estimate(chip, DM_COLL_ALL_REDUCE, 0, 1, &c), -1);
+	EXPECT_EQ(dm_coll_estimate(chip, DM_COLL_NUM_OPS, 2, 1, &c), -1);
+	EXPECT_EQ(dm_coll_estimate(chip, DM_COLL_ALL_REDUCE, 2, 1ull << 51, &c), -1);
 	EXPECT_EQ(dm_coll_estimate(nullptr, DM_COLL_ALL_REDUCE, 2, 1, &c), -1);
-	EXPECT_EQ(dm_fabric_get(-1), nullptr);
+	EXPECT_EQ(dm_chip_get(-1), nullptr);
 	EXPECT_STREQ(dm_coll_op_name(DM_COLL_REDUCE_SCATTER), "reduce_scatter");
 	EXPECT_EQ(dm_coll_op_name(DM_COLL_NUM_OPS), nullptr);
 }
@@ -148,37 +148,38 @@ TEST(Collectives, TwoRankAllReduceMatchesThePublishedCurve)
 TEST(Collectives, AGroupIsPlacedByItsGlobalRanks)
 {
 	// trn2: 8 cores a chip, chips row-major on a 4x4 torus
-	const dm_fabric *f = dm_fabric_get(ISA_TARGET_trn2);
+	const dm_chip *chip = dm_chip_get(ISA_TARGET_trn2);
+	const dm_fabric *f = &chip->fabric;
 	dm_coll_place p{};
 	// a TP group (one chip's cores) stays on the chip
 	uint32_t tp[8] = { 8, 9, 10, 11, 12, 13, 14, 15 };
-	ASSERT_EQ(dm_coll_place_ranks(f, tp, 8, &p), 0);
+	ASSERT_EQ(dm_coll_place_ranks(chip, tp, 8, &p), 0);
 	EXPECT_EQ(p.chips, 1u);
 	EXPECT_EQ(p.dims, 0u);
 	// a strided FSDP group over TP = 8: one rank on each of the 16 chips
 	uint32_t fsdp[16];
 	for (uint32_t i = 0; i < 16; i++)
 		fsdp[i] = i * 8;
-	ASSERT_EQ(dm_coll_place_ranks(f, fsdp, 16, &p), 0);
+	ASSERT_EQ(dm_coll_place_ranks(chip, fsdp, 16, &p), 0);
 	EXPECT_EQ(p.chips, 16u);
 	EXPECT_EQ(p.dims, 2u);
 	// one torus column (chips 0, 4, 8, 12): one dimension
 	uint32_t column[4] = { 0, 32, 64, 96 };
-	ASSERT_EQ(dm_coll_place_ranks(f, column, 4, &p), 0);
+	ASSERT_EQ(dm_coll_place_ranks(chip, column, 4, &p), 0);
 	EXPECT_EQ(p.chips, 4u);
 	EXPECT_EQ(p.dims, 1u);
 	// two instances: charged as both dimensions
 	uint32_t two[2] = { 0, 128 };
-	ASSERT_EQ(dm_coll_place_ranks(f, two, 2, &p), 0);
+	ASSERT_EQ(dm_coll_place_ranks(chip, two, 2, &p), 0);
 	EXPECT_EQ(p.dims, 2u);
 
 	// the same size, placed: the strided group pays cross-chip steps and
 	// runs two rings; the contiguous one (ranks 0..15: two chips in a row)
 	// one ring
 	dm_coll_cost strided{}, contiguous{};
-	ASSERT_EQ(dm_coll_place_ranks(f, fsdp, 16, &p), 0);
-	ASSERT_EQ(dm_coll_estimate_placed(f, DM_COLL_ALL_GATHER, 16, &p, 64u << 20, &strided), 0);
-	ASSERT_EQ(dm_coll_estimate(f, DM_COLL_ALL_GATHER, 16, 64u << 20, &contiguous), 0);
+	ASSERT_EQ(dm_coll_place_ranks(chip, fsdp, 16, &p), 0);
+	ASSERT_EQ(dm_coll_estimate_placed(chip, DM_COLL_ALL_GATHER, 16, &p, 64u << 20, &strided), 0);
+	ASSERT_EQ(dm_coll_estimate(chip, DM_COLL_ALL_GATHER, 16, 64u << 20, &contiguous), 0);
 	EXPECT_EQ(strided.rings, 2u);
 	EXPECT_EQ(contiguous.rings, 1u);
 	uint64_t wire = (64ull << 20) / 16 * 15;
@@ -190,15 +191,15 @@ TEST(Collectives, AGroupIsPlacedByItsGlobalRanks)
 		first[i] = i;
 	for (uint32_t n : { 2u, 8u, 9u, 16u }) {
 		dm_coll_cost a{}, b{};
-		ASSERT_EQ(dm_coll_place_ranks(f, first, n, &p), 0);
-		ASSERT_EQ(dm_coll_estimate_placed(f, DM_COLL_ALL_REDUCE, n, &p, 8u << 20, &a), 0);
-		ASSERT_EQ(dm_coll_estimate(f, DM_COLL_ALL_REDUCE, n, 8u << 20, &b), 0);
+		ASSERT_EQ(dm_coll_place_ranks(chip, first, n, &p), 0);
+		ASSERT_EQ(dm_coll_estimate_placed(chip, DM_COLL_ALL_REDUCE, n, &p, 8u << 20, &a), 0);
+		ASSERT_EQ(dm_coll_estimate(chip, DM_COLL_ALL_REDUCE, n, 8u << 20, &b), 0);
 		EXPECT_EQ(a.ps, b.ps) << n;
 		EXPECT_EQ(a.rings, b.rings) << n;
 	}
 	// bounds: no ranks, a rank past the table
 	uint32_t far[1] = { DM_COLL_MAX_RANK + 1 };
-	EXPECT_EQ(dm_coll_place_ranks(f, far, 1, &p), -1);
-	EXPECT_EQ(dm_coll_place_ranks(f, first, 0, &p), -1);
-	EXPECT_EQ(dm_coll_place_ranks(f, nullptr, 1, &p), -1);
+	EXPECT_EQ(dm_coll_place_ranks(chip, far, 1, &p), -1);
+	EXPECT_EQ(dm_coll_place_ranks(chip, first, 0, &p), -1);
+	EXPECT_EQ(dm_coll_place_ranks(chip, nullptr, 1, &p), -1);
 }

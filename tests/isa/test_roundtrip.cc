@@ -10,7 +10,7 @@ namespace {
 
 TEST(IsaRoundTrip, ExamplesRoundTripByteExactly)
 {
-	for (const std::string &path : example_files()) {
+	for (const std::string &path : nsim_example_paths()) {
 		SCOPED_TRACE(path);
 		std::string text = read_text(path);
 		ASSERT_FALSE(text.empty());
@@ -39,7 +39,7 @@ TEST(IsaRoundTrip, ExamplesUseEveryOpcodeAndEveryEngine)
 {
 	std::set<int> ops;
 	std::set<int> op_engine;  // opcode * 8 + engine for multi-engine opcodes
-	for (const std::string &path : example_files()) {
+	for (const std::string &path : nsim_example_paths()) {
 		isa_diag d{};
 		Program p = assemble(read_text(path), &d);
 		ASSERT_TRUE(p) << path << ": " << d.msg;

@@ -1,6 +1,7 @@
 // Helpers shared by the isa tests.
 #pragma once
 
+#include "../example_programs.h"
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -24,20 +25,6 @@ inline std::string read_text(const std::string &path)
 	std::stringstream ss;
 	ss << f.rdbuf();
 	return ss.str();
-}
-
-inline std::vector<std::string> example_files()
-{
-	static const char *names[] = { "matmul_gelu.nsasm", "softmax_rows.nsasm",
-				       "masked_select.nsasm", "causal_mask.nsasm",
-				       "embedding_gather.nsasm", "pipeline_fp8.nsasm",
-				       "dropout_rng.nsasm", "selective_scan.nsasm",
-				       "layer_stats.nsasm", "softmax_v4.nsasm", "row_gather.nsasm",
-				       "dynamic_row.nsasm", "router_topk.nsasm" };
-	std::vector<std::string> v;
-	for (const char *n : names)
-		v.push_back(std::string(NSIM_EXAMPLES_DIR) + "/" + n);
-	return v;
 }
 
 // Assembles text; on failure returns null and puts the message in *msg.

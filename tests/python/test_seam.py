@@ -121,3 +121,56 @@ def test_nki_frontend_and_bindings_never_import_torch():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "for torch `neuron` tensors, use torch_neuronsim.nki" in r.stdout, r.stdout
+
+
+def _calls_between_files(archive):
+    """{object file: {object files whose functions or data it uses}} of a
+    static library, from its symbol tables"""
+    if not shutil.which("nm"):
+        pytest.skip("nm (binutils) is not installed")
+    out = subprocess.run(["nm", "-A", str(archive)], check=True, capture_output=True, text=True).stdout
+    defs, uses = {}, {}
+    for line in out.splitlines():
+        where, _, rest = line.partition(": ") if ": " in line else line.rpartition(":")
+        member = where.split(":")[-1]
+        parts = rest.split()
+        if len(parts) == 3 and parts[1] in "TDBR":
+            defs[parts[2]] = member
+        elif len(parts) == 2 and parts[0] == "U":
+            uses.setdefault(member, set()).add(parts[1])
+        uses.setdefault(member, set())
+    return {m: {defs[s] for s in used if s in defs and defs[s] != m} for m, used in uses.items()}
+
+
+def _cycles(graph):
+    seen, on, order, cycles = set(), [], {}, []
+
+    def visit(v):
+        seen.add(v)
+        order[v] = len(on)
+        on.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w in order:
+                cycles.append(on[order[w]:] + [w])
+            elif w not in seen:
+                visit(w)
+        on.pop()
+        del order[v]
+    for v in sorted(graph):
+        if v not in seen:
+            visit(v)
+    return cycles
+
+
+@pytest.mark.parametrize("layer", ["isa", "sim"])
+def test_no_two_files_of_a_layer_call_each_other_round(layer):
+    """isa/ and sim/ are layered inside too: no file calls into one that
+    (through others) calls back (the runtime's state and the validator's
+    operand checks sit in files of their own for that)"""
+    archive = ROOT / "build" / "lib" / f"libnsim_{layer}.a"
+    if not archive.exists():
+        pytest.skip(f"no {archive}")
+    graph = _calls_between_files(archive)
+    assert len(graph) >= 5
+    assert not _cycles(graph), _cycles(graph)
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}})   # the check finds a cycle

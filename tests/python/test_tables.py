@@ -33,7 +33,7 @@ def test_tables_are_the_def_files():
 
 
 def test_stats_fields_cover_the_struct():
-    runtime = (INCLUDE / "runtime.h").read_text()
+    runtime = (INCLUDE / "exec.h").read_text()
     body = runtime.split("typedef struct nsim_exec_stats")[1].split("} nsim_exec_stats;")[0]
     body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
     declared = [re.sub(r"\[.*", "", n).strip() for decl in re.findall(r"uint64_t\s+([^;]+);", body)
@@ -175,3 +175,68 @@ def test_fused_step_constants_come_from_the_library():
     assert (fusion.MAX_IN, fusion.MAX_STEPS) == (lib["MAX_IN"], lib["MAX_STEPS"])
     text = pathlib.Path(fusion.__file__).read_text()
     assert not re.search(r"^(TT|TS|ACT|MAX_IN|MAX_STEPS)\b[^=\n]*=\s*[\d(]", text, re.M)
+
+
+# ------------------------------------------------ chip constants
+
+def _chip_values():
+    """{(field tokens, value)} of every target's numeric chip facts, with
+    the time fields also in ns and us (a restatement may change the unit)"""
+    out = set()
+    for t in neuronsim.TARGETS:
+        for k, v in neuronsim.chip_info(t).items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v in (0, 1):
+                continue
+            toks = set(k.split("_")) - {"ps", "per", "second", "bytes", "mhz"}
+            out.add((frozenset(toks), float(v)))
+            if k.endswith("_ps"):
+                out.add((frozenset(toks), v / 1e3))
+                out.add((frozenset(toks), v / 1e6))
+    return out
+
+
+def _restated_chip_constants(tree, facts):
+    """(line, name) for module-level NAME = <number> that restates a chip
+    fact: the value is the fact's (in some unit) and the name shares a word
+    with the fact's field (MIN_II = 64 for min_ii, DMA_LATENCY_NS = 1300.0
+    for dma_issue_latency_ps)"""
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Constant):
+            continue
+        v = node.value.value
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                words = set(target.id.lower().split("_")) - {"ns", "us", "ps", "mhz"}
+                if any(float(v) == fv and words & toks for toks, fv in facts):
+                    yield node.lineno, target.id
+
+
+def test_no_python_file_restates_a_chip_constant():
+    facts = _chip_values()
+    found = []
+    for base in ("sim/python", "nki", "backend/python"):
+        for path in sorted((ROOT / base).rglob("*.py")):
+            tree = ast.parse(path.read_text(), str(path))
+            found += [f"{path.relative_to(ROOT)}:{line}: {name}" for line, name in _restated_chip_constants(tree, facts)]
+    assert not found, "chip facts restated in Python (read neuronsim.chip_info):\n" + "\n".join(found)
+    # the scan is not vacuous: the constants schedule.py used to keep are caught
+    old = ast.parse("MIN_II = 64\nOVERHEAD = 100\nDMA_LATENCY_NS = 1300.0\nTILE = 128\n")
+    assert [n for _, n in _restated_chip_constants(old, facts)] == ["MIN_II", "OVERHEAD", "DMA_LATENCY_NS"]
+
+
+def test_the_schedulers_costs_are_the_chip_rows():
+    from neuronsim_nki import schedule
+    chip = neuronsim.chip_info("trn2")
+    assert {"min_ii", "static_overhead", "scalar_overhead", "dma_issue_latency_ps"} <= set(chip)
+    assert chip["min_ii"] > 0 and chip["dma_issue_latency_ps"] > 0
+    assert "chip" in schedule.schedule.__code__.co_varnames
+
+
+def test_targets_have_the_features_of_their_core():
+    feats = neuronsim.tables().FEATURES
+    assert feats["exponential"] == 4 and feats["dma_transpose"] == 3
+    for t in neuronsim.TARGETS:
+        info = neuronsim.target_info(t)
+        assert info["features"] == {f for f, first in feats.items() if info["core_version"] >= first}

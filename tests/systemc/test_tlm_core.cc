@@ -8,6 +8,7 @@
 // SystemC elaborates once per process, so one simulation (built and run in
 // the test environment's SetUp) drives every scenario and records what it
 // saw; the tests then check the records.
+#include "../example_programs.h"
 #include "nsim_tlm_host.h"
 #include "nsim_tlm_memory.h"
 
@@ -52,16 +53,6 @@ struct Record {
 	std::vector<Ext> ext, ext_at;   // loosely / approximately timed accesses
 	uint64_t ext_bad_status = 0, ext_bad_code = 0;
 } rec;
-
-std::vector<std::string> example_programs()
-{
-	std::vector<std::string> v;
-	for (const auto &e : std::filesystem::directory_iterator(NSIM_EXAMPLES_DIR))
-		if (e.path().extension() == ".nsasm")
-			v.push_back(e.path().string());
-	std::sort(v.begin(), v.end());
-	return v;
-}
 
 // inputs: floats from a fixed generator, integers 0 (valid as any index)
 std::vector<uint8_t> input_bytes(const isa_tensor &t, std::mt19937 &g)
@@ -362,7 +353,7 @@ struct Bench : sc_core::sc_module {
 	{
 		rec.id = host.read_reg(REG_ID);
 		std::mt19937 g(20);
-		for (const std::string &path : example_programs())
+		for (const std::string &path : nsim_example_paths())
 			run_program(path, g);
 		bad_transactions();
 		faults();

@@ -76,7 +76,9 @@ class _ChipInfo(ctypes.Structure):
                 ("hbm_stacks", ctypes.c_uint32), ("hbm_bytes", ctypes.c_uint64),
                 ("hbm_bytes_per_second", ctypes.c_uint64), ("peak_flops_per_second", ctypes.c_uint64),
                 ("exec_startup_ps", ctypes.c_uint64), ("exec_teardown_ps", ctypes.c_uint64),
-                ("peer_signal_ps", ctypes.c_uint64)]
+                ("peer_signal_ps", ctypes.c_uint64), ("min_ii", ctypes.c_uint32),
+                ("static_overhead", ctypes.c_uint32), ("scalar_overhead", ctypes.c_uint32),
+                ("dma_issue_latency_ps", ctypes.c_uint64)]
 
 
 class _CollectiveCost(ctypes.Structure):
@@ -134,6 +136,8 @@ def _load():
         "nsim_profile_stop": (i32, []),
         "isa_target_from_name": (i32, [ctypes.c_char_p]),
         "isa_target_get": (ctypes.POINTER(_TargetInfo), [i32]),
+        "isa_target_has": (ctypes.c_bool, [i32, i32]),
+        "isa_feature_first_core": (ctypes.c_uint, [i32]),
         "isa_table_from_name": (i32, [ctypes.c_char_p]),
         "isa_table_size": (ctypes.c_uint, [i32]),
         "isa_table_entry": (ctypes.c_char_p, [i32, ctypes.c_uint]),
@@ -188,15 +192,19 @@ def assemble(text: str) -> bytes:
 
 
 def target_info(target: str) -> dict:
-    """The target's on-chip geometry, from the ISA's target table."""
+    """The target's on-chip geometry, from the ISA's target table, and the
+    instruction-set features its core has (isa_features.def)."""
     lib = _load()
     code = lib.isa_target_from_name(target.encode())
     info = lib.isa_target_get(code)
     if not info:
         raise NeuronSimError(f"unknown target {target!r} ({', '.join(tables().TARGETS)})")
     t = info.contents
-    return {k: getattr(t, k) for k in ("core_version", "sbuf_partition_bytes", "psum_partition_bytes",
-                                        "psum_banks", "mm_max_n_fp32", "mm_max_n_16bit")}
+    out = {k: getattr(t, k) for k in ("core_version", "sbuf_partition_bytes", "psum_partition_bytes",
+                                      "psum_banks", "mm_max_n_fp32", "mm_max_n_16bit")}
+    # the features its core has, as the library decides (isa_target_has)
+    out["features"] = frozenset(f for i, f in enumerate(tables().FEATURES) if lib.isa_target_has(code, i))
+    return out
 
 
 def chip_info(target=None) -> dict:
@@ -204,7 +212,9 @@ def chip_info(target=None) -> dict:
     device model's chip table: core name, HBM standard, cores, per-engine
     clocks (MHz), DMA engines, queues and per-engine rate, HBM stacks, bytes
     and bandwidth, TensorE bf16 peak FLOP/s, a standalone execution's NEFF
-    start-up and tear-down (ps)."""
+    start-up and tear-down (ps), the cost model's per-instruction minimum
+    (min_ii) and result latencies (static_overhead, scalar_overhead; cycles)
+    and a DMA's issue latency (ps)."""
     lib = _load()
     info = _ChipInfo()
     if lib.nsim_chip_info_get(target.encode() if target else None, ctypes.byref(info)):
@@ -284,6 +294,7 @@ def tables():
         ACTIVATIONS=names("acts"),
         ALU_OPS=names("alus"),
         SPACES=names("spaces"),
+        FEATURES={name: lib.isa_feature_first_core(i) for i, name in enumerate(names("features"))},
         DTYPE_SIZES={lib.isa_table_entry(dtypes, d).decode(): lib.isa_dtype_size(d)
                      for d in range(1, lib.isa_table_size(dtypes))},
         STAT_FIELDS=tuple(stat_fields),
@@ -299,6 +310,7 @@ class _Tables:
     ACTIVATIONS: tuple
     ALU_OPS: tuple
     SPACES: tuple
+    FEATURES: dict      # feature -> the first NeuronCore version with it (isa_features.def)
     DTYPE_SIZES: dict
     STAT_FIELDS: tuple
 
