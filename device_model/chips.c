@@ -15,6 +15,17 @@
 #define MHZ(e) [ISA_ENGINE_##e]
 #define US 1000000ull   /* ps per us */
 
+/* trn2's collective fabric (trn3 has no published one and takes it) */
+#define TRN2_FABRIC                                                                      \
+	{                                                                                \
+		.torus_x = 4, .torus_y = 4,   /* HW: trn2.48xlarge, 16 chips in a 4x4 torus */ \
+		.link_rate = 256000,          /* HW: 1024 GB/s per chip intra-instance / 4 links */ \
+		/* no trn2 collective measurement in CALIBRATION.md: trn1's per-ring   \
+		 * rate, steps and launch (the same runtime and DMA rings) */            \
+		.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,             \
+		.mesh_max = 128u << 10, .rdh_max = 4u << 20,                               \
+	}
+
 static const dm_chip chips[] = {
 	{
 		.target = ISA_TARGET_trn1,
@@ -104,14 +115,7 @@ static const dm_chip chips[] = {
 		/* 2.9 TB/s (trn2 docs; the NKI guide once says 3 TB/s) over 4 stacks x
 		 * 32 pseudo-channels x 32 bits: 5.666 Gb/s per pin, HBM3 */
 		.hbm_standard = "HBM3", .hbm_mbps = 5666,
-		.fabric = {
-			.torus_x = 4, .torus_y = 4,          /* HW: trn2.48xlarge, 16 chips in a 4x4 torus */
-			.link_rate = 256000,                 /* HW: 1024 GB/s per chip intra-instance / 4 links */
-			/* no trn2 collective measurement in CALIBRATION.md: trn1's
-			 * per-ring rate, steps and launch (the same runtime and DMA rings) */
-			.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
-			.mesh_max = 128u << 10, .rdh_max = 4u << 20,
-		},
+		.fabric = TRN2_FABRIC,
 	},
 	{
 		.target = ISA_TARGET_trn3,
@@ -138,12 +142,7 @@ static const dm_chip chips[] = {
 		/* 4.9 TB/s (trn3 docs; the NKI guide says 4.7) over 4 stacks x 32
 		 * pseudo-channels x 32 bits: 9.57 Gb/s per pin, HBM3E class */
 		.hbm_standard = "HBM3E", .hbm_mbps = 9570,
-		.fabric = {
-			/* HARDWARE.md states no trn3 interconnect: trn2's fabric */
-			.torus_x = 4, .torus_y = 4, .link_rate = 256000,
-			.ring_rate = 56800, .launch_ps = 58 * US, .step_ps = 16500000,
-			.mesh_max = 128u << 10, .rdh_max = 4u << 20,
-		},
+		.fabric = TRN2_FABRIC,   /* HARDWARE.md states no trn3 interconnect */
 	},
 };
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 extern "C" {
-#include "kernels.h"
+#include "programs.h"
 #include "neuronsim/runtime.h"
 }
 

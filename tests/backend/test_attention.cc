@@ -1,4 +1,4 @@
-// The flash-attention generator (backend/kernels/attention.c) against a
+// The flash-attention generator (backend/programs/attention.c) against a
 // double-precision reference: every mask kind, grouped-query heads, broadcast
 // and strided operands, query tiles and key blocks with tails; HBM traffic
 // is the operands and the output only (the scores stay on chip); what it

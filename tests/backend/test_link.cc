@@ -1,4 +1,4 @@
-// The graph compiler's linker (backend/kernels/link.c): kernel programs
+// The graph compiler's linker (backend/programs/link.c): kernel programs
 // linked into one over memory regions give the values of running them one
 // after another; what a linked program cannot hold is refused by name.
 #include <cmath>

@@ -1,5 +1,5 @@
 """scaled_dot_product_attention's forward as one flash-attention program
-(backend/kernels/attention.c): CPU PyTorch's values, one program per call
+(backend/programs/attention.c): CPU PyTorch's values, one program per call
 whatever the mask, heads or layout, the scores never in HBM, faster in
 simulated time than its steps one program each (NEURON_SIM_FUSION=0), the
 shapes the kernel does not take run those steps, and a compiled graph

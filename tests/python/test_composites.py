@@ -1,4 +1,4 @@
-"""Ops composed from native kernels (neuron_composite.cpp, neuron_pointwise.cpp):
+"""Ops composed from native kernels (aten/pointwise/composite.cpp, aten/pointwise/activation.cpp):
 equal, trace, count_nonzero, addbmm, linalg_cross, glu, prelu -- against
 CPU PyTorch, natively (no CPU fallback), across tile-boundary sizes."""
 import pytest

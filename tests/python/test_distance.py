@@ -1,4 +1,4 @@
-"""cdist and pdist (neuron_distance.cpp) against CPU PyTorch: every p CPU
+"""cdist and pdist (aten/linalg/distance.cpp) against CPU PyTorch: every p CPU
 special-cases (0, 1, 2, inf) and a general one, each compute mode, batched
 and broadcast operands, rows above the 25 where CPU switches to a matrix
 product, empty coordinates, natively."""

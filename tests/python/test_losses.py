@@ -1,5 +1,5 @@
 """Losses, norms and min / max reductions composed from native kernels
-(neuron_loss.cpp, neuron_optim.cpp's norms, neuron_reduce.cpp's out=
+(aten/nn/loss.cpp, aten/optim/optim.cpp's norms, aten/reduction/reduce.cpp's out=
 forms) against CPU PyTorch, natively (no CPU fallback), with CPU's errors."""
 import pytest
 import torch

@@ -1,5 +1,5 @@
 """LU, triangular and Cholesky solves and determinants composed from
-native kernels (neuron_lu.cpp) against CPU PyTorch (LAPACK), fp32:
+native kernels (aten/linalg/lu.cpp) against CPU PyTorch (LAPACK), fp32:
 square, wide, tall, batched, broadcast, empty and 129-row matrices; every
 left / adjoint / upper / transpose / unit combination; singular and
 non-positive-definite inputs raise CPU's errors."""

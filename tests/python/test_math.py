@@ -1,4 +1,4 @@
-"""The math functions composed from native kernels (neuron_math.cpp, and
+"""The math functions composed from native kernels (aten/pointwise/math.cpp, and
 ScalarE's arctan / tan) against CPU PyTorch: random values over a wide
 range plus every special value (signed zeros, infinities, NaN, the ends
 of each function's domain, the overflow edges), in fp32 / bf16 / fp16,

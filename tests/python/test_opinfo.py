@@ -34,7 +34,7 @@ OPS = [
     # fixed after the first full run: unbatched nll_loss with reduction='none' (a
     # uint8 view of the loss's bytes), mixed-dtype addcdiv, 65-dim amin
     "nn.functional.nll_loss", "addcdiv", "amin", "masked_select", "take", "linalg.solve_triangular",
-    # composed in neuron_pointwise.cpp
+    # composed in aten/pointwise/activation.cpp
     "nn.functional.hardtanh", "nn.functional.elu", "nn.functional.leaky_relu", "nn.functional.mish", "sign",
     "round", "round.decimals_3", "trunc", "frac", "log2", "logaddexp", "xlogy", "fmax", "dot", "addmv", "roll",
     # these killed the process (SIGSEGV) before 8ce59e2
@@ -44,7 +44,7 @@ OPS = [
 # op -> how it fails today (python3 bench/opinfo.py --ops OP --error-inputs)
 # An out= that *is* an input (full overlap): the CPU fallback computes from
 # copies, so nothing raises where these CPU kernels reject any overlap (a
-# partly overlapping or self-overlapping out= is rejected: neuron_fallback.cpp)
+# partly overlapping or self-overlapping out= is rejected: runtime/fallback.cpp)
 _ALIASED_OUT = "error inputs: an out= that is an input does not raise on neuron (CPU rejects any overlap)"
 KNOWN = {op: _ALIASED_OUT for op in ("cat",)}
 SAMPLES = 10       # sample inputs, and as many reference inputs, per op and dtype

@@ -1,5 +1,5 @@
 """Order statistics composed from the native stable sort
-(neuron_order.cpp) against CPU PyTorch, values and indices, over the tile
+(aten/reduction/order.cpp) against CPU PyTorch, values and indices, over the tile
 boundaries, with NaN and heavy ties; where CPU's choice among equal
 elements is its algorithm's accident (kthvalue ties, a repeated mode of a
 row longer than 16, an all-NaN nanmedian row) the call runs on the CPU,

@@ -1,5 +1,5 @@
 """Pooling, unpooling and resampling composed from native kernels
-(neuron_pool.cpp) against CPU PyTorch, natively (no CPU fallback): window
+(aten/nn/pool.cpp) against CPU PyTorch, natively (no CPU fallback): window
 geometries (kernel, stride, padding, dilation, ceil mode) over sizes across
 tile boundaries, NaN and -inf in windows, CPU's errors."""
 import itertools

@@ -1,4 +1,4 @@
-"""Bicubic / trilinear upsampling and grid_sampler (neuron_resample.cpp)
+"""Bicubic / trilinear upsampling and grid_sampler (aten/nn/resample.cpp)
 against CPU PyTorch, fp32, natively: sizes up and down across tile
 boundaries, both align_corners, every padding mode, grids reaching past
 the input, NaN and infinite coordinates; bf16 / fp16 run on the CPU,

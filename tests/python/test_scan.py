@@ -1,4 +1,4 @@
-"""Products and scans composed from native kernels (neuron_scan.cpp)
+"""Products and scans composed from native kernels (aten/reduction/scan.cpp)
 against CPU PyTorch over the tile boundaries (1, 127, 128, 129, 255, 257,
 513 on the scanned dim), every dim of a 3-D tensor, NaN / infinities /
 ties, in fp32 / bf16 / fp16, natively (no CPU fallback)."""

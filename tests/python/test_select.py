@@ -1,4 +1,4 @@
-"""take / put, bucketize / searchsorted (neuron_select.cpp) against CPU
+"""take / put, bucketize / searchsorted (aten/indexing/select.cpp) against CPU
 PyTorch, natively, with CPU's errors."""
 import pytest
 import torch

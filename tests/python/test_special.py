@@ -1,5 +1,5 @@
 """Float classification and torch.special functions composed from native
-kernels (neuron_special.cpp) against CPU PyTorch: random values over a
+kernels (aten/pointwise/special.cpp) against CPU PyTorch: random values over a
 wide range, every power of two and of ten in fp32's range, and the special
 values (signed zeros, infinities, NaN, subnormals, the ends of each
 branch), in fp32 / bf16 / fp16, natively (no CPU fallback)."""

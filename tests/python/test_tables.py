@@ -177,7 +177,7 @@ def test_fused_step_constants_come_from_the_library():
     assert not re.search(r"^(TT|TS|ACT|MAX_IN|MAX_STEPS)\b[^=\n]*=\s*[\d(]", text, re.M)
 
 
-# ------------------------------------------------ chip constants
+# ------------------------------------------------ chip constants, activation map, records
 
 def _chip_values():
     """{(field tokens, value)} of every target's numeric chip facts, with
@@ -232,6 +232,58 @@ def test_the_schedulers_costs_are_the_chip_rows():
     assert {"min_ii", "static_overhead", "scalar_overhead", "dma_issue_latency_ps"} <= set(chip)
     assert chip["min_ii"] > 0 and chip["dma_issue_latency_ps"] > 0
     assert "chip" in schedule.schedule.__code__.co_varnames
+
+
+def test_activation_map_comes_from_the_library():
+    """the fuser's ATen -> activation map is the eager kernels' table
+    (activations.def) as the library reports it, and no Python file maps
+    aten ops to activation names itself"""
+    import torch
+    from torch_neuronsim import fusion
+
+    lib = torch.ops.neuronsim.unary_activations()
+    acts = neuronsim.tables().ACTIVATIONS
+    assert {k._schema.name.split("::")[1] for k in fusion._UNARY_ACT} == set(lib) and lib["exp"] == list(acts).index("exp")
+    assert "neg" not in lib   # the identity at scale -1: not one activation of its input
+    for base in ("backend/python", "nki"):
+        for path in sorted((ROOT / base).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.Dict):
+                    continue
+                pairs = [(k, v) for k, v in zip(node.keys, node.values)
+                         if isinstance(k, ast.Attribute) and isinstance(v, ast.Constant) and v.value in acts]
+                assert len(pairs) < 3, f"{path.relative_to(ROOT)}:{node.lineno}: an op -> activation map"
+
+
+def test_records_are_laid_out_by_the_library():
+    """graph_link / graph_run / fused_pointwise records: the Python side
+    packs by the library's field order and refuses a layout it does not fill"""
+    import torch
+    from torch_neuronsim import fusion, graph, records  # noqa: F401  (their import-time checks ran)
+
+    lib = torch.ops.neuronsim.records()
+    assert list(lib["out_meta"]) == ["dtype", "rank", "sizes", "strides"]
+    assert records.pack("out_span", element_size=4, hi=20, lo=10) == [
+        {"lo": 10, "hi": 20, "element_size": 4}[f] for f in lib["out_span"]]
+    assert records.pack("out_meta", dtype=6, rank=2, sizes=[3, 4], strides=[4, 1]) == [6, 2, 3, 4, 4, 1]
+    with pytest.raises(RuntimeError, match="different builds"):
+        records.expect("out_span", ("lo", "hi"))            # a field the library has and Python does not fill
+    with pytest.raises(RuntimeError, match="different builds"):
+        records.expect("fused_step", tuple(lib["fused_step"]) + ("scale",))
+    for text in (pathlib.Path(graph.__file__).read_text(), pathlib.Path(fusion.__file__).read_text()):
+        assert "graph_run(" not in text or "records.pack" in text
+
+
+def test_core_versions_are_compared_only_by_the_feature_table():
+    """a generation's features are rows of isa_features.def: nothing but the
+    table's reader (isa_target_has) compares core versions"""
+    pattern = re.compile(r"core_version\W{0,3}\s*(<|>|<=|>=)\s*\w|\[\"core_version\"\]\s*(<|>)")
+    found = []
+    for base in ("isa", "device_model", "sim", "traces", "backend", "nki", "include"):
+        for path in sorted((ROOT / base).rglob("*")):
+            if path.suffix in (".c", ".h", ".cpp", ".py", ".def") and pattern.search(path.read_text()):
+                found.append(str(path.relative_to(ROOT)))
+    assert found == ["isa/tables.c"], found
 
 
 def test_targets_have_the_features_of_their_core():

@@ -182,7 +182,7 @@ def _after_fork_in_child():
 os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
 
 
-# Each device has its own default generator (neuron_generator.cpp); random ops
+# Each device has its own default generator (runtime/generator.cpp); random ops
 # on neuron tensors draw from it even while they run through the CPU fallback.
 # (torch.manual_seed calls manual_seed_all here as well.)
 _lib.neuron_initial_seed.restype = ctypes.c_uint64

@@ -14,6 +14,8 @@ import os
 import torch
 from torch.utils import _pytree as pytree
 
+from . import records
+
 aten = torch.ops.aten
 
 # the fused program's step kinds and limits, from the library (kernels.h's
@@ -21,6 +23,9 @@ aten = torch.ops.aten
 _FUSED = torch.ops.neuronsim.fused_constants()
 TT, TS, ACT = _FUSED["TT"], _FUSED["TS"], _FUSED["ACT"]
 MAX_IN, MAX_STEPS = _FUSED["MAX_IN"], _FUSED["MAX_STEPS"]
+# a step's record layout (compile/records.h), checked here at import
+records.expect("fused_step", ("kind", "op", "op2", "a", "b", "reverse"))
+records.expect("fused_imm", ("imm", "imm2"))
 
 _ALU = {}
 _ACT = {}
@@ -38,10 +43,10 @@ def _codes():
 
 _BINARY = {aten.add.Tensor: "add", aten.sub.Tensor: "subtract", aten.mul.Tensor: "multiply",
            aten.div.Tensor: "divide", aten.maximum.default: "max", aten.minimum.default: "min"}
-_UNARY_ACT = {aten.exp.default: "exp", aten.tanh.default: "tanh", aten.sigmoid.default: "sigmoid",
-              aten.sqrt.default: "sqrt", aten.rsqrt.default: "rsqrt", aten.reciprocal.default: "reciprocal",
-              aten.abs.default: "abs", aten.sin.default: "sin", aten.cos.default: "cos", aten.log.default: "log",
-              aten.erf.default: "erf", aten.silu.default: "silu"}
+# the ATen ops that are one ScalarE activation: the table the eager kernels
+# are registered from (aten/pointwise/activations.def), from the library
+_UNARY_ACT = {getattr(aten, name).default: code
+              for name, code in torch.ops.neuronsim.unary_activations().items()}
 
 
 def enabled():
@@ -113,8 +118,8 @@ def _step(node):
     if t is aten.gelu.default:
         name = "gelu_tanh" if node.kwargs.get("approximate", "none") == "tanh" else "gelu"
         return (ACT, act[name], 0, [args[0]], 1.0, 0.0, False)
-    if t in _UNARY_ACT and _UNARY_ACT[t] in act:
-        return (ACT, act[_UNARY_ACT[t]], 0, [args[0]], 1.0, 0.0, False)
+    if t in _UNARY_ACT:
+        return (ACT, _UNARY_ACT[t], 0, [args[0]], 1.0, 0.0, False)
     return None
 
 
@@ -155,8 +160,10 @@ def _product(n):
     return None
 
 
-_EPILOGUE = {aten.relu.default: "relu", aten.silu.default: "silu", aten.sigmoid.default: "sigmoid",
-             aten.tanh.default: "tanh"}
+# the whole-op activations matmul_epilogue applies (its table, from the
+# library); gelu's two forms are matched by their approximate argument
+_EPILOGUE = {op: code for op, code in _UNARY_ACT.items()
+             if code in set(torch.ops.neuronsim.epilogue_activations())}
 
 
 def fuse_matmul_epilogues(gm):
@@ -171,9 +178,9 @@ def fuse_matmul_epilogues(gm):
         if u.op != "call_function" or len(u.args) != 1 or not isinstance(u.args[0], torch.fx.Node):
             continue
         if u.target is aten.gelu.default:
-            name = "gelu_tanh" if u.kwargs.get("approximate", "none") == "tanh" else "gelu"
+            code = act["gelu_tanh" if u.kwargs.get("approximate", "none") == "tanh" else "gelu"]
         elif u.target in _EPILOGUE and not u.kwargs:
-            name = _EPILOGUE[u.target]
+            code = _EPILOGUE[u.target]
         else:
             continue
         got = _product(u.args[0])   # act(view(mm)): Llama's [b*s, n] product seen as [b, s, n]
@@ -183,10 +190,10 @@ def fuse_matmul_epilogues(gm):
         a, b = m.args[-2], m.args[-1]
         out = _val(m)
         if not isinstance(out, torch.Tensor) or out.device.type != "neuron" or \
-                out.dtype not in (torch.float32, torch.bfloat16, torch.float16) or name not in act:
+                out.dtype not in (torch.float32, torch.bfloat16, torch.float16):
             continue
         with gm.graph.inserting_before(u):
-            f = gm.graph.call_function(torch.ops.neuronsim.matmul_epilogue.default, (a, b, bias, act[name]))
+            f = gm.graph.call_function(torch.ops.neuronsim.matmul_epilogue.default, (a, b, bias, code))
             f.meta["val"] = out
             f.meta["fused_from"] = [m.name, u.name]
             r = f
@@ -285,8 +292,8 @@ def _rewrite(gm, regions):
             kind, op, op2, operands, imm, imm2, rev = r.steps[n]
             a = idx[operands[0]]
             b = idx[operands[1]] if len(operands) > 1 else -1
-            spec += [kind, op, op2, a, b, int(rev)]
-            imms += [imm, imm2]
+            spec += records.pack("fused_step", kind=kind, op=op, op2=op2, a=a, b=b, reverse=int(rev))
+            imms += records.pack("fused_imm", imm=imm, imm2=imm2)
         root = r.root
         with gm.graph.inserting_before(root):
             fused = gm.graph.call_function(torch.ops.neuronsim.fused_pointwise.default, (ins, spec, imms))

@@ -7,7 +7,7 @@ device memory from the host -- a CPU fallback, a host transfer, a random seed
 drawn on the host -- is host-bound: it splits the graph and runs eagerly at
 every call (counted; NEURON_STRICT=1 makes it an error naming the node).
 Each maximal run of other nodes becomes a segment, and the C graph compiler
-(backend/kernels/link.c) links the segment's programs into ONE program over
+(backend/programs/link.c) links the segment's programs into ONE program over
 the segment's memory: inputs bound per call, intermediates in the program's
 scratch, outputs allocated per call.  Later calls run one program per
 segment: one launch, one slice in traces.
@@ -21,6 +21,14 @@ import warnings
 import torch
 import torch.fx
 from torch.utils import _pytree as pytree
+
+from . import records
+
+# the records this module builds for graph_link / graph_run (the library's
+# layout, compile/records.h: a field changed there fails here, at import)
+records.expect("in_span", ("lo", "hi"))
+records.expect("out_span", ("lo", "hi", "element_size"))
+records.expect("out_meta", ("dtype", "rank", "sizes", "strides"))
 
 aten = torch.ops.aten
 
@@ -159,7 +167,7 @@ class Segment:
         self.in_overlaps = []  # overlaps() of the bound tensors at capture
         self.outputs = []      # node indices defined here and used later
         self.out_specs = []    # per output node: (treespec, [("t", k) | ("c", constant)])
-        self.out_meta = []     # flat ints for graph_run
+        self.out_meta = []     # out_meta records for graph_run
         self.program = None    # linked .nsp bytes (uint8 CPU tensor)
         self.plan = None
         self.device = 0
@@ -342,7 +350,7 @@ class CompiledGraph:
         for i in ins:
             seg.inputs.append(i)
             for span in info[i].spans:
-                in_spans += span
+                in_spans += records.pack("in_span", lo=span[0], hi=span[1])
                 spans.append(span)
             seg.in_meta += info[i].metas
         seg.in_overlaps = sorted((a, b, spans[b][0] - spans[a][0]) for a in range(len(spans))
@@ -357,8 +365,10 @@ class CompiledGraph:
             seg.out_specs.append((info[i].spec, info[i].kinds))
             for (dtype, shape, stride), span in zip(info[i].metas, info[i].spans):
                 t = getattr(torch, dtype.split(".")[1])
-                out_spans += span + [torch.empty((), dtype=t).element_size()]
-                seg.out_meta += [_scalar_types()[t], len(shape), *shape, *stride]
+                out_spans += records.pack("out_span", lo=span[0], hi=span[1],
+                                          element_size=torch.empty((), dtype=t).element_size())
+                seg.out_meta += records.pack("out_meta", dtype=_scalar_types()[t], rank=len(shape),
+                                             sizes=list(shape), strides=list(stride))
         seg.device = device
         label = f"{self.name} nodes {seg.first}..{seg.last}"
         seg.program, seg.plan = _ops().graph_link(seg.first, seg.last, in_spans, out_spans, label)

@@ -1,0 +1,170 @@
+// compile/fused.cpp -- the graph compiler's fused ops: fused_pointwise, its
+// elementwise regions (programs/fused.c), and matmul_epilogue, a matmul whose
+// PSUM evacuation applies an activation (programs/matmul.c).
+// The compiler's FX pass (torch_neuronsim/fusion.py) replaces a chain of
+// pointwise nodes by one call; the region's steps come as fused_step and
+// fused_imm records (compile/records.h).
+#include "runtime/program.h"
+#include "compile/records.h"
+#include "aten/pointwise/activations.def"
+#include "runtime/copy.h"
+#include "aten/composite.h"
+#include "aten/linalg/matmul.h"
+
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <ATen/ops/add.h>
+#include <ATen/ops/addmm.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/mm.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/tanh.h>
+
+namespace neuron {
+namespace {
+
+// the activations matmul_epilogue applies as the product leaves PSUM (its
+// eager equivalent below covers each)
+#define NEURON_EPILOGUE_ACTS(X) X(identity) X(relu) X(gelu) X(gelu_tanh) X(silu) X(sigmoid) X(tanh)
+
+bool is_epilogue_act(int64_t act)
+{
+#define NEURON_EPILOGUE_IS(a) act == ISA_ACT_##a ||
+	return NEURON_EPILOGUE_ACTS(NEURON_EPILOGUE_IS) false;
+#undef NEURON_EPILOGUE_IS
+}
+
+at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::ArrayRef<double> imms)
+{
+	static const char *names[NK_FUSED_MAX_IN] = { "in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7" };
+	TORCH_CHECK(!inputs.empty() && inputs.size() <= NK_FUSED_MAX_IN, "neuronsim.fused_pointwise: ",
+		    inputs.size(), " inputs (1..", NK_FUSED_MAX_IN, ")");
+	const size_t width = rec::fused_step::fields, iwidth = rec::fused_imm::fields;
+	TORCH_CHECK(spec.size() % width == 0 && spec.size() / width >= 1 && spec.size() / width <= NK_FUSED_MAX_STEPS &&
+			    imms.size() == spec.size() / width * iwidth,
+		    "neuronsim.fused_pointwise: steps are fused_step records of ", width, " integers and fused_imm records of ",
+		    iwidth, " immediates (1..", NK_FUSED_MAX_STEPS, " steps)");
+	const at::Tensor &first = inputs[0];
+	TORCH_CHECK(is_float_neuron(first), "neuronsim.fused_pointwise: float neuron tensors only, got ",
+		    first.scalar_type(), " on ", first.device());
+	for (const at::Tensor &t : inputs)
+		TORCH_CHECK(is_float_neuron(t) && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes() &&
+				    t.device() == first.device(),
+			    "neuronsim.fused_pointwise: inputs differ in dtype, shape or device");
+	nk_fused f{};
+	f.dtype = isa_dtype_of(first.scalar_type());
+	f.n = (uint64_t)first.numel();
+	f.nin = (unsigned)inputs.size();
+	f.nsteps = (unsigned)(spec.size() / width);
+	for (unsigned k = 0; k < f.nsteps; k++) {
+		const int64_t *r = spec.data() + width * k;
+		const double *im = imms.data() + iwidth * k;
+		f.kind[k] = (int)r[rec::fused_step::kind];
+		f.op[k] = (int)r[rec::fused_step::op];
+		f.op2[k] = (int)r[rec::fused_step::op2];
+		f.a[k] = (int)r[rec::fused_step::a];
+		f.b[k] = (int)r[rec::fused_step::b];
+		f.reverse[k] = r[rec::fused_step::reverse] != 0;
+		f.imm[k] = (float)im[rec::fused_imm::imm];
+		f.imm2[k] = (float)im[rec::fused_imm::imm2];
+	}
+	at::Tensor out = at::empty(first.sizes(), first.options());
+	if (!f.n)
+		return out;
+	std::vector<at::Tensor> held;
+	std::vector<Binding> in;
+	held.reserve(inputs.size());
+	for (size_t i = 0; i < inputs.size(); i++)
+		held.push_back(materialize(inputs[i], inputs[i].sizes(), inputs[i].scalar_type()));
+	for (size_t i = 0; i < held.size(); i++)
+		in.emplace_back(names[i], &held[i]);
+	int dev = first.device().index();
+	Program m = cached_program("fused", f, dev, nk_fused_program);
+	run_program(m, dev, "neuronsim::fused_pointwise", in, { { "out", &out } });
+	return out;
+}
+
+// act(a @ b + bias): one matmul program whose PSUM evacuation applies the
+// activation; operands the matmul kernel does not take are composed of
+// eager ops instead (same values)
+at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::optional<at::Tensor> &bias,
+			   int64_t act, const std::optional<at::Tensor> &residual)
+{
+	TORCH_CHECK(is_epilogue_act(act), "neuronsim.matmul_epilogue: activation ", act,
+		    " is not one the epilogue applies");
+	TORCH_CHECK(!residual || act == ISA_ACT_identity,
+		    "neuronsim.matmul_epilogue: a residual add or an activation, not both");
+	at::Tensor r = matmul_act(a, b, bias ? &*bias : nullptr, (int)act, residual ? &*residual : nullptr);
+	if (r.defined())
+		return r;
+	at::Tensor p = bias ? at::addmm(*bias, a, b) : at::mm(a, b);
+	if (residual)
+		return at::add(p, *residual);
+	switch (act) {
+	case ISA_ACT_relu: return at::relu(p);
+	case ISA_ACT_gelu: return at::gelu(p);
+	case ISA_ACT_gelu_tanh: return at::gelu(p, "tanh");
+	case ISA_ACT_silu: return at::silu(p);
+	case ISA_ACT_sigmoid: return at::sigmoid(p);
+	case ISA_ACT_tanh: return at::tanh(p);
+	default: return p;
+	}
+}
+
+}  // namespace
+
+// what the fuser may hand matmul_epilogue, from the table it checks against
+std::vector<int64_t> epilogue_activations()
+{
+#define NEURON_EPILOGUE_CODE(a) ISA_ACT_##a,
+	return { NEURON_EPILOGUE_ACTS(NEURON_EPILOGUE_CODE) };
+#undef NEURON_EPILOGUE_CODE
+}
+
+// the fused program's step kinds and limits (programs.h), by name: what the
+// Python fuser builds its steps with, never restated there
+c10::Dict<std::string, int64_t> fused_constants()
+{
+	c10::Dict<std::string, int64_t> d;
+	d.insert("TT", NK_FUSED_TT);
+	d.insert("TS", NK_FUSED_TS);
+	d.insert("ACT", NK_FUSED_ACT);
+	d.insert("MAX_IN", NK_FUSED_MAX_IN);
+	d.insert("MAX_STEPS", NK_FUSED_MAX_STEPS);
+	return d;
+}
+
+// the ATen ops that are one ScalarE activation of their input (at scale 1;
+// neg is the identity at -1): aten name -> activation, the table the eager
+// kernels are registered from (aten/pointwise/activations.def)
+c10::Dict<std::string, int64_t> unary_activations()
+{
+	c10::Dict<std::string, int64_t> d;
+#define NEURON_ACT_ENTRY(name, act, scale) \
+	if ((scale) == 1.0f)               \
+		d.insert(#name, act);
+	NEURON_UNARY_ACTS(NEURON_ACT_ENTRY)
+#undef NEURON_ACT_ENTRY
+	return d;
+}
+
+}  // namespace neuron
+
+TORCH_LIBRARY_FRAGMENT(neuronsim, m)
+{
+	m.def("fused_constants() -> Dict(str, int)", &neuron::fused_constants);
+	m.def("unary_activations() -> Dict(str, int)", &neuron::unary_activations);
+	m.def("epilogue_activations() -> int[]", &neuron::epilogue_activations);
+	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms) -> Tensor");
+	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act, Tensor? residual=None) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(neuronsim, PrivateUse1, m)
+{
+	m.impl("fused_pointwise", &neuron::fused_pointwise);
+	m.impl("matmul_epilogue", &neuron::matmul_epilogue);
+}

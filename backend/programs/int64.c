@@ -1,0 +1,221 @@
+/*
+ * int64.c -- kernel generator for 64-bit integer elementwise ops.  The ISA
+ * has no 64-bit type, so an int64 element is a (low uint32, high int32)
+ * pair and VectorE's integer ALU (exact, results wrapped to 32 bits)
+ * computes on the halves:
+ *
+ *   add: lo = a.lo + b.lo; carry = lo < a.lo (unsigned); hi = a.hi + b.hi + carry
+ *   sub: lo = a.lo - b.lo; borrow = a.lo < b.lo;         hi = a.hi - b.hi - borrow
+ *   to bool: lo | hi != 0
+ *   from int32: lo = a, hi = -(a < 0)
+ *   times b: lo = low(al * bl), hi = high32(al * bl) + al * bh + ah * bl (16-bit limbs)
+ *   times c (int32): lo = low(a.lo * c); hi = a.hi * c + high(a.lo * c)
+ *   to float: h = a.hi + (a.lo as int32 < 0); f = h * 2^32 + (a.lo as int32)
+ *     (one rounding, as CPU PyTorch, whenever |value| < 2^55)
+ *
+ * Tiles of up to 128 x 1024 elements through the tile pipeline
+ * (pipeline.h: Sync loads, VectorE computes, GpSimd stores, two buffer
+ * sets); this file states a tile's operands and its VectorE steps.
+ */
+#include "programs.h"
+#include "pipeline.h"
+
+#include <string.h>
+
+#define P 128u
+#define F 1024u
+
+static isa_ap pick(int dt, uint32_t r, uint64_t off, uint32_t f, unsigned half)
+{
+	int32_t stride = 2;
+	isa_ap a = isa_ap_sbuf(dt, 0, r, off + 4u * half, f);
+	return isa_ap_dims(a, 1, &stride, &f);
+}
+
+/* one tile's operands in SBUF: a, b and out as (lo, hi) pairs, a scratch
+ * row, the 8 scratch rows of a product after both buffer sets */
+typedef struct i64_tile {
+	uint32_t r, w;
+	uint64_t a_off, o_off, temps;
+	isa_ap alo, ahi, blo, bhi, olo, ohi, tmp, fo, slo;
+} i64_tile;
+
+#define V ISA_ENGINE_VECTOR
+#define TT(d, a, b, op) (st = st ? st : isa_builder_tensor_tensor(p, V, d, a, b, op))
+#define TS(d, a, op, i, op2, i2) (st = st ? st : isa_builder_tensor_scalar(p, V, d, a, op, i, op2, i2))
+
+/* (ah, al) * (bh, bl) mod 2^64: lo = al * bl (low word); hi = high32(al *
+ * bl) + al * bh + ah * bl, high32 from 16-bit limbs (every partial product
+ * < 2^32, so 32-bit scratch is exact) */
+static isa_status mul64(isa_program *p, const i64_tile *x)
+{
+	isa_status st = ISA_OK;
+	isa_ap T[8];
+	for (int k = 0; k < 8; k++)
+		T[k] = isa_ap_sbuf(ISA_DT_uint32, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+	isa_imm m16 = isa_imm_i32(0xFFFF), s16 = isa_imm_i32(16), z = isa_imm_i32(0);
+	enum { A0, A1, B0, B1, P00, P01, P10, P11 };
+	TS(T[A0], x->alo, ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+	TS(T[A1], x->alo, ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+	TS(T[B0], x->blo, ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+	TS(T[B1], x->blo, ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+	TT(T[P00], T[A0], T[B0], ISA_ALU_multiply);
+	TT(T[P01], T[A0], T[B1], ISA_ALU_multiply);
+	TT(T[P10], T[A1], T[B0], ISA_ALU_multiply);
+	TT(T[P11], T[A1], T[B1], ISA_ALU_multiply);
+	/* s1 = (p00 >> 16) + (p01 & 0xffff) + (p10 & 0xffff) into A0; its carry */
+	TS(T[A0], T[P00], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+	TS(T[A1], T[P01], ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+	TT(T[A0], T[A0], T[A1], ISA_ALU_add);
+	TS(T[A1], T[P10], ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
+	TT(T[A0], T[A0], T[A1], ISA_ALU_add);
+	/* h = (s1 >> 16) + p11 + (p01 >> 16) + (p10 >> 16) into B0 */
+	TS(T[B0], T[A0], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+	TT(T[B0], T[B0], T[P11], ISA_ALU_add);
+	TS(T[A1], T[P01], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+	TT(T[B0], T[B0], T[A1], ISA_ALU_add);
+	TS(T[A1], T[P10], ISA_ALU_shift_right, s16, ISA_ALU_bypass, z);
+	TT(T[B0], T[B0], T[A1], ISA_ALU_add);
+	/* the cross terms (low words only) */
+	TT(T[A1], x->alo, x->bhi, ISA_ALU_multiply);
+	TT(T[B0], T[B0], T[A1], ISA_ALU_add);
+	TT(T[A1], x->ahi, x->blo, ISA_ALU_multiply);
+	TT(x->ohi, T[B0], T[A1], ISA_ALU_add);
+	TT(x->olo, x->alo, x->blo, ISA_ALU_multiply);
+	return st;
+}
+
+/* eq: lo == lo' and hi == hi'; lt / le: hi < hi' (signed), or hi == hi' and
+ * lo <(=) lo' (unsigned); ne: not eq */
+static isa_status compare64(isa_program *p, const i64_tile *x, int op)
+{
+	isa_status st = ISA_OK;
+	isa_imm z = isa_imm_i32(0);
+	isa_ap ob = isa_ap_sbuf(ISA_DT_bool, 0, x->r, x->o_off, x->w);
+	int lo_cmp = op == NK_I64_LT ? ISA_ALU_is_lt : op == NK_I64_LE ? ISA_ALU_is_le : ISA_ALU_is_equal;
+	TT(x->tmp, x->alo, x->blo, lo_cmp);
+	TT(ob, x->ahi, x->bhi, ISA_ALU_is_equal);
+	TT(ob, ob, x->tmp, ISA_ALU_logical_and);
+	if (op == NK_I64_LT || op == NK_I64_LE) {
+		TT(x->tmp, x->ahi, x->bhi, ISA_ALU_is_lt);
+		TT(ob, ob, x->tmp, ISA_ALU_logical_or);
+	} else if (op == NK_I64_NE) {
+		TS(ob, ob, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
+	}
+	return st;
+}
+
+/* the VectorE steps of one tile */
+static isa_status compute64(isa_program *p, const nk_int64 *prm, const i64_tile *x)
+{
+	isa_status st = ISA_OK;
+	isa_imm z = isa_imm_i32(0);
+	switch (prm->op) {
+	case NK_I64_ADD:
+		TT(x->olo, x->alo, x->blo, ISA_ALU_add);
+		TT(x->tmp, x->olo, x->alo, ISA_ALU_is_lt);
+		TT(x->ohi, x->ahi, x->bhi, ISA_ALU_add);
+		TT(x->ohi, x->ohi, x->tmp, ISA_ALU_add);
+		return st;
+	case NK_I64_SUB:
+		TT(x->tmp, x->alo, x->blo, ISA_ALU_is_lt);
+		TT(x->olo, x->alo, x->blo, ISA_ALU_subtract);
+		TT(x->ohi, x->ahi, x->bhi, ISA_ALU_subtract);
+		TT(x->ohi, x->ohi, x->tmp, ISA_ALU_subtract);
+		return st;
+	case NK_I64_MUL:
+		return mul64(p, x);
+	case NK_I64_MULS: {
+		/* a * c: lo * c is exact in the 64-bit ALU; its low word is the
+		 * result's, its high word carries into hi * c */
+		isa_imm ci = isa_imm_i32(prm->c);
+		TS(x->olo, x->alo, ISA_ALU_multiply, ci, ISA_ALU_bypass, z);
+		TS(x->tmp, x->alo, ISA_ALU_multiply, ci, ISA_ALU_shift_right, isa_imm_i32(32));
+		TS(x->ohi, x->ahi, ISA_ALU_multiply, ci, ISA_ALU_bypass, z);
+		TT(x->ohi, x->ohi, x->tmp, ISA_ALU_add);
+		return st;
+	}
+	case NK_I64_FROM_I32: {   /* lo = a; hi = -(a < 0) */
+		isa_ap a32 = isa_ap_sbuf(ISA_DT_int32, 0, x->r, x->a_off, x->w);
+		st = isa_builder_tensor_copy(p, V, x->olo, a32);
+		TS(x->ohi, a32, ISA_ALU_is_lt, z, ISA_ALU_multiply, isa_imm_i32(-1));
+		return st;
+	}
+	case NK_I64_TO_BOOL:
+		TT(isa_ap_sbuf(ISA_DT_bool, 0, x->r, x->o_off, x->w), x->alo, x->ahi, ISA_ALU_logical_or);
+		return st;
+	case NK_I64_TO_FLOAT:   /* h = hi + (lo < 0) as integers; then h * 2^32 + lo at fp32 */
+		TS(x->tmp, x->slo, ISA_ALU_is_lt, z, ISA_ALU_bypass, z);
+		TT(x->tmp, x->tmp, x->ahi, ISA_ALU_add);
+		TS(x->fo, x->tmp, ISA_ALU_multiply, isa_imm_f32(4294967296.0f), ISA_ALU_bypass, isa_imm_f32(0));
+		TT(x->fo, x->fo, x->slo, ISA_ALU_add);
+		return st;
+	default:
+		return compare64(p, x, prm->op);
+	}
+}
+
+#undef TT
+#undef TS
+#undef V
+
+isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size_t *len,
+			    isa_diag *diag)
+{
+	int op = prm->op, out_dtype = prm->out_dtype;
+	uint64_t n = prm->n;
+	*bin = NULL;
+	*len = 0;
+	bool cmp = op >= NK_I64_EQ && op <= NK_I64_LE;
+	bool to_float = op == NK_I64_TO_FLOAT || op == NK_I64_TO_BOOL || cmp;   /* [n] results */
+	bool from32 = op == NK_I64_FROM_I32;
+	if (!n || n > ((uint64_t)1 << 36) || op < 0 || op >= NK_I64_NUM_OPS ||
+	    (op == NK_I64_TO_FLOAT && !isa_dtype_is_float(out_dtype)) ||
+	    ((op == NK_I64_TO_BOOL || cmp) && out_dtype != ISA_DT_bool)) {
+		nk_fail(diag, ISA_E_LIMIT, "int64 kernel: op %d over %llu elements", op, (unsigned long long)n);
+		return ISA_E_LIMIT;
+	}
+	unsigned nin = (to_float && !cmp) || from32 || op == NK_I64_MULS ? 1 : 2;
+	/* per buffer set: a, b, out pairs (8 KiB each) and a scratch row */
+	const uint64_t slot = 8u * F;
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 2, 4 * slot, diag))
+		return pp.em.st;
+	int ta = from32 ? nk_pipe_tensor(&pp, "a", ISA_DT_int32, ISA_TK_INPUT, n)
+			: nk_pipe_tensor(&pp, "a", ISA_DT_uint32, ISA_TK_INPUT, 2 * n);
+	int tb = nin == 2 ? nk_pipe_tensor(&pp, "b", ISA_DT_uint32, ISA_TK_INPUT, 2 * n) : 0;
+	int to = to_float ? nk_pipe_tensor(&pp, "out", out_dtype, ISA_TK_OUTPUT, n)
+			  : nk_pipe_tensor(&pp, "out", ISA_DT_uint32, ISA_TK_OUTPUT, 2 * n);
+	uint64_t f = (n + P - 1) / P;
+	f = f < F ? f : F;
+	nk_tile t;
+	for (uint64_t s = 0; s < n && !pp.em.st; s += (uint64_t)t.rows * t.cols) {
+		t = nk_flat_tile(n, s, f);
+		uint32_t r = t.rows, w = t.cols;
+		uint64_t b = nk_pipe_tile(&pp);
+		i64_tile x = { .r = r, .w = w, .a_off = b, .o_off = b + 2 * slot, .temps = 2 * 4 * slot };
+		for (unsigned i = 0; i < nin; i++) {
+			isa_ap sb = from32 ? isa_ap_sbuf(ISA_DT_int32, 0, r, b, w)
+					   : isa_ap_sbuf(ISA_DT_uint32, 0, r, b + i * slot, 2 * w);
+			isa_ap hb = from32 ? isa_ap_hbm(ISA_DT_int32, (uint32_t)ta, s * 4, r, w, w)
+					   : isa_ap_hbm(ISA_DT_uint32, (uint32_t)(i ? tb : ta), s * 8, r, 2 * (int64_t)w, 2 * w);
+			nk_pipe_load(&pp, sb, hb, i);
+		}
+		x.alo = pick(ISA_DT_uint32, r, b, w, 0), x.ahi = pick(ISA_DT_int32, r, b, w, 1);
+		x.blo = pick(ISA_DT_uint32, r, b + slot, w, 0), x.bhi = pick(ISA_DT_int32, r, b + slot, w, 1);
+		x.olo = pick(ISA_DT_uint32, r, x.o_off, w, 0), x.ohi = pick(ISA_DT_int32, r, x.o_off, w, 1);
+		x.tmp = isa_ap_sbuf(ISA_DT_int32, 0, r, b + 3 * slot, w);
+		x.fo = isa_ap_sbuf(ISA_DT_fp32, 0, r, x.o_off, w);
+		x.slo = pick(ISA_DT_int32, r, b, w, 0);
+		nk_pipe_compute(&pp, ISA_ENGINE_VECTOR);
+		if (!pp.em.st)
+			nk_pipe_check(&pp, compute64(pp.em.p, prm, &x));
+		nk_pipe_computed(&pp, ISA_ENGINE_VECTOR);
+		isa_ap ho = to_float ? isa_ap_hbm(out_dtype, (uint32_t)to, s * isa_dtype_size(out_dtype), r, w, w)
+				     : isa_ap_hbm(ISA_DT_uint32, (uint32_t)to, s * 8, r, 2 * (int64_t)w, 2 * w);
+		isa_ap so = op == NK_I64_TO_BOOL || cmp ? isa_ap_sbuf(ISA_DT_bool, 0, r, x.o_off, w)
+			    : to_float ? x.fo : isa_ap_sbuf(ISA_DT_uint32, 0, r, x.o_off, 2 * w);
+		nk_pipe_store(&pp, ho, so, 2);
+	}
+	return nk_pipe_finish(&pp, bin, len);
+}
