@@ -323,3 +323,11 @@ isa_status isa_builder_finish(isa_program *p, isa_diag *diag)
 	}
 	return isa_validate(p, diag);
 }
+
+isa_status isa_builder_finish_encode(isa_program *p, uint8_t **buf, size_t *len, isa_diag *diag)
+{
+	*buf = NULL;
+	*len = 0;
+	isa_status st = isa_builder_finish(p, diag);
+	return st != ISA_OK ? st : isa_program_encode_valid(p, buf, len, diag);
+}

@@ -160,4 +160,7 @@ void isa_text_instr(isa_text *t, const isa_program *p, const isa_instr *in);
 /* generic growth helper: ensures (*ptr) holds at least `need` elements */
 bool isa_grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem);
 
+/* program.c: the encoding of a program the caller has just validated */
+isa_status isa_program_encode_valid(const isa_program *p, uint8_t **buf, size_t *len, isa_diag *diag);
+
 #endif /* NSIM_ISA_INTERNAL_H */

@@ -299,13 +299,19 @@ static void write_name(isa_writer *w, const char *name)
 isa_status isa_program_encode(const isa_program *p, uint8_t **buf, size_t *len,
 			      isa_diag *diag)
 {
+	*buf = NULL;
+	*len = 0;
+	isa_status st = isa_validate(p, diag);
+	return st != ISA_OK ? st : isa_program_encode_valid(p, buf, len, diag);
+}
+
+/* The encoding of a program that has just passed the validator (the caller
+ * ran it: isa_program_encode, isa_builder_finish_encode). */
+isa_status isa_program_encode_valid(const isa_program *p, uint8_t **buf, size_t *len, isa_diag *diag)
+{
 	isa_writer w = { 0 };
 	*buf = NULL;
 	*len = 0;
-
-	isa_status st = isa_validate(p, diag);
-	if (st != ISA_OK)
-		return st;
 
 	isa_wr_bytes(&w, ISA_MAGIC, 8);
 	isa_wr_u16(&w, ISA_FORMAT_VERSION_MAJOR);

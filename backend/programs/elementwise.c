@@ -28,8 +28,7 @@
 
 isa_status nk_encode(isa_program *p, uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	isa_status st = isa_builder_finish(p, diag);
-	return st ? st : isa_program_encode(p, bin, len, diag);
+	return isa_builder_finish_encode(p, bin, len, diag);
 }
 
 isa_status nk_finish(isa_program *p, int engine, uint32_t sem, uint32_t count, uint8_t **bin, size_t *len,

@@ -517,6 +517,11 @@ isa_status isa_builder_sem_signal(isa_program *p, int engine, uint32_t sem,
 isa_status isa_builder_simple(isa_program *p, int engine, int op); /* barrier, end */
 /* Appends `end` to every non-empty stream that lacks it, then validates. */
 isa_status isa_builder_finish(isa_program *p, isa_diag *diag);
+/* ... and encodes the program it validated, without validating it again
+ * (isa_program_encode would): a generated program is validated once here
+ * and once more only where its bytes are loaded (isa_program_load, the
+ * runtime's trust boundary).  *buf: free() it. */
+isa_status isa_builder_finish_encode(isa_program *p, uint8_t **buf, size_t *len, isa_diag *diag);
 
 #pragma GCC visibility pop
 

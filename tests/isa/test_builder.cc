@@ -45,11 +45,17 @@ TEST(IsaBuilder, MatmulGeluMatchesTheExample)
 	EXPECT_EQ(isa_builder_activation(p.get(), sy, ps, ISA_ACT_gelu, 1.0f, 0.0f), ISA_OK);
 	EXPECT_EQ(isa_builder_sem_signal(p.get(), A, 2, ISA_SEMOP_ADD, 1), ISA_OK);
 
-	ASSERT_EQ(isa_builder_finish(p.get(), &d), ISA_OK) << d.msg;
+	// finished and encoded in one step (validated once): the same bytes
+	uint8_t *bin = nullptr;
+	size_t len = 0;
+	ASSERT_EQ(isa_builder_finish_encode(p.get(), &bin, &len, &d), ISA_OK) << d.msg;
+	std::vector<uint8_t> once(bin, bin + len);
+	std::free(bin);
 
 	Program ex = assemble(read_text(std::string(NSIM_EXAMPLES_DIR) + "/matmul_gelu.nsasm"), &d);
 	ASSERT_TRUE(ex) << d.msg;
 	EXPECT_EQ(encode(p.get()), encode(ex.get()));
+	EXPECT_EQ(once, encode(ex.get()));
 }
 
 TEST(IsaBuilder, FinishReportsGeneratorBugs)
@@ -60,6 +66,13 @@ TEST(IsaBuilder, FinishReportsGeneratorBugs)
 	EXPECT_EQ(isa_builder_memset(p.get(), ISA_ENGINE_VECTOR, big, isa_imm_f32(0)), ISA_OK);
 	EXPECT_EQ(isa_builder_finish(p.get(), &d), ISA_E_OUT_OF_BOUNDS);
 	EXPECT_NE(std::string(d.msg).find("196608-byte sbuf partition of trn1"), std::string::npos) << d.msg;
+	// the one-step form validates too: no bytes for a program that fails
+	uint8_t *bin = reinterpret_cast<uint8_t *>(1);
+	size_t len = 1;
+	d = isa_diag{};
+	EXPECT_EQ(isa_builder_finish_encode(p.get(), &bin, &len, &d), ISA_E_OUT_OF_BOUNDS);
+	EXPECT_EQ(bin, nullptr);
+	EXPECT_EQ(len, 0u);
 }
 
 TEST(IsaBuilder, TablesAndConstants)
