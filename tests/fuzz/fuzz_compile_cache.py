@@ -62,11 +62,12 @@ def one_input(data):
 # valid entries to start from (JSON is parsed in C, which gives the fuzzer no
 # coverage to climb towards a well-formed document on its own)
 SEEDS = [
-    b'{"format": 4, "graph": "g", "steps": []}',
-    b'{"format": 4, "graph": "g", "steps": [{"node": 0}, {"const": 1}, {"pre": 2}, {"host": 3}]}',
-    b'{"format": 4, "graph": "g", "fallbacks": {"3": "why"}, "steps": [{"segment": 0, "first": 0, '
+    b'{"format": 5, "graph": "g", "steps": []}',
+    b'{"format": 5, "graph": "g", "steps": [{"node": 0}, {"const": 1}, {"pre": 2}, {"host": 3}]}',
+    b'{"format": 5, "graph": "g", "fallbacks": {"3": "why"}, "steps": [{"segment": 0, "first": 0, '
     b'"last": 3, "inputs": [0], "outputs": [3], "in_meta": [["float32", [4], [1]]], "in_overlaps": [], '
-    b'"out_meta": [0], "out_specs": [], "plan": [0, 1], "device": 0}]}\0NSPG',
+    b'"out_dtypes": ["torch.float32"], "out_meta": [1, 4, 1], "out_specs": [], "plan": [0, 1], "device": 0}]}'
+    b'\0NSPG',
 ]
 
 

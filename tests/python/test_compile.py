@@ -311,7 +311,7 @@ def test_cache_artifacts_of_any_bytes_raise_value_error_only():
     else (tests/fuzz/fuzz_compile_cache.py is the coverage-guided form)."""
     import random
     from torch_neuronsim.compile_cache import _bundle, _unbundle
-    good = _bundle({"graph.json": b'{"format": 4}', "seg0.nsp": bytes(range(256))})
+    good = _bundle({"graph.json": b'{"format": 5}', "seg0.nsp": bytes(range(256))})
     rng = random.Random(7)
     seeds = [good, b"", b"\n", b"[]\n", b'[["graph.json", 1e400]]\n', b"[" * 100000 + b"\n",
              b'[["graph.json", -1]]\n', b'[["sha256", 0], ["sha256", 0]]\n', b'{"a": 1}\n']
@@ -458,20 +458,22 @@ def test_linked_program_runs_check_their_plan():
     prog, plan = ops.graph_link(0, 0, list(ops.device_span(a)) + list(ops.device_span(b)),
                                 list(ops.device_span(y)) + [4], "add")
     h = ops.graph_load(prog, 0)
-    meta = [6, 1, 64, 1]          # fp32, rank 1, size 64, stride 1
-    (out,) = ops.graph_run(h, "add", [a, b], plan, meta)
+    meta = [1, 64, 1]             # rank 1, size 64, stride 1 (an out_meta record)
+    (out,) = ops.graph_run(h, "add", [a, b], plan, [torch.float32], meta)
     torch.testing.assert_close(out.cpu(), a.cpu() + b.cpu())
     bad = list(plan)
     bad[-2] = 99                  # the output's region
     with pytest.raises(RuntimeError, match="does not allocate"):
-        ops.graph_run(h, "add", [a, b], bad, meta)
+        ops.graph_run(h, "add", [a, b], bad, [torch.float32], meta)
     with pytest.raises(RuntimeError, match="spans"):
-        ops.graph_run(h, "add", [a, b[:32]], plan, meta)
-    with pytest.raises(RuntimeError, match="dtype code"):
-        ops.graph_run(h, "add", [a, b], plan, [999, 1, 64, 1])
+        ops.graph_run(h, "add", [a, b[:32]], plan, [torch.float32], meta)
+    with pytest.raises(RuntimeError, match="output dtypes"):
+        ops.graph_run(h, "add", [a, b], plan, [torch.float32, torch.float32], meta)
+    with pytest.raises(RuntimeError, match="output dtypes"):
+        ops.graph_run(h, "add", [a, b], plan, [], meta)
     ops.graph_free(h)
     with pytest.raises(RuntimeError, match="no linked program"):
-        ops.graph_run(h, "add", [a, b], plan, meta)
+        ops.graph_run(h, "add", [a, b], plan, [torch.float32], meta)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])

@@ -148,16 +148,15 @@ TRACKS = {"TensorE": 0, "VectorE": 1, "ScalarE": 2, "GpSimdE": 3, "SyncE": 4}
     assert not list(_copies(ast.parse('E = {"TensorE", "SyncE"}')))
 
 
-def test_dtype_codes_come_from_the_library():
-    """c10::ScalarType codes (graph_run's out_meta) are read from the
-    library, never written in the package's Python as dtype -> number
-    literals"""
+def test_dtypes_cross_to_the_library_as_dtypes():
+    """graph_run takes its outputs' dtypes as ScalarType[] (no numeric codes
+    cross the boundary), and no Python file in the package writes dtype ->
+    number literals"""
     import torch
     from torch_neuronsim import graph
 
-    codes = graph._scalar_types()
-    assert codes[torch.float32] == torch.ops.neuronsim.scalar_type_code(torch.float32)
-    assert len(set(codes.values())) == len(codes)
+    schema = torch.ops.neuronsim.graph_run.default._schema
+    assert "ScalarType[] out_dtypes" in str(schema), str(schema)
     pkg = pathlib.Path(graph.__file__).parent
     literal = re.compile(r"torch\.(u?int\d+|float\d+|bfloat16|bool|complex\d+)\s*:\s*\d+")
     for path in pkg.rglob("*.py"):
@@ -262,10 +261,10 @@ def test_records_are_laid_out_by_the_library():
     from torch_neuronsim import fusion, graph, records  # noqa: F401  (their import-time checks ran)
 
     lib = torch.ops.neuronsim.records()
-    assert list(lib["out_meta"]) == ["dtype", "rank", "sizes", "strides"]
+    assert list(lib["out_meta"]) == ["rank", "sizes", "strides"]
     assert records.pack("out_span", element_size=4, hi=20, lo=10) == [
         {"lo": 10, "hi": 20, "element_size": 4}[f] for f in lib["out_span"]]
-    assert records.pack("out_meta", dtype=6, rank=2, sizes=[3, 4], strides=[4, 1]) == [6, 2, 3, 4, 4, 1]
+    assert records.pack("out_meta", rank=2, sizes=[3, 4], strides=[4, 1]) == [2, 3, 4, 4, 1]
     with pytest.raises(RuntimeError, match="different builds"):
         records.expect("out_span", ("lo", "hi"))            # a field the library has and Python does not fill
     with pytest.raises(RuntimeError, match="different builds"):

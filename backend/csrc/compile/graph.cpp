@@ -335,10 +335,10 @@ void graph_free(int64_t handle)
 }
 
 // One call of a linked program: inputs bound, output regions allocated,
-// outputs returned as views of them.  out_meta: a record per output
-// (dtype, rank, sizes, strides).
+// outputs returned as views of them: out_dtypes[k] and an out_meta record
+// (rank, sizes, strides) per output.
 std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::TensorList inputs,
-				  at::IntArrayRef plan, at::IntArrayRef out_meta)
+				  at::IntArrayRef plan, std::vector<at::ScalarType> out_dtypes, at::IntArrayRef out_meta)
 {
 	std::shared_ptr<const Linked> held;   // a graph_free meanwhile leaves this run its program
 	{
@@ -387,12 +387,12 @@ std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::Te
 		TORCH_CHECK(at_ + rec::plan_output::fields <= plan.size(), "neuronsim.graph_run: short plan");
 		int64_t r = plan[at_ + rec::plan_output::region], off = plan[at_ + rec::plan_output::offset];
 		at_ += rec::plan_output::fields;
-		// out_meta: dtype, rank, then rank sizes and rank strides
+		// out_meta: rank, then rank sizes and rank strides
 		TORCH_CHECK(m + rec::out_meta::sizes <= out_meta.size(), "neuronsim.graph_run: short output meta");
-		int64_t code = out_meta[m + rec::out_meta::dtype], rank = out_meta[m + rec::out_meta::rank];
-		TORCH_CHECK(code >= 0 && code < (int64_t)at::ScalarType::NumOptions, "neuronsim.graph_run: output dtype code ",
-			    code);
-		auto dtype = (at::ScalarType)code;
+		TORCH_CHECK(results.size() < out_dtypes.size(), "neuronsim.graph_run: ", out_dtypes.size(),
+			    " output dtypes for more outputs");
+		int64_t rank = out_meta[m + rec::out_meta::rank];
+		at::ScalarType dtype = out_dtypes[results.size()];
 		TORCH_CHECK(rank >= 0 && (size_t)rank <= out_meta.size() &&
 				    m + rec::out_meta::sizes + 2 * (size_t)rank <= out_meta.size(),
 			    "neuronsim.graph_run: bad rank");
@@ -413,6 +413,9 @@ std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::Te
 		int64_t elem_off = base.storage_offset() * base.element_size() / es + off / es;
 		results.push_back(at::empty({ 0 }, opt).set_(base.storage(), elem_off, sizes, strides));
 	}
+	TORCH_CHECK(results.size() == out_dtypes.size() && m == out_meta.size(), "neuronsim.graph_run: ",
+		    out_dtypes.size(), " output dtypes and ", out_meta.size(), " output meta values for ", results.size(),
+		    " outputs");
 	return results;
 }
 
@@ -469,18 +472,10 @@ c10::Dict<std::string, std::vector<std::string>> records()
 	return d;
 }
 
-// the c10::ScalarType code graph_run's out_meta carries for a dtype: the
-// number is the library's, never restated in Python
-int64_t scalar_type_code(at::ScalarType t)
-{
-	return (int64_t)t;
-}
-
 }  // namespace neuron
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
-	m.def("scalar_type_code(ScalarType dtype) -> int", &neuron::scalar_type_code);
 	m.def("records() -> Dict(str, str[])", &neuron::records);
 	m.def("capture_begin() -> ()", &neuron::capture_begin);
 	m.def("capture_node(int node, str name) -> ()", &neuron::capture_node);
@@ -491,6 +486,7 @@ TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 	      &neuron::graph_link);
 	m.def("graph_load(Tensor program, int device) -> int", &neuron::graph_load);
 	m.def("graph_free(int handle) -> ()", &neuron::graph_free);
-	m.def("graph_run(int handle, str label, Tensor[] inputs, int[] plan, int[] out_meta) -> Tensor[]",
+	m.def("graph_run(int handle, str label, Tensor[] inputs, int[] plan, ScalarType[] out_dtypes, int[] out_meta) -> "
+	      "Tensor[]",
 	      &neuron::graph_run);
 }

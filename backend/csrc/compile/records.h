@@ -14,7 +14,7 @@
 #define NEURON_REC_FUSED_IMM(F) F(imm) F(imm2)                               /* its immediates (floats) */
 #define NEURON_REC_IN_SPAN(F) F(lo) F(hi)                       /* a graph input's device bytes at capture */
 #define NEURON_REC_OUT_SPAN(F) F(lo) F(hi) F(element_size)      /* a graph output's */
-#define NEURON_REC_OUT_META(F) F(dtype) F(rank) F(sizes) F(strides)   /* sizes, strides: rank values */
+#define NEURON_REC_OUT_META(F) F(rank) F(sizes) F(strides)   /* sizes, strides: rank values (the dtype: ScalarType[]) */
 #define NEURON_REC_PLAN_REGION(F) F(kind) F(bytes) F(input)     /* a linked program's memory region */
 #define NEURON_REC_PLAN_OUTPUT(F) F(region) F(offset)           /* where a graph output lives */
 
@@ -37,5 +37,6 @@ NEURON_RECORDS(NEURON_REC_ENUM)
 #undef NEURON_REC_ENUM
 #undef NEURON_REC_FIELD
 // the variable-length fields of out_meta: sizes, then strides, rank each
-static_assert(out_meta::strides == out_meta::sizes + 1 && out_meta::fields == out_meta::strides + 1);
+static_assert(out_meta::sizes == out_meta::rank + 1 && out_meta::strides == out_meta::sizes + 1 &&
+	      out_meta::fields == out_meta::strides + 1);
 }  // namespace neuron::rec

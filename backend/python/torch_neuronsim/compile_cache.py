@@ -23,7 +23,7 @@ import torch
 
 from . import graph as _graph
 
-_FORMAT = 4      # bump when the disk layout or the linker's output changes
+_FORMAT = 5      # bump when the disk layout or the linker's output changes
 ARTIFACT_TYPE = "neuronsim_graph"
 _KEY = re.compile(r"[0-9a-f]{64}\Z")
 _FILE = re.compile(r"(graph\.json|seg[0-9]{1,6}\.nsp|sha256)\Z")
@@ -63,7 +63,7 @@ def _files(cg, steps):
         files[f"seg{k}.nsp"] = x.program.numpy().tobytes()
         out.append({"segment": k, "first": x.first, "last": x.last, "inputs": x.inputs,
                     "in_meta": x.in_meta, "in_overlaps": x.in_overlaps, "outputs": x.outputs,
-                    "out_meta": x.out_meta,
+                    "out_dtypes": [str(t) for t in x.out_dtypes], "out_meta": x.out_meta,
                     "out_specs": [[torch.utils._pytree.treespec_dumps(spec), kinds] for spec, kinds in x.out_specs],
                     "plan": x.plan, "device": x.device})
     doc = {"format": _FORMAT, "graph": cg.name, "steps": out,
@@ -98,6 +98,10 @@ def _steps(files, cg):
                 return None
             seg.in_meta = [(m[0], tuple(m[1]), tuple(m[2])) for m in s["in_meta"]]
             seg.in_overlaps = [tuple(int(v) for v in o) for o in s["in_overlaps"]]
+            dtypes = {str(t): t for t in _graph._RETURNED_DTYPES}
+            if not all(isinstance(d, str) and d in dtypes for d in s["out_dtypes"]):
+                return None
+            seg.out_dtypes = [dtypes[d] for d in s["out_dtypes"]]
             seg.out_meta = [int(v) for v in s["out_meta"]]
             seg.out_specs = [(torch.utils._pytree.treespec_loads(spec), [tuple(k) for k in kinds])
                              for spec, kinds in s["out_specs"]]

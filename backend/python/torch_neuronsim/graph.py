@@ -28,7 +28,7 @@ from . import records
 # layout, compile/records.h: a field changed there fails here, at import)
 records.expect("in_span", ("lo", "hi"))
 records.expect("out_span", ("lo", "hi", "element_size"))
-records.expect("out_meta", ("dtype", "rank", "sizes", "strides"))
+records.expect("out_meta", ("rank", "sizes", "strides"))
 
 aten = torch.ops.aten
 
@@ -40,18 +40,10 @@ COUNTERS = dict.fromkeys(("graphs_compiled", "compile_cache_hits", "compile_cach
 # why a node runs on the host every call without splitting the graph
 _HOST_ONLY = "computes on host tensors only"
 
-# the dtypes a linked segment may return, with the c10::ScalarType code
-# graph_run's out_meta carries for each (from the library: see _scalar_types)
+# the dtypes a linked segment may return (graph_run takes them as
+# ScalarType[]: no numeric codes cross to the library)
 _RETURNED_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
                     torch.float64, torch.bool, torch.bfloat16)
-_SCALAR_TYPE = {}
-
-
-def _scalar_types():
-    """dtype -> c10::ScalarType code, read from the library once"""
-    if not _SCALAR_TYPE:
-        _SCALAR_TYPE.update({t: _ops().scalar_type_code(t) for t in _RETURNED_DTYPES})
-    return _SCALAR_TYPE
 
 
 def reset_counters():
@@ -167,6 +159,7 @@ class Segment:
         self.in_overlaps = []  # overlaps() of the bound tensors at capture
         self.outputs = []      # node indices defined here and used later
         self.out_specs = []    # per output node: (treespec, [("t", k) | ("c", constant)])
+        self.out_dtypes = []   # per output tensor, for graph_run
         self.out_meta = []     # out_meta records for graph_run
         self.program = None    # linked .nsp bytes (uint8 CPU tensor)
         self.plan = None
@@ -367,8 +360,8 @@ class CompiledGraph:
                 t = getattr(torch, dtype.split(".")[1])
                 out_spans += records.pack("out_span", lo=span[0], hi=span[1],
                                           element_size=torch.empty((), dtype=t).element_size())
-                seg.out_meta += records.pack("out_meta", dtype=_scalar_types()[t], rank=len(shape),
-                                             sizes=list(shape), strides=list(stride))
+                seg.out_dtypes.append(t)
+                seg.out_meta += records.pack("out_meta", rank=len(shape), sizes=list(shape), strides=list(stride))
         seg.device = device
         label = f"{self.name} nodes {seg.first}..{seg.last}"
         seg.program, seg.plan = _ops().graph_link(seg.first, seg.last, in_spans, out_spans, label)
@@ -483,7 +476,7 @@ class CompiledGraph:
                 if i not in self.const and i not in self.outside:
                     env[nodes[i]] = run_node(self.gm, nodes[i], env)
             return
-        flat = _ops().graph_run(seg.load(), f"{self.name}", tensors, seg.plan, seg.out_meta)
+        flat = _ops().graph_run(seg.load(), f"{self.name}", tensors, seg.plan, seg.out_dtypes, seg.out_meta)
         COUNTERS["segment_runs"] += 1
         k = 0
         for i, (spec, kinds) in zip(seg.outputs, seg.out_specs):
