@@ -575,6 +575,11 @@ uint64_t nsim_model_device_bytes(const nsim_model *m)
 	return nsim_tensor_size(m->scratch) + nsim_tensor_size(m->consts) + nsim_tensor_size(m->image);
 }
 
+const struct isa_program *nsim_model_program(const nsim_model *m)
+{
+	return m ? m->prog : NULL;
+}
+
 uint64_t nsim_model_host_bytes(const nsim_model *m)
 {
 	if (!m)

@@ -343,7 +343,7 @@ isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t npart
 	L.out = isa_program_new(target);
 	L.region_tensor = malloc(((size_t)nregions * ISA_NUM_DTYPES + 1) * sizeof(int32_t));
 	L.region_offset = calloc((size_t)nregions + 1, sizeof(uint64_t));
-	isa_program **progs = calloc(nparts, sizeof(*progs));
+	const isa_program **progs = calloc(nparts, sizeof(*progs));
 	if (!L.out || !L.region_tensor || !L.region_offset || !progs) {
 		nk_fail(diag, ISA_E_NOMEM, "linker tables");
 		st = ISA_E_NOMEM;
@@ -367,13 +367,16 @@ isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t npart
 	L.shared_scratch = scratch;
 
 	for (uint32_t k = 0; k < nparts; k++) {
-		st = isa_program_decode(parts[k].bin, parts[k].len, &progs[k], diag);
-		if (st)
-			goto free_progs;
+		progs[k] = parts[k].prog;
+		if (!progs[k]) {
+			nk_fail(diag, ISA_E_BAD_VALUE, "part %u: no program", k);
+			st = ISA_E_BAD_VALUE;
+			goto free_tables;
+		}
 		if (progs[k]->target != target) {
 			nk_fail(diag, ISA_E_BAD_VALUE, "part %u is for another target", k);
 			st = ISA_E_BAD_VALUE;
-			goto free_progs;
+			goto free_tables;
 		}
 		for (int e = 0; e < ISA_NUM_ENGINES; e++)
 			L.engine_used[e] |= progs[k]->n_instr[e] != 0;
@@ -384,15 +387,11 @@ isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t npart
 		if (!st)
 			st = append_part(&L, progs[k], &parts[k], k);
 		if (st)
-			goto free_progs;
+			goto free_tables;
 	}
 	L.out->num_semaphores = L.sem_used;
 	L.out->scratch_bytes = L.shared_scratch + L.shared_bytes;
 	st = nk_encode(L.out, bin, len, diag);
-free_progs:
-	for (uint32_t k = 0; k < nparts; k++)
-		if (progs[k])
-			isa_program_free(progs[k]);
 free_tables:
 	free(progs);
 	free(L.region_offset);

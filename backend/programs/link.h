@@ -23,8 +23,7 @@ typedef struct nk_link_bind {
 	uint64_t offset;           /* bytes into the region */
 } nk_link_bind;
 typedef struct nk_link_part {
-	const uint8_t *bin;        /* the part's program bytes */
-	size_t len;
+	const isa_program *prog;   /* the part's program (as loaded: validated) */
 	const char *label;         /* what it computes, for messages */
 	uint32_t nbind;
 	const nk_link_bind *bind;

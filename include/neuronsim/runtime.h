@@ -120,6 +120,11 @@ uint64_t    nsim_model_device_bytes(const nsim_model *m);
  * instruction streams, descriptors and tensor tables (a large generated
  * kernel's decoded form is several times its image) */
 uint64_t    nsim_model_host_bytes(const nsim_model *m);
+struct isa_program;   /* neuronsim/isa.h */
+/* the program a model was loaded from, as the loader decoded and validated
+ * it (isa.h), for callers that build on loaded programs (the graph
+ * compiler's linker): valid while the model is loaded */
+const struct isa_program *nsim_model_program(const nsim_model *m);
 
 /* named tensor sets for execute */
 nsim_status nsim_tensor_set_create(nsim_tensor_set **out);

@@ -19,7 +19,22 @@ namespace harness {
 struct Bin {
 	uint8_t *p = nullptr;
 	size_t n = 0;
-	~Bin() { free(p); }
+	isa_program *decoded = nullptr;
+	~Bin()
+	{
+		free(p);
+		isa_program_free(decoded);
+	}
+	// the program as the runtime's loader holds it (decoded and validated):
+	// what the linker takes
+	const isa_program *prog()
+	{
+		isa_diag d{};
+		if (!decoded) {
+			EXPECT_EQ(isa_program_load(p, n, &decoded, &d), ISA_OK) << d.msg;
+		}
+		return decoded;
+	}
 };
 
 inline int target()

@@ -41,7 +41,7 @@ TEST(Link, TwoPartsOverAnIntermediateGiveTheSequentialValues)
 				      { ISA_TK_OUTPUT, n * 4 } };
 	nk_link_bind b0[3] = { { "a", 0, 0 }, { "b", 1, 0 }, { "out", 2, 0 } };
 	nk_link_bind b1[3] = { { "a", 2, 0 }, { "b", 1, 0 }, { "out", 3, 0 } };
-	nk_link_part parts[2] = { { add.p, add.n, "add", 3, b0 }, { mul.p, mul.n, "mul", 3, b1 } };
+	nk_link_part parts[2] = { { add.prog(), "add", 3, b0 }, { mul.prog(), "mul", 3, b1 } };
 	isa_diag d{};
 	ASSERT_EQ(nk_link_program(tgt, parts, 2, regions, 4, &linked.p, &linked.n, &d), ISA_OK) << d.msg;
 
@@ -77,7 +77,7 @@ TEST(Link, SemaphoresAreResetWhenTheTableRunsOut)
 	for (unsigned i = 0; i < k; i++) {
 		uint32_t src = i == 0 ? 0 : (i % 2 ? 2 : 3), dst = i % 2 ? 3 : 2;
 		binds[i] = { { "a", src, 0 }, { "b", 1, 0 }, { "out", dst, 0 } };
-		parts[i] = { add.p, add.n, "add", 3, binds[i].data() };
+		parts[i] = { add.prog(), "add", 3, binds[i].data() };
 	}
 	isa_diag d{};
 	ASSERT_EQ(nk_link_program(tgt, parts.data(), k, regions, 4, &linked.p, &linked.n, &d), ISA_OK) << d.msg;
@@ -102,19 +102,19 @@ TEST(Link, RefusesWhatALinkedProgramCannotHold)
 
 	// a tensor bound past its region's end
 	nk_link_bind past[3] = { { "a", 0, 4 }, { "b", 0, 0 }, { "out", 1, 0 } };
-	nk_link_part p1 = { add.p, add.n, "add", 3, past };
+	nk_link_part p1 = { add.prog(), "add", 3, past };
 	EXPECT_EQ(nk_link_program(tgt, &p1, 1, regions, 2, &out.p, &out.n, &d), ISA_E_OUT_OF_BOUNDS);
 	EXPECT_NE(std::string(d.msg).find("outside region 0"), std::string::npos) << d.msg;
 
 	// a tensor bound to no region
 	nk_link_bind missing[2] = { { "a", 0, 0 }, { "out", 1, 0 } };
-	nk_link_part p2 = { add.p, add.n, "add", 2, missing };
+	nk_link_part p2 = { add.prog(), "add", 2, missing };
 	EXPECT_EQ(nk_link_program(tgt, &p2, 1, regions, 2, &out.p, &out.n, &d), ISA_E_UNDEFINED_TENSOR);
 	EXPECT_NE(std::string(d.msg).find("'b'"), std::string::npos) << d.msg;
 
 	// a write into an input region
 	nk_link_bind into_input[3] = { { "a", 0, 0 }, { "b", 0, 0 }, { "out", 0, 0 } };
-	nk_link_part p3 = { add.p, add.n, "add", 3, into_input };
+	nk_link_part p3 = { add.prog(), "add", 3, into_input };
 	EXPECT_EQ(nk_link_program(tgt, &p3, 1, regions, 2, &out.p, &out.n, &d), ISA_E_BAD_TENSOR);
 
 	// engine state: the PRNG a random kernel seeds and draws from
@@ -122,7 +122,7 @@ TEST(Link, RefusesWhatALinkedProgramCannotHold)
 	ASSERT_EQ(nk_random_program(tgt, &r, &rnd.p, &rnd.n, &d), ISA_OK) << d.msg;
 	nk_link_region rr[2] = { { ISA_TK_INPUT, 128 * 6 * 4 }, { ISA_TK_OUTPUT, n * 4 } };
 	nk_link_bind rb[2] = { { "seeds", 0, 0 }, { "out", 1, 0 } };
-	nk_link_part p4 = { rnd.p, rnd.n, "rand", 2, rb };
+	nk_link_part p4 = { rnd.prog(), "rand", 2, rb };
 	EXPECT_EQ(nk_link_program(tgt, &p4, 1, rr, 2, &out.p, &out.n, &d), ISA_E_BAD_OPCODE);
 	EXPECT_NE(std::string(d.msg).find("rand"), std::string::npos) << d.msg;
 }

@@ -47,7 +47,7 @@ struct Bound {
 struct Part {
 	int64_t node;
 	std::string label;
-	std::shared_ptr<const std::vector<uint8_t>> image;
+	Program prog;   // held until linked: nsim_model_program is its decoded form
 	std::vector<Bound> bound;
 };
 
@@ -269,7 +269,7 @@ std::tuple<at::Tensor, std::vector<int64_t>> graph_link(int64_t first, int64_t l
 				regions[r].kind = ISA_TK_OUTPUT;
 			binds[k].push_back({ b.name.c_str(), (uint32_t)r, off });
 		}
-		lparts[k] = { parts[k]->image->data(), parts[k]->image->size(), parts[k]->label.c_str(),
+		lparts[k] = { nsim_model_program(parts[k]->prog.get()), parts[k]->label.c_str(),
 			      (uint32_t)binds[k].size(), binds[k].data() };
 	}
 	uint8_t *bin = nullptr;
@@ -421,7 +421,7 @@ std::vector<at::Tensor> graph_run(int64_t handle, c10::string_view label, at::Te
 
 }  // namespace
 
-void capture_program(const nsim_model *m, const char *op, const std::vector<Binding> &in,
+void capture_program(const Program &prog, const char *op, const std::vector<Binding> &in,
 		     const std::vector<Binding> &out)
 {
 	if (!g_capturing)
@@ -430,12 +430,8 @@ void capture_program(const nsim_model *m, const char *op, const std::vector<Bind
 	if (!g_capturing)   // ended while this thread waited
 		return;
 	// named after the FX node: the linked program's DMA descriptors carry it
-	Part p{ g_capture.node, g_capture.node_name.empty() ? std::string(op) : g_capture.node_name, program_image(m), {} };
+	Part p{ g_capture.node, g_capture.node_name.empty() ? std::string(op) : g_capture.node_name, prog, {} };
 	g_capture.programs[g_capture.node]++;
-	if (!p.image) {   // cannot be replayed without its bytes
-		g_capture.why.emplace(g_capture.node, "runs a program whose bytes are unknown");
-		return;
-	}
 	for (int w = 0; w < 2; w++)
 		for (const Binding &b : w ? out : in) {
 			const at::Tensor &t = *b.second;

@@ -102,25 +102,13 @@ private:
 std::mutex g_cache_lock;
 ProgramCache g_cache;
 
-// the bytes of every loaded program, for the graph compiler's linker
-std::mutex g_image_lock;
-std::unordered_map<const nsim_model *, std::shared_ptr<const std::vector<uint8_t>>> g_images;
-
-Program adopt(nsim_model *m, const void *bin, size_t len)
+// A loaded program held by the cache and the runs using it; the last
+// holder unloads it.  Its one host form is the runtime's decoded program
+// (nsim_model_program): the graph compiler links from that, no copy of
+// its bytes is kept.
+Program adopt(nsim_model *m)
 {
-	auto image = std::make_shared<const std::vector<uint8_t>>(static_cast<const uint8_t *>(bin),
-								  static_cast<const uint8_t *>(bin) + len);
-	{
-		std::lock_guard<std::mutex> g(g_image_lock);
-		g_images[m] = std::move(image);
-	}
-	return Program(m, [](nsim_model *p) {
-		{
-			std::lock_guard<std::mutex> g(g_image_lock);
-			g_images.erase(p);
-		}
-		nsim_unload(p);
-	});
+	return Program(m, [](nsim_model *p) { nsim_unload(p); });
 }
 
 // One lock for executions: a cached model is shared by every thread, and
@@ -171,13 +159,12 @@ int64_t extent_of(const at::Tensor &t)
 	return e;
 }
 
-// what a cached program really holds: its device memory, its decoded form on
-// the host and the image kept for the linker (a big bmm's decoded streams
-// were uncounted: the cache's 512 MiB bound let a process grow to 14 GB)
+// what a cached program really holds: its device memory and its decoded
+// form on the host (a big bmm's decoded streams were uncounted: the
+// cache's 512 MiB bound let a process grow to 14 GB)
 uint64_t entry_bytes(const nsim_model *m)
 {
-	auto image = program_image(m);
-	return nsim_model_device_bytes(m) + nsim_model_host_bytes(m) + (image ? image->size() : 0);
+	return nsim_model_device_bytes(m) + nsim_model_host_bytes(m);
 }
 
 Program load_program(const std::string &key, int dev, const std::function<Program()> &load)
@@ -199,14 +186,7 @@ Program load_bytes(const void *bin, size_t len, int dev)
 {
 	nsim_model *m = nullptr;
 	check_status(nsim_load(bin, len, dev, &m), "program load");
-	return adopt(m, bin, len);
-}
-
-std::shared_ptr<const std::vector<uint8_t>> program_image(const nsim_model *m)
-{
-	std::lock_guard<std::mutex> g(g_image_lock);
-	auto it = g_images.find(m);
-	return it == g_images.end() ? nullptr : it->second;
+	return adopt(m);
 }
 
 Program generated_program(const ProgramKey &key, int dev, const char *what, const ProgramGen &gen)
@@ -266,7 +246,7 @@ void run_program(const Program &prog, int dev, const char *op, const std::vector
 	}
 	for (const Binding &b : out)
 		note_write(b.second->storage().data());
-	capture_program(m, op, in, out);
+	capture_program(prog, op, in, out);
 	nsim_exec_stats stats;   // filled whole by nsim_model_stats (5 KiB: no zeroing first)
 	{
 		std::lock_guard<std::mutex> g(g_exec_lock);

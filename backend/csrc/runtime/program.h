@@ -80,11 +80,9 @@ struct OutOfBoundsFault : c10::IndexError {
 	using c10::IndexError::IndexError;
 };
 
-// The bytes a loaded program was made from (nullptr if unknown): what the
-// graph compiler links (compile/graph.cpp).
-std::shared_ptr<const std::vector<uint8_t>> program_image(const nsim_model *m);
-// run_program's report to a graph capture in progress (nothing otherwise)
-void capture_program(const nsim_model *m, const char *op, const std::vector<Binding> &in,
+// run_program's report to a graph capture in progress (nothing otherwise):
+// the capture holds the program until it is linked (compile/graph.cpp)
+void capture_program(const Program &prog, const char *op, const std::vector<Binding> &in,
 		     const std::vector<Binding> &out);
 
 // elements from a tensor's first to its last addressed one (0 if empty;
