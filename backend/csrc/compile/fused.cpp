@@ -6,7 +6,7 @@
 // fused_imm records (compile/records.h).
 #include "runtime/program.h"
 #include "compile/records.h"
-#include "aten/pointwise/activations.def"
+#include "compile/tables.h"
 #include "runtime/copy.h"
 #include "aten/composite.h"
 #include "aten/linalg/matmul.h"
@@ -26,10 +26,6 @@
 
 namespace neuron {
 namespace {
-
-// the activations matmul_epilogue applies as the product leaves PSUM (its
-// eager equivalent below covers each)
-#define NEURON_EPILOGUE_ACTS(X) X(identity) X(relu) X(gelu) X(gelu_tanh) X(silu) X(sigmoid) X(tanh)
 
 bool is_epilogue_act(int64_t act)
 {
@@ -117,48 +113,10 @@ at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::
 
 }  // namespace
 
-// what the fuser may hand matmul_epilogue, from the table it checks against
-std::vector<int64_t> epilogue_activations()
-{
-#define NEURON_EPILOGUE_CODE(a) ISA_ACT_##a,
-	return { NEURON_EPILOGUE_ACTS(NEURON_EPILOGUE_CODE) };
-#undef NEURON_EPILOGUE_CODE
-}
-
-// the fused program's step kinds and limits (programs.h), by name: what the
-// Python fuser builds its steps with, never restated there
-c10::Dict<std::string, int64_t> fused_constants()
-{
-	c10::Dict<std::string, int64_t> d;
-	d.insert("TT", NK_FUSED_TT);
-	d.insert("TS", NK_FUSED_TS);
-	d.insert("ACT", NK_FUSED_ACT);
-	d.insert("MAX_IN", NK_FUSED_MAX_IN);
-	d.insert("MAX_STEPS", NK_FUSED_MAX_STEPS);
-	return d;
-}
-
-// the ATen ops that are one ScalarE activation of their input (at scale 1;
-// neg is the identity at -1): aten name -> activation, the table the eager
-// kernels are registered from (aten/pointwise/activations.def)
-c10::Dict<std::string, int64_t> unary_activations()
-{
-	c10::Dict<std::string, int64_t> d;
-#define NEURON_ACT_ENTRY(name, act, scale) \
-	if ((scale) == 1.0f)               \
-		d.insert(#name, act);
-	NEURON_UNARY_ACTS(NEURON_ACT_ENTRY)
-#undef NEURON_ACT_ENTRY
-	return d;
-}
-
 }  // namespace neuron
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
-	m.def("fused_constants() -> Dict(str, int)", &neuron::fused_constants);
-	m.def("unary_activations() -> Dict(str, int)", &neuron::unary_activations);
-	m.def("epilogue_activations() -> int[]", &neuron::epilogue_activations);
 	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms) -> Tensor");
 	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act, Tensor? residual=None) -> Tensor");
 }

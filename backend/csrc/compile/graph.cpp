@@ -455,24 +455,10 @@ void capture_host_access(const char *why)
 		g_capture.why.emplace(g_capture.node, why);
 }
 
-// every record's fields in order, by record name: what the Python side
-// packs its lists by (torch_neuronsim/records.py)
-c10::Dict<std::string, std::vector<std::string>> records()
-{
-	c10::Dict<std::string, std::vector<std::string>> d;
-#define NEURON_REC_NAME(f) #f,
-#define NEURON_REC_ENTRY(rec, LIST) d.insert(#rec, std::vector<std::string>{ LIST(NEURON_REC_NAME) });
-	NEURON_RECORDS(NEURON_REC_ENTRY)
-#undef NEURON_REC_ENTRY
-#undef NEURON_REC_NAME
-	return d;
-}
-
 }  // namespace neuron
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
-	m.def("records() -> Dict(str, str[])", &neuron::records);
 	m.def("capture_begin() -> ()", &neuron::capture_begin);
 	m.def("capture_node(int node, str name) -> ()", &neuron::capture_node);
 	m.def("capture_end() -> int[]", &neuron::capture_end);
