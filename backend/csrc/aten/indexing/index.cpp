@@ -1,6 +1,6 @@
 // aten/indexing/index.cpp -- ops that move whole rows or write generated values:
 // index / index_put_ / index_copy, gather, index_select (and so embedding),
-// cat, arange, and the device program behind fill_ / zero_ (native_fill).
+// cat, and the device program behind fill_ / zero_ (native_fill).
 #include "aten/indexing/index.h"
 #include "runtime/program.h"
 #include "runtime/copy.h"
@@ -199,57 +199,6 @@ at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim)
 			}
 			return out;
 		}
-	}
-	return declined;
-}
-
-// start, start + step, ... below end as the iota program makes them: ints
-// and fp32 from integral start / step, exact
-at::Tensor &arange_iota(double s, double st, int64_t n, at::Tensor &out)
-{
-	out.resize_({ n });
-	if (n == 0)
-		return out;
-	nk_fill f{};
-	f.dtype = out.scalar_type() == at::kFloat ? ISA_DT_fp32 : ISA_DT_int32;
-	f.int64 = out.scalar_type() == at::kLong;
-	f.n = (uint64_t)n;
-	f.iota = true;
-	f.start = (int64_t)s;
-	f.step = (int64_t)st;
-	int dev = out.device().index();
-	Program m = cached_program("fill", f, dev, nk_fill_program);
-	at::Tensor dst = out.is_contiguous() ? out : at::empty(out.sizes(), out.options());
-	run_program(m, dev, "aten::arange", {}, { { "out", &dst } });
-	if (!dst.is_same(out))
-		TORCH_CHECK(native_copy(out, dst), "neuron: arange copy");
-	return out;
-}
-
-// arange: integral start and step by the iota program; any other float
-// range as start + i * step over an fp32 iota of i (CPU evaluates the same
-// in double and rounds once: within an ulp or two), rounded into out's
-// float type.  The element count is CPU's, ceil((end - start) / step) in
-// double; a count CPU refuses declines to CPU's error.
-at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
-{
-	double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
-	bool integral = std::floor(s) == s && std::floor(st) == st && st != 0;
-	double n = st != 0 ? std::ceil((e - s) / st) : -1;
-	if (!out.is_privateuseone() || !(n >= 0 && n < 1e12))
-		return declined;
-	double last = s + (n - 1) * st;
-	bool is_int = out.scalar_type() == at::kLong || out.scalar_type() == at::kInt;
-	if (integral && (is_int || out.scalar_type() == at::kFloat) && std::fabs(s) < 16777216 &&
-	    std::fabs(last) < 16777216 && std::fabs(st * 2048 * 128) < 2e9)
-		return arange_iota(s, st, (int64_t)n, out);
-	if (is_float_neuron(out) && n < 16777216 && std::isfinite(s) && std::isfinite(st)) {
-		at::Tensor i = at::empty({ (int64_t)n }, out.options().dtype(at::kFloat));
-		arange_iota(0.0, 1.0, (int64_t)n, i);
-		out.resize_({ (int64_t)n });
-		if (n > 0)
-			TORCH_CHECK(native_copy(out, i.mul(st).add(s)), "neuron: arange copy");
-		return out;
 	}
 	return declined;
 }

@@ -491,33 +491,12 @@ at::Tensor &clamp_max_scalar_out(const at::Tensor &a, const at::Scalar &hi, at::
 // DMA copy of its result into self / out (write_result; the result dtype
 // must be one self / out can hold, as PyTorch requires).
 
-// the functional result when natively covered and storable in `dst`
-at::Tensor covered(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
-{
-	// an out= / in-place target must not overlap itself nor partly overlap
-	// an input (CPU's TensorIterator checks)
-	at::assert_no_internal_overlap(dst);
-	at::assert_no_partial_overlap(dst, a);
-	at::assert_no_partial_overlap(dst, b);
-	// decide from the result type before running anything, so an uncovered
-	// call does not run the kernel and then the fallback too
-	at::ScalarType rt = at::result_type(a, b);
-	bool storable = dst.is_privateuseone() && c10::canCast(rt, dst.scalar_type()) &&
-			(rt == dst.scalar_type() ||
-			 (isa_dtype_of(rt) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID));
-	if (!storable)
-		return {};
-	ResultInto into_dst(dst);
-	at::Tensor out = binary_op(name, alu, a, b);
-	return out.defined() && dst.device() == out.device() ? out : at::Tensor();
-}
-
 // add_ / sub_: b scaled by alpha first; the result must have self's shape
 // (an in-place op cannot grow self: CPU's error, from the fallback)
 at::Tensor &alpha_inplace(const char *name, int alu, at::Tensor &self, const at::Tensor &b0, const at::Scalar &alpha)
 {
 	at::Tensor b = alpha_scaled(self, b0, alpha);
-	at::Tensor r = b.defined() ? covered(name, alu, self, b, self) : at::Tensor();
+	at::Tensor r = b.defined() ? binary_into(name, alu, self, b, self) : at::Tensor();
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return write_result(self, r);
 	return declined;
@@ -538,7 +517,7 @@ at::Tensor &alpha_out(const char *name, int alu, const at::Tensor &a, const at::
 		      at::Tensor &out)
 {
 	at::Tensor b = alpha_scaled(a, b0, alpha);
-	at::Tensor r = b.defined() ? covered(name, alu, a, b, out) : at::Tensor();
+	at::Tensor r = b.defined() ? binary_into(name, alu, a, b, out) : at::Tensor();
 	if (r.defined())
 		return write_result(out, r);
 	return declined;
@@ -552,7 +531,7 @@ at::Tensor &add_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &
 #define BINARY_OUT(fname, opname, alu)                                                           \
 	at::Tensor &fname(const at::Tensor &a, const at::Tensor &b, at::Tensor &out)                 \
 	{                                                                                         \
-		at::Tensor r = covered("aten::" opname, alu, a, b, out);                             \
+		at::Tensor r = binary_into("aten::" opname, alu, a, b, out);                             \
 		if (r.defined())                                                                  \
 			return write_result(out, r);                                                \
 		return declined;                                                                  \
@@ -581,7 +560,7 @@ at::Tensor &sub_out(const at::Tensor &a, const at::Tensor &b, const at::Scalar &
 
 at::Tensor &mul_inplace(at::Tensor &self, const at::Tensor &b)
 {
-	at::Tensor r = covered("aten::mul", ISA_ALU_multiply, self, b, self);
+	at::Tensor r = binary_into("aten::mul", ISA_ALU_multiply, self, b, self);
 	if (r.defined() && r.sizes().equals(self.sizes()))
 		return write_result(self, r);
 	return declined;
@@ -715,8 +694,33 @@ at::Tensor mul_tensor(const at::Tensor &a, const at::Tensor &b)
 
 }  // namespace
 
+// an out= / in-place op's functional result when natively covered and
+// storable in `dst` (lowering.h)
+at::Tensor binary_into(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
+{
+	// an out= / in-place target must not overlap itself nor partly overlap
+	// an input (CPU's TensorIterator checks)
+	at::assert_no_internal_overlap(dst);
+	at::assert_no_partial_overlap(dst, a);
+	at::assert_no_partial_overlap(dst, b);
+	// decide from the result type before running anything, so an uncovered
+	// call does not run the kernel and then the fallback too
+	at::ScalarType rt = at::result_type(a, b);
+	bool storable = dst.is_privateuseone() && c10::canCast(rt, dst.scalar_type()) &&
+			(rt == dst.scalar_type() ||
+			 (isa_dtype_of(rt) != ISA_DT_INVALID && isa_dtype_of(dst.scalar_type()) != ISA_DT_INVALID));
+	if (!storable)
+		return {};
+	ResultInto into_dst(dst);
+	at::Tensor out = binary_op(name, alu, a, b);
+	return out.defined() && dst.device() == out.device() ? out : at::Tensor();
+}
+
 BinaryPath lower_binary(int alu, const at::Tensor &a, const at::Tensor &b)
 {
+	// the common case without type promotion: two tensors of one float type
+	if (a.scalar_type() == b.scalar_type() && isa_dtype_of(a.scalar_type()) != ISA_DT_INVALID)
+		return BinaryPath::Float;
 	if (a.is_complex() || b.is_complex())
 		return BinaryPath::Decline;
 	at::ScalarType rt = at::result_type(a, b);
@@ -749,10 +753,6 @@ at::Tensor binary_op(const char *name, int alu, const at::Tensor &a, const at::T
 	return {};
 }
 
-at::Tensor binary_into(const char *name, int alu, const at::Tensor &a, const at::Tensor &b, const at::Tensor &dst)
-{
-	return covered(name, alu, a, b, dst);
-}
 
 NEURON_REGISTER_OPS(NEURON_OPS_ARITHMETIC)
 
