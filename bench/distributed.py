@@ -37,7 +37,7 @@ def worker(mode, out):
 
     dist.init_process_group(backend="neuron")
     r, n = dist.get_rank(), dist.get_world_size()
-    dev = torch.device("neuron", 0)
+    dev = torch.device("neuron", torch.neuron.current_device())   # LOCAL_RANK
     torch.manual_seed(0)
     model = T.LlamaForCausalLM(T.LlamaConfig(**CFG)).to(dev)
     params = sum(p.numel() for p in model.parameters())

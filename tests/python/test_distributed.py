@@ -48,7 +48,7 @@ def test_every_collective_gives_gloos_values_on_neuron_tensors(tmp_path):
     res, _ = torchrun(tmp_path, """
         dist.init_process_group()                      # the device's default backend: neuron
         r, n = dist.get_rank(), dist.get_world_size()
-        dev = torch.device("neuron", 0)
+        dev = torch.device("neuron", torch.neuron.current_device())   # LOCAL_RANK
         got = {"backend": dist.get_backend_config()}
         x = torch.arange(6, dtype=torch.float32).to(dev) + r
         dist.all_reduce(x); got["sum"] = x.cpu().tolist()
@@ -150,7 +150,7 @@ def test_ddp_fsdp2_and_tensor_parallel_training_match_one_process(tmp_path, npro
         from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
         dist.init_process_group(backend="neuron")
         r, n = dist.get_rank(), dist.get_world_size()
-        dev = torch.device("neuron", 0)
+        dev = torch.device("neuron", torch.neuron.current_device())   # LOCAL_RANK
         data = torch.randint(0, 100, (4, 12), generator=torch.Generator().manual_seed(1))
         mine = data[r * (4 // n):(r + 1) * (4 // n)].to(dev)
 
@@ -206,42 +206,121 @@ def test_ddp_fsdp2_and_tensor_parallel_training_match_one_process(tmp_path, npro
                                            msg=lambda m: f"{mode} rank {r}: {m}")
 
 
+def test_fsdp2_evaluates_between_training_steps(tmp_path):
+    """an evaluation forward (no backward) between FSDP2 steps: FSDP2's
+    streams wait on events the neuron streams recorded; training is the
+    same as without it.  Each rank runs on the core of its LOCAL_RANK."""
+    res, _ = torchrun(tmp_path, f"""
+        import transformers as T
+        from torch.distributed.fsdp import fully_shard
+        dist.init_process_group(backend="neuron")
+        r, n = dist.get_rank(), dist.get_world_size()
+        dev = torch.device("neuron", torch.neuron.current_device())
+        data = torch.randint(0, 100, (4, 12), generator=torch.Generator().manual_seed(1))
+        mine = data[r * (4 // n):(r + 1) * (4 // n)].to(dev)
+        torch.manual_seed(0)
+        m = T.LlamaForCausalLM(T.LlamaConfig(**{LLAMA!r})).to(dev)
+        for layer in m.model.layers:
+            fully_shard(layer)
+        fully_shard(m)
+        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
+        losses, evals = [], []
+        for _ in range(2):
+            loss = m(mine, labels=mine).loss
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            l = loss.detach().clone()
+            dist.all_reduce(l, op=dist.ReduceOp.AVG)
+            losses.append(l.item())
+            m.eval()
+            with torch.no_grad():
+                evals.append(m(mine, labels=mine).loss.item())
+            m.train()
+        out({{"device": str(dev), "losses": losses, "evals": evals}})
+        dist.destroy_process_group()
+    """)
+    want_losses, _ = reference_training()
+    for r in range(2):
+        got = res[r][0]
+        assert got["device"] == f"neuron:{r}"
+        assert got["losses"] == pytest.approx(want_losses, rel=2e-4)
+        assert all(e == e and e > 0 for e in got["evals"])
+
+
+def test_accelerate_launch_puts_each_rank_on_its_core_under_strict(tmp_path):
+    """`accelerate launch --num_processes 2`, NEURON_STRICT=1, the documented
+    order (the optimizer built before prepare moves the model), no
+    destroy_process_group at the end: each rank trains on neuron:LOCAL_RANK
+    and exits cleanly"""
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent("""
+        import json, os, sys, torch, torch_neuronsim
+        from accelerate import Accelerator
+        acc = Accelerator()
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        g = torch.Generator().manual_seed(1)
+        data = torch.utils.data.TensorDataset(torch.randn(16, 8, generator=g), torch.randn(16, 1, generator=g))
+        model, opt, dl = acc.prepare(model, opt, torch.utils.data.DataLoader(data, batch_size=4))
+        first = acc.unwrap_model(model)[0].weight
+        before = first.detach().cpu().clone()
+        for x, y in dl:
+            acc.backward(torch.nn.functional.mse_loss(model(x), y))
+            opt.step()
+            opt.zero_grad()
+        with open(os.path.join(sys.argv[1], f"rank{acc.process_index}.json"), "w") as f:
+            json.dump({"device": str(acc.device), "param": str(first.device),
+                       "trained": not torch.equal(before, first.detach().cpu()),
+                       "fallbacks": torch_neuronsim.stats()["cpu_fallbacks"]}, f)
+    """))
+    env = dict(os.environ, NEURON_SIM="1", NEURON_STRICT="1")
+    r = subprocess.run([sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2",
+                        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+                        str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-4000:]
+    for k in range(2):
+        got = json.loads((tmp_path / f"rank{k}.json").read_text())
+        assert got == {"device": f"neuron:{k}", "param": f"neuron:{k}", "trained": True, "fallbacks": 0}
+
+
 def test_a_collective_takes_the_model_time_after_the_last_arrival(tmp_path):
     res, _ = torchrun(tmp_path, """
         import ctypes
         from torch_neuronsim import _lib
         from torch_neuronsim.device import _call, _stream_time_ps
         dist.init_process_group(backend="neuron")
-        dev = torch.device("neuron", 0)
+        dev = torch.device("neuron", torch.neuron.current_device())   # LOCAL_RANK
         big = torch.ones(1 << 20).to(dev)                      # 4 MiB
         dist.barrier()
         sid = torch.neuron.current_stream().stream_id
         if dist.get_rank() == 1:                               # rank 1 arrives 1 ms of device time late
-            _call(_lib.neuron_stream_wait_until, 0, sid, ctypes.c_uint64(_stream_time_ps(0, sid) + 10**9))
-        t0 = _stream_time_ps(0, sid)
+            _call(_lib.neuron_stream_wait_until, dev.index, sid, ctypes.c_uint64(_stream_time_ps(dev.index, sid) + 10**9))
+        t0 = _stream_time_ps(dev.index, sid)
         torch_neuronsim.reset_stats()
         dist.all_reduce(big)
         s = torch_neuronsim.stats()
-        t1 = _stream_time_ps(0, sid)
+        t1 = _stream_time_ps(dev.index, sid)
         first = big[:2].cpu().tolist()
         # async: compute issued before wait() overlaps the collective, which
         # runs on the device's collective stream
         m = torch.randn(512, 512).to(dev)
         dist.barrier()
-        ta = _stream_time_ps(0, sid)
+        ta = _stream_time_ps(dev.index, sid)
         work = dist.all_reduce(big, async_op=True)
-        tb = _stream_time_ps(0, sid)
+        tb = _stream_time_ps(dev.index, sid)
         for _ in range(4):
             m = m @ m / 512
-        tc = _stream_time_ps(0, sid)
+        tc = _stream_time_ps(dev.index, sid)
         work.wait()
-        td = _stream_time_ps(0, sid)
+        td = _stream_time_ps(dev.index, sid)
         # DDP's path: the future completes on the collective stream; a
         # stream that waits on it waits for the collective's end
         fut = dist.all_reduce(big, async_op=True).get_future()
-        te = _stream_time_ps(0, sid)
+        te = _stream_time_ps(dev.index, sid)
         fut.wait()
-        tf = _stream_time_ps(0, sid)
+        tf = _stream_time_ps(dev.index, sid)
         out({"t0": t0, "t1": t1, "coll": s["collectives"], "coll_ns": s["collective_time_ns"],
              "wait_ns": s["collective_wait_ns"], "exposed_ns": s["collective_exposed_ns"],
              "big": first, "async": [ta, tb, tc, td, te, tf]})
@@ -342,12 +421,13 @@ def test_per_rank_traces_merge_into_one_with_collectives_aligned(tmp_path):
     procs = {e["pid"]: e["args"]["name"] for e in events if e.get("name") == "process_name"}
     assert procs == {1: "host a", 2: "host b"}
     threads = {(e["pid"], e["args"]["name"]) for e in events if e.get("name") == "thread_name"}
-    for pid in (1, 2):
-        assert (pid, "NeuronCore 0 / TensorE") in threads
+    for pid in (1, 2):                    # rank r on core r (LOCAL_RANK)
+        assert (pid, f"NeuronCore {pid - 1} / TensorE") in threads
     tid_name = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     coll = [e for e in events if e.get("ph") == "X" and e["name"].startswith("all_reduce")]
     assert len(coll) == 2 and {e["pid"] for e in coll} == {1, 2}
-    assert {tid_name[(e["pid"], e["tid"])] for e in coll} == {"NeuronCore 0 / Collectives"}
+    assert {(e["pid"], tid_name[(e["pid"], e["tid"])]) for e in coll} == {(1, "NeuronCore 0 / Collectives"),
+                                                                           (2, "NeuronCore 1 / Collectives")}
     assert all(e["args"]["bytes"] == 128 * 4 for e in coll)
     assert all(e["args"]["peers"] == "0-1" and e["args"]["algorithm"] == "mesh" for e in coll)
     assert coll[0]["ts"] == pytest.approx(coll[1]["ts"], abs=1e-3) and coll[0]["dur"] == pytest.approx(coll[1]["dur"])
@@ -361,7 +441,8 @@ def test_per_rank_traces_merge_into_one_with_collectives_aligned(tmp_path):
     assert merged.kind == "perfetto"
     pcoll = [s for s in merged.slices if s.name.startswith("all_reduce")]
     assert sorted(merged.tracks[s.track].process for s in pcoll) == ["rank 0", "rank 1"]
-    assert {merged.tracks[s.track].name for s in pcoll} == {"NeuronCore 0 / Collectives"}
+    assert sorted(merged.tracks[s.track].name for s in pcoll) == ["NeuronCore 0 / Collectives",
+                                                                   "NeuronCore 1 / Collectives"]
     assert pcoll[0].start_ns == pytest.approx(pcoll[1].start_ns, abs=1) and pcoll[0].start_ns == pytest.approx(
         coll[0]["ts"] * 1000, abs=1)
     assert all(s.args["peers"] == "0-1" and s.args["bytes"] == 128 * 4 for s in pcoll)

@@ -276,10 +276,10 @@ def test_streams_and_events_report_simulated_time():
     # 1 MiB at the default 32 GB/s plus 2 us: 34.77 us
     assert abs(ms - (2e-3 + (1 << 20) / 32e9 * 1e3)) < 1e-6, ms
     # the default stream did not advance; waiting on s brings it level
-    t0 = torch.neuron.Event()
+    t0 = torch.neuron.Event(enable_timing=True)
     t0.record(torch.neuron.default_stream(dev))
     torch.neuron.default_stream(dev).wait_stream(s)
-    t1 = torch.neuron.Event()
+    t1 = torch.neuron.Event(enable_timing=True)
     t1.record(torch.neuron.default_stream(dev))
     assert t0.elapsed_time(t1) >= ms
     del d
@@ -314,17 +314,17 @@ def test_what_fsdp2_asks_of_the_device():
     assert isinstance(hi, torch.Stream) and hi.priority == -1 and torch.neuron.Stream(dev).priority == 0
     assert torch.neuron.Stream.priority_range() == (0, -1)
     cur = torch.neuron.current_stream(dev)
-    done = torch.neuron.Event()
+    done = torch.neuron.Event(enable_timing=True)
     x = torch.randn(256, 256)
     with torch.neuron.device(dev), torch.neuron.stream(hi):
         y = x.to(f"neuron:{dev}") @ x.to(f"neuron:{dev}")   # the "all-gather stream"'s work
         done.record(hi)
-    before = torch.neuron.Event()
+    before = torch.neuron.Event(enable_timing=True)
     before.record(cur)
     cur.wait_event(done)                                   # the consumer waits for the producer's event
-    after = torch.neuron.Event()
+    after = torch.neuron.Event(enable_timing=True)
     after.record(cur)
-    assert after._ps == done._ps > before._ps
+    assert before.elapsed_time(after) == before.elapsed_time(done) > 0   # level with the producer
     y.record_stream(cur)                                   # accepted: work finishes as issued
     y.record_stream(torch.Stream(device=f"neuron:{dev}"))
     with pytest.raises(RuntimeError, match="record_stream of a neuron tensor on a CPU stream"):

@@ -69,6 +69,9 @@ void detail::ensure_runtime()
 			return;
 		}
 		init_timelines();
+		g_init_error = init_default_device();
+		if (!g_init_error.empty())
+			return;
 		// NEURON_SIM unset: this build has no hardware runtime to find, so the
 		// simulator stands in -- say so once
 		if (!sim)

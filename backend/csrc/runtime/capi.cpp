@@ -147,17 +147,7 @@ int neuron_stream_time(int dev, int id, uint64_t *out, char *err, int errlen)
 {
 	CATCH(*out = neuron::stream_time_ps(dev, id); return 0)
 }
-// a stream's clock and whether a collective's end set it (an event's record)
-int neuron_stream_time_bound(int dev, int id, uint64_t *out, int *bound, char *err, int errlen)
-{
-	CATCH(*out = neuron::stream_time_ps(dev, id); *bound = neuron::stream_collective_bound(dev, id); return 0)
-}
-
-// stream `id` waits until `at`; `collective`: `at` is a collective's end
-int neuron_stream_wait_for(int dev, int id, uint64_t at, int collective, char *err, int errlen)
-{
-	CATCH(neuron::stream_wait_for(dev, id, at, collective != 0); return 0)
-}
+int neuron_utilization(int dev, char *err, int errlen) { CATCH(return neuron::device_utilization(dev)) }
 
 int neuron_stream_wait_until(int dev, int id, uint64_t at, char *err, int errlen)
 {

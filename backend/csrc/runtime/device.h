@@ -117,6 +117,9 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op);
  * stream's work so far and the launch overhead (the runtime's core clock
  * follows it, so traces show the same timeline) */
 uint64_t next_program_start_ps(int dev);
+// percent of device `dev`'s simulated time (its furthest stream clock) in
+// which it ran programs, since the process started (torch.neuron.utilization)
+int device_utilization(int dev);
 
 /* random numbers (runtime/generator.cpp) */
 at::Generator new_generator(int dev);

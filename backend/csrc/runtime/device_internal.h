@@ -7,6 +7,7 @@
 #include "runtime/device.h"
 
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace neuron::detail {
@@ -22,5 +23,8 @@ void ensure_runtime();
 // the stream clocks and host-link parameters (runtime/guard.cpp), once, when
 // the runtime starts
 void init_timelines();
+// the process's default core (LOCAL_RANK), once the runtime is up: an
+// error message, empty when it is fine
+std::string init_default_device();
 
 }  // namespace neuron::detail

@@ -47,14 +47,34 @@ void check_out_overlap(const c10::OperatorHandle &op, const torch::jit::Stack &s
 	}
 }
 
+// operands on two cores: the error native kernels raise (registration.h)
+void check_one_device(const std::string &name, const torch::jit::Stack &stack, size_t base, size_t n)
+{
+	if (!compares_devices(name))
+		return;
+	std::optional<c10::Device> d;
+	for (size_t i = 0; i < n; i++) {
+		const c10::IValue &v = stack[base + i];
+		if (v.isTensor())
+			note_device<true>(d, v.toTensor());
+		else if (v.isTensorList())
+			for (const at::Tensor &t : v.toTensorList().vec())
+				note_device<true>(d, t);
+		else if (v.isOptionalTensorList())
+			for (const std::optional<at::Tensor> &t : v.toOptionalTensorList().vec())
+				note_device<true>(d, t);
+	}
+}
+
 void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 {
 	const std::string name = c10::toString(op.schema().operator_name());
+	const auto &args = op.schema().arguments();
+	size_t base = stack->size() - args.size();
+	check_one_device(name, *stack, base, args.size());
 	count_fallback(name);
 	// Random ops draw from the neuron generator: an explicit one, or the
 	// device's default when none is given and the op targets a neuron device.
-	const auto &args = op.schema().arguments();
-	size_t base = stack->size() - args.size();
 	int dev = -1;
 	for (size_t i = 0; i < args.size() && dev < 0; i++) {
 		const c10::IValue &v = (*stack)[base + i];
@@ -115,6 +135,13 @@ void cpu_fallback_impl(const c10::OperatorHandle &op, torch::jit::Stack *stack)
 }
 
 }  // namespace
+
+void operands_on_two_devices(c10::Device a, c10::Device b)
+{
+	TORCH_CHECK(false, "Expected all tensors to be on the same device, but found at least two devices, ", a,
+		    " and ", b, "!");
+}
+
 }  // namespace neuron
 
 void neuron_cpu_fallback(const c10::OperatorHandle &op, torch::jit::Stack *stack)

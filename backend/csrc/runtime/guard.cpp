@@ -22,7 +22,12 @@ using namespace detail;
 
 namespace {
 
-thread_local int g_current_device = 0;
+// A thread's current device; -1 until it sets one: the process's default
+// core, which follows LOCAL_RANK as torchrun and Accelerate expect (rank r of
+// a host on core r of the cores visible to the process, see
+// default_device_error), unless only one core is visible.
+thread_local int g_current_device = -1;
+int g_default_device = 0;
 
 // Simulated device timelines: one clock (ps) per stream per device.  Copies
 // charge host-link time to the current stream; events read the clocks.
@@ -47,7 +52,37 @@ void detail::init_timelines()
 
 // ------------------------------------------------------------ device guard
 
-int current_device() { return g_current_device; }
+// set once as the runtime starts; an error message when LOCAL_RANK names a
+// core this process cannot see
+std::string detail::init_default_device()
+{
+	const char *lr = std::getenv("LOCAL_RANK");
+	int n = nsim_core_count();
+	if (!lr || !*lr || n <= 1)
+		return {};
+	char *end;
+	long r = std::strtol(lr, &end, 10);
+	if (*end || r < 0)
+		return std::string("LOCAL_RANK='") + lr + "' is not a process index";
+	if (r >= n)
+		return "LOCAL_RANK=" + std::to_string(r) + " but this process sees " + std::to_string(n) +
+		       " NeuronCores: start at most " + std::to_string(n) +
+		       " processes per host, or give each process its cores with NEURON_RT_VISIBLE_CORES";
+	g_default_device = (int)r;
+	return {};
+}
+
+int current_device()
+{
+	if (g_current_device >= 0)
+		return g_current_device;
+	try {
+		ensure_runtime();
+	} catch (...) {
+		return 0;
+	}
+	return g_default_device;
+}
 
 int device_count()
 {
@@ -76,13 +111,13 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 			set_device(d.index());
 		return old;
 	}
-	c10::Device getDevice() const override { return c10::Device(kType, g_current_device); }
+	c10::Device getDevice() const override { return c10::Device(kType, current_device()); }
 	void setDevice(c10::Device d) const override { set_device(d.index()); }
 	void uncheckedSetDevice(c10::Device d) const noexcept override { g_current_device = d.index(); }
 	// streams are the per-device simulated timelines (stream id 0: default)
 	c10::Stream getStream(c10::Device d) const noexcept override
 	{
-		int dev = d.index() < 0 ? g_current_device : d.index();
+		int dev = d.index() < 0 ? current_device() : d.index();
 		return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, dev),
 				   g_current_stream[dev & 63]);
 	}
@@ -92,7 +127,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 	}
 	c10::Stream getNewStream(c10::Device d, int) const override
 	{
-		int dev = d.index() < 0 ? g_current_device : d.index();
+		int dev = d.index() < 0 ? current_device() : d.index();
 		return c10::Stream(c10::Stream::UNSAFE, c10::Device(kType, dev), stream_new(dev));
 	}
 	// a pool of streams per device, handed out round-robin as CUDA's are: a
@@ -104,7 +139,7 @@ struct NeuronGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 		static std::mutex pool_lock;
 		static std::vector<int> pool[64];
 		static size_t next[64];
-		int dev = d.index() < 0 ? g_current_device : d.index();
+		int dev = d.index() < 0 ? current_device() : d.index();
 		std::lock_guard<std::mutex> g(pool_lock);
 		auto &p = pool[dev & 63];
 		if (p.size() < kPool)

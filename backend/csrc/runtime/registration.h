@@ -28,6 +28,7 @@
 #include <torch/library.h>
 
 #include <optional>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 
@@ -66,23 +67,39 @@ template <class... T> bool is_declined(const std::tuple<T...> &t)
 // The registered function of a native kernel: the kernel, else the CPU
 // fallback with the same arguments (the schema's, SymInts as plain ints as
 // at::native::call_fallback_fn takes them).
-// The device of an op's first `neuron` tensor argument.  Generated backends
-// run their kernels under a guard on it; registering through
-// TORCH_LIBRARY_IMPL does not, so a kernel on neuron:1 would otherwise
-// allocate its intermediates on the current device (device_map="auto"
-// spreads a model over the cores with the current device left at 0).
-template <class T> void note_device(std::optional<c10::Device> &d, const T &x)
+// The device of an op's `neuron` tensor arguments.  Generated backends run
+// their kernels under a guard on it; registering through TORCH_LIBRARY_IMPL
+// does not, so a kernel on neuron:1 would otherwise allocate its
+// intermediates on the current device (device_map="auto" spreads a model
+// over the cores with the current device left at 0).  Operands on two cores
+// are an error, as on CUDA: each core has its own memory, and nothing may
+// quietly compute them elsewhere.  The foreach / fused optimizer ops are
+// exempt (Checked = false): like CUDA's per-tensor path they take lists whose
+// tensors each stay on their own device.
+[[noreturn]] void operands_on_two_devices(c10::Device a, c10::Device b);
+
+// whether an op compares its operands' devices (see note_device)
+constexpr bool compares_devices(std::string_view name)
+{
+	return !name.starts_with("aten::_foreach_") && !name.starts_with("aten::_fused_");
+}
+
+template <bool Checked, class T> void note_device(std::optional<c10::Device> &d, const T &x)
 {
 	using U = std::decay_t<T>;
 	if constexpr (std::is_same_v<U, at::Tensor>) {
-		if (!d && x.defined() && x.is_privateuseone())
+		if (!x.defined() || !x.is_privateuseone())
+			return;
+		if (!d)
 			d = x.device();
+		else if (Checked && *d != x.device())
+			operands_on_two_devices(*d, x.device());
 	} else if constexpr (std::is_same_v<U, std::optional<at::Tensor>>) {
 		if (x)
-			note_device(d, *x);
+			note_device<Checked>(d, *x);
 	} else if constexpr (std::is_same_v<U, at::TensorList>) {
 		for (const at::Tensor &t : x)
-			note_device(d, t);
+			note_device<Checked>(d, t);
 	}
 }
 
@@ -91,7 +108,7 @@ template <class Op, class R, class... A> struct native_or_fallback<Op, R(A...)> 
 	template <auto Kernel> static R call(typename c10::maybe_keep_symint<false, A>::type... a)
 	{
 		std::optional<c10::Device> dev;
-		(note_device(dev, a), ...);
+		(note_device<compares_devices(Op::name)>(dev, a), ...);
 		c10::OptionalDeviceGuard guard(dev);
 		if constexpr (std::is_void_v<R>) {   // void kernels return whether they ran
 			if (Kernel(a...))

@@ -5,6 +5,7 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <deque>
 #include <string>
@@ -88,6 +89,25 @@ uint64_t next_program_start_ps(int dev)
 	return sid >= 0 && (size_t)sid < v.size() ? v[sid] + overhead_ps : 0;
 }
 
+// per device, the simulated time its programs ran since the process
+// started (torch.neuron.utilization; reset_stats leaves it)
+static uint64_t g_device_kernel_ps[64];
+
+int device_utilization(int dev)
+{
+	ensure_runtime();
+	TORCH_CHECK(dev >= 0 && dev < device_count(), "neuron: device ", dev, " does not exist (", device_count(),
+		    " visible)");
+	std::lock_guard<std::mutex> g(g_lock);
+	uint64_t clock = 0;
+	for (uint64_t ps : g_stream_ps[dev])
+		clock = std::max(clock, ps);
+	if (!clock)
+		return 0;
+	// streams may run programs side by side: busy time beyond the clock is 100%
+	return (int)std::min<uint64_t>(100, (g_device_kernel_ps[dev] * 100 + clock / 2) / clock);
+}
+
 void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 {
 	uint64_t sim_ps = st.total_ps;
@@ -106,6 +126,8 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	OpStat &o = g_native_ops[op];
 	o.count++;
 	o.simulated_ps += sim_ps;
+	if (dev >= 0 && dev < 64)
+		g_device_kernel_ps[dev] += sim_ps;
 	if (dev >= 0 && dev < 64) {
 		auto &v = g_stream_ps[dev];
 		int sid = g_current_stream[dev];

@@ -1,7 +1,8 @@
 // runtime/views.cpp -- `neuron` tensors and their views: empty /
 // empty_strided on the caching allocator (runtime/allocator.cpp), and the
 // metadata-only ops that need a per-backend kernel (as_strided, view,
-// reshape alias, unfold, resize_, set_).
+// reshape alias, unfold, resize_, set_) and whether a tensor may take
+// another's storage (set_data).
 #include "runtime/device_internal.h"
 #include "ops.def"
 
@@ -9,6 +10,7 @@
 #include <ATen/ops/set_native.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/_has_compatible_shallow_copy_type_ops.h>
 #include <ATen/ops/_reshape_alias_ops.h>
 #include <ATen/ops/as_strided_ops.h>
 #include <ATen/ops/empty_ops.h>
@@ -148,6 +150,23 @@ void record_stream(at::Tensor &self, c10::Stream s)
 		    " stream");
 	TORCH_CHECK(s.device_index() >= 0, "neuron: record_stream on a stream without a device index");
 	(void)self;
+}
+
+// Whether `self` may take `from`'s storage and metadata (`param.data = t`,
+// Variable.set_data).  c10 allows it between dense tensors of its built-in
+// backends and leaves PrivateUse1 to this operator.  A dense CPU tensor and
+// a dense neuron one are as compatible as a CPU and a CUDA one, so
+// Module.to("neuron") keeps its Parameter objects, as on CUDA: an optimizer
+// built before the move (Accelerate's prepare order) updates the device
+// weights instead of the CPU ones it would otherwise hold.
+bool has_compatible_shallow_copy_type(const at::Tensor &self, const at::Tensor &from)
+{
+	if (self.key_set() == from.key_set())
+		return true;
+	auto dense = [](const at::Tensor &t) {
+		return t.layout() == at::kStrided && !t.is_quantized() && (t.is_cpu() || t.is_privateuseone());
+	};
+	return dense(self) && dense(from);
 }
 
 }  // namespace

@@ -138,10 +138,15 @@ def _register():
     from . import device as _device
     torch.utils.rename_privateuse1_backend("neuron")
     torch._register_device_module("neuron", _device)
+    import sys
+    from . import backends as _backends
+    torch.backends.neuron = sys.modules["torch.backends.neuron"] = _backends
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
                                                          for_storage=True)
     from . import ties as _ties
     _ties.install()
+    from .compile import install_default_backend
+    install_default_backend()
     _install_neuronx_standin()
     _backward_on_caller_thread()
 

@@ -17,8 +17,10 @@ Counters: torch_neuronsim.stats()["compile"].  Shapes are static:
 TORCH_LOGS=recompiles explains Dynamo's recompiles as for any backend.
 
 Dynamo finds the backend through the package's `torch_dynamo_backends` entry
-point (pyproject.toml), the public registration route: nothing here touches
-Dynamo's registries."""
+point (pyproject.toml), the public registration route.  `torch.compile(model)`
+with no backend names Inductor, which has no code generator for the device:
+install_default_backend() hands this backend the graphs on neuron tensors
+(and Inductor every other graph, unchanged)."""
 import itertools
 
 import torch
@@ -127,3 +129,32 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
                            inference_compiler=_compiler("inference"), decompositions=decompositions(),
                            keep_inference_input_mutations=True)
     return backend(gm, example_inputs)
+
+
+def _on_neuron(gm, example_inputs):
+    """whether a captured graph computes on the neuron device: a tensor input,
+    parameter or buffer of it there"""
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    if isinstance(gm, torch.nn.Module):
+        tensors += list(gm.parameters()) + list(gm.buffers())
+    return any(t.device.type == "neuron" for t in tensors)
+
+
+def install_default_backend():
+    """`torch.compile(model)` with no backend named compiles graphs on neuron
+    tensors with this backend, as the default backend of a device's own
+    PyTorch build would: Inductor has no code generator for the device (it
+    stops with `KeyError: 'neuron'`).  Graphs on any other device still go
+    to Inductor unchanged; Inductor's options (mode, options=) do not apply
+    to the neuron compiler and are ignored for its graphs."""
+    wrapper = torch._TorchCompileInductorWrapper
+    if getattr(wrapper.__call__, "_neuron_default", False):
+        return
+    inductor_call = wrapper.__call__
+
+    def __call__(self, model_, inputs_, **kw):
+        if _on_neuron(model_, inputs_):
+            return neuron_backend(model_, inputs_)
+        return inductor_call(self, model_, inputs_, **kw)
+    __call__._neuron_default = True
+    wrapper.__call__ = __call__

@@ -145,6 +145,64 @@ def mem_get_info(device=None):
     return int(free), int(total)
 
 
+def get_device_capability(device=None):
+    """(major, minor) of the device's compute architecture, as
+    torch.cuda.get_device_capability: the NeuronCore version of the
+    simulated target (trn2: NeuronCore-v3 -> (3, 0)), from the library's
+    target table."""
+    import neuronsim
+    _existing(device)
+    from . import target
+    return int(neuronsim.target_info(target())["core_version"]), 0
+
+
+def utilization(device=None):
+    """Percent of the device's simulated time (its furthest stream clock) in
+    which it ran programs, since the process started: torch.cuda.utilization's
+    "time a kernel was executing", over simulated rather than sampled time."""
+    return _call(_lib.neuron_utilization, _existing(device))
+
+
+def _size(n):
+    """bytes with a binary unit, as torch.cuda.memory_summary prints them"""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            break
+        n /= 1024
+    return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+
+
+def memory_summary(device=None, abbreviated=False):
+    """A table of the caching allocator's counters (memory_stats), laid out
+    as torch.cuda.memory_summary lays them out: current, peak, total
+    allocated and total freed per metric, split by pool unless abbreviated."""
+    idx = _existing(device)
+    st = memory_stats(idx)
+    pools = ("all",) if abbreviated else ("all", "large_pool", "small_pool")
+    metrics = (("allocated_bytes", "Allocated memory", _size), ("active_bytes", "Active memory", _size),
+               ("requested_bytes", "Requested memory", _size), ("reserved_bytes", "Device reserved memory", _size),
+               ("inactive_split_bytes", "Non-releasable memory", _size), ("allocation", "Allocations", str),
+               ("active", "Active allocs", str), ("segment", "Reserved segments", str),
+               ("inactive_split", "Non-releasable allocs", str))
+    rule, thin = "=" * 75, "-" * 75
+    lines = [rule, f" {'PyTorch NEURON memory summary, device ID ' + str(idx):<73} ", thin,
+             f"  NEURON OOMs: {st.get('num_ooms', 0):<13d}|  device alloc retries: {st.get('num_alloc_retries', 0):<17d}",
+             rule,
+             "        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ", thin]
+    for key, title, fmt in metrics:
+        for pool in pools:
+            name = title if pool == "all" else ("      from large pool" if pool == "large_pool"
+                                                 else "      from small pool")
+            vals = [st.get(f"{key}.{pool}.{k}", 0) for k in ("current", "peak", "allocated", "freed")]
+            lines.append(f"{name[:23]:<23}|" + "|".join(f" {fmt(v):>10} " for v in vals))
+        lines.append(thin)
+    for key, title in (("oversize_allocations", "Oversize allocations"), ("oversize_segments", "Oversize segments")):
+        vals = [st.get(f"{key}.{k}", 0) for k in ("current", "peak", "allocated", "freed")]
+        lines.append(f"{title:<23}|" + "|".join(f" {v:>10} " for v in vals))
+    lines.append(rule)
+    return "\n".join(lines) + "\n"
+
+
 def get_amp_supported_dtype():
     return [torch.bfloat16, torch.float16]
 
@@ -245,13 +303,6 @@ def _stream_time_ps(device, stream_id):
     return out.value
 
 
-def _stream_mark(device, stream_id):
-    """(clock in ps, whether a collective's end set it) of a stream"""
-    out, bound = ctypes.c_uint64(), ctypes.c_int()
-    _call(_lib.neuron_stream_time_bound, device, stream_id, ctypes.byref(out), ctypes.byref(bound))
-    return out.value, bool(bound.value)
-
-
 _PRIVATEUSE1 = 20        # c10::DeviceType::PrivateUse1, the device type torch.Stream carries for `neuron`
 
 
@@ -281,17 +332,9 @@ class Stream(torch.Stream):
         """(lowest, highest) priority, CUDA's convention: lower is higher"""
         return 0, -1
 
-    def wait_stream(self, other):
-        ps, bound = _stream_mark(other.device.index, other.stream_id)
-        _call(_lib.neuron_stream_wait_for, self.device.index, self.stream_id, ctypes.c_uint64(ps), int(bound))
-
-    def wait_event(self, event):
-        if event._ps is not None:
-            _call(_lib.neuron_stream_wait_for, self.device.index, self.stream_id, ctypes.c_uint64(event._ps),
-                  int(event._collective))
-
     def record_event(self, event=None):
-        event = event or Event()
+        """records a torch.neuron.Event (a torch.Event) on this stream"""
+        event = event if event is not None else Event(device=self.device)
         event.record(self)
         return event
 
@@ -338,31 +381,24 @@ def stream(s):
         set_stream(prev)
 
 
-class Event:
-    """Marks a point in a stream's simulated timeline."""
+class _EventType(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch.Event) and obj.device.type == "neuron"
 
-    def __init__(self, enable_timing=False, blocking=False, interprocess=False):
-        self.enable_timing = enable_timing
-        self._ps = None
-        self._collective = False       # a collective's end set the recorded time
-        self._device = None
 
-    def record(self, stream=None):
-        stream = stream or current_stream()
-        self._device = stream.device
-        self._ps, self._collective = _stream_mark(stream.device.index, stream.stream_id)
+class Event(metaclass=_EventType):
+    """torch.neuron.Event(enable_timing=False, blocking=False,
+    interprocess=False), torch.cuda.Event's signature: a torch.Event on the
+    `neuron` device.  It marks a point of its stream's simulated timeline
+    (the device guard records the stream's clock and whether a collective
+    set it), so any torch.Stream / torch.Event code -- torch.accelerator,
+    FSDP2's all-gather streams -- takes it, and elapsed_time is simulated
+    time.  The object made is a plain torch.Event (PyTorch's elapsed_time
+    takes no subclass of it); isinstance(e, torch.neuron.Event) holds for
+    every torch.Event of the device."""
 
-    def wait(self, stream=None):
-        (stream or current_stream()).wait_event(self)
-
-    def query(self):
-        return True
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, end_event):
-        """Simulated milliseconds between this event and end_event."""
-        if self._ps is None or end_event._ps is None:
-            raise RuntimeError("elapsed_time: both events must be recorded first")
-        return (end_event._ps - self._ps) / 1e9
+    def __new__(cls, enable_timing=False, blocking=False, interprocess=False, device=None):
+        # no device: it binds to the stream it is first recorded on, as a
+        # torch.cuda.Event does
+        dev = torch.device("neuron") if device is None else torch.device("neuron", _index(device))
+        return torch.Event(device=dev, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess)

@@ -25,7 +25,9 @@ collective model's time (device_model/collectives.c, the same figures as
 The values move before the call returns; a dead peer surfaces as Gloo's
 timeout error.  CPU tensors in the same group go to Gloo directly and are
 not timed."""
+import atexit
 import ctypes
+import weakref
 
 import neuronsim
 import torch
@@ -161,10 +163,26 @@ def _ranks_text(ranks):
     return ",".join(runs)
 
 
+# Groups still open when the interpreter exits (a script that never calls
+# destroy_process_group, as Accelerate's examples do not) are shut down by an
+# atexit hook while Python still runs.  Left to static destruction, Gloo's
+# event loop thread could see a peer that exited first drop its connection
+# and abort the process ("terminate called without an active exception");
+# CUDA's NCCL groups only warn in that case.
+_OPEN_GROUPS = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_open_groups():
+    for g in list(_OPEN_GROUPS):
+        g.shutdown()
+
+
 class NeuronProcessGroup(dist.ProcessGroup):
     def __init__(self, store, rank, size, timeout, group_name="", global_ranks=None):
         super().__init__(rank, size)
         self._gloo_pg = dist.ProcessGroupGloo(store, rank, size, timeout)
+        _OPEN_GROUPS.add(self)
         self._name, self._desc = group_name, ""
         self._set_ranks(global_ranks, size)
 
