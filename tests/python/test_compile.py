@@ -565,3 +565,48 @@ def test_a_folded_constant_returned_is_a_fresh_tensor_each_call():
         _, r = c(x)
         torch.testing.assert_close(r.cpu(), torch.arange(8))
         r.add_(100)                       # the caller's to change
+
+
+# ------------------------------------------- checkpointed regions (issue 38)
+def test_compiled_checkpointed_attention_trains_as_on_cpu():
+    """SDPA is tagged random (it may drop out): in a checkpointed region
+    AOTAutograd wraps it in run_and_save_rng_state / run_with_rng_state,
+    which PyTorch implements only for its own devices"""
+    from torch.utils.checkpoint import checkpoint
+
+    def f(q, k, v):
+        return checkpoint(F.scaled_dot_product_attention, q, k, v, is_causal=True, use_reentrant=False).sum()
+    g = torch.Generator().manual_seed(0)
+    q, k, v = [torch.randn(1, 2, 16, 32, generator=g, requires_grad=True) for _ in range(3)]
+    f(q, k, v).backward()
+    qn, kn, vn = [t.detach().to(NEURON).requires_grad_() for t in (q, k, v)]
+    torch._dynamo.reset()
+    got = torch.compile(f, backend="neuron")(qn, kn, vn)
+    got.backward()
+    torch.testing.assert_close(got.detach().cpu(), f(q, k, v).detach(), rtol=1e-4, atol=1e-4)
+    for a, b in ((qn, q), (kn, k), (vn, v)):
+        torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-3, atol=1e-4)
+
+
+def test_dropout_recomputed_in_backward_draws_the_forward_mask():
+    """the recompute replays the device generator's state: the gradient
+    through dropout has exactly the forward's mask, and the state moves on
+    between calls"""
+    from torch.utils.checkpoint import checkpoint
+
+    def f(x):
+        y = checkpoint(lambda t: F.dropout(t * 3.0, p=0.5, training=True), x, use_reentrant=False)
+        return y, (y * y).sum()
+    torch.neuron.manual_seed(0)
+    x = torch.randn(64, 64).to(NEURON).requires_grad_()
+    torch._dynamo.reset()
+    cf = torch.compile(f, backend="neuron")
+    masks = []
+    for _ in range(2):
+        x.grad = None
+        y, loss = cf(x)
+        loss.backward()
+        mask = (y != 0).float()
+        torch.testing.assert_close(x.grad.cpu(), (12.0 * y * mask).detach().cpu(), rtol=0, atol=0)
+        masks.append(mask.cpu())
+    assert 0.4 < masks[0].mean() < 0.6 and not torch.equal(masks[0], masks[1])

@@ -108,6 +108,8 @@ def _compiler(kind):
 
 
 def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
+    from . import rng_hops
+    rng_hops.install()          # random ops in checkpointed regions (once)
     for t in example_inputs:
         if isinstance(t, torch.Tensor) and t.device.type not in ("neuron", "cpu", "meta"):
             raise RuntimeError(f"torch.compile(backend='neuron'): graph input on {t.device}; "

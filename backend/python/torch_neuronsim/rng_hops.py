@@ -1,0 +1,81 @@
+"""Random ops in checkpointed regions under torch.compile, on `neuron`.
+
+A region under activation checkpointing (torch.utils.checkpoint, which TRL
+and Transformers turn on by default for training) is recomputed in the
+backward graph.  AOTAutograd's partitioner keeps a random op there
+(dropout, and SDPA, which is tagged random because it may drop out) drawing
+the same numbers as in the forward by wrapping it in two higher-order ops:
+run_and_save_rng_state (forward: the generator's state, then the op) and
+run_with_rng_state (backward: the op under that state).  PyTorch implements
+them per device in a fixed table (cuda, cpu, hpu, xpu) and stops with
+"Backend not supported for neuron" for any other.
+
+install() adds `neuron` beside them: the state is the device generator's
+(torch.neuron.get/set_rng_state of the op's device), as the CUDA entries
+use torch.cuda's.  Every other device keeps PyTorch's own implementation.
+"""
+import torch
+from torch._C import DispatchKey
+
+
+def _neuron_index(args, kwargs):
+    """the device index of the op's first neuron tensor, or None"""
+    dev = kwargs.get("device")
+    if dev is not None:
+        dev = torch.device(dev)
+        return (dev.index or 0) if dev.type == "neuron" else None
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return (a.device.index or 0) if a.device.type == "neuron" else None
+    return None
+
+
+def _save(op, *args, **kwargs):
+    idx = _neuron_index(args, kwargs)
+    return torch.neuron.get_rng_state(idx), op(*args, **kwargs)
+
+
+def _replay(rng_state, op, *args, **kwargs):
+    idx = _neuron_index(args, kwargs)
+    current = torch.neuron.get_rng_state(idx)
+    torch.neuron.set_rng_state(rng_state.cpu(), idx)
+    try:
+        return op(*args, **kwargs)
+    finally:
+        torch.neuron.set_rng_state(current, idx)
+
+
+def _route(hop, neuron_impl, skip):
+    """hop's device selection, with neuron routed to neuron_impl; `skip` is
+    how many leading arguments precede the op's own (the op; the state and
+    the op)"""
+    from torch._higher_order_ops.utils import registered_hop_fake_fns
+    original = hop.py_kernels[DispatchKey.BackendSelect]
+
+    def select(*args, **kwargs):
+        if _neuron_index(args[skip:], kwargs) is not None:
+            return neuron_impl(*args, **kwargs)
+        return original(*args, **kwargs)
+    select._neuronsim = True
+    hop.py_kernels[DispatchKey.BackendSelect] = select
+    # the fake and proxy-mode implementations call the original selection by
+    # its name in the function that defined them (a shared closure cell)
+    users = list(hop.py_kernels.values()) + [registered_hop_fake_fns.get(hop)]
+    for fn in users:
+        code = getattr(fn, "__code__", None)
+        if code is None or not fn.__closure__:
+            continue
+        for name, cell in zip(code.co_freevars, fn.__closure__):
+            if name == "impl_backend_select" and cell.cell_contents is original:
+                cell.cell_contents = select
+    hop.py_impl(DispatchKey.PrivateUse1)(neuron_impl)
+    hop._dispatch_cache.clear()
+
+
+def install():
+    from torch._prims import rng_prims
+    for hop, impl, skip in ((rng_prims.run_and_save_rng_state, _save, 1),
+                            (rng_prims.run_with_rng_state, _replay, 2)):
+        if getattr(hop.py_kernels.get(DispatchKey.BackendSelect), "_neuronsim", False):
+            continue
+        _route(hop, impl, skip)
