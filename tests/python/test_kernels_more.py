@@ -606,3 +606,38 @@ def test_topk_and_isnan(dtype):
     y = x.clone()
     y[0, 3] = float("nan")
     torch.testing.assert_close(torch.topk(y.to(NEURON), 4)[0].cpu(), torch.topk(y, 4)[0], equal_nan=True)
+
+
+# ------------------------------------------- integer extremes (issue 38)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8])
+@pytest.mark.parametrize("shape", [(1,), (127,), (3, 129), (2, 257), (513, 2), ()])
+def test_integer_argmax_max_and_abs_are_exact_and_native(dtype, shape):
+    """CLIP's argmax over token ids, T5's int64 abs: compared as base-2^16
+    digits, every width exact (the extremes of the type and ties: the first
+    occurrence, as on CPU), no CPU fallback"""
+    info = torch.iinfo(dtype)
+    x = torch.randint(info.min, info.max, shape, generator=torch.Generator().manual_seed(len(shape)),
+                      dtype=torch.int64).to(dtype)
+    if x.numel() > 2:
+        flat = x.view(-1)
+        flat[0], flat[1], flat[-1] = info.min, info.max, info.max
+    xn = x.to(NEURON)
+    torch_neuronsim.reset_stats()
+    for d in ([None] + list(range(x.dim()))):
+        for keepdim in (False, True):
+            kw = {} if d is None else {"dim": d, "keepdim": keepdim}
+            for op in ("argmax", "argmin"):
+                want, got = getattr(x, op)(**kw), getattr(xn, op)(**kw).cpu()
+                assert torch.equal(got, want) and got.shape == want.shape, (op, d, keepdim)
+            dims = () if d is None else d
+            for op in ("amax", "amin"):
+                want, got = getattr(x, op)(dims, keepdim), getattr(xn, op)(dims, keepdim).cpu()
+                assert torch.equal(got, want) and got.dtype == want.dtype, (op, d, keepdim)
+            if d is not None:
+                for op in ("max", "min"):
+                    (wv, wi), (gv, gi) = getattr(x, op)(d, keepdim), getattr(xn, op)(d, keepdim)
+                    assert torch.equal(gv.cpu(), wv) and torch.equal(gi.cpu(), wi), (op, d, keepdim)
+    assert torch.equal(xn.max().cpu(), x.max()) and torch.equal(xn.min().cpu(), x.min())
+    if dtype != torch.uint8:
+        assert torch.equal(xn.abs().cpu(), x.abs())
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0

@@ -165,6 +165,20 @@ at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, co
 	if (integral && (is_int || out.scalar_type() == at::kFloat) && std::fabs(s) < 16777216 &&
 	    std::fabs(last) < 16777216 && std::fabs(st * 2048 * 128) < 2e9)
 		return arange_iota(s, st, (int64_t)n, out);
+	double lim = out.scalar_type() == at::kInt ? 2147483648.0 : 4e18;   // the values fit the type
+	if (integral && is_int && n < 16777216 && std::fabs(st) < 2147483648.0 && std::fabs(s) < lim &&
+	    std::fabs(last) < lim) {
+		/* a step too large for the iota's fp32 products (row offsets
+		 * rows * cols apart): the positions 0..n-1, then * step + start in
+		 * the exact integer ALU */
+		at::Tensor i = at::empty({ (int64_t)n }, out.options().dtype(at::kInt));
+		arange_iota(0.0, 1.0, (int64_t)n, i);
+		at::Tensor v = i.to(out.scalar_type()).mul(step).add(start);
+		out.resize_({ (int64_t)n });
+		if (n > 0)
+			TORCH_CHECK(native_copy(out, v), "neuron: arange copy");
+		return out;
+	}
 	if (is_float_neuron(out) && n < 16777216 && std::isfinite(s) && std::isfinite(st)) {
 		at::Tensor i = at::empty({ (int64_t)n }, out.options().dtype(at::kFloat));
 		arange_iota(0.0, 1.0, (int64_t)n, i);

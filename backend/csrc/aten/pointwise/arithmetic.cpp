@@ -331,15 +331,22 @@ at::Tensor sub(const at::Tensor &a, const at::Tensor &b0, const at::Scalar &alph
 
 // ScalarE activations: func(scale * x) evaluated in fp32 and rounded to the
 // tensor's dtype, as the activation engine does
-// neg / abs of int32-and-narrower integers on the exact integer ALU:
-// -x = x * -1, |x| = max(x, -x) (both wrap at the type's minimum, as PyTorch)
+// neg / abs of integers on the exact integer ALU: -x = x * -1, |x| =
+// max(x, -x) (both wrap at the type's minimum, as PyTorch)
 at::Tensor int_unary(const char *name, int func, const at::Tensor &a)
 {
+	if (a.dim() == 0 && a.is_privateuseone()) {   // as one element (the integer ALU takes rows)
+		at::Tensor r = int_unary(name, func, a.reshape({ 1 }));
+		return r.defined() ? r.reshape({}) : r;
+	}
 	at::Tensor out;
-	// int64 -x = 0 - x on the exact 64-bit subtract (relative positions)
-	if (func == ISA_ACT_identity && a.is_privateuseone() && a.scalar_type() == at::kLong &&
-	    native_i64_addsub(name, true, at::scalar_tensor(0, at::TensorOptions().dtype(at::kLong)), a, out))
-		return out;
+	// int64 -x = 0 - x on the exact 64-bit subtract (relative positions),
+	// |x| = max(x, -x) by the exact 64-bit compare
+	if ((func == ISA_ACT_identity || func == ISA_ACT_abs) && a.is_privateuseone() && a.scalar_type() == at::kLong) {
+		if (!native_i64_addsub(name, true, at::scalar_tensor(0, at::TensorOptions().dtype(at::kLong)), a, out))
+			return {};
+		return func == ISA_ACT_identity ? out : at::where(a.ge(out), a, out);
+	}
 	if (!a.is_privateuseone() || at::isFloatingType(a.scalar_type()) || a.scalar_type() == at::kBool ||
 	    (func != ISA_ACT_identity && func != ISA_ACT_abs))
 		return {};

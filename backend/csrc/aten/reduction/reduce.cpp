@@ -10,6 +10,7 @@
 #include "aten/composite.h"
 #include "aten/linalg/matmul.h"
 #include "aten/pointwise/lowering.h"
+#include "aten/reduction/digits.h"
 #include "ops.def"
 
 #include <ATen/WrapDimUtils.h>
@@ -408,6 +409,10 @@ REDUCE(mean, NK_ROW_MEAN, mean_dim, "mean")
 
 at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 {
+	if (at::isIntegralType(self.scalar_type(), false) && dim.size() <= 1) {
+		auto r = int_extreme(self, dim.empty() ? std::nullopt : std::optional<int64_t>(dim[0]), keepdim, true);
+		return r ? std::get<0>(*r) : at::Tensor();
+	}
 	at::Tensor out = reduce_one("aten::amax", NK_ROW_MAX, self, dim, keepdim, self.scalar_type());
 	if (out.defined())
 		return out;
@@ -416,6 +421,10 @@ at::Tensor amax(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 
 at::Tensor amin(const at::Tensor &self, at::IntArrayRef dim, bool keepdim)
 {
+	if (at::isIntegralType(self.scalar_type(), false) && dim.size() <= 1) {
+		auto r = int_extreme(self, dim.empty() ? std::nullopt : std::optional<int64_t>(dim[0]), keepdim, false);
+		return r ? std::get<0>(*r) : at::Tensor();
+	}
 	at::Tensor out = reduce_one("aten::amin", NK_ROW_MIN, self, dim, keepdim, self.scalar_type());
 	if (out.defined())
 		return out;
@@ -457,6 +466,10 @@ std::tuple<at::Tensor &, at::Tensor &> aminmax_out(const at::Tensor &self, std::
 
 at::Tensor argmax(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)
 {
+	if (at::isIntegralType(self.scalar_type(), false)) {
+		auto r = int_extreme(self, dim, keepdim, true);
+		return r ? std::get<1>(*r) : at::Tensor();
+	}
 	at::Tensor out;
 	if (dim)
 		out = reduce_one("aten::argmax", NK_ROW_ARGMAX, self, at::IntArrayRef{ *dim }, keepdim, self.scalar_type());
@@ -469,6 +482,10 @@ at::Tensor argmax(const at::Tensor &self, std::optional<int64_t> dim, bool keepd
 
 std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, bool keepdim)
 {
+	if (at::isIntegralType(self.scalar_type(), false)) {
+		auto r = int_extreme(self, dim, keepdim, true);
+		return r ? *r : std::tuple<at::Tensor, at::Tensor>{};   // undefined: declined
+	}
 	at::Tensor v = reduce_one("aten::max", NK_ROW_MAX, self, at::IntArrayRef{ dim }, keepdim, self.scalar_type());
 	at::Tensor i = v.defined() ? reduce_one("aten::max", NK_ROW_ARGMAX, self, at::IntArrayRef{ dim }, keepdim,
 						self.scalar_type())
@@ -480,6 +497,10 @@ std::tuple<at::Tensor, at::Tensor> max_dim(const at::Tensor &self, int64_t dim, 
 
 at::Tensor argmin(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim)
 {
+	if (at::isIntegralType(self.scalar_type(), false)) {
+		auto r = int_extreme(self, dim, keepdim, false);
+		return r ? std::get<1>(*r) : at::Tensor();
+	}
 	at::Tensor out;
 	if (dim)
 		out = reduce_one("aten::argmin", NK_ROW_ARGMIN, self, at::IntArrayRef{ *dim }, keepdim, self.scalar_type());
@@ -492,6 +513,10 @@ at::Tensor argmin(const at::Tensor &self, std::optional<int64_t> dim, bool keepd
 
 std::tuple<at::Tensor, at::Tensor> min_dim(const at::Tensor &self, int64_t dim, bool keepdim)
 {
+	if (at::isIntegralType(self.scalar_type(), false)) {
+		auto r = int_extreme(self, dim, keepdim, false);
+		return r ? *r : std::tuple<at::Tensor, at::Tensor>{};   // undefined: declined
+	}
 	at::Tensor v = reduce_one("aten::min", NK_ROW_MIN, self, at::IntArrayRef{ dim }, keepdim, self.scalar_type());
 	at::Tensor i = v.defined() ? reduce_one("aten::min", NK_ROW_ARGMIN, self, at::IntArrayRef{ dim }, keepdim,
 						self.scalar_type())
@@ -760,24 +785,19 @@ at::Tensor &softmax_backward_out(const at::Tensor &g, const at::Tensor &y, int64
 	return declined;
 }
 
-// max() / min() of a whole tensor: floats by the row kernel; integers by a
-// pairwise tree of compare + select (exact at any width)
+// max() / min() of a whole tensor: floats by the row kernel, integers by
+// their digits (digits.cpp)
 at::Tensor extreme(const at::Tensor &self, bool is_max)
 {
-	if (!dma_movable(self) || self.numel() == 0)
+	if (!dma_movable(self) || self.numel() == 0 || self.scalar_type() == at::kBool)
 		return {};
+	if (at::isIntegralType(self.scalar_type(), false)) {
+		auto r = int_extreme(self, std::nullopt, false, is_max);
+		return r ? std::get<0>(*r) : at::Tensor();
+	}
 	if (isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID)
 		return is_max ? self.amax() : self.amin();
-	if (self.scalar_type() == at::kBool)
-		return {};
-	at::Tensor x = materialize(self.reshape({ -1 }), { self.numel() }, self.scalar_type());
-	while (x.numel() > 1) {
-		int64_t h = x.numel() / 2;
-		at::Tensor a = x.narrow(0, 0, h), b = x.narrow(0, h, h);
-		at::Tensor m = at::where(is_max ? a.gt(b) : a.lt(b), a, b);
-		x = x.numel() % 2 ? materialize(at::cat({ m, x.narrow(0, 2 * h, 1) }), { h + 1 }, x.scalar_type()) : m;
-	}
-	return x.reshape({});
+	return {};
 }
 
 at::Tensor max_full(const at::Tensor &self)
