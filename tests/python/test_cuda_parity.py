@@ -154,3 +154,23 @@ def test_the_cuda_like_calls():
     assert torch.backends.neuron.is_built() and torch.backends.neuron.is_available()
     import torch.backends.neuron as tbn
     assert tbn is torch.backends.neuron
+
+
+# ------------------------------------------------------------------ printing
+def test_printing_runs_on_the_device_under_strict():
+    """print(loss) and friends: the formatter's range finding in float32 on
+    the device (NeuronCores have no float64), the text as on CPU"""
+    r = _run("""
+        import re, torch, torch_neuronsim
+        g = torch.Generator().manual_seed(0)
+        cases = [torch.tensor(1.2345), torch.randn(3, 4, generator=g), torch.randn(3, 4, generator=g).bfloat16(),
+                 torch.tensor([1e-9, 1e9, 3.0]), torch.tensor([float("nan"), float("inf"), -1.0]),
+                 torch.arange(10), torch.tensor([True, False]), torch.randn(2000, generator=g),
+                 torch.randn(2, 3, dtype=torch.complex64, generator=g), torch.zeros(3).half()]
+        for c in cases:
+            got = re.sub(r",?\\s*device='neuron:0'", "", str(c.to("neuron")))
+            assert " ".join(got.split()) == " ".join(str(c).split()), (got, str(c))
+        print("fallbacks", torch_neuronsim.stats()["cpu_fallbacks"])
+    """, NEURON_STRICT="1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split() == ["fallbacks", "0"]

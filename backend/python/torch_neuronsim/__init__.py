@@ -143,10 +143,10 @@ def _register():
     torch.backends.neuron = sys.modules["torch.backends.neuron"] = _backends
     torch.utils.generate_methods_for_privateuse1_backend(for_tensor=True, for_module=True,
                                                          for_storage=True)
-    from . import ties as _ties
-    _ties.install()
     from .compile import install_default_backend
     install_default_backend()
+    from . import printing as _printing
+    _printing.install()
     _install_neuronx_standin()
     _backward_on_caller_thread()
 
