@@ -81,7 +81,9 @@ def device_timeline():
     lines = buf.value.decode().splitlines()
     out = []
     for line in lines[1:]:
-        f = line.split(",")
+        # the op's label may hold commas ("compiled graph 0 (forward, 9 nodes)"):
+        # the fixed fields are split from the right
+        f = line.rsplit(",", 5 + len(ENGINES))
         engines = dict(zip(ENGINES, map(int, f[5:5 + len(ENGINES)])))
         out.append({"op": f[0], "device": int(f[1]), "stream": int(f[2]), "start_ps": int(f[3]),
                     "end_ps": int(f[4]), "engine_busy_ps": engines, "dma_bytes": int(f[5 + len(ENGINES)])})

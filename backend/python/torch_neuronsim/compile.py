@@ -26,6 +26,7 @@ import itertools
 import torch
 
 from . import graph as _graph
+from .bounds import narrow_bounded_casts
 from .compile_cache import CACHE as _CACHE
 from .compile_cache import clear_memory_cache  # noqa: F401  (part of this module's API)
 from .fusion import (fuse_matmul_epilogues, fuse_pointwise, fuse_residual_epilogues, reinplace_input_updates,
@@ -89,6 +90,7 @@ def _compiler(kind):
         from .profiler import is_active, range as profile_range
         name = f"compiled graph {next(_graph_ids)} ({kind}, {len(gm.graph.nodes)} nodes)"
         reinplace_input_updates(gm)
+        narrow_bounded_casts(gm)
         upload_host_scalars(gm)
         fuse_matmul_epilogues(gm)
         fuse_residual_epilogues(gm)

@@ -213,8 +213,8 @@ class CompiledGraph:
 
     def _constant_nodes(self):
         """nodes whose value depends on no graph input and nothing random
-        (arange, masks, scalar_tensor): computed once and kept, as a
-        compiler folds constants"""
+        (arange, masks, scalar_tensor, their views and casts: the rotary
+        positions): computed once and kept, as a compiler folds constants"""
         const = set()
         for i, n in enumerate(self.nodes):
             if n.op == "get_attr":
@@ -225,9 +225,9 @@ class CompiledGraph:
                 if n.op == "call_function" and t is operator.getitem and self.index[n.args[0]] in const:
                     const.add(i)
                 continue
-            if torch.Tag.nondeterministic_seeded in t.tags or t._schema.is_mutable or \
-                    any(r.alias_info is not None for r in t._schema.returns):
-                continue   # random, in place, or a view (views stay with their users)
+            if torch.Tag.nondeterministic_seeded in t.tags or t._schema.is_mutable:
+                continue   # random or in place
+            # (a view of a constant is one too: the kept value holds its base)
             if all(self.index[a] in const for a in n.all_input_nodes):
                 const.add(i)
         return const

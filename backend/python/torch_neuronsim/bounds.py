@@ -1,0 +1,91 @@
+"""Integer value bounds in a compiled graph, and the casts they make cheap.
+
+An int64 -> float cast is exact on the device for values within int32 only
+(a larger value's two words round twice), so the eager kernel reads the
+values on the host to choose; in a compiled graph that read makes the node
+host-bound and splits the graph.  Many int64 values have a bound the graph
+itself proves: a loss's token count is a sum of booleans (at most the
+element count), positions are an arange.  narrow_bounded_casts() rewrites
+`_to_copy(x, float)` of an int64 x whose bound fits int32 as
+`_to_copy(_to_copy(x, int32), float)`: the same value (x is within int32),
+with no host read -- as a compiler's value-range analysis lets it pick the
+narrow conversion.  Bounds are |value| <= B, from the graph's ops and the
+traced shapes; anything not understood has no bound and is left alone."""
+import torch
+
+aten = torch.ops.aten
+
+_INT32_MAX = 2 ** 31 - 1
+_DTYPE_BOUND = {torch.bool: 1, torch.uint8: 255, torch.int8: 128, torch.int16: 2 ** 15, torch.int32: 2 ** 31}
+
+# ops whose result is elements of their first input (views, copies, moves)
+_SAME = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
+         aten.squeeze.dim, aten.squeeze.dims, aten.squeeze.default, aten.expand.default, aten.clone.default,
+         aten.permute.default, aten.t.default, aten.transpose.int, aten.slice.Tensor, aten.select.int,
+         aten.alias.default, aten.contiguous.default}
+_SUM = {aten.sum.dim_IntList, aten.sum.default}
+
+
+def _val(n):
+    v = n.meta.get("val") if hasattr(n, "meta") else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def bound(n, memo):
+    """max |value| of node n's elements, or None when unknown"""
+    if not hasattr(n, "op"):
+        return abs(n) if isinstance(n, (int, bool)) else None
+    if n in memo:
+        return memo[n]
+    memo[n] = None                      # cycles cannot happen in an FX graph; this guards recursion
+    v = _val(n)
+    b = _DTYPE_BOUND.get(v.dtype) if v is not None else None
+    t = n.target if n.op == "call_function" else None
+    if t in _SAME or t == aten._to_copy.default:
+        inner = bound(n.args[0], memo)
+        b = inner if b is None else (b if inner is None else min(b, inner))
+    elif t in _SUM:
+        src = _val(n.args[0])
+        inner = bound(n.args[0], memo)
+        if src is not None and inner is not None:
+            count = src.numel() // max(1, v.numel()) if v is not None else src.numel()
+            b = inner * count
+    elif t in (aten.add.Tensor, aten.sub.Tensor):
+        a, c = bound(n.args[0], memo), bound(n.args[1], memo)
+        alpha = n.kwargs.get("alpha", 1)
+        if a is not None and c is not None and isinstance(alpha, int):
+            b = a + abs(alpha) * c
+    elif t == aten.mul.Tensor:
+        a, c = bound(n.args[0], memo), bound(n.args[1], memo)
+        if a is not None and c is not None:
+            b = a * c
+    elif t in (aten.arange.start_step, aten.arange.start, aten.arange.default):
+        ends = [x for x in n.args if isinstance(x, int)]
+        if ends:
+            b = max(abs(x) for x in ends)
+    memo[n] = b
+    return b
+
+
+def narrow_bounded_casts(gm):
+    """int64 -> float casts of values a bound keeps within int32 go through
+    int32 (see the module's doc); returns how many were rewritten"""
+    memo, changed = {}, 0
+    for n in list(gm.graph.nodes):
+        if n.op != "call_function" or n.target != aten._to_copy.default:
+            continue
+        src, out = _val(n.args[0]) if n.args else None, _val(n)
+        if src is None or out is None or src.dtype != torch.int64 or not out.dtype.is_floating_point:
+            continue
+        b = bound(n.args[0], memo)
+        if b is None or b > _INT32_MAX:
+            continue
+        with gm.graph.inserting_before(n):
+            narrow = gm.graph.call_function(aten._to_copy.default, (n.args[0],), {"dtype": torch.int32})
+            narrow.meta["val"] = src.new_empty(src.shape, dtype=torch.int32)
+        n.args = (narrow,) + tuple(n.args[1:])
+        changed += 1
+    if changed:
+        gm.graph.lint()
+        gm.recompile()
+    return changed
