@@ -77,7 +77,10 @@ static const char *refusal(const isa_program *p)
 	return NULL;
 }
 
-/* The tensor of region r seen as `dtype`, added on first use. */
+/* The tensor of region r seen as `dtype`, added on first use: its whole
+ * elements (a region of 254 booleans read as int32 words -- the bitwise
+ * kernels do -- is 63 of them; a part reaching past the last whole one is
+ * refused by place_part_tensors). */
 static int region_tensor(linker *L, uint32_t r, int dtype)
 {
 	int32_t *slot = &L->region_tensor[(size_t)r * ISA_NUM_DTYPES + (unsigned)dtype];
@@ -85,7 +88,7 @@ static int region_tensor(linker *L, uint32_t r, int dtype)
 		return *slot;
 	const nk_link_region *reg = &L->regions[r];
 	unsigned es = isa_dtype_size(dtype);
-	if (!es || reg->bytes % es) {
+	if (!es || reg->bytes < es) {
 		nk_fail(L->diag, ISA_E_BAD_DTYPE, "region %u (%llu bytes) read as %s", r,
 			(unsigned long long)reg->bytes, isa_dtype_name(dtype));
 		return -1;
@@ -163,6 +166,14 @@ static isa_status place_part_tensors(linker *L, const isa_program *p, const nk_l
 		int x = region_tensor(L, b->region, t->dtype);
 		if (x < 0)
 			return L->diag->code;
+		uint64_t whole = reg->bytes - reg->bytes % isa_dtype_size(t->dtype);
+		if (b->offset + bytes > whole) {
+			nk_fail(L->diag, ISA_E_OUT_OF_BOUNDS,
+				"part %u: tensor '%s' (%llu bytes at %llu) reaches past the last whole %s of region "
+				"%u (%llu bytes)", k, t->name, (unsigned long long)bytes, (unsigned long long)b->offset,
+				isa_dtype_name(t->dtype), b->region, (unsigned long long)reg->bytes);
+			return ISA_E_OUT_OF_BOUNDS;
+		}
 		where[i].tensor = x;
 		where[i].offset = b->offset;
 	}

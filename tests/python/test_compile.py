@@ -585,8 +585,12 @@ def test_compiled_checkpointed_attention_trains_as_on_cpu():
     f(q, k, v).backward()
     qn, kn, vn = [t.detach().to(NEURON).requires_grad_() for t in (q, k, v)]
     torch._dynamo.reset()
+    torch_neuronsim.reset_stats()
     got = torch.compile(f, backend="neuron")(qn, kn, vn)
     got.backward()
+    # SDPA without dropout draws nothing: no state to save or replay, so
+    # both graphs link whole
+    assert stats()["compile"]["fallback_nodes"] == 0 and stats()["compile"]["segments_linked"] == 2
     torch.testing.assert_close(got.detach().cpu(), f(q, k, v).detach(), rtol=1e-4, atol=1e-4)
     for a, b in ((qn, q), (kn, k), (vn, v)):
         torch.testing.assert_close(a.grad.cpu(), b.grad, rtol=1e-3, atol=1e-4)
@@ -633,3 +637,23 @@ def test_casts_of_int64_values_a_bound_fits_in_int32_stay_in_the_program():
     assert sc["programs_executed"] == 1 and sc["compile"]["fallback_node_runs"] == 0
     gm = torch.fx.symbolic_trace(lambda i: i.float())      # no shapes, no bound: left alone
     assert narrow_bounded_casts(gm) == 0
+
+
+def test_a_loss_over_its_token_count_links_whole_forward_and_backward():
+    """TRL's loss: a masked sum over the count of real tokens (an int64 sum
+    of booleans, clamped) -- the forward bounds the count, and the backward
+    knows the bound of the count its forward saved"""
+    def f(x, mask):
+        return -(x * mask).sum() / mask.sum().clamp(1)
+    x = torch.randn(2, 127, requires_grad=True)
+    mask = torch.rand(2, 127, generator=torch.Generator().manual_seed(0)) > 0.3
+    f(x, mask).backward()
+    xn = x.detach().to(NEURON).requires_grad_()
+    torch._dynamo.reset()
+    torch_neuronsim.reset_stats()
+    got = torch.compile(f, backend="neuron")(xn, mask.to(NEURON))
+    got.backward()
+    c = stats()["compile"]
+    assert c["fallback_nodes"] == 0 and c["segments_linked"] == 2
+    torch.testing.assert_close(got.detach().cpu(), f(x, mask).detach())
+    torch.testing.assert_close(xn.grad.cpu(), x.grad)

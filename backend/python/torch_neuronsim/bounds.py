@@ -10,7 +10,11 @@ element count), positions are an arange.  narrow_bounded_casts() rewrites
 `_to_copy(_to_copy(x, int32), float)`: the same value (x is within int32),
 with no host read -- as a compiler's value-range analysis lets it pick the
 narrow conversion.  Bounds are |value| <= B, from the graph's ops and the
-traced shapes; anything not understood has no bound and is left alone."""
+traced shapes; anything not understood has no bound and is left alone.
+Float arithmetic with such an int64 operand (a loss divided by its token
+count) takes the operand through int32 the same way, and a backward graph
+knows the bounds of the values its forward saved for it (by name: AOTAutograd
+keeps a saved value's name across the two graphs of one joint graph)."""
 import torch
 
 aten = torch.ops.aten
@@ -31,8 +35,9 @@ def _val(n):
     return v if isinstance(v, torch.Tensor) else None
 
 
-def bound(n, memo):
-    """max |value| of node n's elements, or None when unknown"""
+def bound(n, memo, known=None):
+    """max |value| of node n's elements, or None when unknown; `known`:
+    bounds of placeholders by name"""
     if not hasattr(n, "op"):
         return abs(n) if isinstance(n, (int, bool)) else None
     if n in memo:
@@ -41,24 +46,35 @@ def bound(n, memo):
     v = _val(n)
     b = _DTYPE_BOUND.get(v.dtype) if v is not None else None
     t = n.target if n.op == "call_function" else None
-    if t in _SAME or t == aten._to_copy.default:
-        inner = bound(n.args[0], memo)
+    if n.op == "placeholder" and known and n.name in known:
+        b = known[n.name] if b is None else min(b, known[n.name])
+    elif t in _SAME or t == aten._to_copy.default:
+        inner = bound(n.args[0], memo, known)
         b = inner if b is None else (b if inner is None else min(b, inner))
     elif t in _SUM:
         src = _val(n.args[0])
-        inner = bound(n.args[0], memo)
+        inner = bound(n.args[0], memo, known)
         if src is not None and inner is not None:
             count = src.numel() // max(1, v.numel()) if v is not None else src.numel()
             b = inner * count
     elif t in (aten.add.Tensor, aten.sub.Tensor):
-        a, c = bound(n.args[0], memo), bound(n.args[1], memo)
+        a, c = bound(n.args[0], memo, known), bound(n.args[1], memo, known)
         alpha = n.kwargs.get("alpha", 1)
         if a is not None and c is not None and isinstance(alpha, int):
             b = a + abs(alpha) * c
     elif t == aten.mul.Tensor:
-        a, c = bound(n.args[0], memo), bound(n.args[1], memo)
+        a, c = bound(n.args[0], memo, known), bound(n.args[1], memo, known)
         if a is not None and c is not None:
             b = a * c
+    elif t == aten.clamp.default:
+        lo = n.args[1] if len(n.args) > 1 else n.kwargs.get("min")
+        hi = n.args[2] if len(n.args) > 2 else n.kwargs.get("max")
+        ends = [abs(x) for x in (lo, hi) if isinstance(x, int)]
+        inner = bound(n.args[0], memo, known)
+        if len(ends) == 2:
+            b = max(ends)
+        elif inner is not None:
+            b = max([inner] + ends)
     elif t in (aten.arange.start_step, aten.arange.start, aten.arange.default):
         ends = [x for x in n.args if isinstance(x, int)]
         if ends:
@@ -67,24 +83,63 @@ def bound(n, memo):
     return b
 
 
-def narrow_bounded_casts(gm):
+# float arithmetic whose int64 tensor operand is promoted inside the kernel
+_ARITH = {aten.div.Tensor, aten.mul.Tensor, aten.add.Tensor, aten.sub.Tensor}
+
+
+def _narrow(gm, node, pos):
+    """node's argument `pos` (an int64 node) through an int32 cast"""
+    x = node.args[pos]
+    with gm.graph.inserting_before(node):
+        narrow = gm.graph.call_function(aten._to_copy.default, (x,), {"dtype": torch.int32})
+        narrow.meta["val"] = _val(x).new_empty(_val(x).shape, dtype=torch.int32)
+    args = list(node.args)
+    args[pos] = narrow
+    node.args = tuple(args)
+
+
+def output_bounds(gm):
+    """{name: bound} of the int64 values gm returns (a forward's saved
+    values), for the backward graph of the same joint graph"""
+    memo, out = {}, {}
+    for n in gm.graph.find_nodes(op="output"):
+        for x in n.all_input_nodes:
+            v = _val(x)
+            if v is not None and v.dtype == torch.int64:
+                b = bound(x, memo)
+                if b is not None:
+                    out[x.name] = b
+    return out
+
+
+def narrow_bounded_casts(gm, known=None):
     """int64 -> float casts of values a bound keeps within int32 go through
-    int32 (see the module's doc); returns how many were rewritten"""
+    int32, and so do int64 operands of float arithmetic (see the module's
+    doc); `known`: bounds of placeholders by name.  Returns how many were
+    rewritten"""
     memo, changed = {}, 0
     for n in list(gm.graph.nodes):
-        if n.op != "call_function" or n.target != aten._to_copy.default:
+        if n.op != "call_function":
             continue
-        src, out = _val(n.args[0]) if n.args else None, _val(n)
-        if src is None or out is None or src.dtype != torch.int64 or not out.dtype.is_floating_point:
+        out = _val(n)
+        if out is None or not out.dtype.is_floating_point:
             continue
-        b = bound(n.args[0], memo)
-        if b is None or b > _INT32_MAX:
+        if n.target == aten._to_copy.default:
+            candidates = [0]
+        elif n.target in _ARITH:
+            candidates = [i for i in (0, 1) if i < len(n.args)]
+        else:
             continue
-        with gm.graph.inserting_before(n):
-            narrow = gm.graph.call_function(aten._to_copy.default, (n.args[0],), {"dtype": torch.int32})
-            narrow.meta["val"] = src.new_empty(src.shape, dtype=torch.int32)
-        n.args = (narrow,) + tuple(n.args[1:])
-        changed += 1
+        for pos in candidates:
+            x = n.args[pos]
+            src = _val(x) if hasattr(x, "op") else None
+            if src is None or src.dtype != torch.int64:
+                continue
+            b = bound(x, memo, known)
+            if b is None or b > _INT32_MAX:
+                continue
+            _narrow(gm, n, pos)
+            changed += 1
     if changed:
         gm.graph.lint()
         gm.recompile()

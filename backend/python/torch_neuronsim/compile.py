@@ -26,7 +26,8 @@ import itertools
 import torch
 
 from . import graph as _graph
-from .bounds import narrow_bounded_casts
+from .bounds import narrow_bounded_casts, output_bounds
+from .rng_hops import unwrap_calls_that_draw_nothing
 from .compile_cache import CACHE as _CACHE
 from .compile_cache import clear_memory_cache  # noqa: F401  (part of this module's API)
 from .fusion import (fuse_matmul_epilogues, fuse_pointwise, fuse_residual_epilogues, reinplace_input_updates,
@@ -85,12 +86,17 @@ def decompositions():
     return _DECOMP
 
 
-def _compiler(kind):
+def _compiler(kind, saved_bounds):
+    """the AOTAutograd compiler of `kind`; saved_bounds: the int64 bounds a
+    forward graph hands to its backward (one dict per joint graph)"""
     def compile_graph(gm, example_inputs):
         from .profiler import is_active, range as profile_range
         name = f"compiled graph {next(_graph_ids)} ({kind}, {len(gm.graph.nodes)} nodes)"
         reinplace_input_updates(gm)
-        narrow_bounded_casts(gm)
+        unwrap_calls_that_draw_nothing(gm)
+        narrow_bounded_casts(gm, saved_bounds if kind == "backward" else None)
+        if kind == "forward":
+            saved_bounds.update(output_bounds(gm))
         upload_host_scalars(gm)
         fuse_matmul_epilogues(gm)
         fuse_residual_epilogues(gm)
@@ -129,8 +135,10 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
             "sized (NCC_EMOD025): compile with dynamic=False, and pad or bucket inputs to fixed "
             "sizes (sequence lengths to multiples of 128).")
     from torch._dynamo.backends.common import aot_autograd
-    backend = aot_autograd(fw_compiler=_compiler("forward"), bw_compiler=_compiler("backward"),
-                           inference_compiler=_compiler("inference"), decompositions=decompositions(),
+    saved_bounds = {}
+    backend = aot_autograd(fw_compiler=_compiler("forward", saved_bounds),
+                           bw_compiler=_compiler("backward", saved_bounds),
+                           inference_compiler=_compiler("inference", saved_bounds), decompositions=decompositions(),
                            keep_inference_input_mutations=True)
     return backend(gm, example_inputs)
 

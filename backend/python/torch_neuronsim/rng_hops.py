@@ -14,6 +14,8 @@ install() adds `neuron` beside them: the state is the device generator's
 (torch.neuron.get/set_rng_state of the op's device), as the CUDA entries
 use torch.cuda's.  Every other device keeps PyTorch's own implementation.
 """
+import operator
+
 import torch
 from torch._C import DispatchKey
 
@@ -79,3 +81,62 @@ def install():
         if getattr(hop.py_kernels.get(DispatchKey.BackendSelect), "_neuronsim", False):
             continue
         _route(hop, impl, skip)
+
+
+# ------------------------------------------------ calls that draw nothing
+def _draws_nothing(op, args, kwargs):
+    """whether a call of a random-tagged op uses no random numbers: SDPA
+    without dropout (the tag is there because it may drop out), dropout
+    with p = 0 or outside training"""
+    aten = torch.ops.aten
+    if op == aten._scaled_dot_product_fused_attention_overrideable.default:
+        p = args[4] if len(args) > 4 else kwargs.get("dropout_p", 0.0)
+        return isinstance(p, (int, float)) and p == 0
+    if op == aten.native_dropout.default:
+        p = args[1] if len(args) > 1 else kwargs.get("p")
+        train = args[2] if len(args) > 2 else kwargs.get("train")
+        return (isinstance(p, (int, float)) and p == 0) or train is False
+    return False
+
+
+def unwrap_calls_that_draw_nothing(gm):
+    """run_and_save_rng_state(op, ...) / run_with_rng_state(state, op, ...)
+    around a call that draws no random number (an SDPA without dropout under
+    activation checkpointing) become the plain call: its result does not
+    depend on the generator, so nothing needs saving or replaying.  The
+    forward's saved state becomes an empty host tensor (a graph constant),
+    which the backward ignores.  Without the wrappers the call stays in the
+    graph's linked program: the saved state is a host tensor, which would
+    split it.  Returns how many calls were unwrapped."""
+    from torch._prims import rng_prims
+    save, replay = rng_prims.run_and_save_rng_state, rng_prims.run_with_rng_state
+    changed = 0
+    graph = gm.graph
+    for n in list(graph.nodes):
+        if n.op != "call_function" or n.target not in (save, replay):
+            continue
+        skip = 1 if n.target is save else 2
+        op, args = n.args[skip - 1], tuple(n.args[skip:])
+        if not _draws_nothing(op, args, n.kwargs):
+            continue
+        with graph.inserting_before(n):
+            call = graph.call_function(op, args, dict(n.kwargs))
+            call.meta = dict(n.meta)
+            if n.target is replay:
+                n.replace_all_uses_with(call)
+            else:
+                call.meta["val"] = n.meta["val"][1] if "val" in n.meta else None
+                state = graph.call_function(torch.ops.aten.empty.memory_format, ([0],),
+                                            {"dtype": torch.uint8, "device": torch.device("cpu")})
+                if "val" in n.meta:
+                    state.meta["val"] = n.meta["val"][0]
+                for user in list(n.users):
+                    if user.op == "call_function" and user.target is operator.getitem:
+                        user.replace_all_uses_with(state if user.args[1] == 0 else call)
+                        graph.erase_node(user)
+        graph.erase_node(n)
+        changed += 1
+    if changed:
+        graph.lint()
+        gm.recompile()
+    return changed
