@@ -657,3 +657,21 @@ def test_a_loss_over_its_token_count_links_whole_forward_and_backward():
     assert c["fallback_nodes"] == 0 and c["segments_linked"] == 2
     torch.testing.assert_close(got.detach().cpu(), f(x, mask).detach())
     torch.testing.assert_close(xn.grad.cpu(), x.grad)
+
+
+def test_a_masked_put_of_one_value_links_into_the_program():
+    """DTensor's vocab-parallel embedding: token ids outside this rank's
+    shard are masked, embedded as row 0, and their rows zeroed with
+    out[mask] = 0 -- a select on the device, no mask count read on the host"""
+    w = torch.randn(5, 8)
+
+    def f(w, ids):
+        mask = (ids < 0) | (ids >= 5)
+        out = F.embedding(ids.masked_fill(mask, 0), w)
+        out[mask] = 0.0
+        return out
+    ids = torch.tensor([[0, 7, 3, -1], [4, 4, 9, 2]])
+    want, got, _, sc = eager_and_compiled(f, w.to(NEURON), ids.to(NEURON))
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(got, f(w, ids), rtol=0, atol=0)
+    assert sc["programs_executed"] == 1 and sc["compile"]["fallback_node_runs"] == 0

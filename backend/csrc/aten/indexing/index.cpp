@@ -595,9 +595,36 @@ std::optional<c10::List<std::optional<at::Tensor>>> masks_as_indices(const at::T
 	return any ? std::optional(out) : std::nullopt;
 }
 
+// self[mask] = v with one boolean mask over self's leading dims and one
+// value (DTensor's vocab-parallel embedding zeroes the rows of tokens
+// another rank holds this way): a select on the device, where the general
+// path reads the mask's count on the host (nonzero); an undefined tensor
+// when not this case
+at::Tensor masked_put_one(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
+			  const at::Tensor &values, bool accumulate)
+{
+	if (accumulate || indices.size() != 1 || values.numel() != 1 || !values.is_privateuseone() ||
+	    values.device() != self.device() || values.scalar_type() != self.scalar_type() ||
+	    at::has_internal_overlap(self) != at::MemOverlap::No)
+		return {};
+	std::optional<at::Tensor> m = indices.get(0);
+	if (!m || !m->defined() || m->scalar_type() != at::kBool || !m->is_privateuseone() ||
+	    m->device() != self.device() || m->dim() == 0 || m->dim() > self.dim())
+		return {};
+	for (int64_t k = 0; k < m->dim(); k++)
+		if (m->size(k) != self.size(k))
+			return {};
+	std::vector<int64_t> shape = m->sizes().vec();
+	shape.resize(self.dim(), 1);
+	at::Tensor r = at::where(m->view(shape), values.reshape({}), self);
+	return native_copy(self, r) ? self : at::Tensor();
+}
+
 at::Tensor &index_put_impl(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices_in,
 			   const at::Tensor &values, bool accumulate, bool unsafe)
 {
+	if (masked_put_one(self, indices_in, values, accumulate).defined())
+		return self;
 	std::optional<c10::List<std::optional<at::Tensor>>> unmasked = masks_as_indices(self, indices_in);
 	const c10::List<std::optional<at::Tensor>> &indices = unmasked ? *unmasked : indices_in;
 	return index_faults(
