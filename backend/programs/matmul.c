@@ -467,46 +467,64 @@ static bool strides_ok(const int64_t s[3])
 	return s[0] >= 0 && s[1] >= 0 && s[2] >= 0 && (s[1] == 1 || s[2] == 1);
 }
 
-isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
-			     isa_diag *diag)
+/* The generator's state for mm on target, its operands checked and its
+ * SBUF planned; false (diag set) when the kernel cannot take mm. */
+static bool setup(gen *g, int target, const nk_matmul *mm, isa_diag *diag)
 {
-	*bin = NULL;
-	*len = 0;
 	const isa_target_info *ti = isa_target_get(target);
-	gen g;
-	memset(&g, 0, sizeof(g));
-	g.mm = mm;
-	g.dt = mm->dtype;
-	g.odt = mm->out_dtype ? mm->out_dtype : mm->dtype;
-	g.esz = isa_dtype_size(mm->dtype);
-	if (!ti || (g.dt != ISA_DT_fp32 && g.dt != ISA_DT_bf16 && g.dt != ISA_DT_fp16)) {
-		nk_fail(diag, ISA_E_BAD_DTYPE, "matmul kernel: dtype %s", isa_dtype_name(g.dt));
-		return ISA_E_BAD_DTYPE;
+	memset(g, 0, sizeof(*g));
+	g->mm = mm;
+	g->dt = mm->dtype;
+	g->odt = mm->out_dtype ? mm->out_dtype : mm->dtype;
+	g->esz = isa_dtype_size(mm->dtype);
+	if (!ti || (g->dt != ISA_DT_fp32 && g->dt != ISA_DT_bf16 && g->dt != ISA_DT_fp16)) {
+		nk_fail(diag, ISA_E_BAD_DTYPE, "matmul kernel: dtype %s", isa_dtype_name(g->dt));
+		return false;
 	}
 	if (!mm->batch || !mm->m || !mm->k || !mm->n || mm->k > (1u << 20) || mm->m > INT32_MAX ||
 	    mm->n > INT32_MAX || mm->batch > (1u << 20) || !strides_ok(mm->a_stride) ||
 	    !strides_ok(mm->b_stride) || (mm->residual && mm->act != ISA_ACT_identity) ||
 	    mm->act < 0 || mm->act >= ISA_NUM_ACTS) {
 		nk_fail(diag, ISA_E_LIMIT, "matmul kernel: unsupported shape or strides");
-		return ISA_E_LIMIT;
+		return false;
 	}
-	g.kt_n = (mm->k + P - 1) / P;
-	g.tr_slots = (PSUM_BYTES - OUT_BANKS * BANK) / (P * g.esz);
-	g.lane[0] = (lane){ .engine = ISA_ENGINE_SYNC, .queue = 0, .nstage = NSTAGE_MAX };
+	g->kt_n = (mm->k + P - 1) / P;
+	g->tr_slots = (PSUM_BYTES - OUT_BANKS * BANK) / (P * g->esz);
+	g->lane[0] = (lane){ .engine = ISA_ENGINE_SYNC, .queue = 0, .nstage = NSTAGE_MAX };
 	/* with an activation epilogue ScalarE waits for each product: b's loads
 	 * go from Sync then, so the next block's still overlap this one's */
 	int b_engine = mm->act != ISA_ACT_identity ? ISA_ENGINE_SYNC : ISA_ENGINE_SCALAR;
-	g.lane[1] = (lane){ .engine = b_engine, .queue = 1, .nstage = 8 };
-	g.kpad = g.kt_n * P;
-	/* program size: instructions grow with batch x (M/128) x (N/nb) x K/128 */
-	double work = (double)mm->batch * ((mm->m + P - 1) / P) * (double)g.kt_n *
+	g->lane[1] = (lane){ .engine = b_engine, .queue = 1, .nstage = 8 };
+	g->kpad = g->kt_n * P;
+	/* program size: instructions grow with batch x (M/128) x (N/nb) x K/128;
+	 * SBUF holds two a^T regions of the whole K per row tile */
+	double work = (double)mm->batch * ((mm->m + P - 1) / P) * (double)g->kt_n *
 		      ((mm->n + 63) / 64);
-	if (work > 4e6 || !plan(&g, ti->sbuf_partition_bytes - 4096)) {
+	if (work > 4e6 || !plan(g, ti->sbuf_partition_bytes - 4096)) {
 		nk_fail(diag, ISA_E_LIMIT, "matmul kernel: [%llu x %llu] @ [%llu x %llu] x %llu does not fit",
 			(unsigned long long)mm->m, (unsigned long long)mm->k, (unsigned long long)mm->k,
 			(unsigned long long)mm->n, (unsigned long long)mm->batch);
-		return ISA_E_LIMIT;
+		return false;
 	}
+	return true;
+}
+
+bool nk_matmul_fits(int target, const nk_matmul *mm)
+{
+	gen g;
+	isa_diag diag;
+	memset(&diag, 0, sizeof(diag));
+	return setup(&g, target, mm, &diag);
+}
+
+isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
+			     isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	gen g;
+	if (!setup(&g, target, mm, diag))
+		return diag->code;
 	if (!nk_pipe_init(&g.pp, target, 1, 0, diag))
 		return nk_pipe_finish(&g.pp, bin, len);
 	g.p = g.pp.em.p;

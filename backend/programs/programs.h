@@ -94,6 +94,8 @@ typedef struct nk_matmul {
 } nk_matmul;
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);
+/* whether nk_matmul_program takes mm (its shape, strides and SBUF plan) */
+bool nk_matmul_fits(int target, const nk_matmul *mm);
 
 /* Scaled-dot-product attention's forward as one flash-attention tile loop
  * (attention.c): out[b, h, l, :] = softmax(scale * q[b, h, l, :] .

@@ -235,3 +235,22 @@ def test_weight_layout_cache_can_be_turned_off():
     assert r.returncode == 0, r.stderr
     off = float(r.stdout.split()[-1])
     assert off > on        # without the cache every call turns W round on TensorE
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_k_too_long_for_one_program_is_split_and_summed_in_fp32(dtype):
+    """TRL's chunked log-prob backward: acc.addmm_(grad, w_chunk) with a
+    32768-wide vocab chunk outgrew SBUF and raised; K is split until each
+    part's program fits, the parts summed in fp32, rounded once"""
+    g = torch.Generator().manual_seed(0)
+    m, k, n = 129, 72000 if dtype == torch.bfloat16 else 40000, 130
+    a, b = torch.randn(m, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype)
+    acc = torch.randn(m, n, generator=g).to(dtype)
+    want = (acc.float() + a.float() @ b.float())
+    torch_neuronsim.reset_stats()
+    got = acc.to(NEURON).addmm_(a.to(NEURON), b.to(NEURON)).float().cpu()
+    prod = (a.to(NEURON) @ b.to(NEURON)).float().cpu()
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    tol = dict(rtol=1e-5, atol=1e-3) if dtype == torch.float32 else dict(rtol=1e-2, atol=2.0)
+    torch.testing.assert_close(got, want, **tol)
+    torch.testing.assert_close(prod, a.float() @ b.float(), **tol)

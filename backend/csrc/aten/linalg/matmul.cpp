@@ -102,6 +102,34 @@ bool operand_ok(const at::Tensor &t, const at::Tensor &like)
 	       t.scalar_type() == like.scalar_type() && isa_dtype_of(t.scalar_type()) != ISA_DT_INVALID;
 }
 
+bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias,
+		   at::Tensor &out, at::ScalarType out_dt, int act, const at::Tensor *residual);
+
+// A product whose K is too long for one program (its a^T rows outgrow
+// SBUF: TRL's chunked log-prob backward multiplies by 32768-wide vocab
+// chunks): K in halves until each part's program fits, the parts' fp32
+// products summed on VectorE, then the bias, rounded once into out (as a
+// gemm accumulates in fp32).  No epilogue activation or residual: false.
+bool k_split_matmul(const char *name, const at::Tensor &a, const at::Tensor &b, const at::Tensor *bias,
+		    at::Tensor &out, int act, const at::Tensor *residual)
+{
+	int64_t k = a.size(-1);
+	if (act != ISA_ACT_identity || residual || k < 256)
+		return false;
+	int64_t half = (k / 2 + 127) / 128 * 128;   /* whole 128-row tiles first */
+	at::Tensor acc, part;
+	for (int64_t k0 = 0; k0 < k; k0 += half) {
+		int64_t kc = std::min(half, k - k0);
+		if (!native_matmul(name, a.narrow(-1, k0, kc), b.narrow(-2, k0, kc), nullptr, part, at::kFloat,
+				   ISA_ACT_identity, nullptr))
+			return false;
+		acc = acc.defined() ? acc.add_(part) : part;
+	}
+	if (bias)
+		acc.add_(as_fp32(*bias));
+	return native_copy(out, acc);
+}
+
 // out[b] = a[b] @ b[b] (+ bias) on the device; false: not covered
 bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 		   const at::Tensor *bias, at::Tensor &out, at::ScalarType out_dt = at::ScalarType::Undefined,
@@ -155,6 +183,8 @@ bool native_matmul(const char *name, const at::Tensor &a, const at::Tensor &b,
 	mm.out_dtype = isa_dtype_of(out_dt);
 	mm.act = act;
 	mm.residual = residual != nullptr;
+	if (!nk_matmul_fits(isa_target_from_name(nsim_target_name()), &mm))
+		return k_split_matmul(name, a, b, bias, out, act, residual);
 	int dev = a.device().index();
 	Program prog = cached_program("matmul", mm, dev, nk_matmul_program);
 	std::vector<Binding> in{ { "a", &ac }, { "b", &bc } };
