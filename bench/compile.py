@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """bench/compile.py -- eager vs torch.compile(backend="neuron") on the small
 Llama of the tests (hidden 128, 2 layers, vocab 1000): forward, one decode
-step with a static cache, and one training step (forward, backward, AdamW).
+step with a static cache, and one training step (forward, backward, AdamW);
+and TRL's SFTTrainer step on one core (a Qwen3 of the same size, bf16, TRL's
+gradient checkpointing, rows padded to 128) eager vs `torch_compile=True`.
 
 Per workload and mode: compile time (the first call: capture and link),
 host time per later call, simulated device time per call (stream time,
@@ -102,6 +104,9 @@ def main():
                          statistics.median(host), sims[-1] / 1000, progs[-1], 100 * util[-1],
                          s["compile"]["fallback_node_runs"] if compiled else None))
 
+    rows += sft_rows(args.calls)
+    cases.append(("SFT step (TRL)", None))
+
     print(f"target {torch_neuronsim.target()}, {args.calls} timed calls after the first")
     head = ("workload", "mode", "compile s", "host ms/call", "sim us/call", "programs/call", "TensorE util %",
             "eager nodes/call")
@@ -115,6 +120,61 @@ def main():
         e, c = by[(name, "eager")], by[(name, "compiled")]
         print(f"{name}: compiled is {e[4] / c[4]:.2f}x faster in simulated time, {e[3] / c[3]:.2f}x in host time")
     return 0
+
+
+def sft_rows(calls):
+    """TRL's SFTTrainer on one core, eager and torch_compile=True (no backend
+    named): per optimizer step after the first, the rows main() prints"""
+    import tempfile
+
+    import torch
+    import transformers as T
+    from datasets import Dataset
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from trl import SFTConfig, SFTTrainer
+
+    import torch_neuronsim
+
+    words = {"<pad>": 0, "<eos>": 1, "<unk>": 2, **{f"w{i}": i for i in range(3, 1000)}}
+    tk = Tokenizer(models.WordLevel(words, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = T.PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>", unk_token="<unk>")
+    g = torch.Generator().manual_seed(0)
+    data = Dataset.from_list([{"text": " ".join(f"w{int(t)}" for t in torch.randint(3, 1000, (140,), generator=g))}
+                              for _ in range(4 * (calls + 1))])
+    cfg = T.Qwen3Config(vocab_size=1000, hidden_size=128, intermediate_size=256, num_attention_heads=4,
+                        num_key_value_heads=2, head_dim=32, num_hidden_layers=2, pad_token_id=0, eos_token_id=1)
+
+    class Meter(T.TrainerCallback):
+        def __init__(self):
+            self.steps = []
+
+        def on_step_begin(self, args, state, control, **kw):
+            torch_neuronsim.reset_stats()
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            s = torch_neuronsim.stats()
+            self.steps.append((time.perf_counter() - self.t0, s))
+
+    rows = []
+    for compiled in (False, True):
+        torch._dynamo.reset()
+        torch.manual_seed(0)
+        meter = Meter()
+        config = SFTConfig(output_dir=tempfile.mkdtemp(prefix="bench-sft-"), max_steps=calls + 1,
+                           per_device_train_batch_size=4, bf16=True, torch_compile=compiled, report_to=[],
+                           logging_steps=1000, save_strategy="no", max_length=128, disable_tqdm=True,
+                           learning_rate=1e-3)
+        SFTTrainer(model=T.Qwen3ForCausalLM(cfg), args=config, train_dataset=data, processing_class=tok,
+                   callbacks=[meter]).train()
+        first, later = meter.steps[0], meter.steps[1:]
+        s = later[-1][1]
+        rows.append(("SFT step (TRL)", "compiled" if compiled else "eager", first[0] if compiled else None,
+                     statistics.median(h for h, _ in later), s["simulated_time_ns"] / 1000, s["programs_executed"],
+                     100 * s["tensor_busy_ps"] / 1000 / max(1, s["simulated_time_ns"]),
+                     s["compile"]["fallback_node_runs"] if compiled else None))
+    return rows
 
 
 if __name__ == "__main__":

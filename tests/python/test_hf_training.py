@@ -174,3 +174,27 @@ def test_the_training_example_runs(lora):
     assert out.count("loss ") == 2 and "simulated step" in out and "engines: tensor" in out
     assert "CPU fallbacks in the last step: 0" in out
     assert ("adapter checkpoint" in out) if lora else ("weights identical: True" in out)
+
+
+def test_the_seed_scenario_in_values_mode_matches_one_cpu_process(tmp_path):
+    """examples/sft_distributed.py on 4 ranks (TP 2 x FSDP 2) under torchrun:
+    TRL's SFTTrainer with evaluation steps, torch_compile=True (no backend
+    named) and TRL's gradient checkpointing, NEURON_STRICT=1 -- no CPU
+    fallback, the losses of one CPU process with the same global batch, and
+    a checkpoint that loads on the CPU with the trained weights"""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = tmp_path / "result.json"
+    env = dict(os.environ, NEURON_SIM="1", NEURON_STRICT="1", NEURON_SIM_COMPILE_CACHE_DIR="off")
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+                        os.path.join(root, "examples", "sft_distributed.py"), "--mode", "values",
+                        "--checkpoint", str(tmp_path / "ckpt"), "--json", str(out)],
+                       env=env, capture_output=True, text=True, timeout=1200)
+    assert r.returncode == 0, r.stderr[-4000:]
+    import json
+    res = json.loads(out.read_text())
+    assert res["fallbacks"] == 0 and res["gradient_checkpointing"] and res["torch_compile"]
+    assert res["compile"]["graphs_compiled"] > 0
+    assert len(res["losses"]) == 3 and len(res["evals"]) == 2
+    assert res["max_rel_diff"] < 1e-3, (res["losses"], res["reference_losses"])
+    assert res["reload_identical"]
+    assert [row["step"] for row in res["steps"]] == [1, 2, 3] and all(row["step_ms"] > 0 for row in res["steps"])
