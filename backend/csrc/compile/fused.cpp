@@ -4,7 +4,7 @@
 // The compiler's FX pass (torch_neuronsim/fusion.py) replaces a chain of
 // pointwise nodes by one call; the region's steps come as fused_step and
 // fused_imm records (compile/records.h).
-#include "runtime/program.h"
+#include "compile/fused.h"
 #include "compile/records.h"
 #include "compile/tables.h"
 #include "runtime/copy.h"
@@ -25,6 +25,64 @@
 #include <ATen/ops/tanh.h>
 
 namespace neuron {
+
+int FusedRegion::ts(int a, int op, float imm, int op2, float imm2)
+{
+	TORCH_CHECK(f.nsteps < NK_FUSED_MAX_STEPS, "neuron: a fused region of more than ", NK_FUSED_MAX_STEPS, " steps");
+	unsigned k = f.nsteps++;
+	f.kind[k] = NK_FUSED_TS;
+	f.a[k] = a;
+	f.op[k] = op;
+	f.imm[k] = imm;
+	f.op2[k] = op2;
+	f.imm2[k] = imm2;
+	return (int)(f.nin + k);
+}
+
+int FusedRegion::tt(int a, int op, int b)
+{
+	TORCH_CHECK(f.nsteps < NK_FUSED_MAX_STEPS, "neuron: a fused region of more than ", NK_FUSED_MAX_STEPS, " steps");
+	unsigned k = f.nsteps++;
+	f.kind[k] = NK_FUSED_TT;
+	f.a[k] = a;
+	f.op[k] = op;
+	f.b[k] = b;
+	return (int)(f.nin + k);
+}
+
+int FusedRegion::act(int a, int func, float scale, float bias)
+{
+	TORCH_CHECK(f.nsteps < NK_FUSED_MAX_STEPS, "neuron: a fused region of more than ", NK_FUSED_MAX_STEPS, " steps");
+	unsigned k = f.nsteps++;
+	f.kind[k] = NK_FUSED_ACT;
+	f.a[k] = a;
+	f.op[k] = func;
+	f.imm[k] = scale;
+	f.imm2[k] = bias;
+	return (int)(f.nin + k);
+}
+
+void run_fused(const char *op, FusedRegion &r, const std::vector<const at::Tensor *> &inputs, at::Tensor &out)
+{
+	static const char *names[NK_FUSED_MAX_IN] = { "in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7" };
+	TORCH_CHECK(!inputs.empty() && inputs.size() == r.f.nin && inputs.size() <= NK_FUSED_MAX_IN && r.f.nsteps,
+		    "neuron: a fused region of ", inputs.size(), " inputs and ", r.f.nsteps, " steps");
+	r.f.dtype = isa_dtype_of(out.scalar_type());
+	r.f.n = (uint64_t)out.numel();
+	if (!r.f.n)
+		return;
+	std::vector<at::Tensor> held;
+	std::vector<Binding> in;
+	held.reserve(inputs.size());
+	for (const at::Tensor *t : inputs)
+		held.push_back(materialize(*t, t->sizes(), t->scalar_type()));
+	for (size_t i = 0; i < held.size(); i++)
+		in.emplace_back(names[i], &held[i]);
+	int dev = out.device().index();
+	Program m = cached_program("fused", r.f, dev, nk_fused_program);
+	run_program(m, dev, op, in, { { "out", &out } });
+}
+
 namespace {
 
 bool is_epilogue_act(int64_t act)
@@ -36,7 +94,6 @@ bool is_epilogue_act(int64_t act)
 
 at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::ArrayRef<double> imms)
 {
-	static const char *names[NK_FUSED_MAX_IN] = { "in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7" };
 	TORCH_CHECK(!inputs.empty() && inputs.size() <= NK_FUSED_MAX_IN, "neuronsim.fused_pointwise: ",
 		    inputs.size(), " inputs (1..", NK_FUSED_MAX_IN, ")");
 	const size_t width = rec::fused_step::fields, iwidth = rec::fused_imm::fields;
@@ -69,18 +126,12 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 		f.imm2[k] = (float)im[rec::fused_imm::imm2];
 	}
 	at::Tensor out = at::empty(first.sizes(), first.options());
-	if (!f.n)
-		return out;
-	std::vector<at::Tensor> held;
-	std::vector<Binding> in;
-	held.reserve(inputs.size());
-	for (size_t i = 0; i < inputs.size(); i++)
-		held.push_back(materialize(inputs[i], inputs[i].sizes(), inputs[i].scalar_type()));
-	for (size_t i = 0; i < held.size(); i++)
-		in.emplace_back(names[i], &held[i]);
-	int dev = first.device().index();
-	Program m = cached_program("fused", f, dev, nk_fused_program);
-	run_program(m, dev, "neuronsim::fused_pointwise", in, { { "out", &out } });
+	std::vector<const at::Tensor *> ins;
+	for (const at::Tensor &t : inputs)
+		ins.push_back(&t);
+	FusedRegion region(f.nin);
+	region.f = f;
+	run_fused("neuronsim::fused_pointwise", region, ins, out);
 	return out;
 }
 

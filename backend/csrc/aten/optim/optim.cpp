@@ -5,6 +5,7 @@
 // (The foreach paths' pointwise ops are aten/pointwise/ternary.cpp; the
 // gradient norms aten/linalg/vector.cpp.)
 #include "runtime/copy.h"
+#include "compile/fused.h"
 #include "aten/composite.h"
 #include "ops.def"
 
@@ -106,6 +107,46 @@ bool lists_ok(std::initializer_list<at::TensorList> lists, size_t n)
 
 enum class AdamMode { original, adamw };
 
+// One parameter's Adam / AdamW step as three fused pointwise programs that
+// update p, m and v in place, each intermediate fp32 in SBUF -- the same
+// operations in the same order as fused_adam_impl's composite below (and
+// CPU's kernel), in 3 programs instead of 13.  p's program runs first and
+// recomputes m' and v' from the old m and v (unrounded, as CPU's kernel
+// uses them); then m's and v's own.  false: operands it does not take.
+bool adam_in_place(AdamMode mode, at::Tensor &p, const at::Tensor &g, at::Tensor &m, at::Tensor &v, double lr,
+		   double beta1, double beta2, double wd, double eps, double bc1, double bc2)
+{
+	// (Adam's L2 term g + wd p would need the old p in m's and v's programs)
+	if (mode == AdamMode::original && wd != 0.0)
+		return false;
+	for (const at::Tensor *t : std::initializer_list<const at::Tensor *>{ &g, &m, &v })
+		if (t->scalar_type() != p.scalar_type() || t->sizes() != p.sizes())
+			return false;
+	if (!p.is_contiguous() || !m.is_contiguous() || !v.is_contiguous())
+		return false;
+	enum { P_, G_, M_, V_ };
+	auto moments = [&](FusedRegion &r, int g, int m, int v, int *mf, int *vf) {
+		if (mf)
+			*mf = r.tt(r.ts(m, ISA_ALU_multiply, (float)beta1), ISA_ALU_add,
+				   r.ts(g, ISA_ALU_multiply, (float)(1.0 - beta1)));
+		if (vf)
+			*vf = r.tt(r.ts(v, ISA_ALU_multiply, (float)beta2), ISA_ALU_add,
+				   r.ts(r.tt(g, ISA_ALU_multiply, g), ISA_ALU_multiply, (float)(1.0 - beta2)));
+	};
+	FusedRegion rp(4);
+	int pf = wd != 0.0 ? rp.ts(P_, ISA_ALU_multiply, (float)(1.0 - lr * wd)) : P_, mf, vf;
+	moments(rp, G_, M_, V_, &mf, &vf);
+	int denom = rp.ts(rp.act(vf, ISA_ACT_sqrt), ISA_ALU_divide, (float)std::sqrt(bc2), ISA_ALU_add, (float)eps);
+	rp.tt(pf, ISA_ALU_subtract, rp.tt(rp.ts(mf, ISA_ALU_multiply, (float)(lr / bc1)), ISA_ALU_divide, denom));
+	run_fused("aten::_fused_adam_", rp, { &p, &g, &m, &v }, p);
+	FusedRegion rm(2), rv(2);
+	moments(rm, 1, 0, -1, &mf, nullptr);
+	moments(rv, 1, -1, 0, nullptr, &vf);
+	run_fused("aten::_fused_adam_", rm, { &m, &g }, m);
+	run_fused("aten::_fused_adam_", rv, { &v, &g }, v);
+	return true;
+}
+
 // One Adam / AdamW step per parameter, as CPU PyTorch's fused kernel:
 //   adamw: p *= 1 - lr wd  |  adam: g += wd p
 //   m = m b1 + g (1 - b1);  v = v b2 + g g (1 - b2)  (v_max = max(v_max, v) with amsgrad)
@@ -126,6 +167,9 @@ bool fused_adam_impl(AdamMode mode, at::TensorList params, at::TensorList grads,
 			continue;
 		double step = peek_cpu(steps[i]).item<double>();   // the kernel's own read of its step count
 		double bc1 = 1.0 - std::pow(beta1, step), bc2 = 1.0 - std::pow(beta2, step);
+		if (!amsgrad && !maximize && !(grad_scale && grad_scale->defined()) &&
+		    adam_in_place(mode, p, grads[i], m, v, lr, beta1, beta2, wd, eps, bc1, bc2))
+			continue;
 		at::Tensor g = step_grad(grads[i], maximize, grad_scale), pf = p.to(at::kFloat);
 		if (wd != 0.0) {
 			if (mode == AdamMode::adamw)
