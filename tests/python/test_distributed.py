@@ -29,6 +29,21 @@ def torchrun(tmp_path, body, nproc=2, expect_ok=True):
         def out(obj):
             with open(os.path.join(sys.argv[1], f"rank{R}.json"), "a") as f:
                 f.write(json.dumps(obj) + "\\n")
+        def train(model, batch, between=None, **opt_kw):
+            # two AdamW steps: the losses averaged over the ranks; between() after each step
+            opt = torch.optim.AdamW(model.parameters(), lr=1e-2, **opt_kw)
+            losses = []
+            for _ in range(2):
+                loss = model(batch, labels=batch).loss
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+                l = loss.detach().clone()
+                dist.all_reduce(l, op=dist.ReduceOp.AVG)
+                losses.append(l.item())
+                if between:
+                    between()
+            return losses
     """) + textwrap.dedent(body))
     env = dict(os.environ, NEURON_SIM="1")
     # --standalone: torchrun's own rendezvous on a port it finds free
@@ -158,18 +173,6 @@ def test_ddp_fsdp2_and_tensor_parallel_training_match_one_process(tmp_path, npro
             torch.manual_seed(0)
             return T.LlamaForCausalLM(T.LlamaConfig(**{LLAMA!r})).to(dev)
 
-        def train(model, batch, **opt_kw):
-            opt = torch.optim.AdamW(model.parameters(), lr=1e-2, **opt_kw)
-            losses = []
-            for _ in range(2):
-                loss = model(batch, labels=batch).loss
-                loss.backward()
-                opt.step()
-                opt.zero_grad()
-                l = loss.detach().clone()
-                dist.all_reduce(l, op=dist.ReduceOp.AVG)
-                losses.append(l.item())
-            return losses
 
         def first(model):
             ps = list(model.parameters())[:4]
@@ -223,20 +226,14 @@ def test_fsdp2_evaluates_between_training_steps(tmp_path):
         for layer in m.model.layers:
             fully_shard(layer)
         fully_shard(m)
-        opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
-        losses, evals = [], []
-        for _ in range(2):
-            loss = m(mine, labels=mine).loss
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-            l = loss.detach().clone()
-            dist.all_reduce(l, op=dist.ReduceOp.AVG)
-            losses.append(l.item())
+        evals = []
+
+        def evaluate():
             m.eval()
             with torch.no_grad():
                 evals.append(m(mine, labels=mine).loss.item())
             m.train()
+        losses = train(m, mine, between=evaluate)
         out({{"device": str(dev), "losses": losses, "evals": evals}})
         dist.destroy_process_group()
     """)

@@ -26,12 +26,19 @@
 
 namespace neuron {
 
-int FusedRegion::ts(int a, int op, float imm, int op2, float imm2)
+// the next step's slot, of `kind` on operand a; its index as an operand
+static unsigned next_step(nk_fused &f, int kind, int a)
 {
 	TORCH_CHECK(f.nsteps < NK_FUSED_MAX_STEPS, "neuron: a fused region of more than ", NK_FUSED_MAX_STEPS, " steps");
 	unsigned k = f.nsteps++;
-	f.kind[k] = NK_FUSED_TS;
+	f.kind[k] = kind;
 	f.a[k] = a;
+	return k;
+}
+
+int FusedRegion::ts(int a, int op, float imm, int op2, float imm2)
+{
+	unsigned k = next_step(f, NK_FUSED_TS, a);
 	f.op[k] = op;
 	f.imm[k] = imm;
 	f.op2[k] = op2;
@@ -41,10 +48,7 @@ int FusedRegion::ts(int a, int op, float imm, int op2, float imm2)
 
 int FusedRegion::tt(int a, int op, int b)
 {
-	TORCH_CHECK(f.nsteps < NK_FUSED_MAX_STEPS, "neuron: a fused region of more than ", NK_FUSED_MAX_STEPS, " steps");
-	unsigned k = f.nsteps++;
-	f.kind[k] = NK_FUSED_TT;
-	f.a[k] = a;
+	unsigned k = next_step(f, NK_FUSED_TT, a);
 	f.op[k] = op;
 	f.b[k] = b;
 	return (int)(f.nin + k);
@@ -52,10 +56,7 @@ int FusedRegion::tt(int a, int op, int b)
 
 int FusedRegion::act(int a, int func, float scale, float bias)
 {
-	TORCH_CHECK(f.nsteps < NK_FUSED_MAX_STEPS, "neuron: a fused region of more than ", NK_FUSED_MAX_STEPS, " steps");
-	unsigned k = f.nsteps++;
-	f.kind[k] = NK_FUSED_ACT;
-	f.a[k] = a;
+	unsigned k = next_step(f, NK_FUSED_ACT, a);
 	f.op[k] = func;
 	f.imm[k] = scale;
 	f.imm2[k] = bias;
