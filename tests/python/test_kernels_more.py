@@ -638,6 +638,10 @@ def test_integer_argmax_max_and_abs_are_exact_and_native(dtype, shape):
                     (wv, wi), (gv, gi) = getattr(x, op)(d, keepdim), getattr(xn, op)(d, keepdim)
                     assert torch.equal(gv.cpu(), wv) and torch.equal(gi.cpu(), wi), (op, d, keepdim)
     assert torch.equal(xn.max().cpu(), x.max()) and torch.equal(xn.min().cpu(), x.min())
+    if x.dim() == 2:                           # a transposed view: rows of the reduction are strided
+        for d in (0, 1):
+            assert torch.equal(xn.t().argmax(d).cpu(), x.t().argmax(d))
+            assert torch.equal(xn.t().amin(d, True).cpu(), x.t().amin(d, True))
     if dtype != torch.uint8:
         assert torch.equal(xn.abs().cpu(), x.abs())
     assert torch_neuronsim.stats()["cpu_fallbacks"] == 0

@@ -51,7 +51,10 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> int_extreme(const at::Tensor &
 	if (moved.dim() == 0)
 		moved = moved.reshape({ 1 });
 	int64_t cols = moved.size(-1), rows = moved.numel() / cols;
-	at::Tensor x2 = materialize(moved, moved.sizes(), dt).view({ rows, cols });
+	// row-major strides spelled out: a size-1 dim may carry any stride, and
+	// viewing int64 as int32 words needs the last one to be 1
+	at::Tensor x2 = materialize(moved, moved.sizes(), dt).contiguous();
+	x2 = x2.as_strided({ rows, cols }, { cols, 1 }, x2.storage_offset());
 	float none = is_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
 	at::Tensor in;   // the candidates still in (all, before the first digit)
 	for (const at::Tensor &d : digits_of(x2)) {
