@@ -47,7 +47,19 @@ import sys
 import tempfile
 import time
 
-if "timing" in sys.argv:       # before the runtime starts: no values computed
+
+def _mode(argv):
+    """--mode's value, read before torch is imported (timing mode must be
+    set before the runtime starts)"""
+    for i, a in enumerate(argv):
+        if a == "--mode" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--mode="):
+            return a.split("=", 1)[1]
+    return "values"
+
+
+if _mode(sys.argv[1:]) == "timing":       # nothing computed
     os.environ.setdefault("NEURON_SIM_MODE", "timing")
 
 import torch  # noqa: E402
@@ -182,7 +194,8 @@ def train(args):
                        data_seed=0, dataloader_drop_last=True, use_cpu=args.reference, max_length=args.seq,
                        disable_tqdm=True)
     lora = LoraConfig(r=32, lora_alpha=16, lora_dropout=0.0, task_type="CAUSAL_LM") if args.lora else None
-    params = sum(p.numel() for p in model.parameters()) * (tp if not args.reference else 1)
+    with torch.device("meta"):          # the whole model's parameters, however it is sharded
+        params = sum(p.numel() for p in T.Qwen3ForCausalLM(T.Qwen3Config(**cfg)).parameters())
     dp = 1 if args.reference else fsdp
     report = StepReport(tokens_per_step=args.batch * fsdp * args.seq if not args.reference else batch * args.seq,
                         flops_per_token=model_flops_per_token(cfg, params, args.seq, args.lora),

@@ -468,8 +468,8 @@ static bool strides_ok(const int64_t s[3])
 }
 
 /* The generator's state for mm on target, its operands checked and its
- * SBUF planned; false (diag set) when the kernel cannot take mm. */
-static bool setup(gen *g, int target, const nk_matmul *mm, isa_diag *diag)
+ * SBUF planned; an error (diag set) when the kernel cannot take mm. */
+static isa_status setup(gen *g, int target, const nk_matmul *mm, isa_diag *diag)
 {
 	const isa_target_info *ti = isa_target_get(target);
 	memset(g, 0, sizeof(*g));
@@ -479,14 +479,14 @@ static bool setup(gen *g, int target, const nk_matmul *mm, isa_diag *diag)
 	g->esz = isa_dtype_size(mm->dtype);
 	if (!ti || (g->dt != ISA_DT_fp32 && g->dt != ISA_DT_bf16 && g->dt != ISA_DT_fp16)) {
 		nk_fail(diag, ISA_E_BAD_DTYPE, "matmul kernel: dtype %s", isa_dtype_name(g->dt));
-		return false;
+		return ISA_E_BAD_DTYPE;
 	}
 	if (!mm->batch || !mm->m || !mm->k || !mm->n || mm->k > (1u << 20) || mm->m > INT32_MAX ||
 	    mm->n > INT32_MAX || mm->batch > (1u << 20) || !strides_ok(mm->a_stride) ||
 	    !strides_ok(mm->b_stride) || (mm->residual && mm->act != ISA_ACT_identity) ||
 	    mm->act < 0 || mm->act >= ISA_NUM_ACTS) {
 		nk_fail(diag, ISA_E_LIMIT, "matmul kernel: unsupported shape or strides");
-		return false;
+		return ISA_E_LIMIT;
 	}
 	g->kt_n = (mm->k + P - 1) / P;
 	g->tr_slots = (PSUM_BYTES - OUT_BANKS * BANK) / (P * g->esz);
@@ -504,9 +504,9 @@ static bool setup(gen *g, int target, const nk_matmul *mm, isa_diag *diag)
 		nk_fail(diag, ISA_E_LIMIT, "matmul kernel: [%llu x %llu] @ [%llu x %llu] x %llu does not fit",
 			(unsigned long long)mm->m, (unsigned long long)mm->k, (unsigned long long)mm->k,
 			(unsigned long long)mm->n, (unsigned long long)mm->batch);
-		return false;
+		return ISA_E_LIMIT;
 	}
-	return true;
+	return ISA_OK;
 }
 
 bool nk_matmul_fits(int target, const nk_matmul *mm)
@@ -514,7 +514,7 @@ bool nk_matmul_fits(int target, const nk_matmul *mm)
 	gen g;
 	isa_diag diag;
 	memset(&diag, 0, sizeof(diag));
-	return setup(&g, target, mm, &diag);
+	return setup(&g, target, mm, &diag) == ISA_OK;
 }
 
 isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, size_t *len,
@@ -523,8 +523,9 @@ isa_status nk_matmul_program(int target, const nk_matmul *mm, uint8_t **bin, siz
 	*bin = NULL;
 	*len = 0;
 	gen g;
-	if (!setup(&g, target, mm, diag))
-		return diag->code;
+	isa_status st = setup(&g, target, mm, diag);
+	if (st)
+		return st;
 	if (!nk_pipe_init(&g.pp, target, 1, 0, diag))
 		return nk_pipe_finish(&g.pp, bin, len);
 	g.p = g.pp.em.p;

@@ -635,8 +635,18 @@ def test_casts_of_int64_values_a_bound_fits_in_int32_stay_in_the_program():
     want, got, _, sc = eager_and_compiled(f, x, labels)
     torch.testing.assert_close(got, want)
     assert sc["programs_executed"] == 1 and sc["compile"]["fallback_node_runs"] == 0
-    gm = torch.fx.symbolic_trace(lambda i: i.float())      # no shapes, no bound: left alone
-    assert narrow_bounded_casts(gm) == 0
+    # the bounds: an unsigned cast of -1 is 255, not 1; uint8 arithmetic wraps
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch_neuronsim.bounds import bound
+
+    def g(i, m):
+        return (m.to(torch.uint8) * 3).float(), (i * 2).float(), (m.to(torch.int64) - 1).sum().float()
+    gm = make_fx(g, tracing_mode="fake")(torch.ones(4, dtype=torch.int64), torch.ones(4, dtype=torch.bool))
+    memo = {}
+    nodes = {n.name: n for n in gm.graph.nodes}
+    assert bound(nodes["mul"], memo) == 255 and bound(nodes["mul_1"], memo) is None
+    assert bound(nodes["sum_1"], memo) == 8
+    assert narrow_bounded_casts(gm) == 1                  # only the sum is known to fit int32
 
 
 def test_a_loss_over_its_token_count_links_whole_forward_and_backward():

@@ -247,10 +247,14 @@ def test_a_k_too_long_for_one_program_is_split_and_summed_in_fp32(dtype):
     a, b = torch.randn(m, k, generator=g).to(dtype), torch.randn(k, n, generator=g).to(dtype)
     acc = torch.randn(m, n, generator=g).to(dtype)
     want = (acc.float() + a.float() @ b.float())
+    an, bn = a.to(NEURON), b.to(NEURON)
     torch_neuronsim.reset_stats()
-    got = acc.to(NEURON).addmm_(a.to(NEURON), b.to(NEURON)).float().cpu()
-    prod = (a.to(NEURON) @ b.to(NEURON)).float().cpu()
-    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    prod = (an @ bn).float().cpu()
+    s = torch_neuronsim.stats()
+    assert s["native_ops"]["aten::mm"]["count"] >= 2            # the K parts' products, then their sum
+    torch_neuronsim.reset_stats()
+    got = acc.to(NEURON).addmm_(an, bn).float().cpu()
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0 == s["cpu_fallbacks"]
     tol = dict(rtol=1e-5, atol=1e-3) if dtype == torch.float32 else dict(rtol=1e-2, atol=2.0)
     torch.testing.assert_close(got, want, **tol)
     torch.testing.assert_close(prod, a.float() @ b.float(), **tol)

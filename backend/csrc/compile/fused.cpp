@@ -68,6 +68,9 @@ void run_fused(const char *op, FusedRegion &r, const std::vector<const at::Tenso
 	static const char *names[NK_FUSED_MAX_IN] = { "in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7" };
 	TORCH_CHECK(!inputs.empty() && inputs.size() == r.f.nin && inputs.size() <= NK_FUSED_MAX_IN && r.f.nsteps,
 		    "neuron: a fused region of ", inputs.size(), " inputs and ", r.f.nsteps, " steps");
+	for (const at::Tensor *t : inputs)
+		TORCH_CHECK(t->scalar_type() == out.scalar_type() && t->sizes() == out.sizes() && t->device() == out.device(),
+			    "neuron: a fused region's inputs have its output's dtype, shape and device");
 	r.f.dtype = isa_dtype_of(out.scalar_type());
 	r.f.n = (uint64_t)out.numel();
 	if (!r.f.n)

@@ -57,11 +57,8 @@ void check_one_device(const std::string &name, const torch::jit::Stack &stack, s
 		const c10::IValue &v = stack[base + i];
 		if (v.isTensor())
 			note_device<true>(d, v.toTensor());
-		else if (v.isTensorList())
+		else if (v.isTensorList())   // (index lists, optional tensors, are not compared)
 			for (const at::Tensor &t : v.toTensorList().vec())
-				note_device<true>(d, t);
-		else if (v.isOptionalTensorList())
-			for (const std::optional<at::Tensor> &t : v.toOptionalTensorList().vec())
 				note_device<true>(d, t);
 	}
 }

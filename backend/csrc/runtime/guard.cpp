@@ -7,6 +7,7 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -52,8 +53,8 @@ void detail::init_timelines()
 
 // ------------------------------------------------------------ device guard
 
-// set once as the runtime starts; an error message when LOCAL_RANK names a
-// core this process cannot see
+// set once as the runtime starts; an error message when LOCAL_RANK is not a
+// process index
 std::string detail::init_default_device()
 {
 	const char *lr = std::getenv("LOCAL_RANK");
@@ -64,10 +65,14 @@ std::string detail::init_default_device()
 	long r = std::strtol(lr, &end, 10);
 	if (*end || r < 0)
 		return std::string("LOCAL_RANK='") + lr + "' is not a process index";
-	if (r >= n)
-		return "LOCAL_RANK=" + std::to_string(r) + " but this process sees " + std::to_string(n) +
-		       " NeuronCores: start at most " + std::to_string(n) +
-		       " processes per host, or give each process its cores with NEURON_RT_VISIBLE_CORES";
+	if (r >= n) {
+		// (NEURON_RT_VISIBLE_CORES gave each process its own cores, or more
+		// processes than cores share them): CUDA's default, device 0
+		std::fprintf(stderr,
+			     "[neuronsim] LOCAL_RANK=%ld but this process sees %d NeuronCores: its current device "
+			     "stays neuron:0\n", r, n);
+		return {};
+	}
 	g_default_device = (int)r;
 	return {};
 }

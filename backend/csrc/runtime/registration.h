@@ -78,10 +78,15 @@ template <class... T> bool is_declined(const std::tuple<T...> &t)
 // tensors each stay on their own device.
 [[noreturn]] void operands_on_two_devices(c10::Device a, c10::Device b);
 
-// whether an op compares its operands' devices (see note_device)
+// whether an op compares its operands' devices (see note_device): not the
+// per-tensor list ops, nor those that read another device's tensor as a
+// value (fill_ with a 0-dim value) or compare storages (is_set_to), which
+// CUDA allows across devices.  Index lists are not compared either (CUDA
+// moves indices to self's device).
 constexpr bool compares_devices(std::string_view name)
 {
-	return !name.starts_with("aten::_foreach_") && !name.starts_with("aten::_fused_");
+	return !name.starts_with("aten::_foreach_") && !name.starts_with("aten::_fused_") &&
+	       !name.starts_with("aten::fill_") && !name.starts_with("aten::is_set_to");
 }
 
 template <bool Checked, class T> void note_device(std::optional<c10::Device> &d, const T &x)

@@ -232,9 +232,11 @@ at::Tensor &fill_tensor_(at::Tensor &self, const at::Tensor &value)
 		return declined;
 	if (value.is_cpu())
 		return native_fill(self, value.item()) ? self : declined_tensor();
-	if (!value.is_privateuseone() || value.device() != self.device())
+	if (!value.is_privateuseone())
 		return declined;
-	at::Tensor v = value.scalar_type() == self.scalar_type() ? value : prepared(value, {}, self.scalar_type());
+	// a value on another core comes over first (one peer copy), as CUDA reads it
+	at::Tensor on = value.device() == self.device() ? value : value.to(self.device());
+	at::Tensor v = on.scalar_type() == self.scalar_type() ? on : prepared(on, {}, self.scalar_type());
 	if (!v.defined() || !native_copy(self, v))
 		return declined;
 	return self;

@@ -20,7 +20,10 @@ import torch
 aten = torch.ops.aten
 
 _INT32_MAX = 2 ** 31 - 1
-_DTYPE_BOUND = {torch.bool: 1, torch.uint8: 255, torch.int8: 128, torch.int16: 2 ** 15, torch.int32: 2 ** 31}
+# the integer types whose range bounds every value (int64's does not help)
+_NARROW = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32)
+# types whose values keep their magnitude through a conversion that fits
+_SIGNED = (torch.int8, torch.int16, torch.int32, torch.int64)
 
 # ops whose result is elements of their first input (views, copies, moves)
 _SAME = {aten.view.default, aten._unsafe_view.default, aten.reshape.default, aten.unsqueeze.default,
@@ -35,6 +38,28 @@ def _val(n):
     return v if isinstance(v, torch.Tensor) else None
 
 
+def _dtype_bound(dtype):
+    """max |value| of a narrow integer type (bool: 1), else None"""
+    if dtype == torch.bool:
+        return 1
+    if dtype in _NARROW:
+        info = torch.iinfo(dtype)
+        return max(info.max, -info.min)
+    return None
+
+
+def _within(v, b):
+    """bound b for a value of v's type: a signed integer type's range caps it
+    (an overflow wraps into the range), an unsigned type's whole range
+    stands (0 - 1 wraps to its maximum)"""
+    if v is None:
+        return b
+    d = _dtype_bound(v.dtype)
+    if d is None:
+        return b if v.dtype == torch.int64 else None
+    return min(b, d) if v.dtype in _SIGNED else d
+
+
 def bound(n, memo, known=None):
     """max |value| of node n's elements, or None when unknown; `known`:
     bounds of placeholders by name"""
@@ -44,41 +69,47 @@ def bound(n, memo, known=None):
         return memo[n]
     memo[n] = None                      # cycles cannot happen in an FX graph; this guards recursion
     v = _val(n)
-    b = _DTYPE_BOUND.get(v.dtype) if v is not None else None
+    b = _dtype_bound(v.dtype) if v is not None else None
     t = n.target if n.op == "call_function" else None
     if n.op == "placeholder" and known and n.name in known:
         b = known[n.name] if b is None else min(b, known[n.name])
-    elif t in _SAME or t == aten._to_copy.default:
+    elif t in _SAME:
         inner = bound(n.args[0], memo, known)
         b = inner if b is None else (b if inner is None else min(b, inner))
+    elif t == aten._to_copy.default:
+        # a conversion keeps the magnitude when the target is signed and
+        # wide enough (or int64); an unsigned target wraps (-1 -> 255)
+        inner = bound(n.args[0], memo, known)
+        if inner is not None and v is not None and v.dtype in _SIGNED and (b is None or inner < b):
+            b = inner
     elif t in _SUM:
         src = _val(n.args[0])
         inner = bound(n.args[0], memo, known)
         if src is not None and inner is not None:
             count = src.numel() // max(1, v.numel()) if v is not None else src.numel()
-            b = inner * count
+            b = _within(v, inner * count)
     elif t in (aten.add.Tensor, aten.sub.Tensor):
         a, c = bound(n.args[0], memo, known), bound(n.args[1], memo, known)
         alpha = n.kwargs.get("alpha", 1)
         if a is not None and c is not None and isinstance(alpha, int):
-            b = a + abs(alpha) * c
+            b = _within(v, a + abs(alpha) * c)
     elif t == aten.mul.Tensor:
         a, c = bound(n.args[0], memo, known), bound(n.args[1], memo, known)
         if a is not None and c is not None:
-            b = a * c
+            b = _within(v, a * c)
     elif t == aten.clamp.default:
         lo = n.args[1] if len(n.args) > 1 else n.kwargs.get("min")
         hi = n.args[2] if len(n.args) > 2 else n.kwargs.get("max")
-        ends = [abs(x) for x in (lo, hi) if isinstance(x, int)]
+        ends = [x for x in (lo, hi) if x is not None]
         inner = bound(n.args[0], memo, known)
-        if len(ends) == 2:
-            b = max(ends)
-        elif inner is not None:
-            b = max([inner] + ends)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in ends):
+            if len(ends) == 2:
+                b = _within(v, max(abs(x) for x in ends))
+            elif inner is not None:
+                b = _within(v, max([inner] + [abs(x) for x in ends]))
     elif t in (aten.arange.start_step, aten.arange.start, aten.arange.default):
-        ends = [x for x in n.args if isinstance(x, int)]
-        if ends:
-            b = max(abs(x) for x in ends)
+        if all(isinstance(x, int) and not isinstance(x, bool) for x in n.args) and n.args:
+            b = _within(v, max(abs(x) for x in n.args))
     memo[n] = b
     return b
 

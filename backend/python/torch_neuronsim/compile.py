@@ -145,18 +145,25 @@ def neuron_backend(gm: torch.fx.GraphModule, example_inputs):
 
 def _on_neuron(gm, example_inputs):
     """whether a captured graph computes on the neuron device: a tensor input,
-    parameter or buffer of it there"""
+    parameter or buffer of it there, or a node making a tensor there"""
     tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
     if isinstance(gm, torch.nn.Module):
         tensors += list(gm.parameters()) + list(gm.buffers())
-    return any(t.device.type == "neuron" for t in tensors)
+    if any(t.device.type == "neuron" for t in tensors):
+        return True
+    graph = getattr(gm, "graph", None)
+    for n in graph.nodes if graph is not None else ():
+        dev = n.kwargs.get("device")
+        if dev is not None and torch.device(dev).type == "neuron":
+            return True
+    return False
 
 
 def install_default_backend():
-    """`torch.compile(model)` with no backend named compiles graphs on neuron
-    tensors with this backend, as the default backend of a device's own
-    PyTorch build would: Inductor has no code generator for the device (it
-    stops with `KeyError: 'neuron'`).  Graphs on any other device still go
+    """`torch.compile(model)` with no backend named (or backend="inductor",
+    the same entry) compiles graphs on neuron tensors with this backend, as
+    the default backend of a device's own PyTorch build would: Inductor has no
+    code generator for the device (it stops with `KeyError: 'neuron'`).  Graphs on any other device still go
     to Inductor unchanged; Inductor's options (mode, options=) do not apply
     to the neuron compiler and are ignored for its graphs."""
     wrapper = torch._TorchCompileInductorWrapper

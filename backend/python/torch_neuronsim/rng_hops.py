@@ -20,16 +20,21 @@ import torch
 from torch._C import DispatchKey
 
 
-def _neuron_index(args, kwargs):
-    """the device index of the op's first neuron tensor, or None"""
+def _on_neuron(args, kwargs):
+    """whether the op computes on a neuron device (its device= or first tensor)"""
     dev = kwargs.get("device")
     if dev is not None:
-        dev = torch.device(dev)
-        return (dev.index or 0) if dev.type == "neuron" else None
-    for a in args:
-        if isinstance(a, torch.Tensor):
-            return (a.device.index or 0) if a.device.type == "neuron" else None
-    return None
+        return torch.device(dev).type == "neuron"
+    return next((a.device.type == "neuron" for a in args if isinstance(a, torch.Tensor)), False)
+
+
+def _neuron_index(args, kwargs):
+    """the neuron device the op runs on: its device= index or its first
+    tensor's; None is the current device (an unindexed device="neuron")"""
+    dev = kwargs.get("device")
+    if dev is not None:
+        return torch.device(dev).index
+    return next((a.device.index for a in args if isinstance(a, torch.Tensor)), None)
 
 
 def _save(op, *args, **kwargs):
@@ -55,7 +60,7 @@ def _route(hop, neuron_impl, skip):
     original = hop.py_kernels[DispatchKey.BackendSelect]
 
     def select(*args, **kwargs):
-        if _neuron_index(args[skip:], kwargs) is not None:
+        if _on_neuron(args[skip:], kwargs):
             return neuron_impl(*args, **kwargs)
         return original(*args, **kwargs)
     select._neuronsim = True

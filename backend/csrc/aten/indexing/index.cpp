@@ -603,7 +603,7 @@ std::optional<c10::List<std::optional<at::Tensor>>> masks_as_indices(const at::T
 at::Tensor masked_put_one(at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices,
 			  const at::Tensor &values, bool accumulate)
 {
-	if (accumulate || indices.size() != 1 || values.numel() != 1 || !values.is_privateuseone() ||
+	if (accumulate || indices.size() != 1 || values.numel() != 1 || values.dim() > 1 || !values.is_privateuseone() ||
 	    values.device() != self.device() || values.scalar_type() != self.scalar_type() ||
 	    at::has_internal_overlap(self) != at::MemOverlap::No)
 		return {};

@@ -153,6 +153,28 @@ at::Tensor &arange_iota(double s, double st, int64_t n, at::Tensor &out)
 // in double and rounds once: within an ulp or two), rounded into out's
 // float type.  The element count is CPU's, ceil((end - start) / step) in
 // double; a count CPU refuses declines to CPU's error.
+// An integer range whose step is too large for the iota's fp32 products
+// (row offsets rows * cols apart): its length counted in int64 as CPU counts
+// it, the positions 0..n-1, then * step + start on the exact integer ALU.
+// false: not covered (values outside the type, a step beyond int32).
+bool arange_int_positions(int64_t s, int64_t e, int64_t st, at::Tensor &out)
+{
+	const int64_t lim = out.scalar_type() == at::kInt ? INT32_MAX : (int64_t)1 << 62;
+	if (st == 0 || st > INT32_MAX || st < -(int64_t)INT32_MAX || s > lim || s < -lim || e > lim || e < -lim)
+		return false;
+	int64_t span = e - s;   // |span| < 2^63: both within 2^62
+	int64_t n = (span == 0 || (span > 0) != (st > 0)) ? 0 : (span + st - (st > 0 ? 1 : -1)) / st;
+	if (n >= 16777216)
+		return false;
+	at::Tensor i = at::empty({ n }, out.options().dtype(at::kInt));
+	arange_iota(0.0, 1.0, n, i);
+	at::Tensor v = i.to(out.scalar_type()).mul(st).add(s);
+	out.resize_({ n });
+	if (n > 0)
+		TORCH_CHECK(native_copy(out, v), "neuron: arange copy");
+	return true;
+}
+
 at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, const at::Scalar &step, at::Tensor &out)
 {
 	double s = start.toDouble(), e = end.toDouble(), st = step.toDouble();
@@ -165,20 +187,9 @@ at::Tensor &neuron_arange_out(const at::Scalar &start, const at::Scalar &end, co
 	if (integral && (is_int || out.scalar_type() == at::kFloat) && std::fabs(s) < 16777216 &&
 	    std::fabs(last) < 16777216 && std::fabs(st * 2048 * 128) < 2e9)
 		return arange_iota(s, st, (int64_t)n, out);
-	double lim = out.scalar_type() == at::kInt ? 2147483648.0 : 4e18;   // the values fit the type
-	if (integral && is_int && n < 16777216 && std::fabs(st) < 2147483648.0 && std::fabs(s) < lim &&
-	    std::fabs(last) < lim) {
-		/* a step too large for the iota's fp32 products (row offsets
-		 * rows * cols apart): the positions 0..n-1, then * step + start in
-		 * the exact integer ALU */
-		at::Tensor i = at::empty({ (int64_t)n }, out.options().dtype(at::kInt));
-		arange_iota(0.0, 1.0, (int64_t)n, i);
-		at::Tensor v = i.to(out.scalar_type()).mul(step).add(start);
-		out.resize_({ (int64_t)n });
-		if (n > 0)
-			TORCH_CHECK(native_copy(out, v), "neuron: arange copy");
+	if (is_int && start.isIntegral(false) && end.isIntegral(false) && step.isIntegral(false) &&
+	    arange_int_positions(start.toLong(), end.toLong(), step.toLong(), out))
 		return out;
-	}
 	if (is_float_neuron(out) && n < 16777216 && std::isfinite(s) && std::isfinite(st)) {
 		at::Tensor i = at::empty({ (int64_t)n }, out.options().dtype(at::kFloat));
 		arange_iota(0.0, 1.0, (int64_t)n, i);

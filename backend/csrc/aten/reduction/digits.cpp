@@ -45,7 +45,10 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> int_extreme(const at::Tensor &
 							       bool keepdim, bool is_max)
 {
 	at::ScalarType dt = self.scalar_type();
-	if (!self.is_privateuseone() || !at::isIntegralType(dt, false) || self.numel() == 0)
+	// the types digits_of splits (uint32 / uint64 would need unsigned top digits)
+	bool covered = dt == at::kByte || dt == at::kChar || dt == at::kShort || dt == at::kUInt16 || dt == at::kInt ||
+		       dt == at::kLong;
+	if (!self.is_privateuseone() || !covered || self.numel() == 0)
 		return std::nullopt;
 	at::Tensor moved = dim ? self.movedim(at::maybe_wrap_dim(*dim, self.dim()), -1) : self.reshape({ -1 });
 	if (moved.dim() == 0)
