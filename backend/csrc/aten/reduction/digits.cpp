@@ -13,6 +13,7 @@
 #include "runtime/copy.h"
 
 #include <ATen/ops/arange.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/where.h>
 
 #include <limits>
@@ -39,6 +40,28 @@ std::vector<at::Tensor> digits_of(const at::Tensor &x2)
 	}
 }
 
+// (values, indices) of the rows of `moved` (self with dim last, the reduced
+// dim kept as size 1) in the shape the reduction returns
+std::tuple<at::Tensor, at::Tensor> finish(const at::Tensor &self, std::optional<int64_t> dim, bool keepdim,
+					  at::Tensor vals, at::Tensor idx)
+{
+	if (!dim) {
+		std::vector<int64_t> ones(keepdim ? self.dim() : 0, 1);
+		return std::make_tuple(vals.reshape(ones), idx.reshape(ones));
+	}
+	int64_t d = at::maybe_wrap_dim(*dim, self.dim());
+	vals = vals.movedim(-1, d);
+	idx = idx.movedim(-1, d);
+	if (!keepdim && self.dim() > 0) {
+		vals = vals.squeeze(d);
+		idx = idx.squeeze(d);
+	} else if (self.dim() == 0) {
+		vals = vals.reshape({});
+		idx = idx.reshape({});
+	}
+	return std::make_tuple(vals.contiguous(), idx.contiguous());
+}
+
 }  // namespace
 
 std::optional<std::tuple<at::Tensor, at::Tensor>> int_extreme(const at::Tensor &self, std::optional<int64_t> dim,
@@ -58,6 +81,11 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> int_extreme(const at::Tensor &
 	// viewing int64 as int32 words needs the last one to be 1
 	at::Tensor x2 = materialize(moved, moved.sizes(), dt).contiguous();
 	x2 = x2.as_strided({ rows, cols }, { cols, 1 }, x2.storage_offset());
+	if (cols == 1) {   // nothing to compare: each row's one element, at 0
+		std::vector<int64_t> shape = moved.sizes().vec();
+		at::Tensor vals = x2.clone().view(shape), idx = at::zeros(shape, self.options().dtype(at::kLong));
+		return finish(self, dim, keepdim, vals, idx);
+	}
 	float none = is_max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
 	at::Tensor in;   // the candidates still in (all, before the first digit)
 	for (const at::Tensor &d : digits_of(x2)) {
@@ -72,23 +100,7 @@ std::optional<std::tuple<at::Tensor, at::Tensor>> int_extreme(const at::Tensor &
 	at::Tensor vals = x2.gather(1, idx);
 	std::vector<int64_t> shape = moved.sizes().vec();
 	shape.back() = 1;
-	vals = vals.view(shape);
-	idx = idx.view(shape);
-	if (!dim) {
-		std::vector<int64_t> ones(keepdim ? self.dim() : 0, 1);
-		return std::make_tuple(vals.reshape(ones), idx.reshape(ones));
-	}
-	int64_t d = at::maybe_wrap_dim(*dim, self.dim());
-	vals = vals.movedim(-1, d);
-	idx = idx.movedim(-1, d);
-	if (!keepdim && self.dim() > 0) {
-		vals = vals.squeeze(d);
-		idx = idx.squeeze(d);
-	} else if (self.dim() == 0) {
-		vals = vals.reshape({});
-		idx = idx.reshape({});
-	}
-	return std::make_tuple(vals.contiguous(), idx.contiguous());
+	return finish(self, dim, keepdim, vals.view(shape), idx.view(shape));
 }
 
 }  // namespace neuron

@@ -725,19 +725,27 @@ at::Tensor &softmax_backward_out(const at::Tensor &g, const at::Tensor &y, int64
 	return declined;
 }
 
-// max() / min() of a whole tensor: floats by the row kernel, integers by
-// their digits (digits.cpp)
+// max() / min() of a whole tensor: floats by the row kernel; integers by a
+// pairwise tree of compare + select (exact at any width, log2(n) rounds:
+// a generation loop's unfinished_sequences.max() is one element, no
+// program at all but its copy)
 at::Tensor extreme(const at::Tensor &self, bool is_max)
 {
 	if (!dma_movable(self) || self.numel() == 0 || self.scalar_type() == at::kBool)
 		return {};
-	if (at::isIntegralType(self.scalar_type(), false)) {
-		auto r = int_extreme(self, std::nullopt, false, is_max);
-		return r ? std::get<0>(*r) : at::Tensor();
+	if (!at::isIntegralType(self.scalar_type(), false))
+		return isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID ? (is_max ? self.amax() : self.amin())
+									  : at::Tensor();
+	at::Tensor x = materialize(self.reshape({ -1 }), { self.numel() }, self.scalar_type());
+	if (x.numel() == 1)
+		return x.reshape({}).clone();   // a result of its own, not a view of self
+	while (x.numel() > 1) {
+		int64_t h = x.numel() / 2;
+		at::Tensor a = x.narrow(0, 0, h), b = x.narrow(0, h, h);
+		at::Tensor m = at::where(is_max ? a.gt(b) : a.lt(b), a, b);
+		x = x.numel() % 2 ? materialize(at::cat({ m, x.narrow(0, 2 * h, 1) }), { h + 1 }, x.scalar_type()) : m;
 	}
-	if (isa_dtype_of(self.scalar_type()) != ISA_DT_INVALID)
-		return is_max ? self.amax() : self.amin();
-	return {};
+	return x.reshape({});
 }
 
 at::Tensor max_full(const at::Tensor &self)
