@@ -112,10 +112,8 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 		TORCH_CHECK(is_float_neuron(t) && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes() &&
 				    t.device() == first.device(),
 			    "neuronsim.fused_pointwise: inputs differ in dtype, shape or device");
-	nk_fused f{};
-	f.dtype = isa_dtype_of(first.scalar_type());
-	f.n = (uint64_t)first.numel();
-	f.nin = (unsigned)inputs.size();
+	FusedRegion region((unsigned)inputs.size());
+	nk_fused &f = region.f;
 	f.nsteps = (unsigned)(spec.size() / width);
 	for (unsigned k = 0; k < f.nsteps; k++) {
 		const int64_t *r = spec.data() + width * k;
@@ -133,8 +131,6 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 	std::vector<const at::Tensor *> ins;
 	for (const at::Tensor &t : inputs)
 		ins.push_back(&t);
-	FusedRegion region(f.nin);
-	region.f = f;
 	run_fused("neuronsim::fused_pointwise", region, ins, out);
 	return out;
 }

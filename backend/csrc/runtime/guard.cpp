@@ -86,7 +86,9 @@ int current_device()
 	} catch (...) {
 		return 0;
 	}
-	return g_default_device;
+	// the process default is final once the runtime is up: the thread keeps
+	// it, so the dispatch path's guards stop asking
+	return g_current_device = g_default_device;
 }
 
 int device_count()

@@ -126,9 +126,8 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 	OpStat &o = g_native_ops[op];
 	o.count++;
 	o.simulated_ps += sim_ps;
-	if (dev >= 0 && dev < 64)
-		g_device_kernel_ps[dev] += sim_ps;
 	if (dev >= 0 && dev < 64) {
+		g_device_kernel_ps[dev] += sim_ps;
 		auto &v = g_stream_ps[dev];
 		int sid = g_current_stream[dev];
 		if (sid >= 0 && (size_t)sid < v.size()) {

@@ -124,24 +124,25 @@ bool adam_in_place(AdamMode mode, at::Tensor &p, const at::Tensor &g, at::Tensor
 			return false;
 	if (!p.is_contiguous() || !m.is_contiguous() || !v.is_contiguous())
 		return false;
-	enum { P_, G_, M_, V_ };
-	auto moments = [&](FusedRegion &r, int g, int m, int v, int *mf, int *vf) {
-		if (mf)
-			*mf = r.tt(r.ts(m, ISA_ALU_multiply, (float)beta1), ISA_ALU_add,
-				   r.ts(g, ISA_ALU_multiply, (float)(1.0 - beta1)));
-		if (vf)
-			*vf = r.tt(r.ts(v, ISA_ALU_multiply, (float)beta2), ISA_ALU_add,
-				   r.ts(r.tt(g, ISA_ALU_multiply, g), ISA_ALU_multiply, (float)(1.0 - beta2)));
+	// m' = m b1 + g (1 - b1);  v' = v b2 + g g (1 - b2)
+	auto m_next = [&](FusedRegion &r, int gi, int mi) {
+		int a = r.ts(mi, ISA_ALU_multiply, (float)beta1);
+		return r.tt(a, ISA_ALU_add, r.ts(gi, ISA_ALU_multiply, (float)(1.0 - beta1)));
 	};
+	auto v_next = [&](FusedRegion &r, int gi, int vi) {
+		int a = r.ts(vi, ISA_ALU_multiply, (float)beta2);
+		return r.tt(a, ISA_ALU_add, r.ts(r.tt(gi, ISA_ALU_multiply, gi), ISA_ALU_multiply, (float)(1.0 - beta2)));
+	};
+	enum { P_, G_, M_, V_ };   // p's program's inputs
 	FusedRegion rp(4);
-	int pf = wd != 0.0 ? rp.ts(P_, ISA_ALU_multiply, (float)(1.0 - lr * wd)) : P_, mf, vf;
-	moments(rp, G_, M_, V_, &mf, &vf);
+	int pf = wd != 0.0 ? rp.ts(P_, ISA_ALU_multiply, (float)(1.0 - lr * wd)) : P_;
+	int mf = m_next(rp, G_, M_), vf = v_next(rp, G_, V_);
 	int denom = rp.ts(rp.act(vf, ISA_ACT_sqrt), ISA_ALU_divide, (float)std::sqrt(bc2), ISA_ALU_add, (float)eps);
 	rp.tt(pf, ISA_ALU_subtract, rp.tt(rp.ts(mf, ISA_ALU_multiply, (float)(lr / bc1)), ISA_ALU_divide, denom));
 	run_fused("aten::_fused_adam_", rp, { &p, &g, &m, &v }, p);
-	FusedRegion rm(2), rv(2);
-	moments(rm, 1, 0, -1, &mf, nullptr);
-	moments(rv, 1, -1, 0, nullptr, &vf);
+	FusedRegion rm(2), rv(2);   // inputs: the moment, g
+	m_next(rm, 1, 0);
+	v_next(rv, 1, 0);
 	run_fused("aten::_fused_adam_", rm, { &m, &g }, m);
 	run_fused("aten::_fused_adam_", rv, { &v, &g }, v);
 	return true;
