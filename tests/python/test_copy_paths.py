@@ -6,7 +6,10 @@ widened on VectorE; a transpose (source and destination contiguous along
 different dims) is turned round on TensorE.  Values must equal CPU PyTorch
 bit for bit on every path, across tile boundaries, and the time must be that
 of the bytes moved -- never faster than the DMA peak, never the
-descriptor-per-element cost of the straight path."""
+descriptor-per-element cost of the straight path.
+
+A `_foreach_*` op, a fused optimizer step and cat run their per-tensor
+programs linked into one (runtime/batch.cpp): one launch, same values."""
 import itertools
 
 import pytest
@@ -130,3 +133,63 @@ def test_copies_cost_their_bytes_not_their_elements(case):
     ns = s["kernel_time_ns"]
     assert ns >= _peak_ns(out.numel() * out.element_size()), (case, ns)
     assert ns <= 4 * base["kernel_time_ns"], (case, ns, base["kernel_time_ns"])
+
+
+def _lists(n=9, seed=3):
+    g = torch.Generator().manual_seed(seed)
+    shapes = [(128, 256), (256,), (1000, 128), (3, 5, 7), (1,), (129, 257), (513,), (2, 2), (64, 64)][:n]
+    return [torch.randn(s, generator=g) for s in shapes]
+
+
+def test_foreach_ops_are_one_launch_with_cpu_values():
+    cpu = _lists()
+    dev = [t.to(NEURON) for t in cpu]
+    norms, s = _timed(lambda: torch._foreach_norm(dev))
+    assert s["programs_executed"] == 1 and s["cpu_fallbacks"] == 0
+    torch.testing.assert_close([n.cpu() for n in norms], torch._foreach_norm(cpu), rtol=1e-5, atol=0)
+    torch_neuronsim.reset_stats()
+    torch._foreach_mul_(dev, torch.tensor(0.5, device=NEURON))
+    torch._foreach_add_(dev, 1.0)
+    torch._foreach_addcmul_(dev, dev, dev, value=0.25)
+    s = torch_neuronsim.stats()
+    assert s["programs_executed"] == 3, s["programs_executed"]
+    torch._foreach_mul_(cpu, torch.tensor(0.5))
+    torch._foreach_add_(cpu, 1.0)
+    torch._foreach_addcmul_(cpu, cpu, cpu, value=0.25)
+    for a, b in zip(dev, cpu):   # (addcmul rounds as the per-tensor kernel does: within an ulp of CPU's)
+        torch.testing.assert_close(a.cpu(), b, rtol=2e-7, atol=0)
+    # one launch costs one launch charge: less simulated time than the parts apart
+    assert s["launch_time_ns"] * 3 <= s["simulated_time_ns"]
+
+
+def test_one_launch_on_the_timeline_and_the_host_sees_its_results():
+    dev = [t.to(NEURON) for t in _lists()]
+    torch_neuronsim.reset_stats()
+    torch._foreach_add_(dev, 2.0)
+    ops = [r["op"] for r in torch_neuronsim.device_timeline()]
+    assert ops == ["aten::_foreach_add_"], ops
+    # a host read right after (and of every list member) sees the writes
+    assert all(bool((a.cpu() == b + 2.0).all()) for a, b in zip(dev, _lists()))
+
+
+def test_fused_adamw_and_cat_are_one_launch():
+    cpu = _lists()
+    params = [torch.nn.Parameter(t.clone()) for t in cpu]
+    dparams = [torch.nn.Parameter(t.to(NEURON)) for t in cpu]
+    grads = [torch.randn_like(t) for t in cpu]
+    for p, dp, gr in zip(params, dparams, grads):
+        p.grad, dp.grad = gr.clone(), gr.to(NEURON)
+    opt = torch.optim.AdamW(params, lr=1e-2, weight_decay=0.1, fused=True)
+    dopt = torch.optim.AdamW(dparams, lr=1e-2, weight_decay=0.1, fused=True)
+    for _ in range(2):
+        opt.step()
+        torch_neuronsim.reset_stats()
+        dopt.step()
+        ops = [r["op"] for r in torch_neuronsim.device_timeline()]
+        assert ops.count("aten::_fused_adamw_") == 1, ops
+    for p, dp in zip(params, dparams):
+        torch.testing.assert_close(dp.detach().cpu(), p.detach(), rtol=1e-6, atol=1e-7)
+    parts = [t.reshape(-1)[:5] for t in cpu] + [torch.randn(3)]
+    out, s = _timed(lambda: torch.cat([t.to(NEURON) for t in parts]))
+    assert torch.equal(out.cpu(), torch.cat(parts))
+    assert [r["op"] for r in torch_neuronsim.device_timeline()].count("aten::cat") == 1

@@ -15,6 +15,7 @@
 // OUTPUT tensors allocated per call, the rest are scratch inside the
 // program.  Run: one execution, one launch, charged like any program.
 #include "runtime/program.h"
+#include "runtime/batch.h"
 #include "compile/records.h"
 
 extern "C" {
@@ -448,6 +449,7 @@ bool capturing()
 
 void capture_host_access(const char *why)
 {
+	batch_host_access();   // programs a launch batch still holds write what the host is about to see
 	if (!g_capturing)
 		return;
 	std::lock_guard<std::mutex> g(g_capture_lock);

@@ -11,6 +11,7 @@
 // before it gives up.  A Program is a shared handle: an evicted
 // program still being run is unloaded when its last run ends.
 #include "runtime/program.h"
+#include "runtime/batch.h"
 
 #include <c10/util/Exception.h>
 
@@ -231,6 +232,8 @@ void run_program(const Program &prog, int dev, const char *op, std::initializer_
 void run_program(const Program &prog, int dev, const char *op, const std::vector<Binding> &in,
 		 const std::vector<Binding> &out)
 {
+	if (batch_defer(prog, dev, op, in, out))   // one launch with the rest of a multi-tensor op's
+		return;
 	nsim_model *m = prog.get();
 	std::vector<std::unique_ptr<nsim_tensor, TensorDeleter>> held;
 	std::unique_ptr<nsim_tensor_set, SetDeleter> sets[2];

@@ -3,6 +3,7 @@
 // cat, and the device program behind fill_ / zero_ (native_fill).
 #include "aten/indexing/index.h"
 #include "runtime/program.h"
+#include "runtime/batch.h"
 #include "runtime/copy.h"
 #include "aten/composite.h"
 #include "aten/pointwise/lowering.h"
@@ -158,7 +159,7 @@ std::vector<IndexCheck> advanced_checks(const at::Tensor &self, const c10::List<
 	return checks;
 }
 
-// cat: one DMA copy per input into its slice of the result
+// cat: one DMA copy per input into its slice of the result, in one launch
 at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim)
 {
 	std::vector<at::Tensor> ts;
@@ -192,11 +193,13 @@ at::Tensor cat(const at::ITensorListRef &tensors, int64_t dim)
 			shape[dim] = total;
 			at::Tensor out = at::empty(shape, parts[0].options().dtype(dt));
 			int64_t off = 0;
+			LaunchBatch batch("aten::cat");   // the copies are one launch
 			for (const at::Tensor &t : parts) {
 				if (t.numel())
 					TORCH_CHECK(native_copy(out.narrow(dim, off, t.size(dim)), t), "neuron: cat copy");
 				off += t.size(dim);
 			}
+			batch.flush();
 			return out;
 		}
 	}

@@ -4,6 +4,7 @@
 // operations CPU PyTorch's kernels use, so fp32 results round as CPU's do.
 // (The foreach paths' pointwise ops are aten/pointwise/ternary.cpp; the
 // gradient norms aten/linalg/vector.cpp.)
+#include "runtime/batch.h"
 #include "runtime/copy.h"
 #include "compile/fused.h"
 #include "aten/composite.h"
@@ -162,11 +163,15 @@ bool fused_adam_impl(AdamMode mode, at::TensorList params, at::TensorList grads,
 		return false;
 	if (skipped(found_inf))
 		return true;
+	std::vector<double> step_of(n);   // the kernel's own reads of its step counts, before its launch
+	for (size_t i = 0; i < n; i++)
+		step_of[i] = params[i].numel() ? peek_cpu(steps[i]).item<double>() : 0.0;
+	LaunchBatch batch(mode == AdamMode::adamw ? "aten::_fused_adamw_" : "aten::_fused_adam_");
 	for (size_t i = 0; i < n; i++) {
 		at::Tensor p = params[i], m = m_list[i], v = v_list[i];
 		if (p.numel() == 0)
 			continue;
-		double step = peek_cpu(steps[i]).item<double>();   // the kernel's own read of its step count
+		double step = step_of[i];
 		double bc1 = 1.0 - std::pow(beta1, step), bc2 = 1.0 - std::pow(beta2, step);
 		if (!amsgrad && !maximize && !(grad_scale && grad_scale->defined()) &&
 		    adam_in_place(mode, p, grads[i], m, v, lr, beta1, beta2, wd, eps, bc1, bc2))
@@ -190,6 +195,7 @@ bool fused_adam_impl(AdamMode mode, at::TensorList params, at::TensorList grads,
 		pf = pf.sub(mf.mul(lr / bc1).div(denom));
 		TORCH_CHECK(store(m, mf) && store(v, vf) && store(p, pf), "neuron: fused adam: writing the state");
 	}
+	batch.flush();
 	return true;
 }
 
