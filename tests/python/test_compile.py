@@ -260,6 +260,23 @@ def test_a_new_process_loads_the_compiled_graph_from_the_disk_cache(tmp_path):
 
 
 
+def test_a_graph_cached_by_one_core_runs_on_another(tmp_path):
+    """torchrun's ranks share the disk cache: a graph rank 1 compiled on
+    neuron:1 is a cache hit for rank 0 on neuron:0 and runs there (it was
+    loaded for neuron:1: "graph_run: input 0 is not on neuron:1")"""
+    script = _SAVE.replace('.to("neuron")', '.to(DEV)').replace("import json", "DEV = sys.argv[1]\nimport json")
+    script = "import sys\n" + script + 'print(json.dumps({"c": s["compile"], "y": y.cpu().tolist(), "dev": str(y.device)}))\n'
+    import json
+    env = dict(os.environ, NEURON_SIM_COMPILE_CACHE_DIR=str(tmp_path), NEURON_SIM="1")
+    runs = []
+    for dev in ("neuron:1", "neuron:0"):
+        out = subprocess.run([sys.executable, "-c", script, dev], env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert runs[1]["c"]["graphs_compiled"] == 0 and runs[1]["c"]["disk_cache_hits"] == 1
+    assert runs[1]["dev"] == "neuron:0" and runs[1]["y"] == runs[0]["y"]
+
 
 @pytest.mark.parametrize("load_cache", ["empty", "off"])
 def test_cache_artifacts_carry_compiled_graphs_to_a_new_process(tmp_path, load_cache):

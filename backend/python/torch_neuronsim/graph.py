@@ -55,6 +55,15 @@ def strict():
     return os.environ.get("NEURON_STRICT", "0") not in ("", "0")
 
 
+def _call_device(args):
+    """the core a graph call runs on: its first neuron tensor's, else the
+    current device (a graph that only makes tensors)"""
+    for t in args:
+        if isinstance(t, torch.Tensor) and t.device.type == "neuron":
+            return t.device.index if t.device.index is not None else torch.accelerator.current_device_index()
+    return torch.accelerator.current_device_index()
+
+
 def _ops():
     return torch.ops.neuronsim
 
@@ -369,8 +378,7 @@ class CompiledGraph:
 
     def compile(self, args):
         """the first call: capture, split, link; returns the call's result"""
-        device = next((t.device.index or 0 for t in args if isinstance(t, torch.Tensor)
-                       and t.device.type == "neuron"), 0)
+        device = _call_device(args)
         result, info = self._capture(args)
         steps = []
         for kind, x in self._segments(info):
@@ -408,6 +416,13 @@ class CompiledGraph:
         COUNTERS["graph_calls"] += 1
         if self.steps is None:
             steps = self.cache.find(self, args) if self.cache else None
+            if steps is not None:
+                # a linked program is the same on every core: it runs on this
+                # call's (another rank may have compiled and cached it)
+                device = _call_device(args)
+                for kind, x in steps:
+                    if kind == "segment":
+                        x.device = device
             if steps is None:
                 result, steps = self.compile(args)
                 COUNTERS["graphs_compiled"] += 1
