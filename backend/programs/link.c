@@ -16,7 +16,16 @@
  *   - semaphores and DMA descriptors are renumbered into ranges of their
  *     own, so parts never see each other's counts; when the 256 semaphores
  *     run out, the used ones are reset to 0 between two barriers;
- *   - between two parts every engine of the program meets at a barrier: a
+ *   - parts are scheduled in groups: a group takes the earliest part not
+ *     yet placed and, looking a window ahead, every later part that touches
+ *     no bytes an earlier unplaced part or a group member writes (nor
+ *     writes bytes they read), keeps no scratch of its own, and whose SBUF
+ *     and PSUM fit beside the members'; each member's SBUF and PSUM move
+ *     past the previous ones' (PSUM by whole banks) and every engine goes
+ *     on from one member's instructions to the next's, so one part's loads
+ *     run under another's compute, as the Neuron compiler schedules
+ *     independent operations;
+ *   - between two groups every engine of the program meets at a barrier: a
  *     part may use all of SBUF and PSUM, as its generator assumed.
  * What the launch overhead and the host round trip of each part cost in
  * eager mode is what the one program saves.
@@ -45,6 +54,13 @@ typedef struct linker {
 	uint64_t shared_bytes;          /* the largest part scratch */
 	uint32_t sem_base, sem_used;    /* this part's first semaphore; high-water mark */
 	bool engine_used[ISA_NUM_ENGINES];
+	uint64_t sbuf_base, psum_base;  /* where the current part's SBUF / PSUM start */
+	/* the waits that end the group's parts (a part's last instructions on an
+	 * engine waiting for its DMAs): met at the group's end, so the engine
+	 * goes on to the next member meanwhile */
+	isa_instr *deferred;
+	int *deferred_engine;
+	uint32_t ndeferred, deferred_cap;
 	isa_diag *diag;
 } linker;
 
@@ -182,6 +198,10 @@ static isa_status place_part_tensors(linker *L, const isa_program *p, const nk_l
 
 static isa_status relocate_ap(linker *L, isa_ap *ap, const placed *where, uint32_t ntensors)
 {
+	if (ap->space == ISA_SPACE_SBUF || ap->space == ISA_SPACE_PSUM) {
+		ap->offset += ap->space == ISA_SPACE_SBUF ? L->sbuf_base : L->psum_base;
+		return ISA_OK;
+	}
 	if (ap->space != ISA_SPACE_HBM)
 		return ISA_OK;
 	if (ap->tensor >= ntensors) {
@@ -208,9 +228,42 @@ static void renumber(isa_instr *in, uint32_t sem_base, uint32_t desc_base)
 	}
 }
 
-/* Every engine of the output meets here. */
+static isa_status defer_wait(linker *L, int engine, const isa_instr *in)
+{
+	if (L->ndeferred == L->deferred_cap) {
+		uint32_t cap = L->deferred_cap ? 2 * L->deferred_cap : 64;
+		isa_instr *d = realloc(L->deferred, cap * sizeof(*d));
+		if (d)
+			L->deferred = d;
+		int *de = d ? realloc(L->deferred_engine, cap * sizeof(*de)) : NULL;
+		if (de)
+			L->deferred_engine = de;
+		if (!d || !de) {
+			nk_fail(L->diag, ISA_E_NOMEM, "linker waits");
+			return ISA_E_NOMEM;
+		}
+		L->deferred_cap = cap;
+	}
+	L->deferred[L->ndeferred] = *in;
+	L->deferred_engine[L->ndeferred++] = engine;
+	return ISA_OK;
+}
+
+static isa_status emit_deferred(linker *L)
+{
+	isa_status st = ISA_OK;
+	for (uint32_t i = 0; i < L->ndeferred && !st; i++)
+		st = isa_builder_emit(L->out, L->deferred_engine[i], &L->deferred[i], L->diag);
+	L->ndeferred = 0;
+	return st;
+}
+
+/* Every engine of the output meets here (the group's deferred waits met first). */
 static isa_status barrier_all(linker *L)
 {
+	isa_status dst = emit_deferred(L);
+	if (dst)
+		return dst;
 	for (int e = 0; e < ISA_NUM_ENGINES; e++) {
 		if (!L->engine_used[e])
 			continue;
@@ -320,16 +373,20 @@ static isa_status append_part(linker *L, const isa_program *p, const nk_link_par
 			for (uint32_t b = 0; b < nbar && !st; b++)
 				st = isa_builder_simple(L->out, e, ISA_OP_barrier);
 		}
-		for (uint32_t i = 0; i < p->n_instr[e] && !st; i++) {
+		/* the stream's trailing waits are deferred to the group's end */
+		uint32_t n = 0, tail;
+		while (n < p->n_instr[e] && p->stream[e][n].opcode != ISA_OP_end)
+			n++;
+		for (tail = n; tail && p->stream[e][tail - 1].opcode == ISA_OP_sem_wait; tail--)
+			;
+		for (uint32_t i = 0; i < n && !st; i++) {
 			isa_instr in = p->stream[e][i];
-			if (in.opcode == ISA_OP_end)
-				break;
 			for (int s = 0; s < ISA_MAX_AP && !st; s++)
 				if ((in.ap_mask >> s) & 1u)
 					st = relocate_ap(L, &in.ap[s], where, p->n_tensors);
 			renumber(&in, L->sem_base, desc_base);
 			if (!st)
-				st = isa_builder_emit(L->out, e, &in, L->diag);
+				st = i < tail ? isa_builder_emit(L->out, e, &in, L->diag) : defer_wait(L, e, &in);
 		}
 		if (st)
 			goto free_where;
@@ -342,6 +399,96 @@ free_where:
 	return st;
 }
 
+/* ------------------------------------------------------------ groups */
+
+#define GROUP_MAX 16u           /* parts per group */
+#define WINDOW 64u              /* parts looked ahead for a group: bounds the dependency checks */
+#define GROUP_ACCESSES 32u      /* tensors of a part that may join a group */
+enum { IN_GROUP = 1, SCHEDULED_BEFORE = 2 };
+
+/* bytes [lo, hi) of region `region` a part reads or writes */
+typedef struct access {
+	uint32_t region;
+	bool written;
+	uint64_t lo, hi;
+} access;
+
+/* what decides whether a part may join a group */
+typedef struct shape {
+	uint64_t sbuf, psum;        /* bytes per partition used (from offset 0) */
+	bool alone;                 /* scratch of its own, barriers inside, or too many accesses */
+	uint32_t naccess;
+	access acc[GROUP_ACCESSES];
+} shape;
+
+static void note_onchip(shape *sh, const isa_ap *ap)
+{
+	int64_t lo, hi;
+	if ((ap->space != ISA_SPACE_SBUF && ap->space != ISA_SPACE_PSUM) || !isa_ap_byte_range(ap, &lo, &hi) || hi < 0)
+		return;
+	uint64_t *top = ap->space == ISA_SPACE_SBUF ? &sh->sbuf : &sh->psum;
+	if ((uint64_t)hi > *top)
+		*top = (uint64_t)hi;
+}
+
+static void shape_of(const isa_program *p, const nk_link_part *part, shape *sh)
+{
+	memset(sh, 0, sizeof(*sh));
+	sh->alone = p->scratch_bytes != 0;
+	for (int e = 0; e < ISA_NUM_ENGINES; e++)
+		for (uint32_t i = 0; i < p->n_instr[e]; i++) {
+			const isa_instr *in = &p->stream[e][i];
+			sh->alone |= in->opcode == ISA_OP_barrier;
+			for (int a = 0; a < ISA_MAX_AP; a++)
+				if ((in->ap_mask >> a) & 1u)
+					note_onchip(sh, &in->ap[a]);
+		}
+	for (uint32_t d = 0; d < p->n_dma; d++) {
+		note_onchip(sh, &p->dma[d].dst);
+		note_onchip(sh, &p->dma[d].src);
+		if (isa_dma_mode_indexed(p->dma[d].mode))
+			note_onchip(sh, &p->dma[d].index);
+	}
+	for (uint32_t i = 0; i < p->n_tensors && !sh->alone; i++) {
+		const isa_tensor *t = &p->tensors[i];
+		if (t->kind == ISA_TK_INTERNAL) {
+			sh->alone = true;
+			break;
+		}
+		if (t->kind != ISA_TK_INPUT && t->kind != ISA_TK_OUTPUT)
+			continue;
+		const nk_link_bind *b = NULL;
+		for (uint32_t j = 0; j < part->nbind && !b; j++)
+			if (strcmp(part->bind[j].name, t->name) == 0)
+				b = &part->bind[j];
+		if (!b || sh->naccess == GROUP_ACCESSES) {
+			sh->alone = true;   /* (place_part_tensors names an unbound one) */
+			break;
+		}
+		sh->acc[sh->naccess++] = (access){ b->region, t->kind == ISA_TK_OUTPUT, b->offset,
+						   b->offset + isa_tensor_bytes(t) };
+	}
+}
+
+/* whether two parts touch the same bytes, one of them writing */
+static bool conflicts(const shape *x, const shape *y)
+{
+	for (uint32_t i = 0; i < x->naccess; i++) {
+		const access *a = &x->acc[i];
+		for (uint32_t j = 0; j < y->naccess; j++) {
+			const access *b = &y->acc[j];
+			if (a->region == b->region && (a->written || b->written) && a->lo < b->hi && b->lo < a->hi)
+				return true;
+		}
+	}
+	return false;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+	return to ? (v + to - 1) / to * to : v;
+}
+
 isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t nparts, const nk_link_region *regions,
 			   uint32_t nregions, uint8_t **bin, size_t *len, isa_diag *diag)
 {
@@ -351,6 +498,8 @@ isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t npart
 		return ISA_E_BAD_VALUE;
 	}
 	linker L = { .regions = regions, .nregions = nregions, .diag = diag };
+	shape *shapes = NULL;
+	uint8_t *state = NULL;  /* per part: 0 left, IN_GROUP, SCHEDULED_BEFORE */
 	L.out = isa_program_new(target);
 	L.region_tensor = malloc(((size_t)nregions * ISA_NUM_DTYPES + 1) * sizeof(int32_t));
 	L.region_offset = calloc((size_t)nregions + 1, sizeof(uint64_t));
@@ -392,18 +541,67 @@ isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t npart
 		for (int e = 0; e < ISA_NUM_ENGINES; e++)
 			L.engine_used[e] |= progs[k]->n_instr[e] != 0;
 	}
-	for (uint32_t k = 0; k < nparts; k++) {
-		if (k)
+	const isa_target_info *ti = isa_target_get(target);
+	shapes = malloc((size_t)nparts * sizeof(*shapes));
+	state = calloc(nparts, 1);
+	if (!ti || !shapes || !state) {
+		nk_fail(diag, ti ? ISA_E_NOMEM : ISA_E_BAD_VALUE, ti ? "linker groups" : "unknown target");
+		st = ti ? ISA_E_NOMEM : ISA_E_BAD_VALUE;
+		goto free_tables;
+	}
+	for (uint32_t k = 0; k < nparts; k++)
+		shape_of(progs[k], &parts[k], &shapes[k]);
+	uint64_t bank = ti->psum_banks ? ti->psum_partition_bytes / ti->psum_banks : 0;
+	/* groups in order: each takes the earliest part left, then, looking
+	 * WINDOW parts ahead, every later one that no part left before it and
+	 * no group member conflicts with, while SBUF and PSUM hold them */
+	for (uint32_t first = 0; first < nparts;) {
+		if (first)
 			st = barrier_all(&L);
-		if (!st)
-			st = append_part(&L, progs[k], &parts[k], k);
+		uint32_t ngroup = 0;
+		uint64_t sbuf_top = 0, psum_top = 0;
+		for (uint32_t j = first; !st && j < nparts && j < first + WINDOW && ngroup < GROUP_MAX; j++) {
+			if (state[j])
+				continue;
+			const shape *sh = &shapes[j];
+			if (sh->alone && ngroup)
+				break;                       /* a fence: it waits for the group, the rest for it */
+			bool blocked = false;
+			for (uint32_t i = first; i < j && !blocked; i++)
+				blocked = state[i] != SCHEDULED_BEFORE &&
+					  (shapes[i].alone || conflicts(&shapes[i], sh));
+			uint64_t sb = round_up(sbuf_top, LINK_ALIGN), ps = round_up(psum_top, bank);
+			if (blocked || sb + sh->sbuf > ti->sbuf_partition_bytes || ps + sh->psum > ti->psum_partition_bytes)
+				continue;
+			L.sbuf_base = sb;
+			L.psum_base = ps;
+			st = append_part(&L, progs[j], &parts[j], j);
+			state[j] = IN_GROUP;
+			ngroup++;
+			sbuf_top = sb + sh->sbuf;
+			psum_top = ps + sh->psum;
+			if (sh->alone)
+				break;
+		}
 		if (st)
 			goto free_tables;
+		for (uint32_t i = first; i < nparts && i < first + WINDOW; i++)
+			if (state[i] == IN_GROUP)
+				state[i] = SCHEDULED_BEFORE;
+		while (first < nparts && state[first])
+			first++;
 	}
+	st = emit_deferred(&L);
+	if (st)
+		goto free_tables;
 	L.out->num_semaphores = L.sem_used;
 	L.out->scratch_bytes = L.shared_scratch + L.shared_bytes;
 	st = nk_encode(L.out, bin, len, diag);
 free_tables:
+	free(L.deferred);
+	free(L.deferred_engine);
+	free(state);
+	free(shapes);
 	free(progs);
 	free(L.region_offset);
 	free(L.region_tensor);
