@@ -58,6 +58,8 @@ typedef struct tile {
 	uint64_t pstride;          /* elements between rows of a and out */
 	uint64_t start_b;          /* b: first element, row and column strides (0: broadcast) */
 	uint64_t pstride_b, fstride_b;
+	uint32_t pack;             /* b per row, rows packed `pack` to a partition: b is
+				      [rows, pack] in SBUF, read with stride 0 along each row */
 } tile;
 
 /* Row length f: up to TILE_F, shorter when that fills all 128 partitions
@@ -72,7 +74,7 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 	uint64_t s = 0;
 	for (; s < n && k < cap; k++) {
 		nk_tile x = nk_flat_tile(n, s, f);
-		t[k] = (tile){ x.start, x.rows, x.cols, x.cols, x.start, x.cols, 1 };
+		t[k] = (tile){ x.start, x.rows, x.cols, x.cols, x.start, x.cols, 1, 0 };
 		s += (uint64_t)x.rows * x.cols;
 	}
 	return s == n ? k : 0;
@@ -164,13 +166,15 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 		const tile *x = &tiles[i];
 		uint64_t base = nk_pipe_tile(&pp);            /* a, [b, [c,]] out of the tile's buffer set */
 		isa_ap sa = isa_ap_sbuf(op->dt[0], 0, x->rows, base, x->cols);
-		isa_ap sb = op->b_col ? isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + slot, 1)
-				      : isa_ap_sbuf(op->dt[1], 0, x->rows, base + slot, x->cols);
+		int bdt = op->b_col ? ISA_DT_fp32 : op->dt[1];
+		isa_ap sb = x->pack ? isa_ap_sbuf(bdt, 0, x->rows, base + slot, x->pack)
+			    : op->b_col ? isa_ap_sbuf(ISA_DT_fp32, 0, x->rows, base + slot, 1)
+					: isa_ap_sbuf(op->dt[1], 0, x->rows, base + slot, x->cols);
 		isa_ap sc = isa_ap_sbuf(op->dt[2], 0, x->rows, base + 2 * slot, x->cols);
 		isa_ap so = isa_ap_sbuf(op->dt_out, 0, x->rows, base + op->nin * slot, x->cols);
 		isa_ap hb = isa_ap_hbm(op->dt[1], (uint32_t)tb, x->start_b * isa_dtype_size(op->dt[1]), x->rows,
-				       (int64_t)x->pstride_b, op->b_col ? 1 : x->cols);
-		if (x->fstride_b != 1 && !op->b_col) {
+				       (int64_t)x->pstride_b, x->pack ? x->pack : op->b_col ? 1 : x->cols);
+		if (x->fstride_b != 1 && !op->b_col && !x->pack) {
 			int32_t fs = (int32_t)x->fstride_b;
 			uint32_t sz = x->cols;
 			hb = isa_ap_dims(hb, 1, &fs, &sz);
@@ -183,8 +187,15 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			nk_pipe_load(&pp, sc, isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]),
 							  x->rows, (int64_t)x->pstride, x->cols), 2);
 		nk_pipe_compute(&pp, compute);
-		if (!pp.em.st)
+		if (!pp.em.st && x->pack) {
+			/* each packed row's b along its cols elements: stride 0 */
+			int32_t st2[2] = { 1, 0 };
+			uint32_t sz2[2] = { x->pack, x->cols / x->pack };
+			isa_ap wide = isa_ap_dims(isa_ap_sbuf(bdt, 0, x->rows, base + slot, 1), 2, st2, sz2);
+			nk_pipe_check(&pp, isa_builder_tensor_tensor(pp.em.p, compute, so, sa, wide, op->alu));
+		} else if (!pp.em.st) {
 			nk_pipe_check(&pp, ew_compute(pp.em.p, op, compute, so, sa, sb, sc, diag));
+		}
 		nk_pipe_computed(&pp, compute);
 		nk_pipe_store(&pp, isa_ap_hbm(op->dt_out, (uint32_t)to, x->start * isa_dtype_size(op->dt_out), x->rows,
 					      (int64_t)x->pstride, x->cols), so, 2);
@@ -258,11 +269,24 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 			(unsigned long long)rows, (unsigned long long)cols);
 		return ISA_E_LIMIT;
 	}
-	tile *tiles = calloc(rblocks * cblocks, sizeof(tile));
+	tile *tiles = calloc(rblocks * cblocks + 1, sizeof(tile));
 	if (!tiles)
 		return ISA_E_NOMEM;
 	uint32_t nt = 0;
-	for (uint64_t r = 0; r < rows; r += ISA_NUM_PARTITIONS)
+	uint64_t r0 = 0;
+	/* short rows with one b each: `pack` whole rows to a partition (a
+	 * [4, 128, 4, 32] * [4, 128, 4, 1] product was 16 tiles of 32 columns) */
+	if (b_per_row && cols < TILE_F_MIN && rows >= 2 * ISA_NUM_PARTITIONS) {
+		uint64_t pack = TILE_F / cols;
+		for (; rows - r0 >= 2 * ISA_NUM_PARTITIONS;) {
+			uint64_t k = (rows - r0) / ISA_NUM_PARTITIONS;
+			k = k < pack ? k : pack;
+			tile *x = &tiles[nt++];
+			*x = (tile){ r0 * cols, ISA_NUM_PARTITIONS, (uint32_t)(k * cols), k * cols, r0, k, 0, (uint32_t)k };
+			r0 += k * ISA_NUM_PARTITIONS;
+		}
+	}
+	for (uint64_t r = r0; r < rows; r += ISA_NUM_PARTITIONS)
 		for (uint64_t c = 0; c < cols; c += TILE_F) {
 			tile *x = &tiles[nt++];
 			x->rows = (uint32_t)(rows - r < ISA_NUM_PARTITIONS ? rows - r : ISA_NUM_PARTITIONS);

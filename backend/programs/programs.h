@@ -213,6 +213,16 @@ typedef struct nk_rows {
 	float eps;                 /* layer norm */
 	bool affine;
 } nk_rows;
+/* out[a, n] = sum over m of x[a, m, n] (mean: / m), x contiguous [a, m, n]
+ * (a middle dim reduced: GQA's gradient over the repeated heads), on
+ * VectorE; "x" in (in_dtype), "out" [a, n] out (out_dtype), fp32 sums */
+typedef struct nk_slabs {
+	bool mean;
+	int in_dtype, out_dtype;
+	uint64_t a, m, n;
+} nk_slabs;
+isa_status nk_slabs_program(int target, const nk_slabs *op, uint8_t **bin, size_t *len, isa_diag *diag);
+
 isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t *len,
 			   isa_diag *diag);
 

@@ -247,12 +247,60 @@ static void store(rg *g, uint64_t set, uint64_t r0, uint32_t r)
 	}
 }
 
+/* Short rows reduced to one value each (sum, mean, amax, amin of a
+ * [4, 128, 4, 32] tensor over its last dim: 16 tiles of 32 columns) go
+ * `pack` whole rows to a partition: one tensor_reduce over the inner axis
+ * of a [P, pack, cols] tile gives [P, pack] -- the same fold of each row as
+ * one row per partition, in a tile the DMA moves at its rate. */
+#define PACK_F 2048u
+#define PACK_COLS 256u
+
+static bool packs(const nk_rows *op)
+{
+	return (op->op == NK_ROW_SUM || op->op == NK_ROW_MEAN || op->op == NK_ROW_MAX || op->op == NK_ROW_MIN) &&
+	       op->cols <= PACK_COLS && op->rows >= 2 * P;
+}
+
+static uint64_t packed_tiles(rg *g)
+{
+	const nk_rows *op = g->op;
+	unsigned isz = isa_dtype_size(op->in_dtype), osz = isa_dtype_size(op->out_dtype);
+	uint64_t r0 = 0, cols = g->cols;
+	int alu = op->op == NK_ROW_MAX ? ISA_ALU_max : op->op == NK_ROW_MIN ? ISA_ALU_min : ISA_ALU_add;
+	while (op->rows - r0 >= 2 * P && !g->e->st) {
+		uint64_t k = (op->rows - r0) / P;
+		k = k < PACK_F / cols ? k : PACK_F / cols;
+		uint64_t set = nk_pipe_tile(&g->pp), out = xoff(set) + PACK_F * 4;
+		nk_pipe_load(&g->pp, tile(P, xoff(set), k * cols),
+			     isa_ap_hbm(op->in_dtype, (uint32_t)g->tx, r0 * cols * isz, P, (int64_t)(k * cols),
+					(uint32_t)(k * cols)), 0);
+		nk_pipe_compute(&g->pp, ISA_ENGINE_VECTOR);
+		int32_t stride[2] = { (int32_t)cols, 1 };
+		uint32_t size[2] = { (uint32_t)k, (uint32_t)cols };
+		isa_instr in = isa_instr_init(ISA_OP_tensor_reduce);
+		in.ap[ISA_AP_DST] = tile(P, out, k);
+		in.ap[ISA_AP_SRC] = isa_ap_dims(tile(P, xoff(set), k * cols), 2, stride, size);
+		in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
+		in.e[0] = (uint8_t)alu;
+		in.u[0] = 2;   /* the inner axis: one value per row */
+		nk_em_emit(g->e, ISA_ENGINE_VECTOR, &in);
+		if (op->op == NK_ROW_MEAN)
+			nk_em_ts(g->e, ISA_ENGINE_VECTOR, tile(P, out, k), tile(P, out, k), ISA_ALU_divide, (float)cols, NULL,
+				 ISA_ALU_bypass, 0, NULL);
+		nk_pipe_computed(&g->pp, ISA_ENGINE_VECTOR);
+		nk_pipe_store(&g->pp, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, r0 * osz, P, (int64_t)k, (uint32_t)k),
+			      tile(P, out, k), 2);
+		r0 += k * P;
+	}
+	return r0;
+}
+
 static void emit_tiles(rg *g)
 {
 	const nk_rows *op = g->op;
 	unsigned isz = isa_dtype_size(op->in_dtype);
 	constants(g);
-	for (uint64_t r0 = 0; r0 < op->rows && !g->e->st; r0 += P) {
+	for (uint64_t r0 = packs(op) ? packed_tiles(g) : 0; r0 < op->rows && !g->e->st; r0 += P) {
 		uint32_t r = (uint32_t)(op->rows - r0 < P ? op->rows - r0 : P);
 		uint64_t set = nk_pipe_tile(&g->pp);
 		nk_pipe_load(&g->pp, tile(r, xoff(set), g->cols),
@@ -312,6 +360,8 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	g.cols = op->cols;
 	g.e = &g.pp.em;
 	uint64_t row = op->cols * 4, set_bytes = 2 * row + 64;
+	if (packs(op) && set_bytes < 2 * PACK_F * 4)
+		set_bytes = 2 * PACK_F * 4;   /* a packed tile and its [P, pack] results */
 	g.iota_off = g.wt_off = 2 * set_bytes;
 	g.bt_off = g.wt_off + row;
 	if (!nk_pipe_init(&g.pp, target, 2, set_bytes, diag))
@@ -322,4 +372,63 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	if (tensors(&g))
 		emit_tiles(&g);
 	return nk_pipe_finish(&g.pp, bin, len);
+}
+
+/* ------------------------------------------------------------- slabs */
+
+/* nk_slabs: per slab a, the n columns cut in blocks of f, one block to a
+ * partition, the m rows of the block along the free dims [m, f]; one
+ * tensor_reduce over the m axis folds them in order (m = 0, 1, ... as CPU
+ * PyTorch adds along a dim that is not the innermost).  Before this, a
+ * TensorE product ones[1, m] @ x[m, n] per slab (its batch one after
+ * another): 104 us for GQA's [8, 2, 4096] gradient sum. */
+#define SLAB_F 4096u    /* elements per partition of a tile (m x f) */
+
+isa_status nk_slabs_program(int target, const nk_slabs *op, uint8_t **bin, size_t *len, isa_diag *diag)
+{
+	*bin = NULL;
+	*len = 0;
+	if (!isa_dtype_is_float(op->in_dtype) || !isa_dtype_is_float(op->out_dtype) || !op->a || !op->m || !op->n ||
+	    op->m > SLAB_F || op->n > INT32_MAX || op->a > (1u << 20)) {
+		nk_fail(diag, ISA_E_LIMIT, "slab sum kernel: %llu x %llu x %llu", (unsigned long long)op->a,
+			(unsigned long long)op->m, (unsigned long long)op->n);
+		return ISA_E_LIMIT;
+	}
+	uint64_t f = (op->n + P - 1) / P, fmax = SLAB_F / op->m;
+	f = f > fmax ? fmax : f;
+	nk_pipe pp;
+	if (!nk_pipe_init(&pp, target, 2, (uint64_t)SLAB_F * 4 + f * 4, diag))
+		return nk_pipe_finish(&pp, bin, len);
+	unsigned isz = isa_dtype_size(op->in_dtype), osz = isa_dtype_size(op->out_dtype);
+	int tx = nk_pipe_tensor(&pp, "x", op->in_dtype, ISA_TK_INPUT, op->a * op->m * op->n);
+	int to = nk_pipe_tensor(&pp, "out", op->out_dtype, ISA_TK_OUTPUT, op->a * op->n);
+	for (uint64_t a = 0; a < op->a && !pp.em.st; a++)
+		for (uint64_t c0 = 0; c0 < op->n && !pp.em.st;) {
+			/* whole blocks of f on up to P partitions, else the tail as one */
+			uint64_t left = op->n - c0, w = left >= f ? f : left;
+			uint64_t np = left >= f ? (left / f < P ? left / f : P) : 1;
+			uint64_t set = nk_pipe_tile(&pp), out = set + (uint64_t)SLAB_F * 4;
+			int32_t st3[2] = { (int32_t)op->n, 1 };
+			uint32_t sz3[2] = { (uint32_t)op->m, (uint32_t)w };
+			isa_ap h = isa_ap_hbm(op->in_dtype, (uint32_t)tx, (a * op->m * op->n + c0) * isz, (uint32_t)np,
+					      (int64_t)w, 1);
+			nk_pipe_load(&pp, tile((uint32_t)np, set, op->m * w), isa_ap_dims(h, 2, st3, sz3), 0);
+			nk_pipe_compute(&pp, ISA_ENGINE_VECTOR);
+			int32_t sst[2] = { (int32_t)w, 1 };
+			isa_instr in = isa_instr_init(ISA_OP_tensor_reduce);
+			in.ap[ISA_AP_DST] = tile((uint32_t)np, out, w);
+			in.ap[ISA_AP_SRC] = isa_ap_dims(tile((uint32_t)np, set, op->m * w), 2, sst, sz3);
+			in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
+			in.e[0] = ISA_ALU_add;
+			in.u[0] = 1;   /* the outer axis: the m rows */
+			nk_em_emit(&pp.em, ISA_ENGINE_VECTOR, &in);
+			if (op->mean)
+				nk_em_ts(&pp.em, ISA_ENGINE_VECTOR, tile((uint32_t)np, out, w), tile((uint32_t)np, out, w),
+					 ISA_ALU_divide, (float)op->m, NULL, ISA_ALU_bypass, 0, NULL);
+			nk_pipe_computed(&pp, ISA_ENGINE_VECTOR);
+			nk_pipe_store(&pp, isa_ap_hbm(op->out_dtype, (uint32_t)to, (a * op->n + c0) * osz, (uint32_t)np,
+						      (int64_t)w, (uint32_t)w), tile((uint32_t)np, out, w), 2);
+			c0 += np * w;
+		}
+	return nk_pipe_finish(&pp, bin, len);
 }

@@ -149,6 +149,8 @@ std::vector<int64_t> mask_shape(const at::Tensor &self, const std::vector<bool> 
 	return shape;
 }
 
+constexpr int64_t kSlabRows = 16;   // reduced rows a slab sum adds on VectorE
+
 // A sum / mean over a block of adjacent dims that are not last (a weight
 // gradient's sum over batch and sequence): x as [A, M, N] with the block as
 // M, reduced on TensorE as ones[A, 1, M] @ x (fp32 PSUM), the partition-dim
@@ -165,6 +167,24 @@ at::Tensor reduce_block(int kop, const at::Tensor &self, int64_t first, int64_t 
 		(d < first ? A : d <= last ? M : N) *= self.size(d);
 	if (M <= 1)
 		return {};
+	int idt = isa_dtype_of(self.scalar_type()), odt = isa_dtype_of(out_dt);
+	if (M <= kSlabRows && N >= 128 && idt != ISA_DT_INVALID && odt != ISA_DT_INVALID &&
+	    at::isFloatingType(self.scalar_type()) && at::isFloatingType(out_dt)) {
+		// a few rows per slab: added on VectorE, in order (the TensorE
+		// product ran its slabs one after another)
+		nk_slabs sp{ kop == NK_ROW_MEAN, idt, odt, (uint64_t)A, (uint64_t)M, (uint64_t)N };
+		at::Tensor out = at::empty({ A, N }, self.options().dtype(out_dt));
+		int dev = self.device().index();
+		Program m = cached_program("slabs", sp, dev, nk_slabs_program);
+		run_program(m, dev, kop == NK_ROW_MEAN ? "aten::mean" : "aten::sum", { { "x", &self } }, { { "out", &out } });
+		std::vector<int64_t> shape;
+		for (int64_t d = 0; d < self.dim(); d++)
+			if (d < first || d > last)
+				shape.push_back(self.size(d));
+			else if (keepdim)
+				shape.push_back(1);
+		return out.view(shape);
+	}
 	at::Tensor ones = at::ones({ A, 1, M }, self.options());
 	at::Tensor r = matmul_to(ones, self.view({ A, M, N }), at::kFloat);   // [A, 1, N]
 	if (kop == NK_ROW_MEAN)

@@ -1,0 +1,90 @@
+"""Short rows packed onto the partitions, and sums over a middle dim.
+
+A per-row operand of a binary op ([..., 1] against [..., 32]) and a
+reduction over a short last dim put `pack` whole rows on each partition
+(elementwise.c, rows.c); a sum over a few rows of a middle dim adds them on
+VectorE (rows.c's slab sum) instead of a TensorE product per slab.  Values
+as CPU PyTorch's (bit for bit where the fold is the same), across tile
+edges; time of the bytes, not of 128-row tiles of 32 columns."""
+import itertools
+
+import pytest
+import torch
+
+import torch_neuronsim
+
+NEURON = torch.device("neuron")
+ROWS = [255, 256, 257, 383, 2048, 4099, 513 * 128 + 5]
+
+
+def _timed(fn):
+    fn()
+    torch_neuronsim.reset_stats()
+    out = fn()
+    return out, torch_neuronsim.stats()["kernel_time_ns"]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int32, torch.int64])
+def test_per_row_operands_match_cpu(dtype):
+    g = torch.Generator().manual_seed(0)
+    for rows, cols in itertools.product(ROWS, [1, 2, 31, 32, 100, 511]):
+        a = (torch.randn(rows, cols, generator=g) * 10).to(dtype)
+        b = (torch.randn(rows, 1, generator=g) * 10 + 0.5).to(dtype)
+        ops = (torch.mul, torch.add, torch.sub, torch.maximum) + ((torch.div,) if dtype.is_floating_point else ())
+        for op in ops:
+            assert torch.equal(op(a.to(NEURON), b.to(NEURON)).cpu(), op(a, b)), (rows, cols, op.__name__)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_short_row_reductions_fold_as_one_row_per_partition(dtype):
+    """Packed rows reduce exactly as unpacked ones: chunks of under 256 rows
+    (never packed) give the same bits; and match CPU within tolerance."""
+    g = torch.Generator().manual_seed(1)
+    for cols in (1, 7, 32, 100, 256):
+        x = torch.randn(4099, cols, generator=g).to(dtype)
+        x[5, 0], x[7, cols - 1] = float("nan"), float("inf")
+        d = x.to(NEURON)
+        for f in (lambda t: t.sum(-1), lambda t: t.mean(-1), lambda t: t.amax(-1), lambda t: t.amin(-1),
+                  lambda t: t.sum(-1, dtype=torch.float32)):
+            whole = f(d).cpu()
+            parts = torch.cat([f(d[i:i + 200]).cpu() for i in range(0, 4099, 200)])
+            torch.testing.assert_close(whole, parts, rtol=0, atol=0, equal_nan=True, msg=str(cols))
+            # (a 256-long fp32 row folds in order; CPU's cascade differs by ulps)
+            tol = 2e-5 if dtype == torch.float32 else 2e-2
+            torch.testing.assert_close(whole, f(x), equal_nan=True, rtol=tol, atol=tol)
+
+
+def test_middle_dim_sums_match_cpu():
+    g = torch.Generator().manual_seed(2)
+    for shape, dims in [((4, 2, 2, 128, 32), (2,)), ((8, 3, 4096), (1,)), ((1, 16, 129), (1,)),
+                        ((5, 7, 1000), (1,)), ((2, 4, 513, 3), (1,)), ((3, 2, 5, 257), (1, 2)), ((6, 2, 128), (1,))]:
+        for dt in (torch.float32, torch.bfloat16, torch.float16):
+            x = torch.randn(shape, generator=g).to(dt)
+            for f in (lambda t: t.sum(dims, keepdim=True), lambda t: t.mean(dims),
+                      lambda t: t.sum(dims, dtype=torch.float32)):
+                got, want = f(x.to(NEURON)).cpu(), f(x)
+                rows = 1
+                for d in dims:
+                    rows *= shape[d]
+                if dt == torch.float32 and rows <= 4:
+                    assert torch.equal(got, want), (shape, dims)   # added in order, as CPU
+                else:
+                    torch.testing.assert_close(got, want, **({} if dt == torch.float32 else
+                                                             {"rtol": 1e-2, "atol": 1e-2}))
+
+
+def test_short_rows_cost_their_bytes():
+    """[4, 128, 4, 32] * [4, 128, 4, 1] and its mean over the last dim within
+    2x of a plain same-shape elementwise op over as many bytes, GQA's
+    gradient sum over a dim of 2 within 3x (its 8 slabs are tiles of their
+    own) -- they were 4.5x, 4.4x and 17x (16 tiles of 32 columns, a TensorE
+    product per slab)."""
+    a = torch.randn(4, 128, 4, 32, device=NEURON)
+    r = torch.randn(4, 128, 4, 1, device=NEURON)
+    same = torch.randn(4, 128, 4, 32, device=NEURON)
+    _, plain = _timed(lambda: a * same)
+    _, row = _timed(lambda: a * r)
+    _, mean = _timed(lambda: a.mean(-1, keepdim=True))
+    x = torch.randn(4, 2, 2, 128, 32, device=NEURON)
+    _, slab = _timed(lambda: x.sum(2, keepdim=True))
+    assert row <= 2 * plain and mean <= 2 * plain and slab <= 3 * plain, (plain, row, mean, slab)
