@@ -60,6 +60,8 @@ typedef struct tile {
 	uint64_t pstride_b, fstride_b;
 	uint32_t pack;             /* b per row, rows packed `pack` to a partition: b is
 				      [rows, pack] in SBUF, read with stride 0 along each row */
+	uint64_t period;           /* b [period] repeating along flat tiles of a (period a
+				      multiple of the row length): loaded run by run */
 } tile;
 
 /* Row length f: up to TILE_F, shorter when that fills all 128 partitions
@@ -74,7 +76,7 @@ static uint32_t make_tiles(uint64_t n, tile *t, uint32_t cap)
 	uint64_t s = 0;
 	for (; s < n && k < cap; k++) {
 		nk_tile x = nk_flat_tile(n, s, f);
-		t[k] = (tile){ x.start, x.rows, x.cols, x.cols, x.start, x.cols, 1, 0 };
+		t[k] = (tile){ x.start, x.rows, x.cols, x.cols, x.start, x.cols, 1, 0, 0 };
 		s += (uint64_t)x.rows * x.cols;
 	}
 	return s == n ? k : 0;
@@ -181,8 +183,20 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 		}
 		nk_pipe_load(&pp, sa, isa_ap_hbm(op->dt[0], (uint32_t)ta, x->start * isa_dtype_size(op->dt[0]), x->rows,
 						  (int64_t)x->pstride, x->cols), 0);
-		if (op->nin >= 2)
+		if (op->nin >= 2 && x->period) {
+			/* partitions whose b rows follow each other in b: one load each run */
+			unsigned bsz = isa_dtype_size(op->dt[1]);
+			for (uint32_t p0 = 0; p0 < x->rows;) {
+				uint64_t at = (x->start + (uint64_t)p0 * x->cols) % x->period;
+				uint32_t run = (uint32_t)((x->period - at) / x->cols);
+				run = run < x->rows - p0 ? run : x->rows - p0;
+				nk_pipe_load(&pp, isa_ap_sbuf(op->dt[1], p0, run, base + slot, x->cols),
+					     isa_ap_hbm(op->dt[1], (uint32_t)tb, at * bsz, run, (int64_t)x->cols, x->cols), 1);
+				p0 += run;
+			}
+		} else if (op->nin >= 2) {
 			nk_pipe_load(&pp, sb, hb, 1);
+		}
 		if (op->nin >= 3)
 			nk_pipe_load(&pp, sc, isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]),
 							  x->rows, (int64_t)x->pstride, x->cols), 2);
@@ -261,6 +275,31 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 	*len = 0;
 	if (prm->b_one)
 		return one_program(target, prm, bin, len, diag);
+	/* b [cols] over few rows (rotary's [1, 1, S, D] over [B, H, S, D]: 16
+	 * rows of 4096): a's flat tiles on all 128 partitions, b's rows loaded
+	 * where each partition's slice of it falls */
+	if (!b_per_row && rows < ISA_NUM_PARTITIONS && cols >= 2 * TILE_F_MIN) {
+		uint64_t n = rows * cols, f = n / ISA_NUM_PARTITIONS;
+		f = f > TILE_F ? TILE_F : f;
+		while (f > 1 && cols % f)
+			f--;
+		if (f >= 64 && n / cols == rows) {
+			uint64_t nt = (n + f * ISA_NUM_PARTITIONS - 1) / (f * ISA_NUM_PARTITIONS);
+			tile *tiles = calloc(nt, sizeof(tile));
+			if (!tiles)
+				return ISA_E_NOMEM;
+			for (uint64_t i = 0; i < nt; i++) {
+				uint64_t s0 = i * f * ISA_NUM_PARTITIONS, left = (n - s0) / f;
+				tiles[i] = (tile){ s0, (uint32_t)(left < ISA_NUM_PARTITIONS ? left : ISA_NUM_PARTITIONS),
+						   (uint32_t)f, f, 0, 0, 1, 0, cols };
+			}
+			int dt = prm->dtype;
+			ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
+			isa_status st = ew_emit(target, &op, n, cols, tiles, (uint32_t)nt, bin, len, diag);
+			free(tiles);
+			return st;
+		}
+	}
 	uint64_t rblocks = (rows + ISA_NUM_PARTITIONS - 1) / ISA_NUM_PARTITIONS;
 	uint64_t cblocks = (cols + TILE_F - 1) / TILE_F;
 	if (rows == 0 || cols == 0 || cols > INT32_MAX || rblocks > (1u << 20) ||
@@ -282,7 +321,7 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 			uint64_t k = (rows - r0) / ISA_NUM_PARTITIONS;
 			k = k < pack ? k : pack;
 			tile *x = &tiles[nt++];
-			*x = (tile){ r0 * cols, ISA_NUM_PARTITIONS, (uint32_t)(k * cols), k * cols, r0, k, 0, (uint32_t)k };
+			*x = (tile){ r0 * cols, ISA_NUM_PARTITIONS, (uint32_t)(k * cols), k * cols, r0, k, 0, (uint32_t)k, 0 };
 			r0 += k * ISA_NUM_PARTITIONS;
 		}
 	}

@@ -402,7 +402,7 @@ free_where:
 /* ------------------------------------------------------------ groups */
 
 #define GROUP_MAX 16u           /* parts per group */
-#define WINDOW 64u              /* parts looked ahead for a group: bounds the dependency checks */
+#define WINDOW 64u               /* parts looked ahead for a group: bounds the dependency checks */
 #define GROUP_ACCESSES 32u      /* tensors of a part that may join a group */
 enum { IN_GROUP = 1, SCHEDULED_BEFORE = 2 };
 

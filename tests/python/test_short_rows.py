@@ -88,3 +88,37 @@ def test_short_rows_cost_their_bytes():
     x = torch.randn(4, 2, 2, 128, 32, device=NEURON)
     _, slab = _timed(lambda: x.sum(2, keepdim=True))
     assert row <= 2 * plain and mean <= 2 * plain and slab <= 3 * plain, (plain, row, mean, slab)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_trailing_dims_operands_match_cpu(dtype):
+    """b over a's trailing dims ([1, 1, S, D] cos over [B, H, S, D]), also
+    under a transposed view of a, and a [cols] row over few long rows."""
+    g = torch.Generator().manual_seed(3)
+    cases = [((4, 4, 128, 32), (1, 1, 128, 32)), ((4, 4, 128, 32), (128, 32)), ((2, 129, 257), (1, 129, 257)),
+             ((3, 1024), (1024,)), ((7, 2048), (2048,)), ((2, 3, 1000), (3, 1000)), ((100, 4096), (4096,)),
+             ((1, 8192), (8192,)), ((5, 3), (1, 3)), ((6, 4, 2), (1, 4, 1))]
+    for ash, bsh in cases:
+        a = (torch.randn(ash, generator=g) * 10).to(dtype)
+        b = (torch.randn(bsh, generator=g) * 10 + 0.5).to(dtype)
+        for op in (torch.mul, torch.add, torch.sub, torch.maximum):
+            assert torch.equal(op(a.to(NEURON), b.to(NEURON)).cpu(), op(a, b)), (ash, bsh, op.__name__)
+            assert torch.equal(op(b.to(NEURON), a.to(NEURON)).cpu(), op(b, a)), (ash, bsh, op.__name__)
+    heads = (torch.randn(4, 128, 4, 32, generator=g) * 10).to(dtype)
+    cos = (torch.randn(1, 1, 128, 32, generator=g) * 10).to(dtype)
+    view = heads.to(NEURON).transpose(1, 2)
+    assert torch.equal((view * cos.to(NEURON)).cpu(), heads.transpose(1, 2) * cos)
+
+
+def test_trailing_dims_operand_costs_one_program():
+    """rotary's cos times q: one broadcast program over all 128 partitions,
+    within 1.5x of a same-shape product (it was an expanding copy of cos and
+    the product: 2x)"""
+    q = torch.randn(4, 4, 128, 32, device=NEURON)
+    cos = torch.randn(1, 1, 128, 32, device=NEURON)
+    same = torch.randn(4, 4, 128, 32, device=NEURON)
+    _, plain = _timed(lambda: q * same)
+    torch_neuronsim.reset_stats()
+    _, rot = _timed(lambda: q * cos)
+    assert torch_neuronsim.stats()["programs_executed"] == 1
+    assert rot <= 1.5 * plain, (rot, plain)

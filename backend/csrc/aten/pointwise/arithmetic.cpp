@@ -168,13 +168,22 @@ bool is_scalar_operand(const at::Tensor &a, const at::Tensor &b)
 	       at::result_type(a, b) == a.scalar_type();
 }
 
-// The broadcast forms with a native kernel: b is a's last dim (a bias, with
-// any leading 1s) or a's shape with the last dim 1 (a per-row scale).
-Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
+// The broadcast forms with a native kernel: b is a's last dim or last few
+// (a bias, with any leading 1s) or a's shape with the last dim 1 (a per-row
+// scale).
+Kind shape_kind(const at::Tensor &a, const at::Tensor &b)
 {
-	if (a.dim() < 1 || b.dim() > a.dim() || a.size(-1) > INT32_MAX || !operands_ok(a, b))
+	if (a.dim() < 1 || b.dim() > a.dim() || a.size(-1) > INT32_MAX || a.numel() == 0)
 		return NONE;
 	if (b.numel() == a.size(-1) && b.dim() >= 1 && b.size(-1) == a.size(-1))
+		return BCAST_COLS;
+	// b as a's trailing dims (rotary's [1, 1, S, D] cos over [B, H, S, D]):
+	// one [cols] row over the flattened trailing dims
+	int64_t lead = 0;
+	while (lead < b.dim() && b.size(lead) == 1)
+		lead++;
+	if (lead < b.dim() && b.dim() - lead <= a.dim() && b.numel() > 1 &&
+	    b.sizes().slice(lead).equals(a.sizes().slice(a.dim() - (b.dim() - lead))))
 		return BCAST_COLS;
 	// a single float element (clip_grad_norm_'s device coefficient): every
 	// partition's scalar operand
@@ -184,6 +193,11 @@ Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
 	    b.sizes().slice(0, b.dim() - 1).equals(a.sizes().slice(0, a.dim() - 1)))
 		return BCAST_ROWS;
 	return NONE;
+}
+
+Kind broadcast_kind(const at::Tensor &a, const at::Tensor &b)
+{
+	return operands_ok(a, b) ? shape_kind(a, b) : NONE;
 }
 
 // Any broadcast, strides, 0-dim device operands and float type promotion:
@@ -243,10 +257,19 @@ bool float_binary(const char *name, int alu, const at::Tensor &a, const at::Tens
 		return true;
 	}
 	for (int swap = 0; swap < (commutes(alu) ? 2 : 1); swap++) {
-		const at::Tensor &x = swap ? b : a, &y = swap ? a : b;
+		const at::Tensor &x0 = swap ? b : a, &y = swap ? a : b;
+		// a strided view (attention's heads transposed) brought contiguous
+		// first: one copy, not the broadcast operand's too
+		at::Tensor xc = !x0.is_contiguous() && x0.is_privateuseone() && y.is_privateuseone() &&
+						y.is_contiguous() && x0.device() == y.device() &&
+						x0.scalar_type() == y.scalar_type() && shape_kind(x0, y) != NONE
+					? x0.contiguous()
+					: x0;
+		const at::Tensor &x = xc;
 		Kind k = broadcast_kind(x, y);
 		if (k != NONE) {
-			out = run_elementwise(name, { k, alu, 1.0f, (uint64_t)x.size(-1) }, x, &y);
+			uint64_t cols = k == BCAST_COLS ? (uint64_t)y.numel() : (uint64_t)x.size(-1);
+			out = run_elementwise(name, { k, alu, 1.0f, cols }, x, &y);
 			return true;
 		}
 	}
