@@ -155,7 +155,12 @@ static isa_status ew_compute(isa_program *p, const ew_op *op, int engine, isa_ap
 static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			  const tile *tiles, uint32_t nt, uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	const uint64_t slot = (uint64_t)TILE_F * 4;     /* bytes per operand per buffer set */
+	/* bytes per operand per buffer set: the longest tile row's (fp32) */
+	uint64_t slot = 64;
+	for (uint32_t i = 0; i < nt; i++) {
+		uint64_t need = ((uint64_t)tiles[i].cols * 4 + 63) / 64 * 64;
+		slot = need > slot ? need : slot;
+	}
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, (op->nin + 1) * slot, diag))
 		return pp.em.st;

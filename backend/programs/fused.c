@@ -163,7 +163,10 @@ static isa_status emit_tile(emitter *E, uint32_t t, const nk_tile *x, uint64_t b
 
 static isa_status fused_emit(int target, const nk_fused *f, uint8_t **bin, size_t *len, isa_diag *diag)
 {
-	emitter E = { .f = f, .slot = (uint64_t)FUSED_F * 4 };
+	/* value slots as long as a tile's rows (a linked graph groups parts by
+	 * the SBUF they use: a 128-element region need not hold 2 KiB a value) */
+	uint64_t slot = (fused_row(f->n) * 4 + 63) / 64 * 64;
+	emitter E = { .f = f, .slot = slot };
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, (f->nin + f->nsteps + 1) * E.slot, diag))
 		return pp.em.st;

@@ -212,6 +212,8 @@ typedef struct nk_rows {
 	uint64_t rows, cols;
 	float eps;                 /* layer norm */
 	bool affine;
+	uint32_t spread;           /* sum / mean / max / min of one row cut over this many
+				      partitions (cols a multiple of it), 0: a row per partition */
 } nk_rows;
 /* out[a, n] = sum over m of x[a, m, n] (mean: / m), x contiguous [a, m, n]
  * (a middle dim reduced: GQA's gradient over the repeated heads), on

@@ -295,11 +295,53 @@ static uint64_t packed_tiles(rg *g)
 	return r0;
 }
 
+/* One row (a whole tensor) cut over `spread` partitions: each folds its
+ * chunk, TensorE turns the [spread, 1] partials round into PSUM (exact: a
+ * transpose carries fp32 values), VectorE folds them; a mean divides the
+ * sum.  On one partition the row was one DMA engine's and 1/128 of
+ * VectorE's (a 16384-element sum: 14.3 us). */
+static void spread_tile(rg *g)
+{
+	const nk_rows *op = g->op;
+	uint32_t np = op->spread;
+	uint64_t c = g->cols, set = nk_pipe_tile(&g->pp);   /* g->cols: one partition's chunk */
+	int alu = op->op == NK_ROW_MAX ? ISA_ALU_max : op->op == NK_ROW_MIN ? ISA_ALU_min : ISA_ALU_add;
+	nk_pipe_load(&g->pp, tile(np, xoff(set), c),
+		     isa_ap_hbm(op->in_dtype, (uint32_t)g->tx, 0, np, (int64_t)c, (uint32_t)c), 0);
+	nk_pipe_compute(&g->pp, ISA_ENGINE_VECTOR);
+	isa_ap part = stat(g, set, np, 0);
+	if (alu == ISA_ALU_add) {
+		row_sum(g, set, np, part);
+	} else {
+		nk_em_reduce(g->e, ISA_ENGINE_VECTOR, part, tile(np, xoff(set), c), alu, false);
+	}
+	nk_em_signal(g->e, ISA_ENGINE_VECTOR, g->sem_vec);
+	nk_em_wait(g->e, ISA_ENGINE_TENSOR, g->sem_vec, g->e->cnt[g->sem_vec]);
+	isa_instr in = isa_instr_init(ISA_OP_nc_transpose);
+	in.ap[ISA_AP_DST] = isa_ap_psum(ISA_DT_fp32, 0, 1, 0, np);
+	in.ap[ISA_AP_SRC] = part;
+	in.ap_mask = 1u << ISA_AP_DST | 1u << ISA_AP_SRC;
+	nk_em_emit(g->e, ISA_ENGINE_TENSOR, &in);
+	nk_em_signal(g->e, ISA_ENGINE_TENSOR, g->sem_act);
+	nk_em_wait(g->e, ISA_ENGINE_VECTOR, g->sem_act, g->e->cnt[g->sem_act]);
+	isa_ap total = stat(g, set, 1, 1);
+	nk_em_reduce(g->e, ISA_ENGINE_VECTOR, total, isa_ap_psum(ISA_DT_fp32, 0, 1, 0, np), alu, false);
+	if (op->op == NK_ROW_MEAN)
+		nk_em_ts(g->e, ISA_ENGINE_VECTOR, total, total, ISA_ALU_divide, (float)op->cols, NULL, ISA_ALU_bypass, 0,
+			 NULL);
+	nk_pipe_computed(&g->pp, ISA_ENGINE_VECTOR);
+	nk_pipe_store(&g->pp, isa_ap_hbm(op->out_dtype, (uint32_t)g->tout, 0, 1, 1, 1), total, 2);
+}
+
 static void emit_tiles(rg *g)
 {
 	const nk_rows *op = g->op;
 	unsigned isz = isa_dtype_size(op->in_dtype);
 	constants(g);
+	if (op->spread) {
+		spread_tile(g);
+		return;
+	}
 	for (uint64_t r0 = packs(op) ? packed_tiles(g) : 0; r0 < op->rows && !g->e->st; r0 += P) {
 		uint32_t r = (uint32_t)(op->rows - r0 < P ? op->rows - r0 : P);
 		uint64_t set = nk_pipe_tile(&g->pp);
@@ -339,8 +381,11 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	*len = 0;
 	const isa_target_info *ti = isa_target_get(target);
 	bool fl = isa_dtype_is_float(op->in_dtype) && op->in_dtype != ISA_DT_tf32;
+	bool spread_ok = !op->spread || (op->rows == 1 && op->spread <= P && op->cols % op->spread == 0 &&
+					 (op->op == NK_ROW_SUM || op->op == NK_ROW_MEAN || op->op == NK_ROW_MAX ||
+					  op->op == NK_ROW_MIN));
 	if (!ti || !fl || op->rows == 0 || op->cols == 0 || op->rows > (1u << 24) ||
-	    op->op < 0 || op->op >= NK_ROW_NUM_OPS) {
+	    op->op < 0 || op->op >= NK_ROW_NUM_OPS || !spread_ok) {
 		nk_fail(diag, ISA_E_LIMIT, "row kernel: op %d on %llu x %llu %s", op->op,
 			(unsigned long long)op->rows, (unsigned long long)op->cols,
 			isa_dtype_name(op->in_dtype));
@@ -348,7 +393,8 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	}
 	/* SBUF per partition: x and w per buffer set, statistics, constants */
 	unsigned consts = is_arg(op->op) ? 1 : op->op == NK_ROW_LAYER_NORM && op->affine ? 2 : 0;
-	uint64_t need = (4 + consts) * op->cols * 4 + 2 * 64;
+	uint64_t cols = op->spread ? op->cols / op->spread : op->cols;   /* a partition's */
+	uint64_t need = (4 + consts) * cols * 4 + 2 * 64;
 	if (need + 4096 > ti->sbuf_partition_bytes || op->cols >= (1u << 24)) {
 		nk_fail(diag, ISA_E_LIMIT, "row kernel: rows of %llu elements do not fit in SBUF",
 			(unsigned long long)op->cols);
@@ -357,9 +403,9 @@ isa_status nk_rows_program(int target, const nk_rows *op, uint8_t **bin, size_t 
 	rg g;
 	memset(&g, 0, sizeof(g));
 	g.op = op;
-	g.cols = op->cols;
+	g.cols = cols;
 	g.e = &g.pp.em;
-	uint64_t row = op->cols * 4, set_bytes = 2 * row + 64;
+	uint64_t row = cols * 4, set_bytes = 2 * row + 64;
 	if (packs(op) && set_bytes < 2 * PACK_F * 4)
 		set_bytes = 2 * PACK_F * 4;   /* a packed tile and its [P, pack] results */
 	g.iota_off = g.wt_off = 2 * set_bytes;

@@ -150,6 +150,7 @@ std::vector<int64_t> mask_shape(const at::Tensor &self, const std::vector<bool> 
 }
 
 constexpr int64_t kSlabRows = 16;   // reduced rows a slab sum adds on VectorE
+constexpr int64_t kSpreadCols = 4096;   // a whole-tensor reduction this long spreads over the partitions
 
 // A sum / mean over a block of adjacent dims that are not last (a weight
 // gradient's sum over batch and sequence): x as [A, M, N] with the block as
@@ -291,6 +292,25 @@ at::Tensor reduce_one(const char *name, int kop, const at::Tensor &self, at::Opt
 		at::Tensor r = reduce_block(kop, x, dim, dim, keepdim, out_dt);
 		if (r.defined())
 			return r;
+	}
+	if (all && !arg && cols >= kSpreadCols && (kop == NK_ROW_SUM || kop == NK_ROW_MEAN || kop == NK_ROW_MAX ||
+						    kop == NK_ROW_MIN)) {
+		// a whole tensor is one row: cut over up to 128 partitions in one
+		// program (rows.c's spread), not folded on one
+		for (int64_t n = 128; n >= 16; n--)
+			if (cols % n == 0 && fits(kop, cols / n)) {
+				nk_rows op{};
+				op.op = kop;
+				op.in_dtype = isa_dtype_of(self.scalar_type());
+				op.out_dtype = isa_dtype_of(out_dt);
+				op.rows = 1;
+				op.cols = (uint64_t)cols;
+				op.spread = (uint32_t)n;
+				at::Tensor xr = x.contiguous();
+				at::Tensor out = at::empty(reduced_shape(self, dim, all, keepdim), self.options().dtype(out_dt));
+				run_rows(name, op, xr, {}, { { "out", &out } });
+				return out;
+			}
 	}
 	if (!fits(kop, cols) && !arg) {
 		// a long row in two passes over [rows, cols / c, c] (equal chunks, so a
