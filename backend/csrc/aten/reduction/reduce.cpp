@@ -168,6 +168,12 @@ at::Tensor reduce_block(int kop, const at::Tensor &self, int64_t first, int64_t 
 		(d < first ? A : d <= last ? M : N) *= self.size(d);
 	if (M <= 1)
 		return {};
+	std::vector<int64_t> shape;   // the result's: the block dropped (1s with keepdim)
+	for (int64_t d = 0; d < self.dim(); d++)
+		if (d < first || d > last)
+			shape.push_back(self.size(d));
+		else if (keepdim)
+			shape.push_back(1);
 	int idt = isa_dtype_of(self.scalar_type()), odt = isa_dtype_of(out_dt);
 	if (M <= kSlabRows && N >= 128 && idt != ISA_DT_INVALID && odt != ISA_DT_INVALID &&
 	    at::isFloatingType(self.scalar_type()) && at::isFloatingType(out_dt)) {
@@ -178,24 +184,12 @@ at::Tensor reduce_block(int kop, const at::Tensor &self, int64_t first, int64_t 
 		int dev = self.device().index();
 		Program m = cached_program("slabs", sp, dev, nk_slabs_program);
 		run_program(m, dev, kop == NK_ROW_MEAN ? "aten::mean" : "aten::sum", { { "x", &self } }, { { "out", &out } });
-		std::vector<int64_t> shape;
-		for (int64_t d = 0; d < self.dim(); d++)
-			if (d < first || d > last)
-				shape.push_back(self.size(d));
-			else if (keepdim)
-				shape.push_back(1);
 		return out.view(shape);
 	}
 	at::Tensor ones = at::ones({ A, 1, M }, self.options());
 	at::Tensor r = matmul_to(ones, self.view({ A, M, N }), at::kFloat);   // [A, 1, N]
 	if (kop == NK_ROW_MEAN)
 		r = r.mul(1.0 / (double)M);
-	std::vector<int64_t> shape;
-	for (int64_t d = 0; d < self.dim(); d++)
-		if (d < first || d > last)
-			shape.push_back(self.size(d));
-		else if (keepdim)
-			shape.push_back(1);
 	r = r.view(shape);
 	return r.scalar_type() == out_dt ? r : r.to(out_dt);
 }
