@@ -119,6 +119,16 @@ static int region_tensor(linker *L, uint32_t r, int dtype)
 	return t;
 }
 
+bool nk_link_region_of(const char *name, uint32_t *region)
+{
+	unsigned r;
+	int n = 0;
+	if (sscanf(name, "r%u_%n", &r, &n) != 1 || !n)
+		return false;
+	*region = r;
+	return true;
+}
+
 /* Where part tensor i lives in the output: tensor index and byte offset. */
 typedef struct placed {
 	int32_t tensor;

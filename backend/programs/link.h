@@ -34,6 +34,9 @@ typedef struct nk_link_region {
 } nk_link_region;
 isa_status nk_link_program(int target, const nk_link_part *parts, uint32_t nparts, const nk_link_region *regions,
 			   uint32_t nregions, uint8_t **bin, size_t *len, isa_diag *diag);
+/* whether `name` is a linked program's region tensor ("r<region>_<dtype>"),
+ * and which region: what a caller binds at run time */
+bool nk_link_region_of(const char *name, uint32_t *region);
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,6 @@ extern "C" {
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -63,14 +62,6 @@ struct Capture {
 std::mutex g_capture_lock;
 Capture g_capture;
 std::atomic<bool> g_capturing{ false };   // a capture is in progress (the hooks' fast check)
-
-uint64_t device_address(const at::Tensor &t)
-{
-	uint64_t off;
-	nsim_tensor *base = lookup_allocation(t.storage().data(), &off);
-	TORCH_CHECK(base, "neuron graph: a tensor outside device memory");
-	return nsim_tensor_device_address(base) + off + (uint64_t)t.storage_offset() * t.element_size();
-}
 
 void capture_begin()
 {
@@ -318,8 +309,8 @@ int64_t graph_load(const at::Tensor &program, int64_t dev)
 		    "neuronsim.graph_load: ", d.msg);
 	for (uint32_t i = 0; i < p->n_tensors; i++) {
 		const isa_tensor &t = p->tensors[i];
-		unsigned r = 0;
-		if ((t.kind == ISA_TK_INPUT || t.kind == ISA_TK_OUTPUT) && std::sscanf(t.name, "r%u_", &r) == 1)
+		uint32_t r = 0;
+		if ((t.kind == ISA_TK_INPUT || t.kind == ISA_TK_OUTPUT) && nk_link_region_of(t.name, &r))
 			l->names.emplace_back(t.name, (int64_t)r);
 	}
 	isa_program_free(p);

@@ -121,6 +121,13 @@ nsim_tensor *lookup_allocation(const void *p, uint64_t *offset)
 	return it->second;
 }
 
+uint64_t device_address(const at::Tensor &t)
+{
+	uint64_t off;
+	nsim_tensor *base = lookup_allocation(t.storage().data(), &off);
+	return nsim_tensor_device_address(base) + off + (uint64_t)t.storage_offset() * t.element_size();
+}
+
 void check_status(nsim_status st, const char *what)
 {
 	TORCH_CHECK(st == NSIM_SUCCESS, "neuron: ", what, " failed: ", nsim_status_name(st), ": ",

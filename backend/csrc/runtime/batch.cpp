@@ -20,7 +20,6 @@ extern "C" {
 #include <torch/library.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -69,14 +68,6 @@ std::mutex g_linked_lock;
 std::map<std::string, std::shared_ptr<const Linked>> g_linked;
 std::deque<std::string> g_linked_order;
 
-uint64_t address_of(const at::Tensor &t)
-{
-	uint64_t off;
-	nsim_tensor *base = lookup_allocation(t.storage().data(), &off);
-	TORCH_CHECK(base, "neuron: a tensor outside device memory");
-	return nsim_tensor_device_address(base) + off + (uint64_t)t.storage_offset() * t.element_size();
-}
-
 void run_one(const Pending &p, int dev)
 {
 	std::vector<Binding> in, out;
@@ -121,8 +112,8 @@ std::shared_ptr<const Linked> link_parts(const std::string &key, const std::vect
 		TORCH_CHECK(isa_program_decode(bin, len, &p, &d) == ISA_OK, "neuron: ", op, ": linked program: ", d.msg);
 		for (uint32_t i = 0; i < p->n_tensors; i++) {
 			const isa_tensor &t = p->tensors[i];
-			unsigned r = 0;
-			if ((t.kind == ISA_TK_INPUT || t.kind == ISA_TK_OUTPUT) && std::sscanf(t.name, "r%u_", &r) == 1 &&
+			uint32_t r = 0;
+			if ((t.kind == ISA_TK_INPUT || t.kind == ISA_TK_OUTPUT) && nk_link_region_of(t.name, &r) &&
 			    r < regions.size())
 				l->names.emplace_back(t.name, r);
 		}
@@ -205,7 +196,7 @@ void run_linked(std::vector<Pending> &parts, int dev, const std::string &op)
 	std::vector<at::Tensor> view(regs.size());
 	for (size_t r = 0; r < regs.size(); r++) {
 		const at::Tensor &t = *regs[r].any;
-		uint64_t start = address_of(t) - (uint64_t)t.storage_offset() * t.element_size();
+		uint64_t start = device_address(t) - (uint64_t)t.storage_offset() * t.element_size();
 		view[r] = at::empty({ 0 }, t.options().dtype(at::kByte))
 				  .set_(t.storage(), (int64_t)(regs[r].lo - start), { (int64_t)(regs[r].hi - regs[r].lo) }, { 1 });
 	}
@@ -281,7 +272,7 @@ bool batch_defer(const Program &prog, int dev, const char *op, const std::vector
 		for (const Binding &x : w ? out : in) {
 			const at::Tensor &t = *x.second;
 			uint64_t bytes = t.numel() ? (uint64_t)extent_of(t) * t.element_size() : 0;
-			uint64_t lo = bytes ? address_of(t) : 0;
+			uint64_t lo = bytes ? device_address(t) : 0;
 			p.bound.push_back({ x.first, t, w == 1, lo, lo + bytes });
 			if (w == 1)
 				note_write(t.storage().data());

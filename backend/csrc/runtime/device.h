@@ -106,6 +106,8 @@ bool capturing();
 
 /* for the kernels (aten/pointwise/arithmetic.cpp) */
 nsim_tensor *lookup_allocation(const void *p, uint64_t *offset);
+/* where a device tensor's first element is in the simulated device's memory */
+uint64_t device_address(const at::Tensor &t);
 void note_write(const void *p);              /* device memory at p was written */
 uint64_t write_generation(const void *p);    /* writes so far into p's allocation */
 void check_status(nsim_status st, const char *what);
