@@ -115,6 +115,31 @@ static void spread_rows(dims *d)
 
 static bool fits_i32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 
+/* The looped dims of a copy (bit i of `loop`: dim i is looped over, one
+ * transfer or tile each): how many iterations, and iteration o's element
+ * offsets on each side. */
+static uint64_t loop_count(const dims *d, uint32_t loop)
+{
+	uint64_t n = 1;
+	for (unsigned i = 0; i < d->rank; i++)
+		if ((loop >> i) & 1u)
+			n *= d->size[i];
+	return n;
+}
+
+static void loop_offsets(const dims *d, uint32_t loop, uint64_t o, uint64_t *so, uint64_t *doff)
+{
+	*so = *doff = 0;
+	for (int i = (int)d->rank - 1; i >= 0; i--) {
+		if (!((loop >> i) & 1u))
+			continue;
+		uint64_t idx = o % d->size[i];
+		o /= d->size[i];
+		*so += idx * (uint64_t)d->s[0][i];
+		*doff += idx * (uint64_t)d->s[1][i];
+	}
+}
+
 typedef struct emitter {
 	nk_pipe pp;
 	int ts, td, sdt, ddt;
@@ -239,20 +264,12 @@ static isa_status staged_copy(int target, const nk_copy *c, const dims *d, const
 	int ts = nk_pipe_tensor(&pp, "src", c->src_dtype, ISA_TK_INPUT, c->src_elems);
 	int td = nk_pipe_tensor(&pp, "dst", c->dst_dtype, ISA_TK_OUTPUT, c->dst_elems);
 	unsigned r = d->rank, inner = r - 1;
-	uint64_t outer = 1;             /* the looped dims: all but p and the free ones */
-	for (unsigned i = 0; i < r - sp->nf; i++)
-		if (i != sp->p)
-			outer *= d->size[i];
+	/* the looped dims: all but p and the free ones */
+	uint32_t loop = ((1u << (r - sp->nf)) - 1) & ~(1u << sp->p);
+	uint64_t outer = loop_count(d, loop);
 	for (uint64_t o = 0; o < outer && !pp.em.st; o++) {
-		uint64_t so = 0, doff = 0, rem = o;
-		for (int i = (int)(r - sp->nf) - 1; i >= 0; i--) {
-			if ((unsigned)i == sp->p)
-				continue;
-			uint64_t idx = rem % d->size[i];
-			rem /= d->size[i];
-			so += idx * (uint64_t)d->s[0][i];
-			doff += idx * (uint64_t)d->s[1][i];
-		}
+		uint64_t so, doff;
+		loop_offsets(d, loop, o, &so, &doff);
 		for (uint64_t p0 = 0; p0 < d->size[sp->p] && !pp.em.st; p0 += ISA_NUM_PARTITIONS) {
 			uint32_t np = (uint32_t)(d->size[sp->p] - p0 < ISA_NUM_PARTITIONS ? d->size[sp->p] - p0
 											   : ISA_NUM_PARTITIONS);
@@ -353,21 +370,12 @@ static isa_status transposed_copy(int target, const nk_copy *c, const dims *d, u
 	uint32_t s_tr = nk_pipe_sem(&pp), s_out = nk_pipe_sem(&pp);
 	int ts = nk_pipe_tensor(&pp, "src", c->src_dtype, ISA_TK_INPUT, c->src_elems);
 	int td = nk_pipe_tensor(&pp, "dst", c->dst_dtype, ISA_TK_OUTPUT, c->dst_elems);
-	uint64_t outer = 1;
-	for (unsigned i = 0; i < d->rank; i++)
-		if (i != a && i != b)
-			outer *= d->size[i];
+	uint32_t loop = ((1u << d->rank) - 1) & ~(1u << a) & ~(1u << b);
+	uint64_t outer = loop_count(d, loop);
 	uint32_t trans = 0;
 	for (uint64_t o = 0; o < outer && !pp.em.st; o++) {
-		uint64_t so = 0, doff = 0, rem = o;
-		for (int i = (int)d->rank - 1; i >= 0; i--) {
-			if ((unsigned)i == a || (unsigned)i == b)
-				continue;
-			uint64_t idx = rem % d->size[i];
-			rem /= d->size[i];
-			so += idx * (uint64_t)d->s[0][i];
-			doff += idx * (uint64_t)d->s[1][i];
-		}
+		uint64_t so, doff;
+		loop_offsets(d, loop, o, &so, &doff);
 		for (uint64_t b0 = 0; b0 < d->size[b] && !pp.em.st; b0 += 128)
 			for (uint64_t a0 = 0; a0 < d->size[a] && !pp.em.st; a0 += TR_COLS) {
 				uint32_t nb = (uint32_t)(d->size[b] - b0 < 128 ? d->size[b] - b0 : 128);
@@ -441,9 +449,8 @@ isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *
 	spread_rows(&d);
 	/* transfers: product of the dims outside the DMA's rows + 4 free dims */
 	unsigned first = d.rank > ISA_MAX_DIMS + 1 ? d.rank - ISA_MAX_DIMS - 1 : 0;
-	uint64_t outer = 1;
-	for (unsigned i = 0; i < first; i++)
-		outer *= d.size[i];
+	uint32_t loop = (1u << first) - 1;
+	uint64_t outer = loop_count(&d, loop);
 	bool ok = outer + 1 <= MAX_TRANSFERS && d.size[first] <= UINT32_MAX;
 	for (unsigned i = first + 1; i < d.rank && ok; i++)
 		ok = d.size[i] <= UINT32_MAX && fits_i32(d.s[0][i]) && fits_i32(d.s[1][i]);
@@ -458,13 +465,8 @@ isa_status nk_copy_program(int target, const nk_copy *c, uint8_t **bin, size_t *
 	e.ts = nk_pipe_tensor(&e.pp, "src", c->src_dtype, ISA_TK_INPUT, c->src_elems);
 	e.td = nk_pipe_tensor(&e.pp, "dst", c->dst_dtype, ISA_TK_OUTPUT, c->dst_elems);
 	for (uint64_t o = 0; o < outer && !e.pp.em.st; o++) {
-		uint64_t so = 0, doff = 0, rem = o;
-		for (int i = (int)first - 1; i >= 0; i--) {
-			uint64_t idx = rem % d.size[i];
-			rem /= d.size[i];
-			so += idx * (uint64_t)d.s[0][i];
-			doff += idx * (uint64_t)d.s[1][i];
-		}
+		uint64_t so, doff;
+		loop_offsets(&d, loop, o, &so, &doff);
 		transfer(&e, &d, first, so, doff);
 	}
 	if (tail) {
