@@ -289,24 +289,38 @@ bool nk_topk_fits(int target, const nk_topk *o);
 isa_status nk_topk_program(int target, const nk_topk *o, uint8_t **bin, size_t *len, isa_diag *diag);
 
 /* out[n] = a fused pointwise region (fused.c): nsteps steps over nin inputs
- * "in0".."in7" of n contiguous elements, all of `dtype`.  Step k's operands
- * a[k] (and b[k]) are inputs (0..nin-1) or earlier steps (nin + j); the last
- * step is "out".  Kinds: tensor_tensor (VectorE, alu op), tensor_scalar
- * (VectorE, (x op imm) op2 imm2, or imm op x with reverse), activation
- * (ScalarE, func op of imm * x + imm2).  Intermediates stay fp32 in SBUF. */
+ * "in0".."in7", the output "out" of n elements of `dtype`.  Step k's
+ * operands a[k] (and b[k]) are inputs (0..nin-1) or earlier steps (nin + j);
+ * the last step is "out".  Kinds: tensor_tensor (VectorE, alu op),
+ * tensor_scalar (VectorE, (x op imm) op2 imm2, or imm op x with reverse),
+ * activation (ScalarE, func op of imm * x + imm2).  Intermediates stay fp32
+ * in SBUF unless sdt[k] names the dtype step k rounds to (a cast).
+ *
+ * Inputs keep their own float dtype.  Seen as [n / cols, cols] (cols: the
+ * output's innermost length; 0 when every input is FULL), an input is FULL
+ * (n elements, as the output), ROW (one element per row, broadcast along
+ * it) or PERIOD (in_period elements, a multiple of cols dividing n, repeated:
+ * the output's trailing dims).  Only tensor_tensor steps read broadcast
+ * inputs. */
 #define NK_FUSED_MAX_IN 8
 #define NK_FUSED_MAX_STEPS 24
 enum { NK_FUSED_TT, NK_FUSED_TS, NK_FUSED_ACT };
+enum { NK_FUSED_FULL, NK_FUSED_ROW, NK_FUSED_PERIOD };
 typedef struct nk_fused {
 	int dtype;
 	uint64_t n;
+	uint64_t cols;
 	unsigned nin, nsteps;
+	int in_dtype[NK_FUSED_MAX_IN];
+	int in_mode[NK_FUSED_MAX_IN];
+	uint64_t in_period[NK_FUSED_MAX_IN];
 	int kind[NK_FUSED_MAX_STEPS];
 	int op[NK_FUSED_MAX_STEPS];
 	int op2[NK_FUSED_MAX_STEPS];
 	float imm[NK_FUSED_MAX_STEPS], imm2[NK_FUSED_MAX_STEPS];
 	int a[NK_FUSED_MAX_STEPS], b[NK_FUSED_MAX_STEPS];
 	bool reverse[NK_FUSED_MAX_STEPS];
+	int sdt[NK_FUSED_MAX_STEPS];
 } nk_fused;
 isa_status nk_fused_program(int target, const nk_fused *f, uint8_t **bin, size_t *len, isa_diag *diag);
 

@@ -136,6 +136,7 @@ TEST(Fused, ARegionMixingEnginesMatchesItsStepsOneByOne)
 	f.dtype = ISA_DT_fp32;
 	f.n = n;
 	f.nin = 2;
+	f.in_dtype[0] = f.in_dtype[1] = ISA_DT_fp32;
 	f.nsteps = 5;
 	int kind[5] = { NK_FUSED_TT, NK_FUSED_TS, NK_FUSED_ACT, NK_FUSED_TS, NK_FUSED_TT };
 	int op[5] = { ISA_ALU_multiply, ISA_ALU_add, ISA_ACT_tanh, ISA_ALU_divide, ISA_ALU_subtract };
@@ -166,4 +167,84 @@ TEST(Fused, ARegionMixingEnginesMatchesItsStepsOneByOne)
 	f.a[2] = 4;   // an operand that is not an earlier step
 	Bin bad;
 	EXPECT_EQ(nk_fused_program(tgt, &f, &bad.p, &bad.n, &d), ISA_E_LIMIT);
+}
+
+// out[r, c] = (x[r, c] * row[r]) rounded to bf16, times w[r % prow, c]:
+// a ROW and a PERIOD input and a cast step, over shapes crossing the
+// kernel's tiles (partitions, rows packed to a partition, rows cut in
+// chunks), each value as the steps give it one by one
+TEST(Fused, BroadcastInputsAndCastsMatchTheirStepsOneByOne)
+{
+	int tgt = target();
+	struct { uint64_t rows, cols, prow; } shapes[] = {
+		{ 1, 1, 1 }, { 129, 127, 1 }, { 4096, 128, 1 }, { 600, 32, 8 }, { 257, 513, 257 }, { 5, 1025, 5 }, { 300, 100, 3 },
+	};
+	for (const auto &sh : shapes) {
+		const uint64_t n = sh.rows * sh.cols, np = sh.prow * sh.cols;
+		nk_fused f{};
+		f.dtype = ISA_DT_fp32;
+		f.n = n;
+		f.cols = sh.cols;
+		f.nin = 3;
+		f.in_dtype[0] = f.in_dtype[1] = f.in_dtype[2] = ISA_DT_fp32;
+		f.in_mode[0] = NK_FUSED_FULL;
+		f.in_mode[1] = NK_FUSED_ROW;
+		f.in_mode[2] = NK_FUSED_PERIOD;
+		f.in_period[2] = np;
+		f.nsteps = 3;
+		int kind[3] = { NK_FUSED_TT, NK_FUSED_TS, NK_FUSED_TT };
+		int op[3] = { ISA_ALU_multiply, ISA_ALU_bypass, ISA_ALU_multiply };
+		int a[3] = { 0, 3, 4 }, b[3] = { 1, -1, 2 };
+		for (int k = 0; k < 3; k++) {
+			f.kind[k] = kind[k];
+			f.op[k] = op[k];
+			f.op2[k] = ISA_ALU_bypass;
+			f.a[k] = a[k];
+			f.b[k] = b[k];
+		}
+		f.sdt[1] = ISA_DT_bf16;   // the cast
+		Bin prog;
+		isa_diag d{};
+		ASSERT_EQ(nk_fused_program(tgt, &f, &prog.p, &prog.n, &d), ISA_OK) << d.msg << " rows " << sh.rows;
+		std::vector<float> x = ramp(n, -1.f, 0.0173f), row = ramp(sh.rows, 0.5f, 0.031f), w = ramp(np, 2.f, -0.047f), z(n);
+		Buf bx(n * 4), br(sh.rows * 4), bw(np * 4), bz(n * 4);
+		nsim_tensor_write(bx.t, x.data(), 0, n * 4);
+		nsim_tensor_write(br.t, row.data(), 0, sh.rows * 4);
+		nsim_tensor_write(bw.t, w.data(), 0, np * 4);
+		nsim_exec_stats st = run(prog, { { "in0", bx.t }, { "in1", br.t }, { "in2", bw.t } }, { { "out", bz.t } });
+		nsim_tensor_read(bz.t, z.data(), 0, n * 4);
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t r = i / sh.cols, c = i % sh.cols;
+			float p = x[i] * row[r];
+			uint32_t u;
+			std::memcpy(&u, &p, 4);
+			u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;   // round to nearest even bf16
+			std::memcpy(&p, &u, 4);
+			ASSERT_EQ(z[i], p * w[(r % sh.prow) * sh.cols + c]) << "rows " << sh.rows << " cols " << sh.cols << " at " << i;
+		}
+		EXPECT_EQ(st.hbm_write_bytes, n * 4);
+		EXPECT_GE(st.hbm_read_bytes, (n + sh.rows + np) * 4);
+	}
+
+	// a broadcast input is only the other side of a tensor_tensor
+	nk_fused g{};
+	g.dtype = ISA_DT_fp32;
+	g.n = 256;
+	g.cols = 128;
+	g.nin = 1;
+	g.in_dtype[0] = ISA_DT_fp32;
+	g.in_mode[0] = NK_FUSED_ROW;
+	g.nsteps = 1;
+	g.kind[0] = NK_FUSED_ACT;
+	g.op[0] = ISA_ACT_exp;
+	Bin bad;
+	isa_diag d{};
+	EXPECT_EQ(nk_fused_program(tgt, &g, &bad.p, &bad.n, &d), ISA_E_LIMIT);
+	// a period that does not divide the output
+	g.in_mode[0] = NK_FUSED_PERIOD;
+	g.in_period[0] = 384;
+	g.kind[0] = NK_FUSED_TT;
+	g.op[0] = ISA_ALU_add;
+	g.b[0] = 0;
+	EXPECT_EQ(nk_fused_program(tgt, &g, &bad.p, &bad.n, &d), ISA_E_LIMIT);
 }

@@ -14,6 +14,7 @@
 #include <c10/util/Exception.h>
 #include <torch/library.h>
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/empty.h>
@@ -63,16 +64,64 @@ int FusedRegion::act(int a, int func, float scale, float bias)
 	return (int)(f.nin + k);
 }
 
+// How an input of shape `in` lines up with the output (programs.h): FULL
+// (the same shape), ROW (the output's shape with a last dim of 1), PERIOD
+// (ones, then the output's trailing dims, the last included: *period is
+// their product), or -1 when it is none of them.  The fuser asks the same
+// (fused_input_mode) before it takes a node.
+int fused_input_mode(at::IntArrayRef in, at::IntArrayRef out, uint64_t *period)
+{
+	const size_t nd = out.size();
+	if (in.size() > nd)
+		return -1;
+	std::vector<int64_t> s(nd - in.size(), 1);
+	s.insert(s.end(), in.begin(), in.end());
+	if (at::IntArrayRef(s) == out)
+		return NK_FUSED_FULL;
+	if (nd == 0)
+		return -1;
+	bool row = s[nd - 1] == 1;
+	for (size_t i = 0; i + 1 < nd && row; i++)
+		row = s[i] == out[i];
+	if (row)
+		return NK_FUSED_ROW;
+	size_t j = 0;
+	while (j < nd && s[j] == 1 && out[j] != 1)
+		j++;
+	uint64_t p = 1;
+	for (size_t i = j; i < nd; i++) {
+		if (s[i] != out[i])
+			return -1;
+		p *= (uint64_t)out[i];
+	}
+	if (j == nd)
+		return -1;
+	if (period)
+		*period = p;
+	return NK_FUSED_PERIOD;
+}
+
 void run_fused(const char *op, FusedRegion &r, const std::vector<const at::Tensor *> &inputs, at::Tensor &out)
 {
 	static const char *names[NK_FUSED_MAX_IN] = { "in0", "in1", "in2", "in3", "in4", "in5", "in6", "in7" };
 	TORCH_CHECK(!inputs.empty() && inputs.size() == r.f.nin && inputs.size() <= NK_FUSED_MAX_IN && r.f.nsteps,
 		    "neuron: a fused region of ", inputs.size(), " inputs and ", r.f.nsteps, " steps");
-	for (const at::Tensor *t : inputs)
-		TORCH_CHECK(t->scalar_type() == out.scalar_type() && t->sizes() == out.sizes() && t->device() == out.device(),
-			    "neuron: a fused region's inputs have its output's dtype, shape and device");
+	bool broadcast = false;
+	for (size_t i = 0; i < inputs.size(); i++) {
+		const at::Tensor *t = inputs[i];
+		uint64_t period = 0;
+		int mode = fused_input_mode(t->sizes(), out.sizes(), &period);
+		TORCH_CHECK(is_float_neuron(*t) && t->device() == out.device() && mode >= 0,
+			    "neuron: a fused region's input ", i, " (", t->scalar_type(), " ", t->sizes(),
+			    ") is not a float tensor on ", out.device(), " its output ", out.sizes(), " takes");
+		r.f.in_dtype[i] = isa_dtype_of(t->scalar_type());
+		r.f.in_mode[i] = mode;
+		r.f.in_period[i] = mode == NK_FUSED_PERIOD ? period : 0;
+		broadcast |= mode != NK_FUSED_FULL;
+	}
 	r.f.dtype = isa_dtype_of(out.scalar_type());
 	r.f.n = (uint64_t)out.numel();
+	r.f.cols = broadcast ? (uint64_t)out.sizes().back() : 0;
 	if (!r.f.n)
 		return;
 	std::vector<at::Tensor> held;
@@ -96,7 +145,9 @@ bool is_epilogue_act(int64_t act)
 #undef NEURON_EPILOGUE_IS
 }
 
-at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::ArrayRef<double> imms)
+// the fuser's region: inputs, its steps as records, the output's dtype (its
+// shape is the inputs' broadcast: every step's is)
+at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::ArrayRef<double> imms, at::ScalarType dtype)
 {
 	TORCH_CHECK(!inputs.empty() && inputs.size() <= NK_FUSED_MAX_IN, "neuronsim.fused_pointwise: ",
 		    inputs.size(), " inputs (1..", NK_FUSED_MAX_IN, ")");
@@ -106,12 +157,12 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 		    "neuronsim.fused_pointwise: steps are fused_step records of ", width, " integers and fused_imm records of ",
 		    iwidth, " immediates (1..", NK_FUSED_MAX_STEPS, " steps)");
 	const at::Tensor &first = inputs[0];
-	TORCH_CHECK(is_float_neuron(first), "neuronsim.fused_pointwise: float neuron tensors only, got ",
-		    first.scalar_type(), " on ", first.device());
+	TORCH_CHECK(is_float_neuron(first) && isa_dtype_of(dtype) != ISA_DT_INVALID && at::isFloatingType(dtype),
+		    "neuronsim.fused_pointwise: float neuron tensors only, got ", first.scalar_type(), " on ",
+		    first.device(), " for a ", dtype, " result");
+	at::DimVector size(first.sizes());
 	for (const at::Tensor &t : inputs)
-		TORCH_CHECK(is_float_neuron(t) && t.scalar_type() == first.scalar_type() && t.sizes() == first.sizes() &&
-				    t.device() == first.device(),
-			    "neuronsim.fused_pointwise: inputs differ in dtype, shape or device");
+		size = at::infer_size_dimvector(size, t.sizes());
 	FusedRegion region((unsigned)inputs.size());
 	nk_fused &f = region.f;
 	f.nsteps = (unsigned)(spec.size() / width);
@@ -124,15 +175,22 @@ at::Tensor fused_pointwise(at::TensorList inputs, at::IntArrayRef spec, at::Arra
 		f.a[k] = (int)r[rec::fused_step::a];
 		f.b[k] = (int)r[rec::fused_step::b];
 		f.reverse[k] = r[rec::fused_step::reverse] != 0;
+		f.sdt[k] = (int)r[rec::fused_step::dtype];
 		f.imm[k] = (float)im[rec::fused_imm::imm];
 		f.imm2[k] = (float)im[rec::fused_imm::imm2];
 	}
-	at::Tensor out = at::empty(first.sizes(), first.options());
+	at::Tensor out = at::empty(size, first.options().dtype(dtype));
 	std::vector<const at::Tensor *> ins;
 	for (const at::Tensor &t : inputs)
 		ins.push_back(&t);
 	run_fused("neuronsim::fused_pointwise", region, ins, out);
 	return out;
+}
+
+// the fuser's question: how an input of shape `in` lines up with `out`
+int64_t fused_input_mode_op(at::IntArrayRef in, at::IntArrayRef out)
+{
+	return fused_input_mode(in, out, nullptr);
 }
 
 // act(a @ b + bias): one matmul program whose PSUM evacuation applies the
@@ -168,7 +226,8 @@ at::Tensor matmul_epilogue(const at::Tensor &a, const at::Tensor &b, const std::
 
 TORCH_LIBRARY_FRAGMENT(neuronsim, m)
 {
-	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms) -> Tensor");
+	m.def("fused_pointwise(Tensor[] inputs, int[] spec, float[] imms, ScalarType dtype) -> Tensor");
+	m.def("fused_input_mode(int[] input, int[] output) -> int", &neuron::fused_input_mode_op);
 	m.def("matmul_epilogue(Tensor a, Tensor b, Tensor? bias, int act, Tensor? residual=None) -> Tensor");
 }
 

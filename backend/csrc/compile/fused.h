@@ -19,9 +19,14 @@ struct FusedRegion {
 	int act(int a, int func, float scale = 1.0f, float bias = 0.0f);                // func(scale a + bias)
 };
 
-// out = the region over `inputs` (one shape, one float dtype, as out's):
-// one program, intermediates in SBUF at fp32.  out may be one of the inputs
-// (an update in place: each tile is read before it is written).
+// How an input of shape `in` lines up with an output of shape `out`:
+// NK_FUSED_FULL, _ROW or _PERIOD (*period: its elements), or -1.
+int fused_input_mode(at::IntArrayRef in, at::IntArrayRef out, uint64_t *period);
+
+// out = the region over `inputs` (float tensors of any float dtype, each
+// out's shape or broadcast to it as fused_input_mode allows): one program,
+// intermediates in SBUF at fp32.  out may be one of the inputs (an update in
+// place: each tile is read before it is written).
 void run_fused(const char *op, FusedRegion &r, const std::vector<const at::Tensor *> &inputs, at::Tensor &out);
 
 }  // namespace neuron

@@ -10,8 +10,9 @@
 // last in their record.
 #pragma once
 
-#define NEURON_REC_FUSED_STEP(F) F(kind) F(op) F(op2) F(a) F(b) F(reverse)   /* one fused_pointwise step */
+#define NEURON_REC_FUSED_STEP(F) F(kind) F(op) F(op2) F(a) F(b) F(reverse) F(dtype)   /* a fused_pointwise step */
 #define NEURON_REC_FUSED_IMM(F) F(imm) F(imm2)                               /* its immediates (floats) */
+/* (a step's dtype: the ISA dtype a cast rounds its value to, 0: kept fp32) */
 #define NEURON_REC_IN_SPAN(F) F(lo) F(hi)                       /* a graph input's device bytes at capture */
 #define NEURON_REC_OUT_SPAN(F) F(lo) F(hi) F(element_size)      /* a graph output's */
 #define NEURON_REC_OUT_META(F) F(rank) F(sizes) F(strides)   /* sizes, strides: rank values (the dtype: ScalarType[]) */

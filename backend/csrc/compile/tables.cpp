@@ -34,6 +34,14 @@ c10::Dict<std::string, int64_t> fused_constants()
 	d.insert("ACT", NK_FUSED_ACT);
 	d.insert("MAX_IN", NK_FUSED_MAX_IN);
 	d.insert("MAX_STEPS", NK_FUSED_MAX_STEPS);
+	d.insert("FULL", NK_FUSED_FULL);
+	d.insert("ROW", NK_FUSED_ROW);
+	d.insert("PERIOD", NK_FUSED_PERIOD);
+	// the ISA dtype a cast step rounds to, by the Python name of torch's dtype
+	static const std::pair<at::ScalarType, const char *> floats[] = {
+		{ at::kFloat, "float32" }, { at::kBFloat16, "bfloat16" }, { at::kHalf, "float16" } };
+	for (const auto &[t, name] : floats)
+		d.insert(std::string("dtype:") + name, isa_dtype_of(t));
 	return d;
 }
 

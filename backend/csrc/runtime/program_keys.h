@@ -62,7 +62,7 @@ NEURON_KEY(nk_gather, dtype, outer, rows, inner, nidx, index_int64, scatter, acc
 NEURON_KEY(nk_fill, dtype, int64, n, iota, start, step, ivalue, fvalue)
 NEURON_KEY(nk_random, kind, dtype, n, a, b)
 NEURON_KEY(nk_sort, dtype, rows, cols, descending)
-NEURON_KEY(nk_fused, dtype, n, nin, nsteps, kind, op, op2, imm, imm2, a, b, reverse)
+NEURON_KEY(nk_fused, dtype, n, cols, nin, nsteps, in_dtype, in_mode, in_period, kind, op, op2, imm, imm2, a, b, reverse, sdt)
 NEURON_KEY(nk_attention, dtype, batch, heads, kv_heads, l, s, d, q_stride, k_stride, v_stride, q_elems, k_elems, v_elems, scale, causal, mask_dtype, mask_stride, mask_elems)
 #undef NEURON_KEY
 

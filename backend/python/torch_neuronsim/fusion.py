@@ -3,10 +3,14 @@ torch.ops.neuronsim.fused_pointwise node each, whose kernel (fused.c) keeps
 the chain's intermediates in SBUF: inputs in from HBM once, output out once.
 
 A node joins the region of an operand when that operand is the region's
-last node and has no other user, so everything but a region's last node is
-used only inside it.  Only nodes whose tensor operands all have the
-output's shape and float dtype are taken (no broadcast, no type promotion),
-with Python numbers as immediates.  NEURON_SIM_FUSION=0 turns the pass off."""
+last node, has no other user and has the node's shape, so everything but a
+region's last node is used only inside it and every step has the region's
+shape.  Taken: float nodes whose tensor operands are float (any float dtype:
+the steps compute in fp32) and have the node's shape, or, for a binary
+op, broadcast to it as the kernel reads them (a row's one value, the
+trailing dims repeated: fused_input_mode); float-to-float casts (a step
+that rounds to its dtype); Python numbers as immediates.
+NEURON_SIM_FUSION=0 turns the pass off."""
 import math
 import operator
 import os
@@ -23,8 +27,10 @@ aten = torch.ops.aten
 _FUSED = torch.ops.neuronsim.fused_constants()
 TT, TS, ACT = _FUSED["TT"], _FUSED["TS"], _FUSED["ACT"]
 MAX_IN, MAX_STEPS = _FUSED["MAX_IN"], _FUSED["MAX_STEPS"]
+FULL = _FUSED["FULL"]
+_FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 # a step's record layout (compile/records.h), checked here at import
-records.expect("fused_step", ("kind", "op", "op2", "a", "b", "reverse"))
+records.expect("fused_step", ("kind", "op", "op2", "a", "b", "reverse", "dtype"))
 records.expect("fused_imm", ("imm", "imm2"))
 
 _ALU = {}
@@ -77,49 +83,87 @@ def _number(x):
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def _mode(v, out):
+    """how the value v lines up with the node value out, as the fused kernel
+    reads its inputs (FULL, ROW, PERIOD), or -1"""
+    if not isinstance(v, torch.Tensor) or v.device != out.device or v.dtype not in _FLOATS:
+        return -1
+    if v.shape == out.shape:
+        return FULL
+    if not all(isinstance(d, int) for d in tuple(v.shape) + tuple(out.shape)):
+        return -1     # (symbolic sizes: no broadcast)
+    return torch.ops.neuronsim.fused_input_mode(list(v.shape), list(out.shape))
+
+
+def _cast_dtype(node):
+    """the float dtype a float-to-float cast node converts to, else None"""
+    t, args, kw = node.target, node.args, node.kwargs
+    if t is aten._to_copy.default and len(args) == 1 and set(kw) <= {"dtype", "layout", "device"} and \
+            kw.get("layout", torch.strided) == torch.strided:
+        dev = kw.get("device")
+        if dev is not None and torch.device(dev) != _val(args[0]).device:
+            return None
+        return kw.get("dtype")
+    if t is torch.ops.prims.convert_element_type.default and len(args) == 2 and not kw:
+        return args[1]
+    return None
+
+
 def _step(node):
-    """(kind, op, op2, operands, imm, imm2, reverse) for a fusable node, or None;
-    operands are FX nodes"""
+    """(kind, op, op2, operands, imm, imm2, reverse, dtype) for a fusable
+    node, or None; operands are FX nodes, dtype the ISA dtype a cast rounds
+    to (0: none)"""
     out = _val(node)
     if not isinstance(out, torch.Tensor) or out.device.type != "neuron" or \
-            out.dtype not in (torch.float32, torch.bfloat16, torch.float16) or out.numel() == 0:
+            out.dtype not in _FLOATS or out.numel() == 0:
         return None
     alu, act = _codes()
 
     def same(n):
-        v = _val(n)
-        return isinstance(v, torch.Tensor) and v.shape == out.shape and v.dtype == out.dtype
+        return isinstance(n, torch.fx.Node) and _mode(_val(n), out) == FULL
 
     t, args = node.target, node.args
     if t in _BINARY and not node.kwargs.get("alpha", 1) != 1 and len(args) == 2:
         a, b = args
         op = alu.get(_BINARY[t])
-        if op is None or not same(a):
+        if op is None or not isinstance(a, torch.fx.Node):
             return None
-        if isinstance(b, torch.fx.Node) and same(b):
-            return (TT, op, 0, [a, b], 0.0, 0.0, False)
-        if _number(b):
-            return (TS, op, alu["bypass"], [a], float(b), 0.0, False)
+        if isinstance(b, torch.fx.Node) and _mode(_val(a), out) >= 0 and _mode(_val(b), out) >= 0:
+            return (TT, op, 0, [a, b], 0.0, 0.0, False, 0)
+        if _number(b) and same(a):
+            return (TS, op, alu["bypass"], [a], float(b), 0.0, False, 0)
         return None
     if t in (aten.rsub.Scalar,) and len(args) >= 2 and same(args[0]) and _number(args[1]) and \
             node.kwargs.get("alpha", 1) == 1 and (len(args) < 3 or args[2] == 1):
-        return (TS, alu["subtract"], alu["bypass"], [args[0]], float(args[1]), 0.0, True)
+        return (TS, alu["subtract"], alu["bypass"], [args[0]], float(args[1]), 0.0, True, 0)
     if t in (aten.add.Scalar, aten.sub.Scalar, aten.mul.Scalar, aten.div.Scalar) and len(args) == 2 and \
             same(args[0]) and _number(args[1]) and node.kwargs.get("alpha", 1) == 1:
         name = {aten.add.Scalar: "add", aten.sub.Scalar: "subtract", aten.mul.Scalar: "multiply",
                 aten.div.Scalar: "divide"}[t]
-        return (TS, alu[name], alu["bypass"], [args[0]], float(args[1]), 0.0, False)
+        return (TS, alu[name], alu["bypass"], [args[0]], float(args[1]), 0.0, False, 0)
+    if t is aten.pow.Tensor_Scalar and len(args) == 2 and same(args[0]) and not node.kwargs and \
+            args[1] in (2, -1) and not isinstance(args[1], bool):
+        # the exponents CPU's kernel computes as x * x and 1 / x
+        if args[1] == 2:
+            return (TT, alu["multiply"], 0, [args[0], args[0]], 0.0, 0.0, False, 0)
+        return (TS, alu["divide"], alu["bypass"], [args[0]], 1.0, 0.0, True, 0)
+    if t in (aten._to_copy.default, torch.ops.prims.convert_element_type.default):
+        if args and same(args[0]) and _cast_dtype(node) == out.dtype:
+            # x in its own dtype, rounded to the cast's (exactly the copy's value)
+            return (TS, alu["bypass"], alu["bypass"], [args[0]], 0.0, 0.0, False,
+                    _FUSED["dtype:" + str(out.dtype).split(".")[1]])
+        return None
     if len(args) != 1 or node.kwargs and t is not aten.gelu.default or not same(args[0]):
         return None
     if t is aten.neg.default:
-        return (TS, alu["multiply"], alu["bypass"], [args[0]], -1.0, 0.0, False)
+        return (TS, alu["multiply"], alu["bypass"], [args[0]], -1.0, 0.0, False, 0)
     if t is aten.relu.default:
-        return (TS, alu["max"], alu["bypass"], [args[0]], 0.0, 0.0, False)
+        return (TS, alu["max"], alu["bypass"], [args[0]], 0.0, 0.0, False, 0)
     if t is aten.gelu.default:
         name = "gelu_tanh" if node.kwargs.get("approximate", "none") == "tanh" else "gelu"
-        return (ACT, act[name], 0, [args[0]], 1.0, 0.0, False)
+        return (ACT, act[name], 0, [args[0]], 1.0, 0.0, False, 0)
     if t in _UNARY_ACT:
-        return (ACT, _UNARY_ACT[t], 0, [args[0]], 1.0, 0.0, False)
+        return (ACT, _UNARY_ACT[t], 0, [args[0]], 1.0, 0.0, False, 0)
     return None
 
 
@@ -261,7 +305,8 @@ def fuse_pointwise(gm):
         joined = []
         for a in step[3]:
             r = region_of.get(a)
-            if r is not None and r.root is a and len(a.users) == 1 and r not in joined:
+            if r is not None and r.root is a and len(a.users) == 1 and r not in joined and \
+                    tuple(_val(a).shape) == tuple(_val(node).shape):
                 joined.append(r)
         merged = _Region(node, step)
         if joined:
@@ -289,14 +334,15 @@ def _rewrite(gm, regions):
             idx[n] = len(ins) + k
         spec, imms = [], []
         for n in r.nodes:
-            kind, op, op2, operands, imm, imm2, rev = r.steps[n]
+            kind, op, op2, operands, imm, imm2, rev, dt = r.steps[n]
             a = idx[operands[0]]
             b = idx[operands[1]] if len(operands) > 1 else -1
-            spec += records.pack("fused_step", kind=kind, op=op, op2=op2, a=a, b=b, reverse=int(rev))
+            spec += records.pack("fused_step", kind=kind, op=op, op2=op2, a=a, b=b, reverse=int(rev), dtype=dt)
             imms += records.pack("fused_imm", imm=imm, imm2=imm2)
         root = r.root
         with gm.graph.inserting_before(root):
-            fused = gm.graph.call_function(torch.ops.neuronsim.fused_pointwise.default, (ins, spec, imms))
+            fused = gm.graph.call_function(torch.ops.neuronsim.fused_pointwise.default,
+                                           (ins, spec, imms, root.meta["val"].dtype))
         fused.meta["val"] = root.meta.get("val")
         fused.meta["fused_from"] = [n.name for n in r.nodes]
         root.replace_all_uses_with(fused)
