@@ -116,6 +116,8 @@ typedef struct ew_op {
 	int dt[3], dt_out;     /* operand and result dtypes */
 	bool b_col;            /* b is one value per row: an fp32 [rows, 1] column, the
 				* per-partition scalar of tensor_scalar */
+	bool one[3];           /* operand i is a single element: loaded once into every
+				* partition, read along each row with stride 0 */
 } ew_op;
 
 /* the compute of one tile: out (so) from a (sa) [, b (sb) [, c (sc)]] */
@@ -162,16 +164,22 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 		slot = need > slot ? need : slot;
 	}
 	nk_pipe pp;
-	if (!nk_pipe_init(&pp, target, 2, (op->nin + 1) * slot, diag))
+	const uint64_t set_bytes = (op->nin + 1) * slot, one_base = 2 * set_bytes;   /* the single elements: 64 B each */
+	if (!nk_pipe_init(&pp, target, 2, set_bytes, diag))
 		return pp.em.st;
 	int ta = nk_pipe_tensor(&pp, "a", op->dt[0], ISA_TK_INPUT, n);
-	int tb = op->nin >= 2 ? nk_pipe_tensor(&pp, "b", op->dt[1], ISA_TK_INPUT, nb) : 0;
-	int tc = op->nin >= 3 ? nk_pipe_tensor(&pp, "c", op->dt[2], ISA_TK_INPUT, n) : 0;
+	int tb = op->nin >= 2 ? nk_pipe_tensor(&pp, "b", op->dt[1], ISA_TK_INPUT, op->one[1] ? 1 : nb) : 0;
+	int tc = op->nin >= 3 ? nk_pipe_tensor(&pp, "c", op->dt[2], ISA_TK_INPUT, op->one[2] ? 1 : n) : 0;
 	int to = nk_pipe_tensor(&pp, "out", op->dt_out, ISA_TK_OUTPUT, n);
 	const int compute = op->nin >= 2 || op->vector_scalar ? ISA_ENGINE_VECTOR : ISA_ENGINE_SCALAR;
+	const int tin[3] = { ta, tb, tc };
 	for (uint32_t i = 0; i < nt && !pp.em.st; i++) {
 		const tile *x = &tiles[i];
 		uint64_t base = nk_pipe_tile(&pp);            /* a, [b, [c,]] out of the tile's buffer set */
+		for (unsigned j = 1; j < op->nin && i == 0; j++)
+			if (op->one[j])
+				nk_pipe_load(&pp, isa_ap_sbuf(op->dt[j], 0, ISA_NUM_PARTITIONS, one_base + 64 * j, 1),
+					     isa_ap_hbm(op->dt[j], (uint32_t)tin[j], 0, ISA_NUM_PARTITIONS, 0, 1), j);
 		isa_ap sa = isa_ap_sbuf(op->dt[0], 0, x->rows, base, x->cols);
 		int bdt = op->b_col ? ISA_DT_fp32 : op->dt[1];
 		isa_ap sb = x->pack ? isa_ap_sbuf(bdt, 0, x->rows, base + slot, x->pack)
@@ -188,7 +196,15 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 		}
 		nk_pipe_load(&pp, sa, isa_ap_hbm(op->dt[0], (uint32_t)ta, x->start * isa_dtype_size(op->dt[0]), x->rows,
 						  (int64_t)x->pstride, x->cols), 0);
-		if (op->nin >= 2 && x->period) {
+		int32_t zero = 0;
+		uint32_t cols = x->cols;
+		if (op->one[1])
+			sb = isa_ap_dims(isa_ap_sbuf(op->dt[1], 0, x->rows, one_base + 64, 1), 1, &zero, &cols);
+		if (op->one[2])
+			sc = isa_ap_dims(isa_ap_sbuf(op->dt[2], 0, x->rows, one_base + 128, 1), 1, &zero, &cols);
+		if (op->nin >= 2 && op->one[1]) {
+			/* loaded with the first tile */
+		} else if (op->nin >= 2 && x->period) {
 			/* partitions whose b rows follow each other in b: one load each run */
 			unsigned bsz = isa_dtype_size(op->dt[1]);
 			for (uint32_t p0 = 0; p0 < x->rows;) {
@@ -202,7 +218,7 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 		} else if (op->nin >= 2) {
 			nk_pipe_load(&pp, sb, hb, 1);
 		}
-		if (op->nin >= 3)
+		if (op->nin >= 3 && !op->one[2])
 			nk_pipe_load(&pp, sc, isa_ap_hbm(op->dt[2], (uint32_t)tc, x->start * isa_dtype_size(op->dt[2]),
 							  x->rows, (int64_t)x->pstride, x->cols), 2);
 		nk_pipe_compute(&pp, compute);
@@ -240,7 +256,7 @@ isa_status nk_binary_program(int target, const nk_binary *prm, uint8_t **bin, si
 			     isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false, { false } };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -264,7 +280,7 @@ static isa_status one_program(int target, const nk_broadcast *prm, uint8_t **bin
 		tiles[i].fstride_b = 0;
 	}
 	int dt = prm->dtype;
-	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, true };
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, true, { false } };
 	if (!st)
 		st = ew_emit(target, &op, n, 1, tiles, nt, bin, len, diag);
 	free(tiles);
@@ -299,7 +315,7 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 						   (uint32_t)f, f, 0, 0, 1, 0, cols };
 			}
 			int dt = prm->dtype;
-			ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
+			ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false, { false } };
 			isa_status st = ew_emit(target, &op, n, cols, tiles, (uint32_t)nt, bin, len, diag);
 			free(tiles);
 			return st;
@@ -344,7 +360,7 @@ isa_status nk_broadcast_program(int target, const nk_broadcast *prm, uint8_t **b
 			x->fstride_b = b_per_row ? 0 : 1;
 		}
 	int dt = prm->dtype;
-	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
+	ew_op op = { 2, false, prm->alu, 0, 1.0f, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false, { false } };
 	/* a float b per row is a [P, 1] column loaded once per tile (the DMA
 	 * casts it to fp32), not a stride-0 pattern of single-element reads;
 	 * integers keep the exact integer ALU of tensor_tensor */
@@ -359,7 +375,7 @@ isa_status nk_unary_program(int target, const nk_unary *prm, uint8_t **bin, size
 			    isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 1, false, 0, prm->func, prm->scale, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false };
+	ew_op op = { 1, false, 0, prm->func, prm->scale, ISA_ALU_bypass, 0.0f, { dt, dt, dt }, dt, false, { false } };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -367,7 +383,7 @@ isa_status nk_scalar_program(int target, const nk_scalar *prm, uint8_t **bin, si
 			     isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 1, true, prm->alu, 0, prm->s, prm->alu2, prm->s2, { dt, dt, dt }, dt, false };
+	ew_op op = { 1, true, prm->alu, 0, prm->s, prm->alu2, prm->s2, { dt, dt, dt }, dt, false, { false } };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -376,7 +392,7 @@ isa_status nk_compare_program(int target, const nk_compare *prm, uint8_t **bin, 
 {
 	int dt = prm->dtype;
 	ew_op op = { prm->scalar ? 1 : 2, prm->scalar, prm->alu, 0, prm->s, ISA_ALU_bypass, 0.0f,
-		     { dt, dt, dt }, ISA_DT_bool, false };
+		     { dt, dt, dt }, ISA_DT_bool, false, { false } };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -385,7 +401,7 @@ isa_status nk_cast_program(int target, const nk_cast *prm, uint8_t **bin, size_t
 {
 	/* x + 0: the conversion happens on the way out of the ALU */
 	ew_op op = { 1, true, ISA_ALU_add, 0, 0.0f, ISA_ALU_bypass, 0.0f,
-		     { prm->in_dtype, prm->in_dtype, prm->in_dtype }, prm->out_dtype, false };
+		     { prm->in_dtype, prm->in_dtype, prm->in_dtype }, prm->out_dtype, false, { false } };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 
@@ -393,7 +409,8 @@ isa_status nk_select_program(int target, const nk_select *prm, uint8_t **bin, si
 			     isa_diag *diag)
 {
 	int dt = prm->dtype;
-	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dt, dt }, dt, false };
+	ew_op op = { 3, false, 0, 0, 1.0f, ISA_ALU_bypass, 0.0f, { ISA_DT_bool, dt, dt }, dt, false,
+		     { false, prm->b_one, prm->c_one } };
 	return ew_program(target, &op, prm->n, bin, len, diag);
 }
 

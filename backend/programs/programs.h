@@ -141,10 +141,12 @@ typedef struct nk_cast {
 } nk_cast;
 isa_status nk_cast_program(int target, const nk_cast *prm, uint8_t **bin, size_t *len,
 			   isa_diag *diag);
-/* out[n] = a[n] (bool) ? b[n] : c[n]; inputs "a", "b", "c" */
+/* out[n] = a[n] (bool) ? b[n] : c[n]; inputs "a", "b", "c"; b_one / c_one:
+ * that operand is a single element, for every n (torch.where(m, 0.0, x)) */
 typedef struct nk_select {
 	int dtype;
 	uint64_t n;
+	bool b_one, c_one;
 } nk_select;
 isa_status nk_select_program(int target, const nk_select *prm, uint8_t **bin, size_t *len,
 			     isa_diag *diag);

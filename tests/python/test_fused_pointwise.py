@@ -78,3 +78,31 @@ def test_per_row_and_single_element_broadcasts_match_cpu(dt, op):
         A, c = a.to("neuron"), torch.tensor(0.5, dtype=dt, device="neuron")
         _, n, _ = programs(lambda: A.mul_(c))        # clip_grad_norm_'s device coefficient
         assert n == 1
+
+
+@pytest.mark.parametrize("dt", FLOATS + [torch.int32, torch.bool])
+@pytest.mark.parametrize("shape", [(1,), (127, 129), (4, 1, 128, 128), (3, 513)])
+def test_where_with_single_element_operands_reads_them_once(dt, shape):
+    """where(m, a, b) and masked_fill with a 0-dim operand: one program,
+    the value read once, not first expanded to the result's size"""
+    g = torch.Generator().manual_seed(3)
+    m = torch.rand(shape, generator=g) > 0.5
+    a = torch.tensor(0.0 if dt.is_floating_point else 0, dtype=dt)
+    b = torch.tensor(-3.0e4 if dt.is_floating_point else 1, dtype=dt)
+    x = (torch.randn(shape, generator=g) * 5).to(dt)
+    M, A, B, X = m.to("neuron"), a.to("neuron"), b.to("neuron"), x.to("neuron")
+    torch_neuronsim.reset_stats()
+    r = torch.where(M, A, B)
+    s = torch_neuronsim.stats()
+    assert torch.equal(r.cpu(), torch.where(m, a, b))
+    assert s["programs_executed"] == 1
+    assert s["hbm_read_bytes"] <= m.numel() + 2 * 128 * a.element_size()   # the mask, each value once per partition
+    for v in (A, B):
+        r = torch.where(M, v, X)
+        assert torch.equal(r.cpu(), torch.where(m, v.cpu(), x))
+        r = torch.where(M, X, v)
+        assert torch.equal(r.cpu(), torch.where(m, x, v.cpu()))
+    if dt is not torch.bool:
+        _, n, fb = programs(lambda: X.masked_fill(M, 7))
+        assert (n, fb) == (2, 0)            # the value's fill, the select
+        assert torch.equal(X.masked_fill(M, A).cpu(), x.masked_fill(m, a))

@@ -189,7 +189,12 @@ at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a,
 	if (out.numel() == 0)
 		return out;
 	Units u = fl ? Units{ isa_dtype_of(dt), 1 } : units_of(dt, false);
-	at::Tensor c = materialize(cond, shape, at::kBool), x = materialize(a, shape, dt), y = materialize(b, shape, dt);
+	// a single-element operand (where(m, 0.0, x), masked_fill's value) is
+	// read once by the kernel, not expanded to the result's size first
+	bool a_one = u.per == 1 && a.numel() == 1, b_one = u.per == 1 && b.numel() == 1;
+	at::Tensor c = materialize(cond, shape, at::kBool);
+	at::Tensor x = a_one ? materialize(a.reshape({ 1 }), { 1 }, dt) : materialize(a, shape, dt);
+	at::Tensor y = b_one ? materialize(b.reshape({ 1 }), { 1 }, dt) : materialize(b, shape, dt);
 	if (u.per == 2) {
 		std::vector<int64_t> s2 = shape;
 		s2.push_back(2);
@@ -198,7 +203,7 @@ at::Tensor select(const char *name, const at::Tensor &cond, const at::Tensor &a,
 	int idt = u.dtype;
 	uint64_t n = (uint64_t)out.numel() * u.per;
 	int dev = cond.device().index();
-	Program m = cached_program("select", nk_select{ idt, n }, dev, nk_select_program);
+	Program m = cached_program("select", nk_select{ idt, n, a_one, b_one }, dev, nk_select_program);
 	run_program(m, dev, name, { { "a", &c }, { "b", &x }, { "c", &y } }, { { "out", &out } });
 	return out;
 }
