@@ -123,3 +123,21 @@ def test_input_modes_come_from_the_library():
     assert mode([1, 1, 128, 32], [4, 4, 128, 32]) == c["PERIOD"]
     assert mode([1, 40, 1], [3, 40, 50]) == -1
     assert mode([2, 128], [4, 128]) == -1
+
+
+def test_a_cast_read_by_several_regions_is_computed_in_each():
+    """RMSNorm: x.float() feeds both the square (before the mean) and the
+    scaling (after it); each region casts x itself instead of reading an
+    fp32 copy of x written to HBM"""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(2048, 128, generator=g).to(torch.bfloat16)
+    w = torch.randn(128, generator=g).to(torch.bfloat16)
+
+    def rms(x, w):
+        xf = x.float()
+        return w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(torch.bfloat16)
+    got, s = compiled(rms, x, w)
+    torch.testing.assert_close(got.float(), rms(x, w).float(), rtol=1e-2, atol=1e-2)
+    n, rows = x.numel(), x.shape[0]
+    # written: the squares (fp32, for the mean), the row values, the result -- no fp32 copy of x
+    assert s["hbm_write_bytes"] <= 4 * n + 2 * n + 4 * 4 * rows, s["hbm_write_bytes"]

@@ -286,6 +286,37 @@ def fuse_residual_epilogues(gm):
     return _finish(gm, done)
 
 
+def _inline_cheap_producers(gm):
+    """A one-operand VectorE node (a cast, x * 2, -x) read by several
+    pointwise nodes: each reader gets a copy of its own, which joins the
+    reader's region -- the readers load the producer's operand and compute
+    it in SBUF instead of loading its result, and the producer's own result
+    goes to HBM only for readers that are not pointwise (inductor inlines
+    pointwise producers into their consumers the same way).  Returns how
+    many copies it made."""
+    done = 0
+    for x in list(gm.graph.nodes):
+        if x.op != "call_function" or len(x.users) < 2:
+            continue
+        step = _step(x)
+        if step is None or step[0] != TS:
+            continue
+        shape = tuple(_val(x).shape)
+        readers = []
+        for u in x.users:
+            su = _step(u) if u.op == "call_function" else None
+            if su is not None and x in su[3] and tuple(_val(u).shape) == shape:
+                readers.append(u)
+        for u in readers:
+            with gm.graph.inserting_before(u):
+                c = gm.graph.node_copy(x)
+            u.replace_input_with(x, c)
+            done += 1
+        if not x.users:
+            gm.graph.erase_node(x)
+    return done
+
+
 def fuse_pointwise(gm):
     """rewrites gm in place; returns how many regions it made"""
     if not enabled():
@@ -293,6 +324,7 @@ def fuse_pointwise(gm):
     alu, act = _codes()
     if "bypass" not in alu:
         return 0
+    _inline_cheap_producers(gm)
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     region_of = {}
     regions = []
