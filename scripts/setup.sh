@@ -129,15 +129,18 @@ with open(sys.argv[1] + "/pyproject.toml", "rb") as f:
             for n, v in eps.items()}
 have = {(e.group, e.name, e.value) for e in dist.entry_points}
 ok = url.rstrip("/") == "file://" + sys.argv[1].rstrip("/") and want <= have and all(
-    importlib.util.find_spec(p) for p in ("neuronsim_trace", "neuronsim", "neuronsim_nki"))
+    importlib.util.find_spec(p) for p in ("neuronsim_trace", "neuronsim", "neuronsim_nki", "neuronsim_standins"))
 sys.exit(0 if ok else 1)
 PYEOF
     then
         log "torch-neuronsim: installed from this checkout"
-        return 0
+    else
+        log "installing torch-neuronsim (editable, from $ROOT)"
+        python3 -m pip install -q --no-build-isolation -e "$ROOT"
     fi
-    log "installing torch-neuronsim (editable, from $ROOT)"
-    python3 -m pip install -q --no-build-isolation -e "$ROOT"
+    # an editable install has no wheel root for the stand-ins' .pth (a built
+    # wheel carries it): written into site-packages here
+    python3 -c 'import neuronsim_standins, sysconfig; neuronsim_standins.write_pth(sysconfig.get_paths()["purelib"])'
 }
 
 main() {

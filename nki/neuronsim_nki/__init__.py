@@ -24,10 +24,14 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import enum
 import functools
+import importlib
 import inspect
 import io
 import os
+import sys
+import types
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -35,7 +39,7 @@ import numpy as np
 import neuronsim
 
 from . import collectives, isa, language, lnc, tracer, typing
-from .tensor import Tensor, hbm_tensor
+from .tensor import DType, Tensor, hbm_tensor
 from .race import find_races
 from .tracer import NKIError
 
@@ -95,8 +99,20 @@ def register_convention(convention: Convention):
         _conventions.append(convention)
 
 
+# the calling convention a framework's tensors need, by the module their type
+# comes from: imported the first time such a tensor reaches a kernel (so
+# `import torch, nki` and a kernel called on `neuron` tensors just works)
+_CONVENTION_MODULES = {"torch": "torch_neuronsim.nki"}
+
+
 def _convention_of(value):
-    return next((c for c in _conventions if c.accepts(value)), None)
+    conv = next((c for c in _conventions if c.accepts(value)), None)
+    if conv is None and not isinstance(value, np.ndarray):
+        mod = _CONVENTION_MODULES.get(type(value).__module__.split(".")[0])
+        if mod is not None and mod not in sys.modules:
+            importlib.import_module(mod)       # registers its convention
+            conv = next((c for c in _conventions if c.accepts(value)), None)
+    return conv
 
 
 def _is_foreign_tensor(x):
@@ -126,6 +142,7 @@ class KernelResult:
 
 
 HISTORY_LIMIT = 1024        # simulated runs Kernel.history keeps (each holds its program text)
+TRACE_CACHE_LIMIT = 64      # traced programs a kernel keeps, by call key
 
 
 def _values(outputs, outs, multi, suffix=""):
@@ -133,6 +150,19 @@ def _values(outputs, outs, multi, suffix=""):
     several): buffer o.name + suffix of the run's outputs for each output."""
     values = [outputs[o.name + suffix].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
     return tuple(values) if multi else values[0]
+
+
+def _value_type(v):
+    """an argument that a trace may be keyed by: a value, equal to another
+    only when it means the same (numbers, strings, dtypes, enums, tuples of
+    them) -- not an object whose contents could change between calls"""
+    if v is None or isinstance(v, (bool, int, float, complex, str, bytes, np.generic, np.dtype, enum.Enum, type)):
+        return True
+    if isinstance(v, (tuple, frozenset)):
+        return all(_value_type(x) for x in v)
+    if isinstance(v, (DType, types.FunctionType, types.BuiltinFunctionType, np.ufunc)):
+        return True          # a dtype, an operator (nl.add, np.maximum) passed as an argument
+    return type(v).__module__.split(".")[0] == "torch" and type(v).__name__ in ("dtype", "device")
 
 
 class Kernel:
@@ -148,6 +178,9 @@ class Kernel:
         self._core = None          # tracing one core of an LNC=2 pair (lnc.py)
         self._rank = None          # (rank, ranks): tracing one rank of simulate_ranks (collectives.py)
         self.last_result = None
+        # traced programs by call signature (_call_key), least recently used first
+        self._traces = collections.OrderedDict()
+        self.traces_made = 0
         functools.update_wrapper(self, func)
 
     def __getitem__(self, grid):
@@ -159,7 +192,11 @@ class Kernel:
         grid = tuple(grid) if isinstance(grid, (tuple, list)) else (grid,)
         if not grid or any(not isinstance(g, int) or g < 1 for g in grid):
             raise NKIError(f"launch grid {grid!r}: positive integers")
-        k = Kernel(self.func, self._target, grid)
+        # one kernel object per grid, so its traces are reused call to call
+        launches = self.__dict__.setdefault("_launches", {})
+        k = launches.get(grid)
+        if k is None:
+            k = launches[grid] = Kernel(self.func, self._target, grid)
         k.last_result = None
         return k
 
@@ -167,6 +204,60 @@ class Kernel:
     def target(self):
         """The kernel's target, else NEURON_PLATFORM_TARGET_OVERRIDE, else trn2."""
         return self._target or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+
+    def _arguments(self, args, kwargs):
+        """(name, value) of each argument the kernel body sees, in the order
+        tracing binds them (*args and **kwargs expanded)"""
+        sig = inspect.signature(self.func)
+        bound = sig.bind(*args, **kwargs)
+        out = []
+        for name, value in bound.arguments.items():
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                out += [(f"{name}{i}", v) for i, v in enumerate(value)]
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                out += list(value.items())
+            else:
+                out.append((name, value))
+        return out
+
+    def _call_key(self, args, kwargs):
+        """What a compiled kernel is specific to, as on hardware (the first
+        call compiles for the input shapes, data types and non-tensor
+        argument values; later calls with the same reuse it): each array's
+        shape and device dtype, every other argument's value.  None when an
+        argument cannot be part of a key (unhashable)."""
+        key = [self.target, self.grid, tracer.settings()]
+        for name, v in self._arguments(args, kwargs):
+            conv = None if isinstance(v, np.ndarray) else _convention_of(v)
+            if isinstance(v, np.ndarray) or conv is not None:
+                dt = _np_isa_dtype(v.dtype) if conv is None else conv.isa_dtype(v)
+                key.append((name, "array", tuple(v.shape), dt))
+                continue
+            if not _value_type(v):
+                return None
+            key.append((name, type(v).__name__, v))
+        return tuple(key)
+
+    def _traced(self, args, kwargs):
+        """trace()'s (program, inputs, outputs, structure), from the trace
+        cache when this kernel was traced for the same call key before (the
+        inputs bound to this call's arrays)"""
+        key = self._call_key(args, kwargs) if self._core is None and self._rank is None else None
+        hit = self._traces.get(key) if key is not None else None
+        if hit is None:
+            program, ins, outs, multi = self.trace(*args, **kwargs)
+            self.traces_made += 1
+            if key is not None:
+                self._traces[key] = (program, [t for t, _ in ins], outs, multi)
+                if len(self._traces) > TRACE_CACHE_LIMIT:
+                    self._traces.popitem(last=False)
+            return program, ins, outs, multi
+        self._traces.move_to_end(key)
+        program, tensors, outs, multi = hit
+        values = [v for _, v in self._arguments(args, kwargs)
+                  if isinstance(v, np.ndarray) or _convention_of(v) is not None]
+        return program, list(zip(tensors, values)), outs, multi
 
     def trace(self, *args, **kwargs):
         """(program text, input tensors with their arrays, output tensors,
@@ -273,7 +364,7 @@ class Kernel:
         """(outputs as NumPy arrays, KernelResult) of one simulated run."""
         if self.grid and lnc.is_pair(self.target, self.grid):
             return self._simulate_pair(args, kwargs, trace, check_races)
-        return self.run_traced(*self.trace(*args, **kwargs), trace=trace, check_races=check_races)
+        return self.run_traced(*self._traced(args, kwargs), trace=trace, check_races=check_races)
 
     def _device_inputs(self, ins):
         """{tensor name: (host array or device bytes, dtype)} of the inputs."""
@@ -351,7 +442,7 @@ class Kernel:
         for a in list(args) + list(kwargs.values()):
             conv = None if isinstance(a, np.ndarray) else _convention_of(a)
             if conv is not None:
-                return conv.run(self, *self.trace(*args, **kwargs))
+                return conv.run(self, *self._traced(args, kwargs))
         return self.simulate(*args, **kwargs)[0]
 
 

@@ -3,8 +3,8 @@ kernel file unmodified on the simulator (TARGET: a row of the ISA's target
 table, e.g. trn2).  For this process only, the
 imports `nki`, `nki.language`, `nki.isa`, `nki.collectives`, `nki.lnc`, `neuronxcc.nki`,
 `neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim_nki, and
-`torch_neuronx.nki` / `torch_neuronx.nki_op` to torch_neuronsim.nki
-(nothing is installed under those names).  At exit it prints a table of the
+`torch_neuronx` (with `nki`, `nki_op`) to torch_neuronsim's stand-in, even
+where the AWS packages are installed (neuronsim_standins, its finder first).  At exit it prints a table of the
 kernels the file simulated."""
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import atexit
 import os
 import runpy
 import sys
-import types
 
 from neuronsim import ENGINES, TARGETS
 
@@ -20,33 +19,15 @@ from . import Kernel
 
 
 def install_aliases():
-    import neuronsim_nki as ours
-    from . import collectives, isa, language, lnc, typing
-    pkg = types.ModuleType("neuronxcc")
-    pkg.__path__ = []
-    pkg.nki = ours
-    aliases = {"nki": ours, "nki.language": language, "nki.isa": isa, "nki.typing": typing,
-               "nki.collectives": collectives, "nki.lnc": lnc, "neuronxcc": pkg,
-               "neuronxcc.nki": ours, "neuronxcc.nki.language": language, "neuronxcc.nki.isa": isa,
-               "neuronxcc.nki.typing": typing}
-    # `from torch_neuronx import nki_op, nki`: the torch calling convention
-    # (imports torch, so only when a script asks for it)
-    tnx = types.ModuleType("torch_neuronx")
-
-    def _torch_side(attr):
-        if attr not in ("nki", "nki_op"):
-            raise AttributeError(f"torch_neuronx.{attr} is not provided by the simulator (nki, nki_op are)")
-        import torch_neuronsim.nki as tn
-        if attr == "nki":
-            return tn
-        return tn.nki_op
-    tnx.__getattr__ = _torch_side
-    aliases["torch_neuronx"] = tnx
-    for name, mod in aliases.items():
+    """the stand-in import names (neuronsim_standins.ALIASES) ahead of any
+    installed package, for this process; one already imported under such a
+    name is an error (it would not be the simulator's)"""
+    import neuronsim_standins
+    for name in neuronsim_standins.ALIASES:
         existing = sys.modules.get(name)
-        if existing is not None and existing is not mod:
+        if existing is not None and not neuronsim_standins.is_standin(name):
             raise SystemExit(f"neuronsim nki run: a module '{name}' is already imported ({existing!r})")
-        sys.modules[name] = mod
+    neuronsim_standins.install(force=True)
 
 
 def report(out=sys.stdout):

@@ -180,6 +180,12 @@ SCHEDULE = True          # list-schedule the traced instructions (schedule.py)
 CSE_WINDOW = 64          # results kept for reuse after the kernel drops them
 
 
+def settings():
+    """what a trace depends on besides the kernel, its target and its
+    arguments (Kernel's trace cache keys by it)"""
+    return (SCHEDULE, CSE_WINDOW, DMA_POOL, BUCKET, BUCKET_HBM)
+
+
 class Region(tuple):
     """(space, key, p_lo, p_hi, b_lo, b_hi) of an on-chip tile, remembering
     which allocation it lies in (not part of its value: allocations reuse

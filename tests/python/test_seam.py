@@ -99,7 +99,9 @@ def test_torch_and_nki_share_one_runtime():
 def test_nki_frontend_and_bindings_never_import_torch():
     """The NKI frontend (nki/) and the bindings (sim/python) sit below the
     plugin: they run without torch, and torch tensors reach a kernel only
-    through the convention torch_neuronsim.nki registers."""
+    through the convention torch_neuronsim.nki registers -- which the
+    frontend imports when the first torch tensor reaches a kernel (torch is
+    the caller's by then), never before."""
     import subprocess
     import sys
     code = ("import sys, numpy as np\n"
@@ -113,14 +115,13 @@ def test_nki_frontend_and_bindings_never_import_torch():
             "assert (add(a, a) == 2).all()\n"
             "assert 'torch' not in sys.modules, 'torch was imported'\n"
             "import torch\n"
-            "try:\n"
-            "    add(torch.ones(128, 64), torch.ones(128, 64))\n"
-            "except nki.NKIError as e:\n"
-            "    print(e)\n")
+            "assert 'torch_neuronsim.nki' not in sys.modules\n"
+            "r = add(torch.ones(128, 64), torch.ones(128, 64))\n"
+            "print(type(r).__name__, bool((r == 2).all()), 'torch_neuronsim.nki' in sys.modules)\n")
     env = dict(__import__("os").environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "for torch `neuron` tensors, use torch_neuronsim.nki" in r.stdout, r.stdout
+    assert r.stdout.split() == ["Tensor", "True", "True"], r.stdout
 
 
 def _calls_between_files(archive):

@@ -115,23 +115,12 @@ def clear_program_cache():
     _lib.neuron_clear_program_cache()
 
 
-class _NeuronxStandIn:
-    """sys.meta_path finder of last resort for `torch_neuronx` (see neuronx.py)"""
-
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name != "torch_neuronx":
-            return None
-        import importlib.util
-        return importlib.util.spec_from_file_location("torch_neuronx", os.path.join(_here, "neuronx.py"))
-
-
-def _install_neuronx_standin():
-    import sys
-    if os.environ.get("NEURONSIM_TORCH_NEURONX", "1") == "0":
-        return
-    if not any(isinstance(f, _NeuronxStandIn) for f in sys.meta_path):
-        sys.meta_path.append(_NeuronxStandIn())   # last: an installed torch_neuronx wins
+def _install_standins():
+    """the import stand-ins (neuronsim_standins: torch_neuronx, nki,
+    neuronxcc.nki), for a process the site-packages .pth did not set up
+    (the package used from a source tree on PYTHONPATH)"""
+    import neuronsim_standins
+    neuronsim_standins.install()
 
 
 def _register():
@@ -149,7 +138,7 @@ def _register():
     install_default_backend()
     from . import printing as _printing
     _printing.install()
-    _install_neuronx_standin()
+    _install_standins()
     _backward_on_caller_thread()
 
 

@@ -8,6 +8,7 @@ stats); with NumPy arrays it returns NumPy arrays, as neuronsim_nki does.
 Everything neuronsim_nki exports is re-exported here, and
 torch_neuronsim.nki.language / .isa are its modules.
 """
+import collections
 import sys
 
 import torch
@@ -19,6 +20,27 @@ import neuronsim_nki as _nki
 _TORCH_TO_ISA = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.int32: "int32",
                  torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8"}
 _ISA_TO_TORCH = {v: k for k, v in _TORCH_TO_ISA.items()}
+
+
+_BLOBS = collections.OrderedDict()   # program text -> its assembled bytes (a CPU uint8 tensor)
+_BLOB_LIMIT = 64
+
+
+def _assembled(program):
+    """the program's binary, assembled once per program text (a kernel's
+    traced program is reused call to call: Kernel's trace cache)"""
+    blob = _BLOBS.get(program)
+    if blob is None:
+        blob = _BLOBS[program] = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
+        if len(_BLOBS) > _BLOB_LIMIT:
+            _BLOBS.popitem(last=False)
+    else:
+        _BLOBS.move_to_end(program)
+    return blob
+
+
+def _no_data(t):
+    return t.device.type == "meta" or torch._subclasses.fake_tensor.is_fake(t)
 
 
 class TorchConvention(_nki.Convention):
@@ -41,6 +63,12 @@ class TorchConvention(_nki.Convention):
         return t.contiguous().view(torch.int16).numpy().tobytes()
 
     def run(self, kernel, program, ins, outs, multi):
+        if any(_no_data(a) for _, a in ins):
+            # fake / meta tensors (torch.compile's tracing, a custom op's fake
+            # implementation): the traced outputs' shapes and dtypes, no run
+            dev = ins[0][1].device
+            res = [torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in outs]
+            return tuple(res) if multi else res[0]
         devices = {a.device.type for _, a in ins}
         if devices == {"cpu"}:
             # CPU tensors (bf16 included, which NumPy has not): simulated like
@@ -54,7 +82,7 @@ class TorchConvention(_nki.Convention):
                                 "`neuron` tensors, CPU tensors or NumPy arrays, one kind per call")
         dev = ins[0][1].device if ins else torch.device("neuron")
         results = [torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in outs]
-        blob = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
+        blob = _assembled(program)
         torch.ops.neuronsim.run_program(blob, f"nki::{kernel.func.__name__}", [t.name for t, _ in ins],
                                         [a.contiguous() for _, a in ins], [o.name for o in outs], results)
         return tuple(results) if multi else results[0]
@@ -70,10 +98,20 @@ def nki_op(name, mutates_args=(), device_types=None, schema=None):
     give its schema), callable as a function and as torch.ops.mylib.my_op,
     in eager mode and under torch.compile.  For training, give it a
     backward with .register_autograd(backward, setup_context=...), as
-    torch.library documents (the SDK's pytorch-native-overview.rst)."""
+    torch.library documents (the SDK's pytorch-native-overview.rst).  Its
+    fake implementation, which torch.compile traces with, is the function
+    itself (kernels called with fake tensors trace and return outputs of the
+    traced shapes); register_fake replaces it.  Kernels compile once per
+    input shapes, dtypes and other argument values (the trace cache)."""
     def wrap(fn):
-        return torch.library.custom_op(name, fn, mutates_args=mutates_args if mutates_args is not None else (),
-                                       device_types=device_types, schema=schema)
+        op = torch.library.custom_op(name, fn, mutates_args=mutates_args if mutates_args is not None else (),
+                                     device_types=device_types, schema=schema)
+        # the fake (meta) implementation by default: the function itself,
+        # whose kernels, given fake tensors, trace and return their outputs'
+        # shapes without running; .register_fake replaces it
+        if getattr(op, "_abstract_fn", False) is None:
+            op._abstract_fn = fn
+        return op
     return wrap
 
 globals().update({name: getattr(_nki, name) for name in _nki.__all__})

@@ -1,6 +1,6 @@
 """NKI kernels on the simulator: for each kernel in tests/nki and each
 target, simulated latency, per-engine active time and the host seconds to
-trace and simulate it.  Usage: python3 bench/nki.py [TARGET ...] (default:
+trace and simulate it.  Usage: python3 bench/nki_kernels.py [TARGET ...] (default:
 every target of the ISA's target table)"""
 import pathlib
 import sys
@@ -56,5 +56,5 @@ def main(targets):
 if __name__ == "__main__":
     unknown = [t for t in sys.argv[1:] if t not in TARGETS]
     if unknown:
-        raise SystemExit(f"bench/nki.py: unknown target {unknown[0]!r} ({', '.join(TARGETS)})")
+        raise SystemExit(f"bench/nki_kernels.py: unknown target {unknown[0]!r} ({', '.join(TARGETS)})")
     main(sys.argv[1:] or list(TARGETS))
