@@ -180,3 +180,33 @@ def test_inspect_env_traces_the_main_example(tmp_path, tmp_path_factory):
         i = bisect.bisect_right(starts, (sl["start"], float("inf"))) - 1
         assert starts[i][0] <= sl["start"] and sl["end"] <= starts[i][1]
     assert d.process_of[ops[0]["uuid"]] == "NeuronCore 0"
+
+
+def test_torch_profiler_shows_each_ops_device_time(tmp_path):
+    """torch.profiler (the Kineto path) with the PrivateUse1 activity: each
+    program the device ran is a kernel event linked to its op, lasting the
+    program's simulated time (runtime/kineto.cpp)"""
+    import json
+    from torch.profiler import ProfilerActivity, profile
+    x = torch.randn(256, 256, device="neuron")
+    w = torch.randn(256, 256, device="neuron")
+    torch.mm(x, w).relu()
+    torch_neuronsim.reset_stats()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+        for _ in range(2):
+            torch.mm(x, w).relu()
+    native = torch_neuronsim.stats()["native_ops"]
+    rows = {e.key: e for e in prof.key_averages()}
+    for op in ("aten::mm", "aten::relu"):
+        want_us = native[op]["simulated_ps"] / 1e6               # two calls, launch overhead excluded
+        assert rows[op].count == 2 and abs(rows[op].self_device_time_total - want_us) <= 0.01, op
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    kernels = [e for e in json.loads((tmp_path / "t.json").read_text())["traceEvents"] if e.get("cat") == "kernel"]
+    assert sorted(e["name"] for e in kernels) == ["aten::mm", "aten::mm", "aten::relu", "aten::relu"]
+    # each stream's kernels in order, none overlapping
+    kernels.sort(key=lambda e: e["ts"])
+    assert all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(kernels, kernels[1:]))
+    # a CPU-only session records nothing on the device side
+    with profile(activities=[ProfilerActivity.CPU]) as cpu_only:
+        torch.mm(x, w)
+    assert all(e.self_device_time_total == 0 for e in cpu_only.key_averages())

@@ -2,6 +2,7 @@
 // mode), program cache hits, executed programs charged to the stream clocks
 // with their launch overhead, per-op totals and the device timeline.
 #include "runtime/device_internal.h"
+#include "runtime/kineto.h"
 
 #include <c10/util/Exception.h>
 
@@ -112,6 +113,8 @@ void charge_program(int dev, const nsim_exec_stats &st, const char *op)
 {
 	uint64_t sim_ps = st.total_ps;
 	uint64_t overhead_ps = launch_overhead_ps();
+	if (kineto_recording())
+		kineto_device_event(op, dev, dev >= 0 && dev < 64 ? g_current_stream[dev] : 0, sim_ps);
 	std::lock_guard<std::mutex> g(g_lock);
 	g_stats.programs_executed++;
 	g_stats.kernel_ps += sim_ps;
