@@ -11,7 +11,7 @@ import numpy as np
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "nki"))
 
-import kernels  # noqa: E402
+import sample_kernels as kernels  # noqa: E402  (not `kernels`: the Kernels library's import name)
 import matmul_stages  # noqa: E402
 
 import neuronsim_nki as nki  # noqa: E402

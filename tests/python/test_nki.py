@@ -15,7 +15,7 @@ import neuronsim_nki.language as nl
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "nki"))
-import kernels  # noqa: E402
+import sample_kernels as kernels  # noqa: E402  (not `kernels`: the Kernels library's import name)
 
 
 def test_bindings_run_a_program_and_report_assembler_errors(tmp_path):
@@ -229,7 +229,7 @@ def test_race_detector_finds_a_removed_dependency():
     load_line = first + next(k for k, l in enumerate(src) if "lhsT_tile[...] = nl.load" in l)
     mm_line = first + next(k for k, l in enumerate(src) if "nl.matmul(" in l)
     text = str(races[0])
-    assert f"kernels.py:{load_line}" in text and f"kernels.py:{mm_line}" in text, text
+    assert f"sample_kernels.py:{load_line}" in text and f"sample_kernels.py:{mm_line}" in text, text
     assert "sbuf" in text and "not ordered" in text
     # the command-line form exits 1 on it
     import subprocess

@@ -11,7 +11,7 @@ from torch_neuronsim import nki
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "nki"))
-import kernels  # noqa: E402
+import sample_kernels as kernels  # noqa: E402  (not `kernels`: the Kernels library's import name)
 
 
 def test_kernel_on_neuron_tensors_runs_like_an_op(tmp_path):
