@@ -27,7 +27,7 @@ class build_with_cmake(build_py):
         # site-packages/neuronsim-standins.pth: Python runs its import line
         # at start-up, putting the stand-in finder last in sys.meta_path
         # (a light module: the stand-ins load when first imported)
-        self.pth = standins.write_pth(self.build_lib)
+        standins.write_pth(self.build_lib)
 
     def get_outputs(self, include_bytecode=True):
         return super().get_outputs(include_bytecode) + [os.path.join(self.build_lib, standins.PTH_FILE)]

@@ -202,9 +202,8 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 			sb = isa_ap_dims(isa_ap_sbuf(op->dt[1], 0, x->rows, one_base + 64, 1), 1, &zero, &cols);
 		if (op->one[2])
 			sc = isa_ap_dims(isa_ap_sbuf(op->dt[2], 0, x->rows, one_base + 128, 1), 1, &zero, &cols);
-		if (op->nin >= 2 && op->one[1]) {
-			/* loaded with the first tile */
-		} else if (op->nin >= 2 && x->period) {
+		/* (a single-element b was loaded with the first tile) */
+		if (op->nin >= 2 && !op->one[1] && x->period) {
 			/* partitions whose b rows follow each other in b: one load each run */
 			unsigned bsz = isa_dtype_size(op->dt[1]);
 			for (uint32_t p0 = 0; p0 < x->rows;) {
@@ -215,7 +214,7 @@ static isa_status ew_emit(int target, const ew_op *op, uint64_t n, uint64_t nb,
 					     isa_ap_hbm(op->dt[1], (uint32_t)tb, at * bsz, run, (int64_t)x->cols, x->cols), 1);
 				p0 += run;
 			}
-		} else if (op->nin >= 2) {
+		} else if (op->nin >= 2 && !op->one[1]) {
 			nk_pipe_load(&pp, sb, hb, 1);
 		}
 		if (op->nin >= 3 && !op->one[2])

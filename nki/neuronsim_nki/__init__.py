@@ -222,28 +222,31 @@ class Kernel:
         return out
 
     def _call_key(self, args, kwargs):
-        """What a compiled kernel is specific to, as on hardware (the first
-        call compiles for the input shapes, data types and non-tensor
-        argument values; later calls with the same reuse it): each array's
-        shape and device dtype, every other argument's value.  None when an
-        argument cannot be part of a key (unhashable)."""
-        key = [self.target, self.grid, tracer.settings()]
+        """(key, arrays): what a compiled kernel is specific to, as on
+        hardware (the first call compiles for the input shapes, data types
+        and non-tensor argument values; later calls with the same reuse it)
+        -- each array's shape and device dtype, every other argument's value
+        (None when one cannot be part of a key) -- and the call's arrays in
+        the order tracing binds them."""
+        key, arrays = [self.target, self.grid, tracer.settings()], []
         for name, v in self._arguments(args, kwargs):
             conv = None if isinstance(v, np.ndarray) else _convention_of(v)
             if isinstance(v, np.ndarray) or conv is not None:
-                dt = _np_isa_dtype(v.dtype) if conv is None else conv.isa_dtype(v)
-                key.append((name, "array", tuple(v.shape), dt))
-                continue
-            if not _value_type(v):
-                return None
-            key.append((name, type(v).__name__, v))
-        return tuple(key)
+                if key is not None:
+                    dt = _np_isa_dtype(v.dtype) if conv is None else conv.isa_dtype(v)
+                    key.append((name, "array", tuple(v.shape), dt))
+                arrays.append(v)
+            elif key is not None and _value_type(v):
+                key.append((name, type(v).__name__, v))
+            else:
+                key = None
+        return (tuple(key) if key is not None else None), arrays
 
     def _traced(self, args, kwargs):
         """trace()'s (program, inputs, outputs, structure), from the trace
         cache when this kernel was traced for the same call key before (the
         inputs bound to this call's arrays)"""
-        key = self._call_key(args, kwargs) if self._core is None and self._rank is None else None
+        key, arrays = self._call_key(args, kwargs) if self._core is None and self._rank is None else (None, [])
         hit = self._traces.get(key) if key is not None else None
         if hit is None:
             program, ins, outs, multi = self.trace(*args, **kwargs)
@@ -255,9 +258,7 @@ class Kernel:
             return program, ins, outs, multi
         self._traces.move_to_end(key)
         program, tensors, outs, multi = hit
-        values = [v for _, v in self._arguments(args, kwargs)
-                  if isinstance(v, np.ndarray) or _convention_of(v) is not None]
-        return program, list(zip(tensors, values)), outs, multi
+        return program, list(zip(tensors, arrays)), outs, multi
 
     def trace(self, *args, **kwargs):
         """(program text, input tensors with their arrays, output tensors,
