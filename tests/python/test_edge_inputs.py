@@ -513,3 +513,66 @@ def test_empty_reductions_products_pads_and_pools_stay_native():
     assert_native_matches(lambda t: F.adaptive_avg_pool2d(t, 5), torch.randn(0, 8, 8, 8))
     assert_native_matches(lambda t: F.adaptive_avg_pool1d(t, 5), torch.randn(0, 8, 8))
     assert_native_matches(lambda t: F.adaptive_avg_pool3d(t, (5, 7, 4)), torch.randn(0, 8, 8, 8, 8))
+
+
+# ----------------------------------------- what Diffusers' neuron paths pass
+# Diffusers on `neuron` turns int64 indices into int32 and indexes by boolean
+# masks; T5 casts log(0) = -inf to int64.  Each ran on the CPU (a counted
+# fallback) before issue 39.
+
+@pytest.mark.parametrize("op", ["scatter", "scatter_", "scatter_add", "scatter_reduce"])
+def test_scatter_family_takes_int32_indices(op):
+    """CPU PyTorch takes int32 indices for scatter (Flux2-klein's unpacking)"""
+    g = torch.Generator().manual_seed(3)
+    x, src = torch.randn(9, 6, generator=g), torch.randn(4, 6, generator=g)
+    idx = torch.randint(0, 9, (4, 6), generator=g, dtype=torch.int32)
+    fns = {"scatter": lambda x, i, s: x.scatter(0, i, s),
+           "scatter_": lambda x, i, s: x.clone().scatter_(0, i, s),
+           "scatter_add": lambda x, i, s: x.scatter_add(0, i, s),
+           "scatter_reduce": lambda x, i, s: x.scatter_reduce(0, i, s, "amax")}
+    if op == "scatter" or op == "scatter_":     # unique targets: CPU's order of duplicate writes is unspecified
+        idx = torch.stack([torch.randperm(9, generator=g)[:4] for _ in range(6)], 1).to(torch.int32)
+    torch_neuronsim.reset_stats()
+    want, got = _cpu_and_neuron(fns[op], x, idx, src)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    torch.testing.assert_close(got, want)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        fns[op](x.to(NEURON), torch.full((4, 6), 9, dtype=torch.int32, device=NEURON), src.to(NEURON)).cpu()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_float_to_int64_beyond_int32_is_bit_exact(dtype):
+    """x86's conversion: truncation, INT64_MIN for NaN, infinities and
+    |x| >= 2^63; exact for every integer-valued float in between"""
+    vals = [0.0, -0.5, 2.7, -2.7, 2.0 ** 31, -2.0 ** 31, -2.0 ** 31 - 256, 2.0 ** 32 + 512, 1e10, -1.5e18,
+            2.0 ** 62, -2.0 ** 63, 2.0 ** 63, 1e30, math.inf, -math.inf, math.nan, 16777217.0, -987654321.0]
+    g = torch.Generator().manual_seed(11)
+    rnd = torch.randn(3000, generator=g) * torch.exp2(torch.randint(0, 70, (3000,), generator=g).float())
+    x = torch.cat([torch.tensor(vals), rnd]).to(dtype)
+    torch_neuronsim.reset_stats()
+    want, got = _cpu_and_neuron(lambda t: t.to(torch.long), x)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    assert torch.equal(got, want)
+    want, got = _cpu_and_neuron(lambda t: t[:2000].view(40, 50).t().to(torch.long), x)   # strided
+    assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("case", ["2d mask", "1d mask", "middle dim", "all false", "all true", "uint8", "with slice"])
+def test_boolean_mask_indexing_on_the_device(case):
+    g = torch.Generator().manual_seed(5)
+    h = torch.randn(2, 7, 5, generator=g)
+    m2, m1 = torch.rand(2, 7, generator=g) > 0.4, torch.rand(7, generator=g) > 0.5
+    fns = {"2d mask": lambda h: h[m2.to(h.device)], "1d mask": lambda h: h[0][m1.to(h.device)],
+           "middle dim": lambda h: h[:, m1.to(h.device)],
+           "all false": lambda h: h[torch.zeros(2, 7, dtype=torch.bool, device=h.device)],
+           "all true": lambda h: h[torch.ones(2, 7, dtype=torch.bool, device=h.device)],
+           "uint8": lambda h: h[m2.to(torch.uint8).to(h.device)],
+           "with slice": lambda h: h[:, m1.to(h.device), 1:3]}
+    torch_neuronsim.reset_stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # uint8 masks are deprecated on the CPU too
+        want, got = _cpu_and_neuron(fns[case], h)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    assert torch.equal(got, want)
+    with pytest.raises(IndexError):
+        h.to(NEURON)[torch.zeros(3, dtype=torch.bool, device=NEURON)]

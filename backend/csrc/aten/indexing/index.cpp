@@ -119,7 +119,7 @@ at::Tensor neuron_index_select(const at::Tensor &self, int64_t dim, const at::Te
 	Units u = units_of(self.scalar_type(), false);
 	bool ok = self.is_privateuseone() && index.is_privateuseone() && self.device() == index.device() &&
 		  u.dtype != ISA_DT_INVALID && index.dim() <= 1 &&
-		  (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && self.dim() >= 1;
+		  is_index_dtype(index) && self.dim() >= 1;
 	if (ok) {
 		dim = at::maybe_wrap_dim(dim, self.dim());
 		std::vector<int64_t> shape(self.sizes().begin(), self.sizes().end());
@@ -153,7 +153,7 @@ std::vector<IndexCheck> advanced_checks(const at::Tensor &self, const c10::List<
 	std::vector<IndexCheck> checks;
 	for (size_t i = 0; i < indices.size() && (int64_t)i < self.dim(); i++) {
 		const std::optional<at::Tensor> &t = indices.get(i);
-		if (t && t->defined() && (t->scalar_type() == at::kLong || t->scalar_type() == at::kInt))
+		if (t && t->defined() && is_index_dtype(*t))
 			checks.push_back({ *t, (int64_t)i, self.size((int64_t)i), true, IndexWording::Bounds });
 	}
 	return checks;
@@ -253,7 +253,7 @@ bool rows_into(const at::Tensor &self, int64_t dim, const at::Tensor &index, con
 	Units u = units_of(self.scalar_type(), false);
 	bool ok = (!accumulate || (u.per == 1 && self.scalar_type() != at::kBool)) && self.is_privateuseone() && index.is_privateuseone() && source.is_privateuseone() &&
 		  u.dtype != ISA_DT_INVALID && source.scalar_type() == self.scalar_type() && index.dim() <= 1 &&
-		  (index.scalar_type() == at::kLong || index.scalar_type() == at::kInt) && self.dim() >= 1 &&
+		  is_index_dtype(index) && self.dim() >= 1 &&
 		  source.dim() == self.dim() && out.sizes().equals(self.sizes()) && out.is_contiguous() &&
 		  out.scalar_type() == self.scalar_type();
 	if (ok) {
@@ -382,7 +382,7 @@ bool flat_rows(const at::Tensor &self, const c10::List<std::optional<at::Tensor>
 		const std::optional<at::Tensor> &t = indices.get(i);
 		if (!t || !t->defined())
 			continue;
-		ok = k == i && t->is_privateuseone() && (t->scalar_type() == at::kLong || t->scalar_type() == at::kInt);
+		ok = k == i && t->is_privateuseone() && is_index_dtype(*t);
 		idx.push_back(*t);
 		k++;
 	}
@@ -428,7 +428,7 @@ bool to_front(const at::Tensor &self, const c10::List<std::optional<at::Tensor>>
 			rest.push_back(i);
 			continue;
 		}
-		if (t->scalar_type() != at::kLong && t->scalar_type() != at::kInt)
+		if (!is_index_dtype(*t))
 			return false;
 		hit.push_back(i);
 		front.push_back(t->is_privateuseone() ? *t : t->to(self.device()));
@@ -483,8 +483,16 @@ at::Tensor index_tensor_impl(const at::Tensor &self, const c10::List<std::option
 	return declined;
 }
 
-at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices)
+std::optional<c10::List<std::optional<at::Tensor>>> masks_as_indices(const at::Tensor &self,
+								     const c10::List<std::optional<at::Tensor>> &indices);
+
+// self[i0, ...]; boolean masks among the indices become their nonzero
+// coordinates first, as CPU PyTorch turns them (the count read on the host,
+// as CUDA's nonzero reads it: the result's size depends on it)
+at::Tensor index_tensor(const at::Tensor &self, const c10::List<std::optional<at::Tensor>> &indices_in)
 {
+	std::optional<c10::List<std::optional<at::Tensor>>> unmasked = masks_as_indices(self, indices_in);
+	const c10::List<std::optional<at::Tensor>> &indices = unmasked ? *unmasked : indices_in;
 	return index_faults([&] { return index_tensor_impl(self, indices); }, advanced_checks(self, indices));
 }
 

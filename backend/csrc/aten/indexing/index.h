@@ -17,6 +17,12 @@ enum class IndexWording {
 	BoundsRuntime,  // the same words as a RuntimeError (gather, scatter, index_add)
 	CopyBounds,     // IndexError "index_copy_(): index i is out of bounds ..."
 };
+// The index dtypes CPU PyTorch takes for gather / scatter / index_select /
+// advanced indexing: int64 and (since 2.x) int32.
+inline bool is_index_dtype(const at::Tensor &t)
+{
+	return t.scalar_type() == at::kLong || t.scalar_type() == at::kInt;
+}
 // One index tensor of an op, what it indexes and how its faults read.
 struct IndexCheck {
 	at::Tensor index;

@@ -124,7 +124,7 @@ bool scatter_elements(at::Tensor &out, int64_t dim, const at::Tensor &index, con
 
 bool covered(const at::Tensor &self, int64_t dim, const at::Tensor &index, const at::Tensor *src, bool accumulate)
 {
-	return self.is_privateuseone() && index.is_privateuseone() && index.scalar_type() == at::kLong &&
+	return self.is_privateuseone() && index.is_privateuseone() && is_index_dtype(index) &&
 	       units_of(self.scalar_type(), false).dtype != ISA_DT_INVALID && (!accumulate || can_accumulate(self.scalar_type())) &&
 	       (!src || (src->is_privateuseone() && src->device() == self.device() &&
 			 (src->scalar_type() == self.scalar_type()))) &&
@@ -255,7 +255,7 @@ at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &in
 {
 	bool op_ok = reduce == "sum" || reduce == "mean" || reduce == "amax" || reduce == "amin" || reduce == "prod";
 	if (!op_ok || !is_float_neuron(self) || !is_float_neuron(src) || !at::isFloatingType(self.scalar_type()) ||
-	    src.scalar_type() != self.scalar_type() || !index.is_privateuseone() || index.scalar_type() != at::kLong ||
+	    src.scalar_type() != self.scalar_type() || !index.is_privateuseone() || !is_index_dtype(index) ||
 	    self.dim() == 0)
 		return {};
 	int64_t d = at::maybe_wrap_dim(dim, self.dim());
@@ -273,7 +273,7 @@ at::Tensor reduce_into(const at::Tensor &self, int64_t dim, const at::Tensor &in
 		if (k != d)
 			t = t.narrow(k, 0, index.size(k));
 	}
-	at::Tensor I = index.movedim(d, -1).contiguous(), S = as_fp32(x.movedim(d, -1)).contiguous();
+	at::Tensor I = index.movedim(d, -1).to(at::kLong).contiguous(), S = as_fp32(x.movedim(d, -1)).contiguous();
 	at::Tensor T = as_fp32(t.movedim(d, -1));
 	double fill = reduce == "amax" ? -std::numeric_limits<double>::infinity()
 		    : reduce == "amin" ? std::numeric_limits<double>::infinity()
@@ -341,7 +341,7 @@ at::Tensor segment_reduce(const at::Tensor &data, c10::string_view reduce, const
 		return declined;
 	auto index_like = [](const std::optional<at::Tensor> &t) {
 		return t && t->defined() && t->dim() == 1 && t->is_privateuseone() &&
-		       (t->scalar_type() == at::kLong || t->scalar_type() == at::kInt);
+		       is_index_dtype(*t);
 	};
 	at::Tensor len;   /* offsets win when both are given, as CPU's */
 	if (index_like(offsets) && offsets->numel() >= 1)
@@ -425,7 +425,7 @@ at::Tensor embedding_dense_backward(const at::Tensor &grad, const at::Tensor &in
 				    int64_t padding_idx, bool scale_grad_by_freq)
 {
 	if (!is_float_neuron(grad) || !indices.is_privateuseone() || grad.dim() < 1 ||
-	    (indices.scalar_type() != at::kLong && indices.scalar_type() != at::kInt) || num_weights < 0)
+	    !is_index_dtype(indices) || num_weights < 0)
 		return declined;
 	int64_t D = grad.size(-1);
 	at::Tensor idx = indices.reshape({ -1 }).to(at::kLong);
