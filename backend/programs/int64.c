@@ -10,8 +10,11 @@
  *   from int32: lo = a, hi = -(a < 0)
  *   times b: lo = low(al * bl), hi = high32(al * bl) + al * bh + ah * bl (16-bit limbs)
  *   times c (int32): lo = low(a.lo * c); hi = a.hi * c + high(a.lo * c)
- *   to float: h = a.hi + (a.lo as int32 < 0); f = h * 2^32 + (a.lo as int32)
- *     (one rounding, as CPU PyTorch, whenever |value| < 2^55)
+ *   to float: rounded once to nearest-even, as CPU PyTorch converts: the
+ *     magnitude shifted right by the bit length of its high word, the
+ *     dropped bits ORed into the lowest kept one (round to odd at 32 bits,
+ *     which rounds to fp32's 24 as the value itself would), then scaled
+ *     back by that power of two (see to_float64)
  *
  * Tiles of up to 128 x 1024 elements through the tile pipeline
  * (pipeline.h: Sync loads, VectorE computes, GpSimd stores, two buffer
@@ -37,7 +40,7 @@ static isa_ap pick(int dt, uint32_t r, uint64_t off, uint32_t f, unsigned half)
 typedef struct i64_tile {
 	uint32_t r, w;
 	uint64_t a_off, o_off, temps;
-	isa_ap alo, ahi, blo, bhi, olo, ohi, tmp, fo, slo;
+	isa_ap alo, ahi, blo, bhi, olo, ohi, tmp, fo;
 } i64_tile;
 
 #define V ISA_ENGINE_VECTOR
@@ -105,6 +108,57 @@ static isa_status compare64(isa_program *p, const i64_tile *x, int op)
 	return st;
 }
 
+/* a (int64) to fp32 with one round-to-nearest-even for every value.  u =
+ * |a| as unsigned words (uhi, ulo); sh = bit length of uhi (0..32, binary
+ * search); w = u >> sh with the bits shifted out ORed into bit 0, so w is u
+ * rounded to odd at 32 bits (exact when uhi = 0); f = w * 2^sh, w's
+ * conversion the only rounding; the sign applied last.  Integer steps are
+ * exact (the ALU's integer path, wrapped to the destination's 32 bits). */
+static isa_status to_float64(isa_program *p, const i64_tile *x)
+{
+	isa_status st = ISA_OK;
+	isa_ap T[8];
+	for (int k = 0; k < 8; k++)
+		T[k] = isa_ap_sbuf(ISA_DT_uint32, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+	enum { M, ULO, UHI, X, SH, C, W, A };
+	isa_imm z = isa_imm_i32(0);
+	/* m = -(a < 0): all ones for a negative value; u = (a ^ m) - m over the
+	 * pair, the low word's borrow (lo == 0) carried into the high word */
+	TS(T[M], x->ahi, ISA_ALU_is_lt, z, ISA_ALU_multiply, isa_imm_i32(-1));
+	TT(T[ULO], x->alo, T[M], ISA_ALU_bitwise_xor);
+	TT(T[ULO], T[ULO], T[M], ISA_ALU_subtract);
+	TS(T[C], x->alo, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
+	TT(T[C], T[C], T[M], ISA_ALU_bitwise_and);
+	TT(T[UHI], x->ahi, T[M], ISA_ALU_bitwise_xor);
+	TT(T[UHI], T[UHI], T[C], ISA_ALU_add);
+	/* sh = bit length of uhi */
+	TS(T[X], T[UHI], ISA_ALU_add, z, ISA_ALU_bypass, z);
+	TS(T[SH], T[UHI], ISA_ALU_multiply, z, ISA_ALU_bypass, z);
+	for (int32_t s = 16; s >= 1; s /= 2) {
+		TS(T[C], T[X], ISA_ALU_shift_right, isa_imm_i32(s), ISA_ALU_not_equal, z);
+		TS(T[C], T[C], ISA_ALU_multiply, isa_imm_i32(s), ISA_ALU_bypass, z);
+		TT(T[X], T[X], T[C], ISA_ALU_shift_right);
+		TT(T[SH], T[SH], T[C], ISA_ALU_add);
+	}
+	TS(T[C], T[X], ISA_ALU_not_equal, z, ISA_ALU_bypass, z);
+	TT(T[SH], T[SH], T[C], ISA_ALU_add);
+	/* w = (uhi << (32 - sh)) | (ulo >> sh) | (ulo << (32 - sh) != 0) */
+	TS(T[A], T[SH], ISA_ALU_subtract, isa_imm_i32(32), ISA_ALU_multiply, isa_imm_i32(-1));
+	TT(T[W], T[UHI], T[A], ISA_ALU_shift_left);
+	TT(T[X], T[ULO], T[SH], ISA_ALU_shift_right);
+	TT(T[W], T[W], T[X], ISA_ALU_bitwise_or);
+	TT(T[X], T[ULO], T[A], ISA_ALU_shift_left);
+	TS(T[X], T[X], ISA_ALU_not_equal, z, ISA_ALU_bypass, z);
+	TT(T[W], T[W], T[X], ISA_ALU_bitwise_or);
+	/* 2^sh as fp32 bits, (sh + 127) << 23; the sign as +-1 (2m + 1) */
+	TS(T[SH], T[SH], ISA_ALU_add, isa_imm_i32(127), ISA_ALU_shift_left, isa_imm_i32(23));
+	isa_ap sign = isa_ap_sbuf(ISA_DT_int32, 0, x->r, x->temps + (uint64_t)M * 4 * F, x->w);
+	TS(sign, T[M], ISA_ALU_multiply, isa_imm_i32(2), ISA_ALU_add, isa_imm_i32(1));
+	TT(x->fo, T[W], isa_ap_sbuf(ISA_DT_fp32, 0, x->r, x->temps + (uint64_t)SH * 4 * F, x->w), ISA_ALU_multiply);
+	TT(x->fo, x->fo, sign, ISA_ALU_multiply);
+	return st;
+}
+
 /* the VectorE steps of one tile */
 static isa_status compute64(isa_program *p, const nk_int64 *prm, const i64_tile *x)
 {
@@ -144,12 +198,8 @@ static isa_status compute64(isa_program *p, const nk_int64 *prm, const i64_tile 
 	case NK_I64_TO_BOOL:
 		TT(isa_ap_sbuf(ISA_DT_bool, 0, x->r, x->o_off, x->w), x->alo, x->ahi, ISA_ALU_logical_or);
 		return st;
-	case NK_I64_TO_FLOAT:   /* h = hi + (lo < 0) as integers; then h * 2^32 + lo at fp32 */
-		TS(x->tmp, x->slo, ISA_ALU_is_lt, z, ISA_ALU_bypass, z);
-		TT(x->tmp, x->tmp, x->ahi, ISA_ALU_add);
-		TS(x->fo, x->tmp, ISA_ALU_multiply, isa_imm_f32(4294967296.0f), ISA_ALU_bypass, isa_imm_f32(0));
-		TT(x->fo, x->fo, x->slo, ISA_ALU_add);
-		return st;
+	case NK_I64_TO_FLOAT:
+		return to_float64(p, x);
 	default:
 		return compare64(p, x, prm->op);
 	}
@@ -206,7 +256,6 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 		x.olo = pick(ISA_DT_uint32, r, x.o_off, w, 0), x.ohi = pick(ISA_DT_int32, r, x.o_off, w, 1);
 		x.tmp = isa_ap_sbuf(ISA_DT_int32, 0, r, b + 3 * slot, w);
 		x.fo = isa_ap_sbuf(ISA_DT_fp32, 0, r, x.o_off, w);
-		x.slo = pick(ISA_DT_int32, r, b, w, 0);
 		nk_pipe_compute(&pp, ISA_ENGINE_VECTOR);
 		if (!pp.em.st)
 			nk_pipe_check(&pp, compute64(pp.em.p, prm, &x));

@@ -192,12 +192,13 @@ def test_training_step_with_adamw_matches_eager():
 
 
 def test_host_bound_nodes_fall_back_per_node_counted_and_named(monkeypatch):
-    # int64 -> float asks the host whether every value is below 2^31: that
-    # node runs eagerly, between two linked segments
+    # float -> int64 asks the host whether every value is within int32 (the
+    # one-word conversion) or not (both words): that node runs eagerly,
+    # between two linked segments
     def f(x, i):
-        return (x * 2).sum(-1) + (i * 3).float().exp() * 0
+        return (x * 2).sum(-1) + (i * 3.5).long() * 2
     x = torch.randn(8, 32).to(NEURON)
-    i = torch.arange(8).to(NEURON)
+    i = torch.arange(8).float().to(NEURON)
     with torch.no_grad():
         want = f(x, i).cpu()
         monkeypatch.setenv("NEURON_STRICT", "1")
@@ -739,3 +740,29 @@ def test_independent_nodes_of_a_graph_overlap_and_dependent_ones_do_not():
     singles = [timed(lambda x: torch.exp(x), dev[:1])[1]["kernel_time_ns"]]
     assert linked["kernel_time_ns"] < 0.8 * eager["kernel_time_ns"], (linked["kernel_time_ns"], eager["kernel_time_ns"])
     assert linked["kernel_time_ns"] >= max(singles)
+
+
+def test_timesteps_complex_rotary_tables_and_host_uploads_link(monkeypatch):
+    """what diffusers' denoisers put in a graph links into its programs with
+    no node run eagerly: an int64 timestep cast to float (UNet's
+    get_timestep_embedding), complex64 rotary tables kept on the CPU and
+    moved in forward (QwenImage's), multiplied as complex numbers"""
+    table = torch.polar(torch.ones(16, 4), torch.randn(16, 4))        # a CPU attribute, as QwenImage keeps it
+
+    def f(x, t):
+        emb = t[:, None].float() * torch.arange(4, device=x.device).float()[None, :]
+        q = torch.view_as_complex(x.float().reshape(16, 4, 2)) * table.to(x.device)
+        return torch.view_as_real(q).flatten(1) + emb.sum()
+    x = torch.randn(16, 8).to(NEURON)
+    t = torch.tensor([999, 3]).to(NEURON)
+    monkeypatch.setenv("NEURON_STRICT", "1")
+    want = f(x.cpu(), t.cpu())
+    torch._dynamo.reset()
+    c = torch.compile(f, backend="neuron", fullgraph=True)
+    torch_neuronsim.reset_stats()
+    with torch.no_grad():
+        c(x, t)
+        got = c(x, t).cpu()
+    s = stats()
+    torch.testing.assert_close(got, want)
+    assert s["compile"]["fallback_nodes"] == 0 and s["cpu_fallbacks"] == 0

@@ -576,3 +576,21 @@ def test_boolean_mask_indexing_on_the_device(case):
     assert torch.equal(got, want)
     with pytest.raises(IndexError):
         h.to(NEURON)[torch.zeros(3, dtype=torch.bool, device=NEURON)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_int64_to_float_rounds_once_for_every_value(dtype):
+    """one round-to-nearest-even of the 64-bit value, as the CPU converts
+    (half-way cases above 2^31 rounded twice before), with no value read on
+    the host, so the cast lowers into a compiled graph's program"""
+    g = torch.Generator().manual_seed(2)
+    base = torch.randint(1 << 23, 1 << 24, (3000,), generator=g, dtype=torch.int64)
+    k = torch.randint(1, 39, (3000,), generator=g)
+    half = (base << k) + (torch.ones_like(base) << (k - 1))
+    rnd = torch.randint(-2 ** 63, 2 ** 63 - 1, (3000,), generator=g, dtype=torch.int64)
+    x = torch.cat([torch.tensor([0, -1, 2 ** 31, -2 ** 31, 2 ** 32 + 1, 2 ** 63 - 1, -2 ** 63, 16777217]),
+                   half, -half, rnd, rnd >> torch.randint(0, 64, (3000,), generator=g)])
+    torch_neuronsim.reset_stats()
+    want, got = _cpu_and_neuron(lambda t: t.to(dtype), x)
+    assert torch_neuronsim.stats()["cpu_fallbacks"] == 0
+    assert torch.equal(got, want)

@@ -418,10 +418,21 @@ def _cpu_only(v):
     return all(not isinstance(t, torch.Tensor) or t.device.type == "cpu" for t in leaves)
 
 
+def _uploads_host_value(n):
+    """a copy of a host value to the device (QwenImage's rotary tables, a
+    Python attribute left on the CPU and moved in forward)"""
+    if n.target is not aten._to_copy.default or not n.args or not isinstance(n.args[0], torch.fx.Node):
+        return False
+    v = _val(n)
+    return isinstance(v, torch.Tensor) and v.device.type == "neuron" and _cpu_only(_val(n.args[0]))
+
+
 def host_prelude(gm):
     """nodes that compute on host tensors only from graph inputs (an
-    optimizer's step counters and bias corrections), none reading an input an
-    earlier node mutates: they can run first, before any device work"""
+    optimizer's step counters and bias corrections), and the copies of such
+    values to the device (a transfer each call, as any host input costs),
+    none reading an input an earlier node mutates: they can run first, before
+    any device work"""
     nodes = list(gm.graph.nodes)
     mutated_at = {}
     for i, n in enumerate(nodes):
@@ -445,7 +456,7 @@ def host_prelude(gm):
         if not all(a in pre and mutated_at.get(a, len(nodes)) > i for a in n.all_input_nodes):
             continue
         v = _val(n)
-        if _cpu_only(v) or n.meta.get("neuron_upload"):
+        if _cpu_only(v) or n.meta.get("neuron_upload") or _uploads_host_value(n):
             pre.add(n)
     return {n for n in pre if n.op != "placeholder"}
 

@@ -43,7 +43,7 @@ _HOST_ONLY = "computes on host tensors only"
 # the dtypes a linked segment may return (graph_run takes them as
 # ScalarType[]: no numeric codes cross to the library)
 _RETURNED_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-                    torch.float64, torch.bool, torch.bfloat16)
+                    torch.float64, torch.bool, torch.bfloat16, torch.complex64)
 
 
 def reset_counters():

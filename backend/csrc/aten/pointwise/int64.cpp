@@ -116,11 +116,6 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 	if (src.scalar_type() != at::kLong || odt == ISA_DT_INVALID || !src.is_privateuseone())
 		return false;
 	at::Tensor x = materialize(src, dst.sizes(), at::kLong);
-	// the kernel's h * 2^32 + lo at fp32 rounds twice once |v| >= 2^31 (a
-	// half-way case can land one ulp off round-to-nearest-even): such
-	// values take the fallback
-	if (!to_bool && x.numel() && !all_within(x, INT32_MIN, (int64_t)INT32_MAX + 1))
-		return false;
 	at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
 	if (out.numel()) {
 		int dev = src.device().index();
