@@ -1,0 +1,44 @@
+"""Diffusers pipelines on `neuron` (issue 39): Stable Diffusion 1.x, SDXL,
+PixArt-alpha, Flux, Flux2-klein and QwenImage from the tiny component sizes
+of diffusers' own tests (examples/diffusers_pipelines.py builds them, nothing
+downloaded), eager and compiled as diffusers' Neuron tests compile them, under
+NEURON_STRICT=1: the image matches the CPU's, no CPU fallback, no node of a
+compiled graph left to run eagerly; Diffusers takes its Neuron paths."""
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import torch_neuronsim
+
+pytest.importorskip("diffusers")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import diffusers_pipelines as dp  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def strict(monkeypatch):
+    monkeypatch.setenv("NEURON_STRICT", "1")
+    dp.quiet()
+
+
+def test_diffusers_sees_torchneuron():
+    """its checks for TorchNeuron (package metadata, torch.neuron) pass, so its
+    Neuron code paths run"""
+    from diffusers.utils import is_torch_neuronx_available
+    from diffusers.utils.torch_utils import get_device, maybe_adjust_dtype_for_device
+    assert is_torch_neuronx_available() and get_device() == "neuron"
+    assert maybe_adjust_dtype_for_device(torch.int64, torch.device("neuron")) == torch.int32
+
+
+@pytest.mark.parametrize("mode", ["eager", "compiled"])
+@pytest.mark.parametrize("name", list(dp.PIPELINES))
+def test_pipeline_matches_cpu(name, mode):
+    torch._dynamo.reset()
+    r = dp.compare(name, compile=mode == "compiled")
+    assert r["fallbacks"] == 0, r["fallback_ops"]
+    assert r["eager_nodes"] == 0
+    assert r["max_abs_diff"] <= 2e-3, r
+    if mode == "compiled":
+        assert r["graphs"] >= 2
