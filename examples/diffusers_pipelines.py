@@ -201,13 +201,13 @@ def flux2_klein():
                       max_sequence_length=64, text_encoder_out_layers=(1,))
 
 
-def qwenimage():
+def qwenimage(heads=3):
     from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImagePipeline, \
         QwenImageTransformer2DModel
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
     torch.manual_seed(0)
     tr = QwenImageTransformer2DModel(patch_size=2, in_channels=16, out_channels=4, num_layers=2, attention_head_dim=16,
-                                     num_attention_heads=3, joint_attention_dim=16, guidance_embeds=False,
+                                     num_attention_heads=heads, joint_attention_dim=16, guidance_embeds=False,
                                      axes_dims_rope=(8, 4, 4))
     torch.manual_seed(0)
     vae = AutoencoderKLQwenImage(base_dim=24, z_dim=4, dim_mult=[1, 2, 4], num_res_blocks=1,
@@ -244,8 +244,8 @@ def quiet():
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
-def build(name):
-    pipe, kwargs = PIPELINES[name]()
+def build(name, **sizes):
+    pipe, kwargs = PIPELINES[name](**sizes)
     for module in pipe.components.values():
         if isinstance(module, torch.nn.Module):
             module.eval()             # as from_pretrained leaves them: no dropout

@@ -42,3 +42,18 @@ def test_pipeline_matches_cpu(name, mode):
     assert r["max_abs_diff"] <= 2e-3, r
     if mode == "compiled":
         assert r["graphs"] >= 2
+
+
+def test_tensor_parallel_on_two_ranks_matches_one_process():
+    """Flux's and QwenImage's transformers sharded over two NeuronCores by
+    diffusers' own tensor-parallel path (its Neuron pre-shard backend): each
+    rank holds part of the weights; the images match the CPU pipeline's"""
+    import os
+    import subprocess
+    script = Path(__file__).resolve().parents[2] / "examples" / "diffusers_tp.py"
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", str(script),
+                        "flux", "qwenimage"], capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, NEURON_SIM="1", NEURON_STRICT="1", OMP_NUM_THREADS="1"))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    rows = [line for line in r.stdout.splitlines() if line.startswith("| flux") or line.startswith("| qwenimage")]
+    assert len(rows) == 2 and not any("MISMATCH" in line for line in rows), r.stdout
