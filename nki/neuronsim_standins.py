@@ -44,6 +44,7 @@ ALIASES = {
     "neuronxcc.nki.isa": "neuronsim_nki.isa",
     "neuronxcc.nki.typing": "neuronsim_nki.typing",
     "torch_neuronx": "torch_neuronsim.neuronx",
+    "torch_neuronx.neuron_dynamo_backend": "torch_neuronsim.neuron_dynamo_backend",
 }
 # distribution name (normalized) -> (its Name as published, the top-level module it provides)
 DISTRIBUTIONS = {"torch-neuronx": ("torch-neuronx", "torch_neuronx"), "nki": ("nki", "nki")}

@@ -210,3 +210,26 @@ def test_nki_op_is_one_node_of_a_compiled_graphs_program(rmsnorm):
     torch.testing.assert_close(r.cpu(), _rms_ref(x * 2.0, w) + 1.0, rtol=1e-4, atol=1e-4)
     assert sum(t is torch.ops.nsimtest_standins.rmsnorm.default for t in seen[0]) == 1
     assert s["programs_executed"] == 1 and s["compile"]["fallback_node_runs"] == 0 and s["cpu_fallbacks"] == 0
+
+
+def test_set_model_name_labels_the_graphs_compiled_after_it(tmp_path):
+    """torch_neuronx.neuron_dynamo_backend.set_model_name, as diffusers' Neuron
+    tests call it before compiling each pipeline component: the graphs
+    compiled after it carry the name (here on the device timeline)"""
+    out = run_python("""
+        import torch
+        from torch_neuronx.neuron_dynamo_backend import set_model_name
+        import torch_neuronsim
+        set_model_name("sdxl_unet")
+        f = torch.compile(lambda x: (x * 2).sum(), backend="neuron")
+        torch_neuronsim.reset_stats()
+        f(torch.ones(4, device="neuron"))
+        f(torch.ones(4, device="neuron"))
+        print(torch_neuronsim.device_timeline()[-1]["op"])
+        try:
+            set_model_name(3)
+        except TypeError as e:
+            print("TypeError")
+    """, cwd=tmp_path)
+    label, err = out.split("\n")[:2]
+    assert label.startswith("sdxl_unet: compiled graph ") and err == "TypeError"

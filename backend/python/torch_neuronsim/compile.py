@@ -28,6 +28,7 @@ import torch
 from . import graph as _graph
 from .bounds import narrow_bounded_casts, output_bounds
 from .rng_hops import unwrap_calls_that_draw_nothing
+from .neuron_dynamo_backend import model_name
 from .compile_cache import CACHE as _CACHE
 from .compile_cache import clear_memory_cache  # noqa: F401  (part of this module's API)
 from .fusion import (fuse_matmul_epilogues, fuse_pointwise, fuse_residual_epilogues, reinplace_input_updates,
@@ -92,6 +93,8 @@ def _compiler(kind, saved_bounds):
     def compile_graph(gm, example_inputs):
         from .profiler import is_active, range as profile_range
         name = f"compiled graph {next(_graph_ids)} ({kind}, {len(gm.graph.nodes)} nodes)"
+        if model_name() is not None:           # torch_neuronx.neuron_dynamo_backend.set_model_name
+            name = f"{model_name()}: {name}"
         reinplace_input_updates(gm)
         unwrap_calls_that_draw_nothing(gm)
         narrow_bounded_casts(gm, saved_bounds if kind == "backward" else None)

@@ -14,8 +14,9 @@ turns the stand-in off.
 
 What it provides: the import itself (registering the `neuron` device as
 torch_neuronsim does), `__version__`, `nki` (the NKI frontend with the torch
-calling convention: torch_neuronsim.nki) and `nki_op` (an NKI kernel as a
-PyTorch custom operator).  The AWS package's other APIs (torch_neuronx.trace,
+calling convention: torch_neuronsim.nki), `nki_op` (an NKI kernel as a
+PyTorch custom operator) and `neuron_dynamo_backend.set_model_name` (names
+the graphs compiled after it).  The AWS package's other APIs (torch_neuronx.trace,
 the XLA integration) are not provided; using one raises an AttributeError
 naming this stand-in."""
 import torch_neuronsim  # noqa: F401  (registers the `neuron` device)
@@ -30,4 +31,4 @@ def __getattr__(name):
         from . import nki as _nki
         return _nki if name == "nki" else _nki.nki_op
     raise AttributeError(f"torch_neuronx.{name}: this is neuronsim's stand-in for torch_neuronx, which provides "
-                         "device detection, nki and nki_op; the AWS Neuron package's other APIs are not simulated")
+                         "device detection, nki, nki_op and neuron_dynamo_backend.set_model_name; the AWS Neuron package's other APIs are not simulated")
