@@ -39,9 +39,18 @@ def test_pipeline_matches_cpu(name, mode):
     r = dp.compare(name, compile=mode == "compiled")
     assert r["fallbacks"] == 0, r["fallback_ops"]
     assert r["eager_nodes"] == 0
-    assert r["max_abs_diff"] <= 2e-3, r
+    assert dp.close_enough(r), r
     if mode == "compiled":
         assert r["graphs"] >= 2
+
+
+@pytest.mark.parametrize("name", ["sdxl", "flux"])
+def test_bfloat16_pipeline_is_as_close_to_float32_as_the_cpus(name):
+    """diffusers' Neuron tests run in bf16: neuron's bf16 image is as close to
+    the float32 image as the CPU's bf16 image is"""
+    r = dp.compare(name, dtype=torch.bfloat16)
+    assert r["fallbacks"] == 0, r["fallback_ops"]
+    assert dp.close_enough(r), r
 
 
 def test_tensor_parallel_on_two_ranks_matches_one_process():
