@@ -145,11 +145,11 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	if (x.numel() == 0)
 		return true;
 	at::Tensor t = fp32_to_i32(x);
-	at::Tensor bad = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
-	if (dt == at::kLong && !all_within(x, INT32_MIN, (int64_t)INT32_MAX + 1))
-		return float_to_i64_wide(dst, x, t, bad);
-	if (dt != at::kLong)
-		t = at::where(bad, at::full({}, INT32_MIN, t.options()), t);
+	auto outside = [&] { return x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0)); };
+	if (dt == at::kLong)
+		return all_within(x, INT32_MIN, (int64_t)INT32_MAX + 1) ? native_cast(dst, t)
+									 : float_to_i64_wide(dst, x, t, outside());
+	t = at::where(outside(), at::full({}, INT32_MIN, t.options()), t);
 	return dt == at::kInt ? native_copy(dst, t) : native_cast(dst, t);
 }
 
