@@ -8,6 +8,9 @@
  *   sub: lo = a.lo - b.lo; borrow = a.lo < b.lo;         hi = a.hi - b.hi - borrow
  *   to bool: lo | hi != 0
  *   from int32: lo = a, hi = -(a < 0)
+ *   from fp32: the bits decoded (exponent e, 24-bit mantissa m): |a| truncated
+ *     = m shifted by e - 150 across the two words, then the sign; NaN,
+ *     infinities and |a| >= 2^63 give INT64_MIN, as x86's cvttss2si does
  *   times b: lo = low(al * bl), hi = high32(al * bl) + al * bh + ah * bl (16-bit limbs)
  *   times c (int32): lo = low(a.lo * c); hi = a.hi * c + high(a.lo * c)
  *   to float: rounded once to nearest-even, as CPU PyTorch converts: the
@@ -159,6 +162,54 @@ static isa_status to_float64(isa_program *p, const i64_tile *x)
 	return st;
 }
 
+/* a (fp32, its bits read as uint32) to int64 truncated toward zero: m the
+ * mantissa with its hidden bit, k = e - 150 the shift that makes m * 2^k =
+ * |a|; lo = (m << max(k, 0)) >> max(-k, 0) (the left shift wrapping to 32
+ * bits), hi = (m >> (32 - k)) << (k - 32), each amount clamped to [0, 63];
+ * the sign as in to_float64; e >= 190 (|a| >= 2^63, infinities, NaN) gives
+ * INT64_MIN.  Every step is an exact integer one. */
+static isa_status from_float64(isa_program *p, const i64_tile *x, isa_ap bits)
+{
+	isa_status st = ISA_OK;
+	isa_ap T[8];
+	for (int k = 0; k < 8; k++)
+		T[k] = isa_ap_sbuf(ISA_DT_int32, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+	enum { E, MT, K, A, B, M, C, BAD };
+	isa_imm z = isa_imm_i32(0);
+	TS(T[E], bits, ISA_ALU_shift_right, isa_imm_i32(23), ISA_ALU_bitwise_and, isa_imm_i32(0xFF));
+	TS(T[MT], bits, ISA_ALU_bitwise_and, isa_imm_i32(0x7FFFFF), ISA_ALU_bitwise_or, isa_imm_i32(0x800000));
+	TS(T[K], T[E], ISA_ALU_subtract, isa_imm_i32(150), ISA_ALU_bypass, z);
+	/* lo */
+	TS(T[A], T[K], ISA_ALU_max, z, ISA_ALU_min, isa_imm_i32(63));
+	TS(T[B], T[K], ISA_ALU_multiply, isa_imm_i32(-1), ISA_ALU_max, z);
+	TS(T[B], T[B], ISA_ALU_min, isa_imm_i32(63), ISA_ALU_bypass, z);
+	TT(x->olo, T[MT], T[A], ISA_ALU_shift_left);
+	TT(x->olo, x->olo, T[B], ISA_ALU_shift_right);
+	/* hi */
+	TS(T[A], T[K], ISA_ALU_multiply, isa_imm_i32(-1), ISA_ALU_add, isa_imm_i32(32));
+	TS(T[A], T[A], ISA_ALU_max, z, ISA_ALU_min, isa_imm_i32(63));
+	TS(T[B], T[K], ISA_ALU_subtract, isa_imm_i32(32), ISA_ALU_max, z);
+	TS(T[B], T[B], ISA_ALU_min, isa_imm_i32(63), ISA_ALU_bypass, z);
+	TT(x->ohi, T[MT], T[A], ISA_ALU_shift_right);
+	TT(x->ohi, x->ohi, T[B], ISA_ALU_shift_left);
+	/* the sign: m = -(sign bit); (lo, hi) = ((lo ^ m) - m, (hi ^ m) + (m & (lo == 0))) */
+	TS(T[M], bits, ISA_ALU_shift_right, isa_imm_i32(31), ISA_ALU_multiply, isa_imm_i32(-1));
+	TS(T[C], x->olo, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
+	TT(T[C], T[C], T[M], ISA_ALU_bitwise_and);
+	TT(x->olo, x->olo, T[M], ISA_ALU_bitwise_xor);
+	TT(x->olo, x->olo, T[M], ISA_ALU_subtract);
+	TT(x->ohi, x->ohi, T[M], ISA_ALU_bitwise_xor);
+	TT(x->ohi, x->ohi, T[C], ISA_ALU_add);
+	/* out of range: lo = 0, hi = 0x80000000 */
+	TS(T[BAD], T[E], ISA_ALU_is_ge, isa_imm_i32(190), ISA_ALU_bypass, z);
+	TS(T[C], T[BAD], ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
+	TT(x->olo, x->olo, T[C], ISA_ALU_multiply);
+	TT(x->ohi, x->ohi, T[C], ISA_ALU_multiply);
+	TS(T[BAD], T[BAD], ISA_ALU_multiply, isa_imm_i32(INT32_MIN), ISA_ALU_bypass, z);
+	TT(x->ohi, x->ohi, T[BAD], ISA_ALU_add);
+	return st;
+}
+
 /* the VectorE steps of one tile */
 static isa_status compute64(isa_program *p, const nk_int64 *prm, const i64_tile *x)
 {
@@ -200,6 +251,8 @@ static isa_status compute64(isa_program *p, const nk_int64 *prm, const i64_tile 
 		return st;
 	case NK_I64_TO_FLOAT:
 		return to_float64(p, x);
+	case NK_I64_FROM_FLOAT:
+		return from_float64(p, x, isa_ap_sbuf(ISA_DT_uint32, 0, x->r, x->a_off, x->w));
 	default:
 		return compare64(p, x, prm->op);
 	}
@@ -218,7 +271,8 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 	*len = 0;
 	bool cmp = op >= NK_I64_EQ && op <= NK_I64_LE;
 	bool to_float = op == NK_I64_TO_FLOAT || op == NK_I64_TO_BOOL || cmp;   /* [n] results */
-	bool from32 = op == NK_I64_FROM_I32;
+	bool from32 = op == NK_I64_FROM_I32 || op == NK_I64_FROM_FLOAT;   /* [n] 32-bit elements in */
+	int in_dt = op == NK_I64_FROM_FLOAT ? ISA_DT_fp32 : ISA_DT_int32;
 	if (!n || n > ((uint64_t)1 << 36) || op < 0 || op >= NK_I64_NUM_OPS ||
 	    (op == NK_I64_TO_FLOAT && !isa_dtype_is_float(out_dtype)) ||
 	    ((op == NK_I64_TO_BOOL || cmp) && out_dtype != ISA_DT_bool)) {
@@ -231,7 +285,7 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 	nk_pipe pp;
 	if (!nk_pipe_init(&pp, target, 2, 4 * slot, diag))
 		return pp.em.st;
-	int ta = from32 ? nk_pipe_tensor(&pp, "a", ISA_DT_int32, ISA_TK_INPUT, n)
+	int ta = from32 ? nk_pipe_tensor(&pp, "a", in_dt, ISA_TK_INPUT, n)
 			: nk_pipe_tensor(&pp, "a", ISA_DT_uint32, ISA_TK_INPUT, 2 * n);
 	int tb = nin == 2 ? nk_pipe_tensor(&pp, "b", ISA_DT_uint32, ISA_TK_INPUT, 2 * n) : 0;
 	int to = to_float ? nk_pipe_tensor(&pp, "out", out_dtype, ISA_TK_OUTPUT, n)
@@ -245,9 +299,9 @@ isa_status nk_int64_program(int target, const nk_int64 *prm, uint8_t **bin, size
 		uint64_t b = nk_pipe_tile(&pp);
 		i64_tile x = { .r = r, .w = w, .a_off = b, .o_off = b + 2 * slot, .temps = 2 * 4 * slot };
 		for (unsigned i = 0; i < nin; i++) {
-			isa_ap sb = from32 ? isa_ap_sbuf(ISA_DT_int32, 0, r, b, w)
+			isa_ap sb = from32 ? isa_ap_sbuf(in_dt, 0, r, b, w)
 					   : isa_ap_sbuf(ISA_DT_uint32, 0, r, b + i * slot, 2 * w);
-			isa_ap hb = from32 ? isa_ap_hbm(ISA_DT_int32, (uint32_t)ta, s * 4, r, w, w)
+			isa_ap hb = from32 ? isa_ap_hbm(in_dt, (uint32_t)ta, s * 4, r, w, w)
 					   : isa_ap_hbm(ISA_DT_uint32, (uint32_t)(i ? tb : ta), s * 8, r, 2 * (int64_t)w, 2 * w);
 			nk_pipe_load(&pp, sb, hb, i);
 		}

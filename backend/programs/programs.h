@@ -152,10 +152,11 @@ isa_status nk_select_program(int target, const nk_select *prm, uint8_t **bin, si
 			     isa_diag *diag);
 
 /* 64-bit integer elementwise ops on (low, high) int32 pairs (int64.c):
- * "a", "b" [2n] uint32 in ("a" [n] int32 for FROM_I32); "out" [2n] uint32, or
- * [n] out_dtype for TO_FLOAT / TO_BOOL */
+ * "a", "b" [2n] uint32 in ("a" [n] int32 for FROM_I32, fp32 for FROM_FLOAT);
+ * "out" [2n] uint32, or [n] out_dtype for TO_FLOAT / TO_BOOL */
 enum nk_i64_op {
 	NK_I64_ADD, NK_I64_SUB, NK_I64_TO_FLOAT, NK_I64_TO_BOOL, NK_I64_FROM_I32,
+	NK_I64_FROM_FLOAT,                            /* truncated, x86's INT64_MIN out of range */
 	NK_I64_EQ, NK_I64_NE, NK_I64_LT, NK_I64_LE,   /* bool results */
 	NK_I64_MULS,                                  /* a * c */
 	NK_I64_MUL,                                   /* a * b */

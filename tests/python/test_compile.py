@@ -192,11 +192,11 @@ def test_training_step_with_adamw_matches_eager():
 
 
 def test_host_bound_nodes_fall_back_per_node_counted_and_named(monkeypatch):
-    # float -> int64 asks the host whether every value is within int32 (the
-    # one-word conversion) or not (both words): that node runs eagerly,
-    # between two linked segments
+    # binary cross-entropy asks the host whether every input lies in [0, 1]
+    # (CPU PyTorch's error otherwise): that node runs eagerly, between two
+    # linked segments
     def f(x, i):
-        return (x * 2).sum(-1) + (i * 3.5).long() * 2
+        return (x * 2).sum(-1) + F.binary_cross_entropy(torch.sigmoid(i), torch.ones_like(i)) * 0
     x = torch.randn(8, 32).to(NEURON)
     i = torch.arange(8).float().to(NEURON)
     with torch.no_grad():
@@ -204,7 +204,7 @@ def test_host_bound_nodes_fall_back_per_node_counted_and_named(monkeypatch):
         monkeypatch.setenv("NEURON_STRICT", "1")
         c = torch.compile(f, backend="neuron")
         torch_neuronsim.reset_stats()
-        with pytest.warns(UserWarning, match=r"_to_copy.*reads device values on the host"):
+        with pytest.warns(UserWarning, match=r"binary_cross_entropy.*reads device values on the host"):
             c(x, i)
         assert stats()["compile"]["fallback_nodes"] >= 1
         torch_neuronsim.reset_stats()
@@ -743,16 +743,21 @@ def test_independent_nodes_of_a_graph_overlap_and_dependent_ones_do_not():
 
 
 def test_timesteps_complex_rotary_tables_and_host_uploads_link(monkeypatch):
-    """what diffusers' denoisers put in a graph links into its programs with
+    """what diffusers' pipelines put in a graph links into its programs with
     no node run eagerly: an int64 timestep cast to float (UNet's
-    get_timestep_embedding), complex64 rotary tables kept on the CPU and
-    moved in forward (QwenImage's), multiplied as complex numbers"""
+    get_timestep_embedding), a float cast to int64 with -inf among the
+    values (T5's relative-position buckets take log(0)), complex64 rotary
+    tables kept on the CPU and moved in forward (QwenImage's), multiplied as
+    complex numbers"""
     table = torch.polar(torch.ones(16, 4), torch.randn(16, 4))        # a CPU attribute, as QwenImage keeps it
 
     def f(x, t):
         emb = t[:, None].float() * torch.arange(4, device=x.device).float()[None, :]
+        rel = torch.arange(-3, 5, device=x.device).abs()
+        big = (torch.log(rel.float() / 2) * 3).to(torch.long)           # log(0) = -inf -> INT64_MIN
+        buckets = torch.where(rel < 2, rel, big)
         q = torch.view_as_complex(x.float().reshape(16, 4, 2)) * table.to(x.device)
-        return torch.view_as_real(q).flatten(1) + emb.sum()
+        return torch.view_as_real(q).flatten(1) + emb.sum() + buckets.sum()
     x = torch.randn(16, 8).to(NEURON)
     t = torch.tensor([999, 3]).to(NEURON)
     monkeypatch.setenv("NEURON_STRICT", "1")

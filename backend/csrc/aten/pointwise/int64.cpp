@@ -61,16 +61,6 @@ bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a0, const a
 
 namespace {
 
-// Whether every element lies in [lo, hi) (NaN does not): the simulator
-// choosing between its own exact paths by the values, not a device action
-bool all_within(const at::Tensor &x, int64_t lo, int64_t hi)
-{
-	at::Tensor v = peek_cpu(x);
-	if (at::isFloatingType(v.scalar_type()))   // exact bounds for the float compare
-		return v.ge((double)lo).logical_and(v.lt((double)hi)).all().item<bool>();
-	return v.ge(lo).logical_and(v.lt(hi)).all().item<bool>();
-}
-
 // x (fp32, contiguous) converted on the device: truncation toward zero for
 // |x| < 2^31; other lanes saturate (callers mask them)
 at::Tensor fp32_to_i32(const at::Tensor &x)
@@ -81,30 +71,6 @@ at::Tensor fp32_to_i32(const at::Tensor &x)
 				   nk_cast_program);
 	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &t } });
 	return t;
-}
-
-// float -> int64 where some |x| >= 2^31, as x86's 64-bit cvttss2si gives it:
-// NaN and |x| >= 2^63 become INT64_MIN; any other such x is an integer (an
-// fp32 of magnitude >= 2^24 has no fraction) and a multiple of 2^8, so its
-// words come out exactly in fp32: hi = floor(x / 2^32), lo = x - hi * 2^32
-// in [0, 2^32), converted as lo - 2^31 (exact, within int32) with the top
-// bit flipped back.  Lanes within int32 keep t (x truncated) sign-extended.
-bool float_to_i64_wide(const at::Tensor &dst, const at::Tensor &x, const at::Tensor &t, const at::Tensor &outside)
-{
-	const double two32 = 4294967296.0, two31 = 2147483648.0, two63 = 9223372036854775808.0;
-	at::Tensor nan_or_huge = x.ne(x).bitwise_or(x.ge(two63)).bitwise_or(x.lt(-two63));
-	at::Tensor hi_f = x.mul(1.0 / two32).floor();
-	at::Tensor hi = fp32_to_i32(hi_f.contiguous());
-	at::Tensor lo = fp32_to_i32(x.sub(hi_f.mul(two32)).sub(two31).contiguous()).bitwise_xor(INT32_MIN);
-	at::Tensor zero = at::full({}, 0, t.options()), min32 = at::full({}, INT32_MIN, t.options());
-	hi = at::where(outside, at::where(nan_or_huge, min32, hi), at::where(t.lt(0), at::full({}, -1, t.options()), zero));
-	lo = at::where(outside, at::where(nan_or_huge, zero, lo), t);
-	at::Tensor out = at::empty(dst.sizes(), dst.options());
-	// the int64 buffer as int32 (low, high) pairs
-	at::Tensor words = at::empty({ 0 }, t.options()).set_(out.storage(), 0, { out.numel(), 2 }, { 2, 1 });
-	TORCH_CHECK(native_copy(words.select(1, 0), lo.view({ -1 })) && native_copy(words.select(1, 1), hi.view({ -1 })),
-		    "neuron: float -> int64 words");
-	return native_copy(dst, out);
 }
 
 }  // namespace
@@ -129,8 +95,8 @@ bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 // toward zero; NaN and values outside int32 give INT32_MIN (cvttss2si),
 // narrower types keep the low bits of that int32, bool is x != 0.  The
 // device's own conversion saturates (NaN -> 0), so those lanes are fixed up.
-// int64 is exact through int32 when every |x| < 2^31; otherwise through
-// both words (float_to_i64_wide).
+// int64 is one program on the value's bits (int64.c, from_float64): exact
+// for every value, none read on the host.
 bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 {
 	at::ScalarType dt = dst.scalar_type();
@@ -144,12 +110,16 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor x = materialize(src, dst.sizes(), at::kFloat);
 	if (x.numel() == 0)
 		return true;
+	if (dt == at::kLong) {
+		at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
+		int dev = src.device().index();
+		run_program(i64_program(NK_I64_FROM_FLOAT, ISA_DT_uint32, (uint64_t)out.numel(), dev), dev, "aten::copy_",
+			    { { "a", &x } }, { { "out", &out } });
+		return out.is_same(dst) || native_copy(dst, out);
+	}
 	at::Tensor t = fp32_to_i32(x);
-	auto outside = [&] { return x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0)); };
-	if (dt == at::kLong)
-		return all_within(x, INT32_MIN, (int64_t)INT32_MAX + 1) ? native_cast(dst, t)
-									 : float_to_i64_wide(dst, x, t, outside());
-	t = at::where(outside(), at::full({}, INT32_MIN, t.options()), t);
+	at::Tensor outside = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
+	t = at::where(outside, at::full({}, INT32_MIN, t.options()), t);
 	return dt == at::kInt ? native_copy(dst, t) : native_cast(dst, t);
 }
 
