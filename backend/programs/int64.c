@@ -50,6 +50,29 @@ typedef struct i64_tile {
 #define TT(d, a, b, op) (st = st ? st : isa_builder_tensor_tensor(p, V, d, a, b, op))
 #define TS(d, a, op, i, op2, i2) (st = st ? st : isa_builder_tensor_scalar(p, V, d, a, op, i, op2, i2))
 
+/* the tile's 8 scratch rows (after both buffer sets) as `dt` */
+static void scratch_rows(const i64_tile *x, int dt, isa_ap T[8])
+{
+	for (int k = 0; k < 8; k++)
+		T[k] = isa_ap_sbuf(dt, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+}
+
+/* (lo, hi) = (lo ^ m) - m over the pair, m all ones (negate) or zero (keep):
+ * the low word's borrow (lo == 0 when negating) carried into the high word;
+ * c: a scratch row */
+static isa_status negate_pair(isa_program *p, isa_ap dlo, isa_ap dhi, isa_ap lo, isa_ap hi, isa_ap m, isa_ap c)
+{
+	isa_status st = ISA_OK;
+	isa_imm z = isa_imm_i32(0);
+	TS(c, lo, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
+	TT(c, c, m, ISA_ALU_bitwise_and);
+	TT(dlo, lo, m, ISA_ALU_bitwise_xor);
+	TT(dlo, dlo, m, ISA_ALU_subtract);
+	TT(dhi, hi, m, ISA_ALU_bitwise_xor);
+	TT(dhi, dhi, c, ISA_ALU_add);
+	return st;
+}
+
 /* (ah, al) * (bh, bl) mod 2^64: lo = al * bl (low word); hi = high32(al *
  * bl) + al * bh + ah * bl, high32 from 16-bit limbs (every partial product
  * < 2^32, so 32-bit scratch is exact) */
@@ -57,8 +80,7 @@ static isa_status mul64(isa_program *p, const i64_tile *x)
 {
 	isa_status st = ISA_OK;
 	isa_ap T[8];
-	for (int k = 0; k < 8; k++)
-		T[k] = isa_ap_sbuf(ISA_DT_uint32, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+	scratch_rows(x, ISA_DT_uint32, T);
 	isa_imm m16 = isa_imm_i32(0xFFFF), s16 = isa_imm_i32(16), z = isa_imm_i32(0);
 	enum { A0, A1, B0, B1, P00, P01, P10, P11 };
 	TS(T[A0], x->alo, ISA_ALU_bitwise_and, m16, ISA_ALU_bypass, z);
@@ -121,19 +143,12 @@ static isa_status to_float64(isa_program *p, const i64_tile *x)
 {
 	isa_status st = ISA_OK;
 	isa_ap T[8];
-	for (int k = 0; k < 8; k++)
-		T[k] = isa_ap_sbuf(ISA_DT_uint32, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+	scratch_rows(x, ISA_DT_uint32, T);
 	enum { M, ULO, UHI, X, SH, C, W, A };
 	isa_imm z = isa_imm_i32(0);
-	/* m = -(a < 0): all ones for a negative value; u = (a ^ m) - m over the
-	 * pair, the low word's borrow (lo == 0) carried into the high word */
+	/* m = -(a < 0): all ones for a negative value; u = |a| */
 	TS(T[M], x->ahi, ISA_ALU_is_lt, z, ISA_ALU_multiply, isa_imm_i32(-1));
-	TT(T[ULO], x->alo, T[M], ISA_ALU_bitwise_xor);
-	TT(T[ULO], T[ULO], T[M], ISA_ALU_subtract);
-	TS(T[C], x->alo, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
-	TT(T[C], T[C], T[M], ISA_ALU_bitwise_and);
-	TT(T[UHI], x->ahi, T[M], ISA_ALU_bitwise_xor);
-	TT(T[UHI], T[UHI], T[C], ISA_ALU_add);
+	st = st ? st : negate_pair(p, T[ULO], T[UHI], x->alo, x->ahi, T[M], T[C]);
 	/* sh = bit length of uhi */
 	TS(T[X], T[UHI], ISA_ALU_add, z, ISA_ALU_bypass, z);
 	TS(T[SH], T[UHI], ISA_ALU_multiply, z, ISA_ALU_bypass, z);
@@ -166,14 +181,13 @@ static isa_status to_float64(isa_program *p, const i64_tile *x)
  * mantissa with its hidden bit, k = e - 150 the shift that makes m * 2^k =
  * |a|; lo = (m << max(k, 0)) >> max(-k, 0) (the left shift wrapping to 32
  * bits), hi = (m >> (32 - k)) << (k - 32), each amount clamped to [0, 63];
- * the sign as in to_float64; e >= 190 (|a| >= 2^63, infinities, NaN) gives
+ * the sign applied by negate_pair; e >= 190 (|a| >= 2^63, infinities, NaN) gives
  * INT64_MIN.  Every step is an exact integer one. */
 static isa_status from_float64(isa_program *p, const i64_tile *x, isa_ap bits)
 {
 	isa_status st = ISA_OK;
 	isa_ap T[8];
-	for (int k = 0; k < 8; k++)
-		T[k] = isa_ap_sbuf(ISA_DT_int32, 0, x->r, x->temps + (uint64_t)k * 4 * F, x->w);
+	scratch_rows(x, ISA_DT_int32, T);
 	enum { E, MT, K, A, B, M, C, BAD };
 	isa_imm z = isa_imm_i32(0);
 	TS(T[E], bits, ISA_ALU_shift_right, isa_imm_i32(23), ISA_ALU_bitwise_and, isa_imm_i32(0xFF));
@@ -192,14 +206,9 @@ static isa_status from_float64(isa_program *p, const i64_tile *x, isa_ap bits)
 	TS(T[B], T[B], ISA_ALU_min, isa_imm_i32(63), ISA_ALU_bypass, z);
 	TT(x->ohi, T[MT], T[A], ISA_ALU_shift_right);
 	TT(x->ohi, x->ohi, T[B], ISA_ALU_shift_left);
-	/* the sign: m = -(sign bit); (lo, hi) = ((lo ^ m) - m, (hi ^ m) + (m & (lo == 0))) */
+	/* the sign: m = -(sign bit) */
 	TS(T[M], bits, ISA_ALU_shift_right, isa_imm_i32(31), ISA_ALU_multiply, isa_imm_i32(-1));
-	TS(T[C], x->olo, ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
-	TT(T[C], T[C], T[M], ISA_ALU_bitwise_and);
-	TT(x->olo, x->olo, T[M], ISA_ALU_bitwise_xor);
-	TT(x->olo, x->olo, T[M], ISA_ALU_subtract);
-	TT(x->ohi, x->ohi, T[M], ISA_ALU_bitwise_xor);
-	TT(x->ohi, x->ohi, T[C], ISA_ALU_add);
+	st = st ? st : negate_pair(p, x->olo, x->ohi, x->olo, x->ohi, T[M], T[C]);
 	/* out of range: lo = 0, hi = 0x80000000 */
 	TS(T[BAD], T[E], ISA_ALU_is_ge, isa_imm_i32(190), ISA_ALU_bypass, z);
 	TS(T[C], T[BAD], ISA_ALU_is_equal, z, ISA_ALU_bypass, z);
