@@ -59,22 +59,6 @@ bool native_i64_addsub(const char *name, bool sub, const at::Tensor &a0, const a
 	return true;
 }
 
-namespace {
-
-// x (fp32, contiguous) converted on the device: truncation toward zero for
-// |x| < 2^31; other lanes saturate (callers mask them)
-at::Tensor fp32_to_i32(const at::Tensor &x)
-{
-	at::Tensor t = at::empty(x.sizes(), x.options().dtype(at::kInt));
-	int dev = x.device().index();
-	Program m = cached_program("cast", nk_cast{ ISA_DT_fp32, ISA_DT_int32, (uint64_t)t.numel() }, dev,
-				   nk_cast_program);
-	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &t } });
-	return t;
-}
-
-}  // namespace
-
 bool native_i64_to_float(const at::Tensor &dst, const at::Tensor &src)
 {
 	bool to_bool = dst.scalar_type() == at::kBool;
@@ -110,16 +94,19 @@ bool native_float_to_int(const at::Tensor &dst, const at::Tensor &src)
 	at::Tensor x = materialize(src, dst.sizes(), at::kFloat);
 	if (x.numel() == 0)
 		return true;
+	int dev = src.device().index();
 	if (dt == at::kLong) {
 		at::Tensor out = dst.is_contiguous() ? dst : at::empty(dst.sizes(), dst.options());
-		int dev = src.device().index();
 		run_program(i64_program(NK_I64_FROM_FLOAT, ISA_DT_uint32, (uint64_t)out.numel(), dev), dev, "aten::copy_",
 			    { { "a", &x } }, { { "out", &out } });
 		return out.is_same(dst) || native_copy(dst, out);
 	}
-	at::Tensor t = fp32_to_i32(x);
-	at::Tensor outside = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
-	t = at::where(outside, at::full({}, INT32_MIN, t.options()), t);
+	at::Tensor bad = x.ne(x).bitwise_or(x.ge(2147483648.0)).bitwise_or(x.lt(-2147483648.0));
+	at::Tensor t = at::empty(dst.sizes(), dst.options().dtype(at::kInt));
+	Program m = cached_program("cast", nk_cast{ ISA_DT_fp32, ISA_DT_int32, (uint64_t)t.numel() }, dev,
+				   nk_cast_program);
+	run_program(m, dev, "aten::copy_", { { "a", &x } }, { { "out", &t } });
+	t = at::where(bad, at::full({}, INT32_MIN, t.options()), t);
 	return dt == at::kInt ? native_copy(dst, t) : native_cast(dst, t);
 }
 
