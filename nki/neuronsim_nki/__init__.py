@@ -26,6 +26,7 @@ import collections
 import contextlib
 import enum
 import functools
+import gc
 import importlib
 import inspect
 import io
@@ -143,6 +144,10 @@ class KernelResult:
 
 HISTORY_LIMIT = 1024        # simulated runs Kernel.history keeps (each holds its program text)
 TRACE_CACHE_LIMIT = 64      # traced programs a kernel keeps, by call key
+# the second tracing pass replays the first (Trace.replay) when it can; False
+# runs the kernel body again, as the spilling path always does (the tests
+# check both give the same program)
+REPLAY = True
 
 
 def _values(outputs, outs, multi, suffix=""):
@@ -267,23 +272,43 @@ class Kernel:
         return self._trace_full(args, kwargs)[1:]
 
     def _trace_full(self, args, kwargs):
-        """(Trace, program, inputs, outputs, structure)."""
+        """(Trace, program, inputs, outputs, structure).  Python's cycle
+        collector is off meanwhile: a trace makes hundreds of thousands of
+        long-lived objects (instructions, their dependency sets) and few
+        cycles, so its passes over them were half the tracing time; and
+        tiles then go when their last reference does, never at a point
+        that depends on what else the process allocated."""
+        enabled = gc.isenabled()
+        gc.disable()
         try:
-            return self._two_passes(args, kwargs, cse=True)
-        except NKIError as e:
-            if "overflow" not in str(e):
-                raise
-        # results kept for reuse do not fit beside the kernel's own tiles:
-        # trace it as written
-        return self._two_passes(args, kwargs, cse=False)
+            try:
+                return self._two_passes(args, kwargs, cse=True)
+            except NKIError as e:
+                if "overflow" not in str(e):
+                    raise
+            # results kept for reuse do not fit beside the kernel's own
+            # tiles: trace it as written
+            return self._two_passes(args, kwargs, cse=False)
+        finally:
+            if enabled:
+                gc.enable()
 
     def _two_passes(self, args, kwargs, cse):
-        with contextlib.redirect_stdout(io.StringIO()):
+        """The second pass is a replay of the first (Trace.replay) when
+        its tiles fit without spilling; otherwise the kernel runs again.
+        What the kernel prints shows once, from the pass that counts."""
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
             first = self._trace_pass(None, args, kwargs, cse)
             if first.cse_broken:
                 # the kernel wrote into a result it got twice: trace it
                 # without reusing results, each one a tile of its own
-                first = self._trace_pass(None, args, kwargs, cse=False)
+                printed = io.StringIO()
+                with contextlib.redirect_stdout(printed):
+                    first = self._trace_pass(None, args, kwargs, cse=False)
+        if REPLAY and first.replayable() and first.replay():
+            sys.stdout.write(printed.getvalue())
+            return (first,) + self._finish(first, first.bound_ins, first.ret)
         return self._trace_pass(first, args, kwargs, cse=first.cse)
 
     def _trace_pass(self, first, args, kwargs, cse=True):
@@ -341,8 +366,18 @@ class Kernel:
                 t.grid_explicit = bool(self.grid)
                 t.hbm_calls = 0
                 ret = self.func(*pos, **kw)
-            if last_use is None:             # the first pass only measures liveness
+            if last_use is None:             # the first pass measures liveness (and may be replayed)
+                t.bound_ins, t.ret = ins, ret
                 return t
+            return (t,) + self._finish(t, ins, ret)
+        finally:
+            tracer._current = prev
+
+    def _finish(self, t, ins, ret):
+        """(program, inputs, outputs, structure) of the pass t that counts,
+        its kernel having returned ret."""
+        prev, tracer._current = tracer._current, t
+        try:
             outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
             for o in outs:
                 if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \
@@ -357,7 +392,7 @@ class Kernel:
             elif self._rank is not None:
                 t.shared_external = set(t.cc_staging)     # ranks share only the collectives' staging
             program = t.program([i for i, _ in ins], outs)
-            return t, program, ins, outs, isinstance(ret, (tuple, list))
+            return program, ins, outs, isinstance(ret, (tuple, list))
         finally:
             tracer._current = prev
 

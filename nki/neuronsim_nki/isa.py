@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 
-from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, FEATURES, target_info
+from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, FEATURES
 
 from . import language as nl
 from . import tracer
@@ -16,10 +16,9 @@ from .tracer import fail
 def _needs(feature, what):
     """the kernel's target has `feature` (isa_features.def), else the error
     naming the first core with it"""
-    t = tracer.current().target
-    info = target_info(t)
-    if feature not in info["features"]:
-        fail(f"{what} needs NeuronCore-v{FEATURES[feature]} or newer ({t} is NeuronCore-v{info['core_version']})")
+    t = tracer.current()
+    if feature not in t.features:
+        fail(f"{what} needs NeuronCore-v{FEATURES[feature]} or newer ({t.target} is NeuronCore-v{t.core_version})")
 
 
 def _ret(dst, out):
@@ -261,7 +260,7 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail("nisa.dma_copy: mask= and dst_rmw_op= are not supported by the simulator yet "
              "(nl.store(..., mask=) cuts partial tiles)")
     t = tracer.current()
-    dge = "dge" in target_info(t.target)["features"]
+    dge = "dge" in t.features
     mode = getattr(dge_mode, "name", dge_mode) or "unknown"
     if mode not in ("unknown", "none", "swdge", "hwdge"):
         fail(f"nisa.dma_copy dge_mode={dge_mode!r}: nisa.dge_mode.unknown, none, swdge or hwdge")

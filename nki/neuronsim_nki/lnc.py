@@ -81,9 +81,9 @@ def check_pair(name, t0, ins0, outs0, t1, ins1, outs1):
 
 def _current_pair(what):
     t = tracer.current()
-    if "peer" not in target_info(t.target)["features"]:
+    if "peer" not in t.features:
         fail(f"{what} needs NeuronCore-v{FEATURES['peer']} or newer ({t.target} is "
-             f"NeuronCore-v{target_info(t.target)['core_version']})")
+             f"NeuronCore-v{t.core_version})")
     if t.lnc_rank is None:
         fail(f"{what} runs between the two cores of an LNC=2 launch: call the kernel as kernel[2](...)")
     return t

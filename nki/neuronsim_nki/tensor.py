@@ -382,15 +382,14 @@ class Tensor:
     def free_dims(self):
         """(stride, size) of the free dims, in elements (kept per geometry:
         ap() and region() ask for them on every instruction traced)."""
-        key = (self.space, self.shape, self.strides, self.pax)
-        memo = self.__dict__.get("_free_dims")
-        if memo is not None and memo[0] == key:
-            return memo[1]
+        memo = self.__dict__.get("_free_dims")       # a view's geometry never changes
+        if memo is not None:
+            return memo
         if self.space == "hbm":
             dims = [(s, n) for s, n in zip(self.strides[1:], self.shape[1:])] or [(1, 1)]
         else:
             dims = [(s, n) for a, (s, n) in enumerate(zip(self.strides, self.shape)) if a != self.pax] or [(1, 1)]
-        self._free_dims = (key, dims)
+        self._free_dims = dims
         return dims
 
     @property
@@ -415,9 +414,13 @@ class Tensor:
             pstride = self.strides[0] if self.shape else 1
             off = f"+{self.offset * esz}" if self.offset else ""
             return f"hbm({self.name}):{self.dtype}[{pstride}x{rows}]{off}{{{dims}}}"
-        tracer.current().access(self.alloc)
-        byte = self.alloc.offset + self.offset * esz
-        off = f"+{byte}" if byte else ""
+        t = tracer.current()
+        t.access(self.alloc)
+        if t.recording:                   # the address is the replay's to choose (Trace.replay)
+            off = tracer.address_token(self.alloc.id, self.offset * esz)
+        else:
+            byte = self.alloc.offset + self.offset * esz
+            off = f"+{byte}" if byte else ""
         return f"{self.space}:{self.dtype}[{self.part0}:{self.part0 + self.nparts}]{off}{{{dims}}}"
 
     def storage_elems(self):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import re
 import math
 import collections
 import os
@@ -60,11 +61,11 @@ def kernel_line(trace=None):
     f = sys._getframe(1)
     while f is not None:
         name = f.f_code.co_filename
-        path = _abspaths.get(name)
-        if path is None:
-            path = _abspaths[name] = os.path.abspath(name)
-        if path in files:
-            return f"{os.path.basename(name)}:{f.f_lineno}"
+        known = _abspaths.get(name)
+        if known is None:
+            known = _abspaths[name] = (os.path.abspath(name), os.path.basename(name))
+        if known[0] in files:
+            return f"{known[1]}:{f.f_lineno}"
         f = f.f_back
     return "<kernel>"
 
@@ -161,17 +162,23 @@ class Instr:
     def __init__(self, engine, text, reads, writes, line, dma=None):
         self.engine, self.text, self.reads, self.writes, self.line, self.dma = \
             engine, text, reads, writes, line, dma
-        self.deps, self.signal, self.index, self.pruned = set(), 0, -1, ([], [])
+        self.deps, self.signal, self.index, self.pruned = set(), 0, -1, None
 
 
 BUCKET = 4096            # bytes of a partition (SBUF / PSUM)
 BUCKET_HBM = 1 << 18     # HBM: a tile's rows span megabytes of a big tensor
 
 
-def buckets(r):
-    """Address buckets of a region (space, key, BUCKET bytes)."""
+def buckets(r, spaces):
+    """Address buckets of a region: BUCKET bytes of a partition, or
+    BUCKET_HBM bytes of an HBM tensor, numbered apart per (space, key)
+    (spaces: the trace's (space, key) -> base number)."""
     size = BUCKET_HBM if r[0] == "hbm" else BUCKET
-    return [(r[0], r[1], k) for k in range(r[4] // size, (max(r[5], r[4] + 1) - 1) // size + 1)]
+    base = spaces.get((r[0], r[1]))
+    if base is None:
+        base = spaces[(r[0], r[1])] = len(spaces) << 40
+    hi = r[5] if r[5] > r[4] else r[4] + 1
+    return range(base + r[4] // size, base + (hi - 1) // size + 1)
 
 
 DIVERGED = ("the kernel took a different path in its second tracing pass "
@@ -198,6 +205,19 @@ class Region(tuple):
         return r
 
 
+_TOKEN = re.compile("\0([0-9]+),([0-9]+)\0")
+
+
+def address_token(alloc_id, rel):
+    """An on-chip operand's byte offset in a first-pass instruction's text:
+    allocation alloc_id's address (chosen by Trace.replay) plus rel."""
+    return f"\0{alloc_id},{rel}\0"
+
+
+def _offset_text(byte):
+    return f"+{byte}" if byte else ""
+
+
 def overlaps(a, b):
     """Regions: (space, key, p_lo, p_hi, b_lo, b_hi)."""
     return a[0] == b[0] and a[1] == b[1] and a[2] < b[3] and b[2] < a[3] and a[4] < b[5] and b[4] < a[5]
@@ -217,11 +237,19 @@ class Trace:
         self.chip = chip_info(target)
         self.dma_queues = self.chip["dma_queues"]
         geo = target_info(target)
+        self.features = geo["features"]        # what the target's core has (asked per instruction)
+        self.core_version = geo["core_version"]
         sbuf, psum, banks = geo["sbuf_partition_bytes"], geo["psum_partition_bytes"], geo["psum_banks"]
         self.recording = last_use is None
         scale = 1 << 20 if self.recording else 1
         self.sbuf = Allocator("sbuf", sbuf * scale)
         self.psum = Allocator("psum", psum * scale, psum // banks)
+        self.geometry = (sbuf, psum, psum // banks)
+        # the first pass's allocations and drops in the order they happened
+        # (see replay): (id, space, bytes per partition, banks, instruction
+        # count, what, first-pass offset) for an allocation, (id,) for a
+        # tile Python dropped
+        self.alloc_log = []
         self.last_use = last_use or {}
         # lowering choices the first pass made from its view of the machine
         # (e.g. room in PSUM), replayed in order by the second so both
@@ -252,6 +280,7 @@ class Trace:
         # a read conflicts only with writes, so it never scans the reads
         # (a kernel reads its inputs tens of thousands of times)
         self.history = ({}, {})      # (reads, writes)
+        self.spaces = {}             # (space, key) -> the number of its first bucket
         self.names = set()
         self.grid, self.grid_index = (), ()     # SPMD launch grid and this instance
         self.grid_explicit = False             # launched as kernel[grid](...)
@@ -307,9 +336,18 @@ class Trace:
         a = Allocation(space, nparts, off, bytes_per_partition, what)
         a.id = self.n_allocs
         self.n_allocs += 1
-        a.free = weakref.finalize(a, alloc.release, off, bytes_per_partition)
+        if self.recording:
+            self.alloc_log.append((a.id, space, bytes_per_partition, banks, len(self.instrs), what, off))
+            a.free = weakref.finalize(a, self._dropped, a.id, alloc, off, bytes_per_partition)
+        else:
+            a.free = weakref.finalize(a, alloc.release, off, bytes_per_partition)
         self.add_live(a)
         return a
+
+    def _dropped(self, aid, alloc, off, size):
+        """First pass: Python dropped allocation aid's last tile."""
+        alloc.release(off, size)
+        self.alloc_log.append((aid,))
 
     def choose(self, decide):
         """The first pass's decide() for this lowering choice, the same
@@ -607,7 +645,7 @@ class Trace:
         changing its value (no write to the kernel's eyes) while the
         instruction that needed it is still being traced."""
         # the source line only goes into the program the second pass writes
-        ins = Instr(engine, text, list(reads), list(writes), "" if self.recording else kernel_line(self), dma)
+        ins = Instr(engine, text, list(reads), list(writes), kernel_line(self), dma)
         if not spill:
             if self.away:            # tiles are spilled: reload them as soon as room frees
                 self.release_dead()  # (this instruction's operands stay: still pinned)
@@ -624,44 +662,76 @@ class Trace:
         if self.recording:
             # the liveness pass only needs each instruction's position (and
             # the accumulation groups above); dependencies are the second's
-            ins.pruned = ([], [])
+            ins.pruned = None
             ins.index = len(self.instrs)
             self.instrs.append(ins)
             return ins
-        # a dependency on every earlier access that conflicts (one of the
-        # two writes), found through the address buckets the regions span
+        self.link(ins)
+        return ins
+
+    def link(self, ins, shift=None):
+        """Appends instruction ins with a dependency on every earlier
+        access that conflicts with one of its own (one of the two writes),
+        found through the address buckets the regions span (a bucket holds
+        one space and key, so only the ranges are compared).  An access
+        lying within a region ins writes then leaves the history: it is
+        ordered before ins, and any later access that would conflict with
+        it overlaps that write, so depends on ins and through it on the
+        access -- without this, accesses no later write covers exactly
+        (tiles placed at shifted addresses) pile up and every instruction
+        scans them.  shift: allocation id -> how far Trace.replay moved it
+        (the history keeps (p_lo, p_hi, b_lo, b_hi) where they are now)."""
         deps = ins.deps
         reads_h, writes_h = self.history
-        for r, is_w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
-            for b in buckets(r):
-                for lst in ((writes_h.get(b, ()), reads_h.get(b, ())) if is_w else (writes_h.get(b, ()),)):
-                    for prev, reg, _ in lst:
-                        # one conflicting access makes an instruction a dependency
-                        if prev not in deps and overlaps(reg, r):
-                            deps.add(prev)
-        # prune: an access to exactly the region this instruction writes is
-        # ordered before it, and later accesses will depend on this one
-        written = set(ins.writes)
-        pruned = []
-        for r in written:
-            for b in buckets(r):
-                for hist in self.history:
+        sp = self.spaces
+        accesses = []
+        for rs, is_w in ((ins.reads, False), (ins.writes, True)):
+            for r in rs:
+                d = shift[r.alloc_id] if shift is not None and isinstance(r, Region) else 0
+                at = (r[2], r[3], r[4] + d, r[5] + d)
+                accesses.append((at, is_w, buckets((r[0], r[1]) + at, sp)))
+        # what retract_last needs to take ins back (nothing takes back a
+        # replayed instruction)
+        keep_log = shift is None
+        pruned, added = [], []
+        for r, is_w, bs in accesses:
+            p0, p1, lo, hi = r
+            for b in bs:
+                for hist in ((writes_h, reads_h) if is_w else (writes_h,)):
                     lst = hist.get(b)
-                    if lst:
-                        drop = [h for h in lst if h[1] == r]
-                        if drop:
-                            hist[b] = [h for h in lst if h[1] != r]
-                            pruned += [(b, h) for h in drop]
-        added = []
-        for r, w in [(r, False) for r in ins.reads] + [(r, True) for r in ins.writes]:
+                    if not lst:
+                        continue
+                    covered = False
+                    for h in lst:
+                        g = h[1]
+                        if g[0] < p1 and p0 < g[1] and g[2] < hi and lo < g[3]:
+                            deps.add(h[0])
+                            if is_w and p0 <= g[0] and g[1] <= p1 and lo <= g[2] and g[3] <= hi:
+                                covered = True
+                    if covered:
+                        keep = []
+                        for h in lst:
+                            g = h[1]
+                            if p0 <= g[0] and g[1] <= p1 and lo <= g[2] and g[3] <= hi:
+                                if keep_log:
+                                    pruned.append((b, h))
+                            else:
+                                keep.append(h)
+                        hist[b] = keep
+        for r, w, bs in accesses:
             entry = (ins, r, w)
-            for b in buckets(r):
-                self.history[w].setdefault(b, []).append(entry)
-                added.append((b, entry))
-        ins.pruned = (pruned, added)
+            hist = self.history[w]
+            for b in bs:
+                lst = hist.get(b)
+                if lst is None:
+                    hist[b] = [entry]
+                else:
+                    lst.append(entry)
+                if keep_log:
+                    added.append((b, entry))
+        ins.pruned = (pruned, added) if keep_log else None
         ins.index = len(self.instrs)
         self.instrs.append(ins)
-        return ins
 
     def close_groups(self, region):
         """Anything but a matmul touching a PSUM tile ends its accumulation group."""
@@ -679,13 +749,65 @@ class Trace:
             # what it wrote is not there any more (reuse and broadcast checks)
             if isinstance(r, Region) and self.last_write.get(r.alloc_id) == ins.index:
                 self.last_write[r.alloc_id] = -1
-        pruned, added = ins.pruned
+        pruned, added = ins.pruned or ((), ())
         for b, entry in added:
             hist = self.history[entry[2]]
             hist[b] = [h for h in hist[b] if h is not entry]
         for b, entry in pruned:
             self.history[entry[2]].setdefault(b, []).append(entry)
         return ins
+
+    # ------------------------------------------------------------ replay
+
+    def replayable(self):
+        """The first pass can become the program without running the kernel
+        again: one core, one rank, results reused (nothing to spill)."""
+        return self.recording and self.cse and self.lnc_rank is None and self.cc_rank is None and \
+            self.last_peer is None and not self.scalar_regs
+
+    def replay(self):
+        """Turns this first pass into what the second would trace, without
+        running the kernel body again: the allocations and drops it logged
+        are made again in the same order with the real capacities, freeing
+        each tile once its last instruction is behind (as the second pass's
+        allocate() does), which gives every tile the address the second
+        pass would give it; then the instructions get their addresses and
+        their dependencies in program order.  False (and this trace left
+        as it was) when a tile does not fit: then the second pass runs, and
+        spills or reports the overflow."""
+        sbuf_cap, psum_cap, bank = self.geometry
+        allocators = {"sbuf": Allocator("sbuf", sbuf_cap), "psum": Allocator("psum", psum_cap, bank)}
+        base, shift, freed, heap, size_of = {}, {}, set(), [], {}
+
+        def release(aid):
+            if aid not in freed:
+                freed.add(aid)
+                space, size = size_of[aid]
+                allocators[space].release(base[aid], size)
+        for ev in self.alloc_log:
+            if len(ev) == 1:
+                release(ev[0])
+                continue
+            aid, space, size, banks, now, what, first_off = ev
+            while heap and heap[0][0] < now:
+                release(heapq.heappop(heap)[1])
+            off = allocators[space].try_alloc(size, what, banks)
+            if off is None:
+                return False
+            base[aid], shift[aid], size_of[aid] = off, off - first_off, (space, size)
+            heapq.heappush(heap, (self.uses.get(aid, -1), aid))
+
+        def text(s):
+            return _TOKEN.sub(lambda m: _offset_text(base[int(m.group(1))] + int(m.group(2))), s) \
+                if "\0" in s else s
+        instrs, self.instrs, self.history, self.recording = self.instrs, [], ({}, {}), False
+        for ins in instrs:
+            # (the regions keep their first-pass addresses: past here only
+            # their sizes count, schedule.py's)
+            ins.text = text(ins.text)
+            self.link(ins, shift)
+        self.dmas = [(text(d), text(src), mode) for d, src, mode in self.dmas]
+        return True
 
     # ------------------------------------------------------------ program
 

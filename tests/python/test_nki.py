@@ -511,3 +511,73 @@ def test_kernel_history_is_bounded():
     finally:
         nk.Kernel.history = saved
     assert saved.maxlen == nk.HISTORY_LIMIT
+
+
+def _sample_cases():
+    """Kernels of tests/nki with arguments: every construct the samples use
+    (loops, masks, accumulation groups, results reused, block dimensions)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import nki_kernels
+    return list(nki_kernels.cases())
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_second_pass_replay_gives_the_program_running_the_kernel_again_gives(target, monkeypatch):
+    """Trace.replay (the second tracing pass made from the first's log,
+    without running the kernel body again) places every tile where the
+    second pass run as before would and writes the same program text, byte
+    for byte, source lines included."""
+    for name, kernel, args in _sample_cases():
+        progs = []
+        for replay in (True, False):
+            monkeypatch.setattr(nki, "REPLAY", replay)
+            progs.append(nki.Kernel(kernel.func, target).trace(*args)[0])
+        assert progs[0] == progs[1], name
+
+
+def test_replay_steps_aside_when_tiles_must_spill(monkeypatch):
+    """A first pass whose live tiles do not fit is not replayed (the second
+    pass runs the kernel again and spills); its program is the one tracing
+    without replay gives."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        tiles = []
+        for i in range(120):
+            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a[:, i * 512:(i + 1) * 512])
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+            tiles.append(t)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=acc, src=tiles[0])
+        for i in range(1, 120):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
+        nl.store(out, value=acc)
+        return out
+    a = np.zeros((128, 512 * 120), np.float32)
+    replays = []
+    real = nki.tracer.Trace.replay
+    monkeypatch.setattr(nki.tracer.Trace, "replay", lambda self: replays.append(real(self)) or replays[-1])
+    with_replay = nki.Kernel(k.func).trace(a)[0]
+    assert replays and not any(replays)
+    monkeypatch.setattr(nki, "REPLAY", False)
+    assert nki.Kernel(k.func).trace(a)[0] == with_replay and ".tensor spill" in with_replay
+
+
+def test_trace_cache_and_prints_once(capsys):
+    """A second call with the same shapes, dtypes and other arguments takes
+    the traced program from the kernel's cache; another shape traces again.
+    What the kernel prints while tracing shows once per trace."""
+    @nki.jit
+    def k(a):
+        print("tracing", a.shape)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.multiply(nl.load(a), 2.0))
+        return out
+    a = np.arange(128 * 64, dtype=np.float32).reshape(128, 64)
+    np.testing.assert_array_equal(k(a), a * 2)
+    np.testing.assert_array_equal(k(a + 1), (a + 1) * 2)
+    assert k.traces_made == 1
+    assert capsys.readouterr().out.count("tracing") == 1
+    k(a[:, :32].copy())
+    assert k.traces_made == 2
