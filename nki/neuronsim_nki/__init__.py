@@ -40,6 +40,7 @@ import numpy as np
 import neuronsim
 
 from . import collectives, isa, language, lnc, tracer, typing
+from . import profile_json as profile_summaries
 from .tensor import DType, Tensor, hbm_tensor
 from .race import find_races
 from .tracer import NKIError
@@ -522,12 +523,14 @@ class BenchmarkResult:
         return self
 
 
-def benchmark(func=None, warmup=2, iters=10, save_neff_name=None, save_trace_name=None, **kw):
+def benchmark(func=None, warmup=2, iters=10, save_neff_name=None, save_trace_name=None, profile_json=None, **kw):
     """@nki.benchmark / nki.benchmark(kernel, ...): runs the kernel and keeps
     `iters` latencies in .benchmark_result.  The simulator is deterministic,
     so one simulated run gives them all (and there is nothing to warm up).
     save_trace_name writes the run's trace (Perfetto, whatever the suffix);
-    save_neff_name writes the program (.nsasm text), where NKI writes a NEFF."""
+    save_neff_name writes the program (.nsasm text), where NKI writes a NEFF;
+    profile_json writes the run's profile summary (profile_json.py; also kept in
+    .profile_summary)."""
     def wrap(f):
         k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
 
@@ -538,14 +541,19 @@ def benchmark(func=None, warmup=2, iters=10, save_neff_name=None, save_trace_nam
                     fh.write(r.program)
             run.benchmark_result = BenchmarkResult([r.latency_us] * max(1, iters))
             run.result = r
+            run.profile_summary = profile_summaries.summary(r, k.func.__name__, k.target)
+            if profile_json:
+                profile_summaries.write(profile_json, run.profile_summary)
             return out
-        run.benchmark_result = None
+        run.benchmark_result = run.profile_summary = None
         return run
     return wrap(func) if func is not None else wrap
 
 
-def profile(func=None, working_directory=".", save_trace_name=None, **kw):
-    """@nki.profile: runs the kernel once, writing a Perfetto trace."""
+def profile(func=None, working_directory=".", save_trace_name=None, profile_json=None, **kw):
+    """@nki.profile: runs the kernel once, writing a Perfetto trace and the
+    run's profile summary (profile_json.py) into working_directory: KERNEL.pftrace
+    and KERNEL.json (or save_trace_name / profile_json)."""
     def wrap(f):
         k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
 
@@ -554,6 +562,9 @@ def profile(func=None, working_directory=".", save_trace_name=None, **kw):
             path = os.path.join(working_directory, name)
             out, r = k.simulate(*args, trace=path, **kwargs)
             run.result = r
+            run.profile_summary = profile_summaries.summary(r, k.func.__name__, k.target)
+            profile_summaries.write(os.path.join(working_directory, profile_json or f"{k.func.__name__}.json"),
+                                    run.profile_summary)
             return out
         return run
     return wrap(func) if func is not None else wrap

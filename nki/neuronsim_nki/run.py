@@ -1,6 +1,7 @@
-"""`neuronsim nki run FILE.py [--target TARGET] [ARGS...]`: runs an NKI
-kernel file unmodified on the simulator (TARGET: a row of the ISA's target
-table, e.g. trn2).  For this process only, the
+"""`neuronsim nki run FILE.py [--target TARGET] [--profile-json PATH] [ARGS...]`:
+runs an NKI kernel file unmodified on the simulator (TARGET: a row of the
+ISA's target table, e.g. trn2; PATH: where to write the profile summary of
+every kernel run, neuronsim_nki.profile_json).  For this process only, the
 imports `nki`, `nki.language`, `nki.isa`, `nki.collectives`, `nki.lnc`, `neuronxcc.nki`,
 `neuronxcc.nki.language` and `neuronxcc.nki.isa` resolve to neuronsim_nki, and
 `torch_neuronx` (with `nki`, `nki_op`) to torch_neuronsim's stand-in, even
@@ -15,7 +16,7 @@ import sys
 
 from neuronsim import ENGINES, TARGETS
 
-from . import Kernel
+from . import Kernel, profile_json
 
 
 def install_aliases():
@@ -46,19 +47,36 @@ def report(out=sys.stdout):
                   f"{(r.hbm_read_bytes + r.hbm_write_bytes) / 1e6:8.3f}\n")
 
 
+def write_profiles(path):
+    """The profile summary of every kernel run the history holds, as one
+    JSON document at path."""
+    runs = [profile_json.summary(r, name, target) for name, target, r in Kernel.history]
+    if runs:
+        profile_json.write(path, profile_json.runs(runs))
+    else:
+        sys.stderr.write("neuronsim nki run: no kernel was simulated; no profile written\n")
+
+
+OPTIONS = ("--target", "--profile-json")
+
+
 def main(argv=None):
-    """--target may come before or after FILE; everything else after FILE
-    goes to the script."""
+    """--target / --profile-json may come before or after FILE; everything
+    else after FILE goes to the script."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    target, file, rest = None, None, []
+    opts, file, rest = {}, None, []
     i = 0
     while i < len(argv):
-        if argv[i] == "--target" and i + 1 < len(argv):
-            target = argv[i + 1]
-            i += 2
-            continue
-        if argv[i].startswith("--target="):
-            target = argv[i].split("=", 1)[1]
+        name = argv[i].split("=", 1)[0]
+        if name in OPTIONS and name not in opts:
+            if "=" in argv[i]:
+                opts[name] = argv[i].split("=", 1)[1]
+            elif i + 1 < len(argv):
+                opts[name] = argv[i + 1]
+                i += 1
+            else:
+                print(f"neuronsim nki run: {name} needs a value", file=sys.stderr)
+                return 2
         elif file is None and argv[i] in ("-h", "--help"):
             print(__doc__)
             return 0
@@ -68,8 +86,15 @@ def main(argv=None):
             rest.append(argv[i])
         i += 1
     if file is None:
-        print(f"usage: neuronsim nki run FILE.py [--target {'|'.join(TARGETS)}] [ARGS...]", file=sys.stderr)
+        print(f"usage: neuronsim nki run FILE.py [--target {'|'.join(TARGETS)}] [--profile-json PATH] [ARGS...]",
+              file=sys.stderr)
         return 2
+    target, profile_path = opts.get("--target"), opts.get("--profile-json")
+    if profile_path is not None:
+        parent = os.path.dirname(os.path.abspath(profile_path))
+        if not os.path.isdir(parent):
+            print(f"neuronsim nki run: --profile-json {profile_path}: no directory {parent}", file=sys.stderr)
+            return 2
     if target is not None:
         if target not in TARGETS:
             print(f"neuronsim nki run: --target {target!r} ({', '.join(TARGETS)})", file=sys.stderr)
@@ -80,6 +105,8 @@ def main(argv=None):
         return 1
     install_aliases()
     atexit.register(report)
+    if profile_path is not None:
+        atexit.register(write_profiles, profile_path)
     sys.argv = [file] + rest
     sys.path.insert(0, os.path.dirname(os.path.abspath(file)))
     runpy.run_path(file, run_name="__main__")

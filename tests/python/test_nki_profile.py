@@ -1,0 +1,102 @@
+"""The profile summary JSON (neuronsim_nki.profile_json): written by
+nki.benchmark(profile_json=...), nki.profile and `neuronsim nki run
+--profile-json`, with the hardware profiler's Summary field names and units,
+its values those of the simulated run."""
+import json
+import subprocess
+
+import numpy as np
+
+import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
+import neuronsim_nki.language as nl
+from neuronsim import ENGINES
+
+
+def _matmul():
+    @nki.jit
+    def mm(lhsT, rhs):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        acc += nl.matmul(nl.load(lhsT), nl.load(rhs), transpose_x=True)
+        nl.store(out, value=nl.copy(acc))
+        return out
+    return mm
+
+
+def test_benchmark_writes_the_summary_of_its_run(tmp_path):
+    rng = np.random.default_rng(0)
+    a, b = rng.random((128, 128), dtype=np.float32), rng.random((128, 512), dtype=np.float32)
+    k = nki.benchmark(iters=5, profile_json=str(tmp_path / "mm.json"))(_matmul())
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4)
+    doc = json.loads((tmp_path / "mm.json").read_text())
+    assert doc == k.profile_summary
+    r, s = k.result, doc["summary"]
+    assert doc["kernel"] == "mm" and doc["target"] == "trn2" and doc["simulated"] is True
+    assert abs(s["total_time"] - r.latency_us * 1e-6) < 1e-15
+    assert s["hbm_read_bytes"] == r.hbm_read_bytes == (128 * 128 + 128 * 512) * 4
+    assert s["hbm_write_bytes"] == r.hbm_write_bytes == 128 * 512 * 4
+    assert s["hardware_flops"] == 2 * 128 * 128 * 512 and s["matmul_instruction_count"] >= 1
+    assert s["spill_save_bytes"] == s["spill_reload_bytes"] == 0
+    for e in ENGINES:
+        assert s[f"{e}_engine_active_time_percent"] == r.engine_active_percent[e]
+        assert 0 <= s[f"{e}_engine_active_time"] <= s["total_time"]
+    assert s["tensor_engine_instruction_count"] >= 1
+    assert 0 < s["hfu_estimated_percent"] < 100
+    assert s["dma_active_time_percent"] == r.dma_active_percent and s["dma_transfer_count"] == 3
+
+
+def test_profile_writes_trace_and_summary_and_counts_spill_traffic(tmp_path):
+    """A kernel whose live tiles do not fit spills: the summary counts the
+    bytes stored to HBM and read back, as the profiler's spill_save_bytes
+    and spill_reload_bytes."""
+    @nki.jit
+    def spilling(a):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        tiles = []
+        for i in range(120):          # 120 x 2 KiB per partition live at once: more than SBUF
+            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a[:, i * 512:(i + 1) * 512])
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+            tiles.append(t)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=acc, src=tiles[0])
+        for i in range(1, 120):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
+        nl.store(out, value=acc)
+        return out
+    a = np.random.default_rng(0).random((128, 512 * 120), dtype=np.float32)
+    k = nki.profile(working_directory=str(tmp_path))(spilling)
+    np.testing.assert_allclose(k(a), a.reshape(128, 120, 512).sum(1) * 2, rtol=1e-5)
+    assert (tmp_path / "spilling.pftrace").stat().st_size > 0
+    s = json.loads((tmp_path / "spilling.json").read_text())["summary"]
+    spills = [line for line in k.result.program.splitlines() if line.startswith(".tensor spill")]
+    assert spills
+    # each spilled tile (2 KiB x 128 partitions) is stored once and read back once
+    assert s["spill_save_bytes"] == s["spill_reload_bytes"] == len(spills) * 128 * 2048
+    assert s["hbm_write_bytes"] == 128 * 512 * 4 + s["spill_save_bytes"]
+
+
+def test_nki_run_profile_json_holds_every_kernel_run(tmp_path, neuronsim):
+    script = tmp_path / "k.py"
+    script.write_text(
+        "import numpy as np\n"
+        "import nki\n"
+        "import nki.language as nl\n"
+        "@nki.jit\n"
+        "def scale(a):\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, value=nl.multiply(nl.load(a), 3.0))\n"
+        "    return out\n"
+        "scale(np.ones((128, 64), np.float32))\n"
+        "scale(np.ones((64, 32), np.float32))\n")
+    out = tmp_path / "prof.json"
+    r = subprocess.run([str(neuronsim), "nki", "run", "--profile-json", str(out), str(script)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(out.read_text())
+    assert [x["kernel"] for x in doc["runs"]] == ["scale", "scale"]
+    assert [x["summary"]["hbm_read_bytes"] for x in doc["runs"]] == [128 * 64 * 4, 64 * 32 * 4]
+    bad = subprocess.run([str(neuronsim), "nki", "run", "--profile-json", str(tmp_path / "no" / "x.json"),
+                          str(script)], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "no directory" in bad.stderr
