@@ -4,7 +4,8 @@
 Runs each public kernel of ../shared/CALIBRATION.md unmodified, at its
 published shape, dtype and generation, and prints
 
-    id | workload | target | published | simulated | error % | engine active (sim vs published) | host s
+    id | workload | target | published | simulated | error % | engine active (sim vs published) |
+    HBM read / write MB | each engine's active % (TensorE VectorE ScalarE GpSimd Sync DMA) | host s
 
 then the median and worst |error| over the kernel rows (C-01..C-08).  Rows
 that cannot run say why.  Nothing is fetched at run time: pass the
@@ -305,8 +306,21 @@ def collective_rows(want):
                 errors.append(abs(err))
             what = f"{r['algorithm']}" + (f" (published {algo})" if algo else "") + f", busbw {r['busbw']:.2f} GiB/s"
             print(f"{rid:5} {f'all-reduce {ranks} ranks {nbytes} B':34} {'trn1':6} {pub:9.1f}us {r['us']:9.1f}us "
-                  f"{err:+7.1f}%  {what:34} {0.0:7.1f}")
+                  f"{err:+7.1f}%  {what:34} {NO_TRAFFIC} {0.0:7.1f}")
     return errors
+
+
+ENGINE_COLS = ("tensor", "vector", "scalar", "gpsimd", "sync")
+TRAFFIC_HEAD = f"{'HBM rd MB':>9} {'wr MB':>8} " + " ".join(f"{e:>6}" for e in ENGINE_COLS) + f" {'dma':>6}"
+NO_TRAFFIC = f"{'--':>9} {'--':>8} " + " ".join(f"{'--':>6}" for _ in ENGINE_COLS) + f" {'--':>6}"
+
+
+def traffic(res):
+    """The run's HBM bytes read and written and every engine's active time
+    (% of the run, the profiler's ActiveTime), beside its latency."""
+    act = res.engine_active_percent
+    return (f"{res.hbm_read_bytes / 1e6:9.1f} {res.hbm_write_bytes / 1e6:8.1f} " +
+            " ".join(f"{act[e]:6.1f}" for e in ENGINE_COLS) + f" {res.dma_active_percent:6.1f}")
 
 
 def attempt(run, dirs, head):
@@ -350,7 +364,7 @@ def main():
     os.environ.setdefault("NEURON_SIM_MODE", "timing")
     want = set(args.rows.split(",")) if args.rows else None
     print(f"{'id':5} {'workload':34} {'target':6} {'published':>11} {'simulated':>11} {'error %':>8}  "
-          f"{'engine active: sim vs published':34} {'host s':>7}")
+          f"{'engine active: sim vs published':34} {TRAFFIC_HEAD} {'host s':>7}")
     errors = []
     for rid, name, target, pub, pub_act, run in rows(args.quick):
         if want and rid not in want:
@@ -369,7 +383,8 @@ def main():
         act.update(extra)
         shown = ", ".join(f"{k} {act[k]:.1f} vs {v:.1f}" for k, v in pub_act.items()) or \
             ", ".join(f"{k} {v:.0f}" for k, v in act.items() if v >= 5 and k != "HFU")
-        print(f"{rid:5} {name:34} {target:6} {pub:9.1f}us {sim:9.1f}us {err:+7.1f}%  {shown:34} {host:7.1f}")
+        print(f"{rid:5} {name:34} {target:6} {pub:9.1f}us {sim:9.1f}us {err:+7.1f}%  {shown:34} {traffic(res)} "
+              f"{host:7.1f}")
     for rid, name, target, pub, fn in (("C-09", "ScalarE dependent II", "trn1", 189.0, scalar_ii_row),
                                         ("C-10", "one DMA A[4,4096] bf16", "trn2", 1416.0, dma_row)):
         if want and rid not in want:
@@ -378,7 +393,7 @@ def main():
         value, res, what = fn(args.dirs)
         err = 100.0 * (value - pub) / pub
         print(f"{rid:5} {name:34} {target:6} {pub:9.1f}ns {value:9.1f}ns {err:+7.1f}%  {what:34} "
-              f"{time.perf_counter() - t0:7.1f}")
+              f"{traffic(res)} {time.perf_counter() - t0:7.1f}")
     worst_points = []
     for version, pub_act in KOPT_ROWS:
         if want and "C-11" not in want:
@@ -397,7 +412,7 @@ def main():
         pub_s, err_s = (f"{'--':>11}", f"{'--':>8}") if args.quick else \
             (f"{pub:9.1f}us", f"{100.0 * (res.latency_us - pub) / pub:+7.1f}%")
         print(f"C-11  {name:34} trn2   {pub_s} {res.latency_us:9.1f}us {err_s}  {shown:34} "
-              f"{time.perf_counter() - t0:7.1f}")
+              f"{traffic(res)} {time.perf_counter() - t0:7.1f}")
     coll_errors = collective_rows(want)
     if errors:
         print(f"\nkernel rows: median |error| {statistics.median(errors):.1f}%, worst {max(errors):.1f}% "
