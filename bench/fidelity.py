@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+from neuronsim import ENGINES
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -310,7 +312,7 @@ def collective_rows(want):
     return errors
 
 
-ENGINE_COLS = ("tensor", "vector", "scalar", "gpsimd", "sync")
+ENGINE_COLS = ENGINES                   # the ISA's engines, as the library lists them
 TRAFFIC_HEAD = f"{'HBM rd MB':>9} {'wr MB':>8} " + " ".join(f"{e:>6}" for e in ENGINE_COLS) + f" {'dma':>6}"
 NO_TRAFFIC = f"{'--':>9} {'--':>8} " + " ".join(f"{'--':>6}" for _ in ENGINE_COLS) + f" {'--':>6}"
 

@@ -260,6 +260,18 @@ float dm_act_f32(int func, float x)
 	case ISA_ACT_erf:           return erff(x);
 	case ISA_ACT_arctan:        return atanf(x);
 	case ISA_ACT_tan:           return tanf(x);
+	case ISA_ACT_gelu_apprx_sigmoid:
+		return x / (1.0f + dm_expf(-1.702f * x));
+	case ISA_ACT_gelu_apprx_sigmoid_backward: {
+		float s = 1.0f / (1.0f + dm_expf(-1.702f * x));
+		return s + 1.702f * x * s * (1.0f - s);
+	}
+	case ISA_ACT_silu_backward: {
+		float s = 1.0f / (1.0f + dm_expf(-x));
+		return s * (1.0f + x * (1.0f - s));
+	}
+	case ISA_ACT_mish:          return x * tanhf(x > 20.0f ? x : log1pf(dm_expf(x)));
+	case ISA_ACT_erf_backward:  return 1.12837916709551257f * dm_expf(-x * x);
 	default:                    return x;
 	}
 }

@@ -368,7 +368,9 @@ def _unary(func):
 # NKI's names for ISA activations where they differ (nl.copy is a tensor
 # copy, not the identity activation); nl.<name> exists for every activation
 # of the ISA's table (neuronsim.ACTIVATIONS)
-ACT_FROM_NKI = {"copy": "identity", "gelu_apprx_tanh": "gelu_tanh", "gelu_dx": "gelu_backward"}
+ACT_FROM_NKI = {"copy": "identity", "gelu_apprx_tanh": "gelu_tanh", "gelu_dx": "gelu_backward",
+                "gelu_apprx_sigmoid_dx": "gelu_apprx_sigmoid_backward", "silu_dx": "silu_backward",
+                "erf_dx": "erf_backward"}
 for _func in ACTIVATIONS:
     _name = next((k for k, v in ACT_FROM_NKI.items() if v == _func and k != "copy"), _func)
     if _func != "identity":
