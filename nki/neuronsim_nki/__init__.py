@@ -42,6 +42,9 @@ import neuronsim
 from . import collectives, isa, language, lnc, tracer, typing
 from . import profile_json as profile_summaries
 from .tensor import DType, Tensor, hbm_tensor
+
+# nki.dtype: the type of nl.float32 and the other dtypes (NKI 0.8+)
+dtype = DType
 from .race import find_races
 from .tracer import NKIError
 

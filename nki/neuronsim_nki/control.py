@@ -123,9 +123,17 @@ def program_id(axis=0):
     return t.grid_index[axis] if axis < len(t.grid_index) else 0
 
 
-def num_programs(axis=0):
+def num_programs(axes=0, axis=None):
+    """Programs of the launch grid along axes (an axis, or a tuple of them:
+    their product; None: the whole grid).  `axis=` is the older keyword."""
     t = tracer.current()
-    return t.grid[axis] if axis < len(t.grid) else 1
+    axes = axis if axis is not None else axes
+    if axes is None:
+        axes = tuple(range(len(t.grid)))
+    n = 1
+    for a in (axes if isinstance(axes, (tuple, list)) else (axes,)):
+        n *= t.grid[a] if a < len(t.grid) else 1
+    return n
 
 
 def program_ndim():

@@ -3,9 +3,12 @@ documented form with a destination (dst=...) and, where NKI had one, the
 older form that returns a new tile."""
 from __future__ import annotations
 
+import enum
 import functools
+import inspect
+import os
 
-from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, FEATURES
+from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, FEATURES, target_info
 
 from . import language as nl
 from . import tracer
@@ -72,7 +75,9 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **
 
 class engine:
     """Where an instruction runs (engine= of nisa calls); unknown_engine lets
-    the compiler choose.  nisa.vector_engine etc. are these members."""
+    the compiler choose.  nisa.vector_engine etc. are these members.
+    `values`: the numbers NKI's enums give their members (the SDK's API
+    reference, nki/api/nki/isa), which kernels may pass instead."""
     unknown = "unknown"
     tensor = "tensor"
     vector = "vector"
@@ -80,6 +85,7 @@ class engine:
     gpsimd = "gpsimd"
     dma = "dma"
     sync = "sync"
+    values = {0: "unknown", 1: "tensor", 2: "scalar", 3: "gpsimd", 4: "dma", 5: "vector", 6: "sync"}
 
 
 class dge_mode:
@@ -91,11 +97,13 @@ class dge_mode:
     swdge = "swdge"
     hwdge = "hwdge"
     none = "none"
+    values = {0: "unknown", 1: "swdge", 2: "hwdge", 3: "none"}
 
 
 class oob_mode:
     error = "error"
     skip = "skip"
+    values = {0: "error", 1: "skip"}
 
 
 class reduce_cmd:
@@ -105,6 +113,37 @@ class reduce_cmd:
     reset_reduce = "reset_reduce"
     reduce = "reduce"
     load_reduce = "load_reduce"
+    values = {0: "idle", 1: "reset", 2: "reduce", 3: "reset_reduce", 4: "load_reduce"}
+
+
+class matmul_perf_mode:
+    """nc_matmul's perf_mode: none, or double_row (two FP8 rows per pass,
+    NeuronCore-v4 hardware the simulator does not model: refused by name)."""
+    none = "none"
+    double_row = "double_row"
+
+
+class nc_version(enum.IntEnum):
+    """NeuronCore generations (gen2: Trn1/Inf2, gen3: Trn2, gen4: Trn3), one
+    per core version of the ISA's target table."""
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+def get_nc_version():
+    """The NeuronCore generation of the kernel being traced (outside a
+    kernel: of the default target, NEURON_PLATFORM_TARGET_OVERRIDE or trn2)."""
+    t = tracer._current
+    version = t.core_version if t is not None else \
+        target_info(os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2"))["core_version"]
+    return nc_version(version)
+
+
+def get_nc_sub_version():
+    """The silicon revision within the generation: 0 (the simulator models
+    each generation's first)."""
+    return 0
 
 
 unknown_engine, tensor_engine, vector_engine = engine.unknown, engine.tensor, engine.vector
@@ -604,5 +643,42 @@ def __getattr__(name):
 # LNC=2 (NeuronCore-v3+): the two cores of a logical core (lnc.py)
 from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401
 
+# nki.isa.constants (the enums above, as a module of their own)
+from . import isa_constants as constants  # noqa: E402,F401
+
 # run-time integers in sequencer registers (scalar.py)
 from .scalar import NkiScalar, scalar_load, scalar_store  # noqa: E402,F401
+
+
+# ------------------------------------------------- NKI enum values as numbers
+
+_ENUM_ARGS = {"engine": engine, "dge_mode": dge_mode, "oob_mode": oob_mode, "reduce_cmd": reduce_cmd}
+
+
+def _enum_arguments(fn):
+    """fn taking engine= / dge_mode= / oob_mode= / reduce_cmd= also as the
+    numbers NKI's enums carry (nkilib passes dge_mode=3 for none)."""
+    params = set(inspect.signature(fn).parameters)
+    if not params & set(_ENUM_ARGS) and "kw" not in params:
+        return fn
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        for k, cls in _ENUM_ARGS.items():
+            v = kw.get(k)
+            if isinstance(v, int) and not isinstance(v, bool):
+                if v not in cls.values:
+                    fail(f"nisa.{fn.__name__}: {k}={v} is no nki.isa.{cls.__name__} value "
+                         f"({', '.join(f'{n}={m}' for n, m in cls.values.items())})")
+                kw[k] = cls.values[v]
+            elif isinstance(v, enum.Enum):
+                kw[k] = v.name
+        return fn(*args, **kw)
+    return call
+
+
+for _name, _fn in list(globals().items()):
+    if inspect.isfunction(_fn) and not _name.startswith("_") and _name not in ("get_nc_version",
+                                                                               "get_nc_sub_version"):
+        globals()[_name] = _enum_arguments(_fn)
+del _name, _fn

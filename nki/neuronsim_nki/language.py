@@ -4,6 +4,8 @@ index expressions, dtypes; loops and the launch grid are in control.py).
 Each call traces instructions into the current kernel (see tracer.py)."""
 from __future__ import annotations
 
+import dataclasses
+
 from neuronsim import ACTIVATIONS, ALU_OPS
 
 from . import tracer
@@ -18,10 +20,74 @@ from .control import (WHILE_LOOP_LIMIT, VirtualRegister, _static_int, affine_ran
 float32, bfloat16, float16, tfloat32 = DType("float32"), DType("bfloat16"), DType("float16"), DType("tfloat32")
 int32, uint32, int16, uint16, int8, uint8 = (DType(n) for n in ("int32", "uint32", "int16", "uint16", "int8",
                                                                  "uint8"))
-float8_e4m3, float8_e5m2 = DType("float8_e4m3"), DType("float8_e5m2")
+float8_e4m3, float8_e5m2, float8_e4m3fn = DType("float8_e4m3"), DType("float8_e5m2"), DType("float8_e4m3fn")
+# named for kernels that mention them; a tensor of one is refused (tensor.UNSUPPORTED_DTYPES)
+float8_e8m0fnu, float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4 = (
+    DType(n) for n in ("float8_e8m0fnu", "float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4"))
 bool_ = uint8
+fp32 = finfo(float32)              # the older nl.fp32 (.min, .max, ...)
 
 sbuf, psum, hbm, shared_hbm, private_hbm = "sbuf", "psum", "hbm", "shared_hbm", "private_hbm"
+
+
+class _NKIClass(type):
+    """Makes NKIObject classes: see NKIObject."""
+
+    def __call__(cls, *args, **kwargs):
+        own = next((c for c in cls.__mro__ if c is not NKIObject and c is not object and "__init__" in c.__dict__),
+                   None)
+        if own is not None and not _generated_init(own):
+            return super().__call__(*args, **kwargs)
+        obj = cls.__new__(cls)
+        _nki_init(obj, args, kwargs)
+        return obj
+
+
+class NKIObject(metaclass=_NKIClass):
+    """The base of NKI classes (SDK nki-language-guide.rst, "Class
+    Support"): every class is a data class, with or without @dataclass --
+    when the class defines no __init__ of its own, the compiler's is used:
+    positional arguments fill the annotated fields in order (base classes'
+    first), keywords set any attribute, a field left out takes its class
+    default or None; then __post_init__ runs."""
+
+
+def _generated_init(cls):
+    """cls's __init__ is the one @dataclass wrote (NKI compiles the class as
+    if it had none)."""
+    init = cls.__dict__.get("__init__")
+    return getattr(getattr(init, "__code__", None), "co_filename", "") == "<string>" and \
+        getattr(cls, "__dataclass_fields__", None) is not None
+
+
+def _nki_init(obj, args, kwargs):
+    fields = []
+    for c in reversed(type(obj).__mro__):
+        for n in c.__dict__.get("__annotations__", {}):
+            if n not in fields:
+                fields.append(n)
+    if len(args) > len(fields):
+        fail(f"{type(obj).__name__}() takes {len(fields)} positional arguments ({', '.join(fields)}), "
+             f"{len(args)} given")
+    dc = getattr(type(obj), "__dataclass_fields__", {})
+    for n, v in zip(fields, args):
+        object.__setattr__(obj, n, v)
+    for n in fields[len(args):]:
+        if n in kwargs:
+            continue
+        f = dc.get(n)
+        if f is not None and f.default_factory is not dataclasses.MISSING:
+            v = f.default_factory()
+        elif f is not None and f.default is not dataclasses.MISSING:
+            v = f.default
+        else:
+            v = getattr(type(obj), n, None)
+        object.__setattr__(obj, n, v)
+    for n, v in kwargs.items():
+        object.__setattr__(obj, n, v)
+    post = getattr(obj, "__post_init__", None)
+    if post is not None:
+        post()
 
 
 class tile_size:
@@ -722,7 +788,11 @@ def device_print(*a, **k):
 
 
 def __getattr__(name):
-    """A documented nki.language name the simulator does not provide yet."""
+    """nl.bool (NKI 0.8+, kept out of this module's globals so the builtin
+    stays); else a documented nki.language name the simulator does not
+    provide yet."""
+    if name == "bool":
+        return bool_
     if name.startswith("__"):
         raise AttributeError(name)
     raise tracer.NKIError(f"nki.language.{name} is not supported by the simulator yet (docs/nki.md lists "

@@ -13,8 +13,18 @@ from .tracer import fail
 # NKI dtype names -> ISA dtype names
 DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int32": "int32", "uint32": "uint32",
                  "int16": "int16", "uint16": "uint16", "int8": "int8", "uint8": "uint8", "tfloat32": "fp32",
-                 "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
-NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k != "tfloat32"}
+                 "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2",
+                 # the simulator's fp8_e4m3 is this format (no infinity, 448 the largest finite)
+                 "float8_e4m3fn": "fp8_e4m3"}
+NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k not in ("tfloat32", "float8_e4m3fn")}
+# NKI dtypes the simulator has no storage for: named, so kernels can refer
+# to them (dict keys, comparisons), refused when a tensor would take one
+UNSUPPORTED_DTYPES = {
+    "float8_e8m0fnu": "the MX shared-scale exponent type",
+    "float8_e4m3fn_x4": "4 packed float8_e4m3fn elements for nc_matmul_mx (NeuronCore-v4)",
+    "float8_e5m2_x4": "4 packed float8_e5m2 elements for nc_matmul_mx (NeuronCore-v4)",
+    "float4_e2m1fn_x4": "4 packed float4_e2m1fn elements for nc_matmul_mx (NeuronCore-v4)",
+}
 
 
 def isa_dtype(dt):
@@ -22,6 +32,8 @@ def isa_dtype(dt):
     if dt is None:
         return None
     if isinstance(dt, DType):
+        if dt.isa is None:
+            fail(f"dtype {dt} ({UNSUPPORTED_DTYPES[str(dt)]}) is not supported by the simulator yet")
         return dt.isa
     name = getattr(dt, "name", None)
     if name is None and isinstance(dt, type):          # np.float32 and friends
@@ -45,14 +57,57 @@ class DType(str):
 
     def __new__(cls, nki_name):
         obj = super().__new__(cls, nki_name)
-        obj.isa = DTYPE_ALIASES[nki_name]
+        obj.isa = DTYPE_ALIASES.get(nki_name)     # None: one of UNSUPPORTED_DTYPES
         return obj
 
     def __eq__(self, other):
-        return str.__eq__(self, other) or (isinstance(other, str) and other == self.isa)
+        return str.__eq__(self, other) or (self.isa is not None and isinstance(other, str) and
+                                           str.__eq__(other, self.isa))
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
 
     def __hash__(self):
-        return str.__hash__(self)
+        # as the ISA name hashes: a dict keyed by nl.float32 finds a
+        # tensor's dtype (TensorDType, the ISA name) and the other way round
+        return str.__hash__(self.isa if self.isa is not None else self)
+
+
+class TensorDType(str):
+    """A tensor's .dtype: the ISA name ('fp32') as its value -- what the
+    program text, tables and f-strings use -- and NKI's name ('float32')
+    under str(), as NKI's dtypes print (nkilib compares
+    str(t.dtype) == str(nl.float32)); equal to both, and to the nl dtype."""
+
+    def __str__(self):
+        return NKI_NAMES.get(str.__str__(self), str.__str__(self))
+
+    def __format__(self, spec):
+        return format(str.__str__(self), spec)
+
+    def __repr__(self):
+        return repr(str(self))
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return other.isa is not None and str.__eq__(self, other.isa)
+        return str.__eq__(self, other) or (isinstance(other, str) and str.__eq__(other, str(self)))
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+    __hash__ = str.__hash__
+
+
+_TENSOR_DTYPES = {}
+
+
+def tensor_dtype(isa_name):
+    """The TensorDType of an ISA dtype name (one object per name)."""
+    t = _TENSOR_DTYPES.get(isa_name)
+    if t is None:
+        t = _TENSOR_DTYPES[isa_name] = TensorDType(isa_name)
+    return t
 
 
 class _Comparable:
@@ -255,7 +310,8 @@ class Tensor:
     first partition, element offset in the partition, free strides)."""
 
     def __init__(self, space, dtype, shape, strides, offset=0, name=None, alloc=None, part0=0, pax=0):
-        self.space, self.dtype, self.shape, self.strides = space, dtype, tuple(shape), tuple(strides)
+        self.space, self.shape, self.strides = space, tuple(shape), tuple(strides)
+        self.dtype = tensor_dtype(dtype)
         self.offset, self.name, self.alloc, self.part0 = offset, name, alloc, part0
         self.pax = pax                 # a tile's partition axis (> 0: block dims before nl.par_dim)
         self.pending = None            # a matmul not yet placed (see language.matmul)
