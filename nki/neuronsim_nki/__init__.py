@@ -31,6 +31,7 @@ import importlib
 import inspect
 import io
 import os
+import shutil
 import sys
 import types
 from dataclasses import dataclass, field
@@ -526,6 +527,33 @@ class BenchmarkResult:
         return self
 
 
+class _Measured:
+    """What nki.benchmark / nki.profile return: the kernel, callable (and
+    launchable as m[grid](...)) like it, recording each run's result on
+    itself (.result, .profile_summary, and what `record` adds)."""
+
+    def __init__(self, kernel, trace_path, record, owner=None):
+        self.kernel, self._trace_path, self._record = kernel, trace_path, record
+        self._owner = owner or self
+        if owner is None:
+            self.result = self.profile_summary = self.benchmark_result = None
+
+    def __getitem__(self, grid):
+        return _Measured(self.kernel[grid], self._trace_path, self._record, self._owner)
+
+    def __call__(self, *args, **kwargs):
+        out, r = self.kernel.simulate(*args, trace=self._trace_path(), **kwargs)
+        owner = self._owner
+        owner.result = r
+        owner.profile_summary = profile_summaries.summary(r, self.kernel.func.__name__, self.kernel.target)
+        self._record(owner, r)
+        return out
+
+
+def _kernel_of(f, kw):
+    return f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
+
+
 def benchmark(func=None, warmup=2, iters=10, save_neff_name=None, save_trace_name=None, profile_json=None, **kw):
     """@nki.benchmark / nki.benchmark(kernel, ...): runs the kernel and keeps
     `iters` latencies in .benchmark_result.  The simulator is deterministic,
@@ -534,40 +562,63 @@ def benchmark(func=None, warmup=2, iters=10, save_neff_name=None, save_trace_nam
     save_neff_name writes the program (.nsasm text), where NKI writes a NEFF;
     profile_json writes the run's profile summary (profile_json.py; also kept in
     .profile_summary)."""
-    def wrap(f):
-        k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
+    def record(owner, r):
+        if save_neff_name:
+            with open(save_neff_name, "w", encoding="utf-8") as fh:
+                fh.write(r.program)
+        owner.benchmark_result = BenchmarkResult([r.latency_us] * max(1, iters))
+        if profile_json:
+            profile_summaries.write(profile_json, owner.profile_summary)
 
-        def run(*args, **kwargs):
-            out, r = k.simulate(*args, trace=save_trace_name, **kwargs)
-            if save_neff_name:
-                with open(save_neff_name, "w", encoding="utf-8") as fh:
-                    fh.write(r.program)
-            run.benchmark_result = BenchmarkResult([r.latency_us] * max(1, iters))
-            run.result = r
-            run.profile_summary = profile_summaries.summary(r, k.func.__name__, k.target)
-            if profile_json:
-                profile_summaries.write(profile_json, run.profile_summary)
-            return out
-        run.benchmark_result = run.profile_summary = None
-        return run
+    def wrap(f):
+        return _Measured(_kernel_of(f, kw), lambda: save_trace_name, record)
     return wrap(func) if func is not None else wrap
 
 
-def profile(func=None, working_directory=".", save_trace_name=None, profile_json=None, **kw):
-    """@nki.profile: runs the kernel once, writing a Perfetto trace and the
-    run's profile summary (profile_json.py) into working_directory: KERNEL.pftrace
-    and KERNEL.json (or save_trace_name / profile_json)."""
-    def wrap(f):
-        k = f if isinstance(f, Kernel) else Kernel(f, kw.get("target"))
+def profile(func=None, working_directory=".", save_neff_name="file.neff", save_trace_name="profile.ntff",
+            overwrite=False, profile_nth=1, num_execs=None, **kw):
+    """@nki.profile: runs the kernel num_execs times (default profile_nth)
+    and profiles every profile_nth-th execution, as NKI's does: into
+    working_directory (made if missing) go the program as save_neff_name
+    (.nsasm text where NKI writes a NEFF), each profiled execution's trace
+    -- STEM.ntff for execution 1, STEM_exec_N.ntff for execution N (Perfetto
+    JSON, whatever the suffix) -- and its profile summary,
+    json_reports/STEM[_exec_N].json (profile_json.py).  The simulator is
+    deterministic: every execution is the same run, simulated once.  An
+    artifact that exists already is an error unless overwrite=True."""
+    nth = max(1, int(profile_nth))
+    execs = nth if num_execs is None else max(1, int(num_execs))
+    stem = os.path.splitext(os.path.basename(save_trace_name))[0]
+    suffix = os.path.splitext(save_trace_name)[1] or ".ntff"
+    profiled = list(range(nth, execs + 1, nth)) or [nth]
 
-        def run(*args, **kwargs):
-            name = save_trace_name or f"{k.func.__name__}.pftrace"
-            path = os.path.join(working_directory, name)
-            out, r = k.simulate(*args, trace=path, **kwargs)
-            run.result = r
-            run.profile_summary = profile_summaries.summary(r, k.func.__name__, k.target)
-            profile_summaries.write(os.path.join(working_directory, profile_json or f"{k.func.__name__}.json"),
-                                    run.profile_summary)
-            return out
-        return run
+    def name(n, ext):
+        return f"{stem}{ext}" if n == 1 else f"{stem}_exec_{n}{ext}"
+
+    def artifacts():
+        paths = [os.path.join(working_directory, save_neff_name)]
+        paths += [os.path.join(working_directory, name(n, suffix)) for n in profiled]
+        paths += [os.path.join(working_directory, "json_reports", name(n, ".json")) for n in profiled]
+        return paths
+
+    def trace_path():
+        os.makedirs(os.path.join(working_directory, "json_reports"), exist_ok=True)
+        if not overwrite:
+            for p in artifacts():
+                if os.path.exists(p):
+                    raise NKIError(f"nki.profile: {p} exists (overwrite=True replaces profile artifacts)")
+        return os.path.join(working_directory, name(profiled[0], suffix))
+
+    def record(owner, r):
+        with open(os.path.join(working_directory, save_neff_name), "w", encoding="utf-8") as fh:
+            fh.write(r.program)
+        first = os.path.join(working_directory, name(profiled[0], suffix))
+        for n in profiled:
+            if n != profiled[0]:
+                shutil.copyfile(first, os.path.join(working_directory, name(n, suffix)))
+            profile_summaries.write(os.path.join(working_directory, "json_reports", name(n, ".json")),
+                                    owner.profile_summary)
+
+    def wrap(f):
+        return _Measured(_kernel_of(f, kw), trace_path, record)
     return wrap(func) if func is not None else wrap

@@ -295,9 +295,23 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
     next column's loads to run while a finished tile waits to be stored."""
     if not isinstance(dst, Tensor) or not isinstance(src, Tensor):
         fail("nisa.dma_copy takes dst= and src= tensors")
-    if mask is not None or dst_rmw_op is not None:
-        fail("nisa.dma_copy: mask= and dst_rmw_op= are not supported by the simulator yet "
-             "(nl.store(..., mask=) cuts partial tiles)")
+    if dst_rmw_op is not None:
+        fail("nisa.dma_copy: dst_rmw_op= (a read-modify-write DMA) is not supported by the simulator yet")
+    if mask is not None or dst.overrun or src.overrun:
+        # the positions the mask keeps, on any axis, of views of one shape
+        full = [[v.wanted.get(a, n) for a, n in enumerate(v.shape)] for v in (src, dst)]
+        if full[0] != full[1]:
+            fail(f"nisa.dma_copy with a mask: src {full[0]} and dst {full[1]} differ in shape")
+        box = None
+        for view in (src, dst):             # each view's end checked against what the mask keeps
+            b, _ = nl.masked_box(view, mask, "nisa.dma_copy")
+            box = b if box is None else [(max(a[0], c[0]), min(a[1], c[1])) for a, c in zip(box, b)]
+        if any(hi <= lo for lo, hi in box):
+            return dst
+        whole = dst
+        dst, src = nl._cut(dst, box), nl._cut(src, box)
+    else:
+        whole = dst
     t = tracer.current()
     dge = "dge" in t.features
     mode = getattr(dge_mode, "name", dge_mode) or "unknown"
@@ -317,7 +331,7 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
     if mode == "swdge" and e != "gpsimd":
         fail(f"nisa.dma_copy dge_mode=swdge: GpSimd makes the descriptors, not engine={e}")
     nl._dma(dst, src, engine=e)
-    return dst
+    return whole
 
 
 @_dst_first(lambda a: _tiles(a, 2))
@@ -583,8 +597,13 @@ def affine_select(*args, pred=None, on_true_tile=None, on_false_value=None, dtyp
     if not isinstance(pred, Mask) or len(pred.terms) != 1:
         fail("nisa.affine_select takes one comparison of an index expression with an integer")
     expr, op, bound = pred.terms[0]
-    if op not in _CMP or not isinstance(bound, int):
-        fail(f"nisa.affine_select predicate {op!r} {bound!r}: <, <=, > or >= an integer")
+    from .tensor import GridExpr, Index, as_int
+    if isinstance(bound, (Index, GridExpr)):
+        # i_q >= i_k: the same predicate as i_q - i_k >= 0
+        expr, bound = GridExpr.of(expr) - bound, 0
+    if op not in _CMP or as_int(bound) is None:
+        fail(f"nisa.affine_select predicate {op!r} {bound!r}: <, <=, > or >= an integer or an index expression")
+    bound = as_int(bound)
     coef, offset, sizes = affine_form(expr)
     fields, shape = _affine_fields(coef, offset - bound, sizes, "nisa.affine_select")
     src = nl._operand(on_true_tile)

@@ -8,6 +8,14 @@ import dataclasses
 
 from neuronsim import ACTIVATIONS, ALU_OPS
 
+try:
+    # NumPy then knows "bfloat16" and the float8 names, so host arrays take
+    # nl.bfloat16 as a dtype (np.zeros(shape, dtype=nl.bfloat16)), as test
+    # harnesses written for NKI do
+    import ml_dtypes  # noqa: F401
+except ImportError:
+    pass
+
 from . import tracer
 from .tensor import DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
@@ -246,7 +254,7 @@ def _memset(t, value):
 
 # ------------------------------------------------------------------ memory
 
-from .memory import STORE_ENGINE, _dma, _masked_rows, load, load_transpose2d, store  # noqa: E402,F401
+from .memory import STORE_ENGINE, _cut, _dma, load, load_transpose2d, masked_box, store  # noqa: E402,F401
 
 
 # -------------------------------------------------------------- elementwise
@@ -291,11 +299,19 @@ def _binary(x, y, op, dtype=None, engine="vector"):
     t = tracer.current()
     if isinstance(x, Tensor) and isinstance(y, Tensor):
         if x.shape != y.shape:
-            # [P, 1] broadcast along the free dimension: a per-partition scalar
-            if y.shape == (x.shape[0], 1):
+            # [P, 1] (or a [P] column) broadcast along the free dimension: a
+            # per-partition scalar
+            if y.shape in ((x.shape[0], 1), (x.shape[0],)) and len(x.shape) > 1:
                 return _tensor_scalar(x, y, alu, dtype)
-            if x.shape == (y.shape[0], 1) and alu in ("add", "multiply", "max", "min"):
+            if x.shape in ((y.shape[0], 1), (y.shape[0],)) and len(y.shape) > 1 and \
+                    alu in ("add", "multiply", "max", "min"):
                 return _tensor_scalar(y, x, alu, dtype)
+            # size-1 free axes against larger ones (NumPy's rule): the
+            # smaller operand read with stride 0 along them, as access
+            # patterns broadcast
+            wide = _free_broadcast(x, y)
+            if wide is not None:
+                return _binary(*wide, op, dtype, engine)
             # a [1, F] row against [P, F]: broadcast across partitions first
             # (NumPy's rule, which nl arithmetic follows), as broadcast_to does
             if len(x.shape) == len(y.shape) and x.shape[1:] == y.shape[1:] and 1 in (x.shape[0], y.shape[0]):
@@ -320,6 +336,26 @@ def _binary(x, y, op, dtype=None, engine="vector"):
     if isinstance(y, Tensor):
         return _tensor_scalar(y, float(x), alu, dtype, reverse=True)
     fail("an elementwise operation needs at least one tile")
+
+
+def _free_broadcast(x, y):
+    """(x, y) as views of one shape when they differ only in size-1 free
+    axes of on-chip tiles (the partition axes equal), else None."""
+    if len(x.shape) != len(y.shape) or x.shape[0] != y.shape[0] or x.pax or y.pax or \
+            "hbm" in (x.space, y.space):
+        return None
+    shape = []
+    for a, b in zip(x.shape[1:], y.shape[1:]):
+        if a != b and 1 not in (a, b):
+            return None
+        shape.append(a if b == 1 else b)
+    shape = (x.shape[0], *shape)
+
+    def widen(t):
+        strides = [t.strides[0]] + [0 if n == 1 and m != 1 else st
+                                    for st, n, m in zip(t.strides[1:], t.shape[1:], shape[1:])]
+        return Tensor(t.space, t.dtype, shape, strides, t.offset, t.name, t.alloc, t.part0)
+    return widen(x), widen(y)
 
 
 def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
@@ -446,6 +482,34 @@ del _func, _name
 
 def negative(x, dtype=None, **kw):
     return _binary(x, -1.0, "multiply", dtype)
+
+
+def _round_down(x, alu):
+    """x minus its remainder by 1 on VectorE (float): with `mod` (the
+    remainder taking the divisor's sign) that is floor(x), with `fmod` (the
+    dividend's sign) trunc(x) -- exact, the remainder being representable."""
+    x = _operand(x)
+    xf = x if x.dtype in ("fp32", "bf16", "fp16") else copy(x, dtype="fp32")
+    return _binary(xf, _tensor_scalar(xf, 1.0, alu), "subtract")
+
+
+def floor(x, dtype=None, **kw):
+    """The largest integer <= x, element-wise (VectorE: x - (x mod 1)); in
+    dtype when given (an integer dtype holds it exactly)."""
+    out = _round_down(x, "mod")
+    return copy(out, dtype=dtype) if dtype is not None else out
+
+
+def trunc(x, dtype=None, **kw):
+    """x rounded toward zero, element-wise (VectorE: x - fmod(x, 1))."""
+    out = _round_down(x, "fmod")
+    return copy(out, dtype=dtype) if dtype is not None else out
+
+
+def ceil(x, dtype=None, **kw):
+    """The smallest integer >= x, element-wise: -floor(-x)."""
+    out = negative(_round_down(negative(_operand(x)), "mod"))
+    return copy(out, dtype=dtype) if dtype is not None else out
 
 
 def copy(x, dtype=None, engine="vector", **kw):
@@ -627,14 +691,23 @@ def matmul(x, y, transpose_x=False, **kw):
     moving, K on the partitions; with transpose_x=False, x is [M, K] and is
     transposed on TensorE first."""
     x, y = _operand(x), _operand(y)
+    ops = []
     for name, t in (("stationary", x), ("moving", y)):
         if not isinstance(t, Tensor):
             fail(f"matmul {name} operand must be a tile")
         if t.dtype not in MATMUL_DTYPES:
             fail(f"matmul {name} dtype {NKI_NAME.get(t.dtype, t.dtype)} is not allowed on TensorE "
                  f"(float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32)")
+        if t.space == "psum":
+            # TensorE reads SBUF only (SDK nki.isa.nc_matmul); a PSUM operand
+            # -- an nc_transpose result passed on, as flash attention's
+            # backward does -- is copied out first, as the compiler does
+            # for nl.matmul(transpose_x=False) below
+            t = copy(t)
         if t.space != "sbuf":
             fail(f"matmul {name} operand must be in SBUF, not {t.space.upper()}")
+        ops.append(t)
+    x, y = ops
     if not transpose_x:
         x = transpose(x)
         x = copy(x)

@@ -42,40 +42,61 @@ def _dma(dst, src, engine="sync", mode="direct"):
 STORE_ENGINE = "gpsimd"
 
 
-def _masked_rows(view, mask, what):
-    """Rows of an HBM view a masked load/store moves; an index past the end
-    is an error unless the mask cuts it off."""
-    rows = view.shape[0]
+def masked_box(view, mask, what):
+    """(box, full): per axis of an access through `view`, the (lo, hi) the
+    DMA moves -- all of it, or what the mask keeps (Mask.box) -- and the
+    shape the kernel asked for.  An index past an axis end is an error
+    unless the mask cuts it off."""
+    full = [view.wanted.get(a, n) for a, n in enumerate(view.shape)]
     if mask is None:
         if view.overrun:
             fail(view.overrun)
-        return rows
+        return [(0, n) for n in view.shape], full
     if not isinstance(mask, Mask):
         fail(f"{what}: mask= takes an index comparison such as (i * 128 + ix < n)")
-    keep = mask.leading_rows(view.rows_wanted or rows)
-    if keep > rows:
-        fail(view.overrun)
-    return keep
+    box = mask.box(full)
+    for (lo, hi), n in zip(box, view.shape):
+        if hi > n:
+            fail(view.overrun)
+    return box, full
+
+
+def _cut(view, box):
+    """view restricted to box (no copy): a view of its own, which no longer
+    runs past the tensor's end."""
+    if not view.overrun and all(lo == 0 and hi == n for (lo, hi), n in zip(box, view.shape)):
+        return view
+    return view[tuple(slice(lo, hi) for lo, hi in box)]
+
+
+def _empty(box):
+    return any(hi <= lo for lo, hi in box)
 
 
 def load(src, dtype=None, mask=None, **kw):
-    """HBM -> a new SBUF tile of the same shape (partition dimension first).
-    With a mask on the first axis only the rows it keeps are moved."""
+    """HBM -> a new SBUF tile of the shape asked for (partition dimension
+    first).  Under a mask only the positions it keeps are moved (on any
+    axis); an index past the tensor's end must be cut off by the mask."""
     if not isinstance(src, Tensor) or src.space != "hbm":
         fail("nl.load reads an HBM tensor (a kernel argument or nl.shared_hbm array)")
-    rows = _masked_rows(src, mask, "nl.load")
-    shape = src.shape if len(src.shape) > 1 else (src.shape[0], 1)
-    shape = ((src.rows_wanted or shape[0]),) + tuple(shape[1:])
-    tile = new_tile("sbuf", shape, src.dtype, f"nl.load {list(src.shape)}")
-    if rows == 0:
+    if len(src.shape) == 1:       # a vector loads as a column: one element per partition
+        col = Tensor("hbm", src.dtype, (src.shape[0], 1), (src.strides[0], 1), src.offset, src.name)
+        col.dyn, col.wanted, col.overrun = getattr(src, "dyn", None), dict(src.wanted), src.overrun
+        src = col
+    elif not src.shape:           # a single element: a [1, 1] tile
+        src = Tensor("hbm", src.dtype, (1, 1), (1, 1), src.offset, src.name)
+    box, full = masked_box(src, mask, "nl.load")
+    tile = new_tile("sbuf", full, src.dtype, f"nl.load {list(src.shape)}")
+    if _empty(box):
         return tile
-    src2 = src if len(src.shape) > 1 else Tensor("hbm", src.dtype, (src.shape[0], 1), (src.strides[0], 1),
-                                                 src.offset, src.name)
-    src2.dyn = getattr(src, "dyn", None)
-    _dma(tile[0:rows] if rows != shape[0] else tile, src2[0:rows] if rows != src2.shape[0] else src2)
-    pristine = rows == shape[0] and getattr(src2, "dyn", None) is None
+    whole = all(lo == 0 and hi == n for (lo, hi), n in zip(box, full))
+    dyn = getattr(src, "dyn", None)
+    part = _cut(src, box)
+    part.dyn = dyn
+    _dma(_cut(tile, box), part)
+    pristine = whole and dyn is None
     tile.loaded_by = tracer.current().instrs[-1] if pristine else None
-    tile.loaded_from = src2 if pristine else None
+    tile.loaded_from = src if pristine else None
     if dtype is not None and isa_dtype(dtype) != src.dtype:
         return nl.copy(tile, dtype=dtype)
     return tile
@@ -99,14 +120,19 @@ def load_transpose2d(src, dtype=None, mask=None, **kw):
 
 
 def store(dst, value, mask=None, **kw):
+    """value -> HBM; under a mask only the positions it keeps (any axis)."""
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
-    rows = _masked_rows(dst, mask, "nl.store")
-    if rows == 0:
+    box, full = masked_box(dst, mask, "nl.store")
+    if _empty(box):
         return
-    if rows != dst.shape[0] or (dst.rows_wanted and value.shape[0] != rows):
-        dst, value = dst[0:rows], value[0:rows]
+    if not isinstance(value, Tensor):
+        fail("nl.store: value= is a tile")
     value.materialize()
+    if list(dst.shape) != full or any(lo or hi != n for (lo, hi), n in zip(box, dst.shape)):
+        if len(value.shape) != len(full):
+            fail(f"nl.store under a mask: value {list(value.shape)} and destination {full} differ in rank")
+        value, dst = _cut(value, box), _cut(dst, box)
     if value.space == "psum":
         value = nl.copy(value)
     if value.dtype != dst.dtype:

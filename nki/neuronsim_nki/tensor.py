@@ -4,6 +4,7 @@ operand text and memory regions."""
 from __future__ import annotations
 
 import math
+import operator
 
 from . import tracer
 from neuronsim import DTYPE_SIZES as SIZES
@@ -68,9 +69,8 @@ class DType(str):
         return not self.__eq__(other)
 
     def __hash__(self):
-        # as the ISA name hashes: a dict keyed by nl.float32 finds a
-        # tensor's dtype (TensorDType, the ISA name) and the other way round
-        return str.__hash__(self.isa if self.isa is not None else self)
+        # as the name: NumPy finds "bfloat16" among the names ml_dtypes registers
+        return str.__hash__(self)
 
 
 class TensorDType(str):
@@ -128,6 +128,19 @@ class _Comparable:
         return Mask(self, ">=", k)
 
 
+def as_int(k):
+    """k as a Python int when it is an integer (int, NumPy integer, a
+    register value known while tracing), else None."""
+    if isinstance(k, bool):
+        return None
+    if isinstance(k, int):
+        return k
+    try:
+        return operator.index(k)
+    except TypeError:
+        return None
+
+
 class Index(_Comparable):
     """An affine index over one tensor axis: start + stride * arange(size),
     laid along output axis `axis` of an index grid (nl.arange(n)[:, None] is
@@ -153,9 +166,9 @@ class Index(_Comparable):
     def __add__(self, k):
         if isinstance(k, (Index, GridExpr)):
             return GridExpr.of(self) + k
-        if not isinstance(k, int):
+        if as_int(k) is None:
             fail("only integers and index expressions can be added to an index expression")
-        return self._affine(1, k)
+        return self._affine(1, as_int(k))
 
     __radd__ = __add__
 
@@ -171,9 +184,9 @@ class Index(_Comparable):
         return self._affine(-1, 0)
 
     def __mul__(self, k):
-        if not isinstance(k, int):
+        if as_int(k) is None:
             fail("index expressions scale by integers only")
-        return self._affine(k, 0)
+        return self._affine(as_int(k), 0)
 
     __rmul__ = __mul__
 
@@ -195,8 +208,8 @@ class GridExpr(_Comparable):
         return self._terms, self.offset
 
     def __add__(self, k):
-        if isinstance(k, int):
-            return GridExpr(self._terms, self.offset + k)
+        if as_int(k) is not None:
+            return GridExpr(self._terms, self.offset + as_int(k))
         if isinstance(k, (Index, GridExpr)):
             t, off = k.terms()
             return GridExpr(self._terms + t, self.offset + off)
@@ -205,15 +218,16 @@ class GridExpr(_Comparable):
     __radd__ = __add__
 
     def __mul__(self, k):
-        if not isinstance(k, int):
+        if as_int(k) is None:
             fail("index expressions scale by integers only")
+        k = as_int(k)
         return GridExpr([(a, s * k, n) for a, s, n in self._terms], self.offset * k)
 
     __rmul__ = __mul__
 
     def __sub__(self, k):
-        if isinstance(k, int):
-            return self + (-k)
+        if as_int(k) is not None:
+            return self + (-as_int(k))
         return self + (k * -1)
 
     def __rsub__(self, k):
@@ -247,18 +261,41 @@ class Mask:
         m.terms = self.terms + other.terms
         return m
 
-    def leading_rows(self, size):
-        """How many leading rows (first axis) the mask keeps, for masks that
-        bound the first axis from above; other forms are refused."""
-        keep = size
+    def box(self, sizes):
+        """The positions an access of shape `sizes` keeps under the mask, as
+        per axis (lo, hi): each term bounds one axis of the index grid (axis
+        a of the grid is axis a of the access), `start + stride *
+        nl.arange(n)` compared with an integer, from above or below; terms
+        combine with &."""
+        box = [[0, n] for n in sizes]
+        flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
         for idx, op, bound in self.terms:
-            if not isinstance(bound, int) or idx.stride <= 0 or op not in ("<", "<="):
-                fail("only masks of the form `start + nl.arange(n) < bound` on the partition (first) "
-                     "axis are supported yet")
-            limit = bound + (op == "<=")
-            n = 0 if limit <= idx.start else -(-(limit - idx.start) // idx.stride)
-            keep = min(keep, max(0, min(idx.size, n)))
-        return keep
+            b = as_int(bound)
+            if b is None:
+                fail(f"a mask compares an index expression with an integer, not {bound!r}")
+            coef, off, _ = affine_form(idx)
+            axes = [a for a, c in coef.items() if c]
+            if len(axes) != 1:
+                fail("each mask term bounds one index axis (start + stride * nl.arange(n) < bound)")
+            a, c = axes[0], coef[axes[0]]
+            if a >= len(sizes):
+                fail(f"a mask on axis {a} of the index grid, for an access of rank {len(sizes)}")
+            if c < 0:
+                c, off, b, op = -c, -off, -b, flip[op]
+            # c * k + off OP b, c > 0
+            if op == "<":
+                box[a][1] = min(box[a][1], -(-(b - off) // c))
+            elif op == "<=":
+                box[a][1] = min(box[a][1], (b - off) // c + 1)
+            elif op == ">":
+                box[a][0] = max(box[a][0], (b - off) // c + 1)
+            else:
+                box[a][0] = max(box[a][0], -(-(b - off) // c))
+        out = []
+        for (lo, hi), n in zip(box, sizes):
+            lo = min(max(lo, 0), n)
+            out.append((lo, max(lo, min(hi, n))))
+        return out
 
 
 def normalize(key, shape, overrun=None):
@@ -277,10 +314,10 @@ def normalize(key, shape, overrun=None):
         if isinstance(k, Index):
             lo, hi = k.start, k.start + k.stride * (k.size - 1)
             msg = f"index on axis {ax} reaches [{min(lo, hi)}, {max(lo, hi)}], outside [0, {n})"
-            if ax == 0 and overrun is not None and k.stride > 0 and 0 <= lo < n <= hi:
-                # the first axis may run past the end under a mask: keep the rows
-                # inside, remember what was asked (load/store check the mask)
-                overrun.append((k.size, msg))
+            if overrun is not None and k.stride > 0 and 0 <= lo < n <= hi:
+                # an axis may run past the end under a mask: keep what lies
+                # inside, remember what was asked (the DMA checks the mask)
+                overrun.append((ax, k.size, msg))
                 out.append((k.start, k.stride, (n - lo + k.stride - 1) // k.stride, True))
                 continue
             if min(lo, hi) < 0 or max(lo, hi) >= n:
@@ -292,7 +329,11 @@ def normalize(key, shape, overrun=None):
                 fail("negative slice steps are not supported")
             size = max(0, (hi - lo + st - 1) // st)
             if k.stop is not None and k.stop > n:
-                fail(f"slice {k.start}:{k.stop} on axis {ax} is outside [0, {n})")
+                msg = f"slice {k.start}:{k.stop} on axis {ax} is outside [0, {n})"
+                start = k.start if k.start is not None else 0
+                if overrun is None or not 0 <= start < n:
+                    fail(msg)
+                overrun.append((ax, (k.stop - start + st - 1) // st, msg))
             out.append((lo, st, size, True))
         elif isinstance(k, int):
             if not -n <= k < n:
@@ -318,8 +359,12 @@ class Tensor:
         self.loaded_by = None          # the DMA that filled this fresh tile (language.load)
         self.made_by = None            # the compute instruction that wrote this fresh tile
         self.loaded_from = None        # and the HBM view it read
-        self.rows_wanted = None        # an index ran past the first axis (allowed under a mask)
-        self.overrun = None
+        self.wanted = {}               # axis -> size asked for where an index ran past its end
+        self.overrun = None            # (allowed under a mask that cuts it off: the message otherwise)
+
+    @property
+    def rows_wanted(self):
+        return self.wanted.get(0)
 
     @property
     def buffer(self):
@@ -376,7 +421,7 @@ class Tensor:
         strides = [0 if dims[g][0] == "p" else dims[g][0] for g in order]
         view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0)
         if over:
-            view.rows_wanted, view.overrun = over
+            view.wanted, view.overrun = {0: over[0]}, over[1]
         return view
 
     def _clamp_rows(self, ax, terms, off, lo, hi, first, msg):
@@ -420,7 +465,9 @@ class Tensor:
                 strides.append(self.strides[ax] * step)
         view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0, pax)
         if over:
-            view.rows_wanted, view.overrun = over[0]
+            kept = [ax for ax, (_, _, _, keep) in enumerate(axes) if keep]
+            view.wanted = {kept.index(ax): size for ax, size, _ in over}
+            view.overrun = over[0][2]
         return view
 
     def __setitem__(self, key, value):
@@ -463,6 +510,8 @@ class Tensor:
         if pattern is not None or offset is not None or dtype is not None or kw:
             return self._explicit_ap(pattern, offset, dtype, kw)
         self.materialize()
+        if self.overrun:
+            fail(self.overrun)          # an index past the end reaches an access without a mask
         dims = ",".join(f"{s}x{n}" for s, n in self.free_dims())
         esz = SIZES[self.dtype]
         if self.space == "hbm":
@@ -600,6 +649,9 @@ class Tensor:
 
     def __truediv__(self, o):
         return self._bin(o, "divide")
+
+    def __rtruediv__(self, o):
+        return self._bin(o, "divide", True)
 
     def __iadd__(self, o):
         from . import language as nl

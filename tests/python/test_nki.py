@@ -185,9 +185,9 @@ def test_dtype_and_operand_errors():
 
 def test_profile_and_benchmark_decorators(tmp_path):
     a = np.ones((128, 512), np.float32)
-    prof = nki.profile(working_directory=str(tmp_path), save_trace_name="add.pftrace")(kernels.tensor_add)
+    prof = nki.profile(working_directory=str(tmp_path / "p"), save_trace_name="add.pftrace")(kernels.tensor_add)
     np.testing.assert_array_equal(prof(a, a), 2 * a)
-    assert (tmp_path / "add.pftrace").stat().st_size > 0 and prof.result.trace.endswith("add.pftrace")
+    assert (tmp_path / "p" / "add.pftrace").stat().st_size > 0 and prof.result.trace.endswith("add.pftrace")
     bench = nki.benchmark(warmup=1, iters=3)(kernels.tensor_add)
     bench(a, a)
     lat = bench.benchmark_result.latencies_us

@@ -62,23 +62,24 @@ def test_nki_object_classes_are_data_classes_with_or_without_dataclass():
 
 
 def test_dtypes_print_and_compare_as_nki_names():
-    """A tensor's dtype prints its NKI name, equals the nl dtype and finds
-    dict entries keyed by it (nkilib's str(t.dtype) == str(nl.float32) and
-    {nl.float8_e4m3fn: 448.0}); packed MX dtypes are named but refused."""
+    """A tensor's dtype prints its NKI name and equals the nl dtype
+    (nkilib's str(t.dtype) == str(nl.float32)); nl dtypes are distinct dict
+    keys ({nl.float8_e4m3fn: 448.0}) and NumPy dtypes; packed MX dtypes are
+    named but refused."""
     seen = {}
 
     @nki.jit
     def k(a):
         seen["str"] = str(a.dtype)
         seen["eq"] = a.dtype == nl.float32 and a.dtype != nl.bfloat16
-        seen["key"] = {nl.float32: "f32", nl.bfloat16: "bf16"}[a.dtype]
         t = nl.ndarray((128, 4), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
         seen["fp8"] = (str(t.dtype), t.dtype == nl.float8_e4m3fn)
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
         nl.store(out, value=nl.load(a))
         return out
     k(np.zeros((128, 4), np.float32))
-    assert seen == {"str": "float32", "eq": True, "key": "f32", "fp8": ("float8_e4m3", True)}
+    assert seen == {"str": "float32", "eq": True, "fp8": ("float8_e4m3", True)}
+    assert np.zeros(2, dtype=nl.bfloat16).dtype.name == "bfloat16"       # NumPy takes nl dtypes (ml_dtypes)
     assert str(nl.float8_e4m3fn_x4) == "float8_e4m3fn_x4" and nl.float8_e4m3fn != nl.float8_e4m3
     assert len({nl.float8_e4m3: 240.0, nl.float8_e4m3fn: 448.0, nl.float8_e5m2: 57344.0}) == 3
     assert nki.dtype is type(nl.float32) and nl.bool == nl.uint8 and nl.fp32.min == -nl.fp32.max

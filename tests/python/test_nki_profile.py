@@ -6,6 +6,7 @@ import json
 import subprocess
 
 import numpy as np
+import pytest
 
 import neuronsim_nki as nki
 import neuronsim_nki.isa as nisa
@@ -46,10 +47,7 @@ def test_benchmark_writes_the_summary_of_its_run(tmp_path):
     assert s["dma_active_time_percent"] == r.dma_active_percent and s["dma_transfer_count"] == 3
 
 
-def test_profile_writes_trace_and_summary_and_counts_spill_traffic(tmp_path):
-    """A kernel whose live tiles do not fit spills: the summary counts the
-    bytes stored to HBM and read back, as the profiler's spill_save_bytes
-    and spill_reload_bytes."""
+def _spilling():
     @nki.jit
     def spilling(a):
         out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -65,16 +63,55 @@ def test_profile_writes_trace_and_summary_and_counts_spill_traffic(tmp_path):
             nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
         nl.store(out, value=acc)
         return out
+    return spilling
+
+
+def test_profile_writes_the_documented_artifacts_and_counts_spill_traffic(tmp_path):
+    """nki.profile as NKI documents it (working_directory made if missing,
+    save_neff_name, save_trace_name, profile_nth, num_execs, overwrite):
+    the program, one trace per profiled execution (STEM.ntff for the first,
+    STEM_exec_N.ntff after) and one summary each in json_reports/.  A
+    kernel whose live tiles do not fit spills: the summary counts the bytes
+    stored to HBM and read back, as the profiler's spill_save_bytes and
+    spill_reload_bytes."""
+    work = tmp_path / "prof"
+    k = nki.profile(working_directory=str(work), save_neff_name="cus.neff", save_trace_name="custom.ntff",
+                    num_execs=20, profile_nth=10)(_spilling())
     a = np.random.default_rng(0).random((128, 512 * 120), dtype=np.float32)
-    k = nki.profile(working_directory=str(tmp_path))(spilling)
     np.testing.assert_allclose(k(a), a.reshape(128, 120, 512).sum(1) * 2, rtol=1e-5)
-    assert (tmp_path / "spilling.pftrace").stat().st_size > 0
-    s = json.loads((tmp_path / "spilling.json").read_text())["summary"]
+    assert (work / "cus.neff").read_text() == k.result.program
+    assert (work / "custom_exec_10.ntff").stat().st_size > 0 and (work / "custom_exec_20.ntff").stat().st_size > 0
+    reports = sorted(p.name for p in (work / "json_reports").iterdir())
+    assert reports == ["custom_exec_10.json", "custom_exec_20.json"]
+    s = json.loads((work / "json_reports" / "custom_exec_10.json").read_text())["summary"]
     spills = [line for line in k.result.program.splitlines() if line.startswith(".tensor spill")]
     assert spills
     # each spilled tile (2 KiB x 128 partitions) is stored once and read back once
     assert s["spill_save_bytes"] == s["spill_reload_bytes"] == len(spills) * 128 * 2048
     assert s["hbm_write_bytes"] == 128 * 512 * 4 + s["spill_save_bytes"]
+    with pytest.raises(nki.NKIError, match="cus.neff exists .*overwrite=True"):
+        k(a)
+    nki.profile(working_directory=str(work), save_neff_name="cus.neff", save_trace_name="custom.ntff",
+                num_execs=20, profile_nth=10, overwrite=True)(_spilling())(a)
+    one = tmp_path / "one"
+    nki.profile(working_directory=str(one))(_matmul())(np.ones((128, 128), np.float32), np.ones((128, 512), np.float32))
+    assert {p.name for p in one.iterdir()} == {"file.neff", "profile.ntff", "json_reports"}
+    assert (one / "json_reports" / "profile.json").exists()
+
+
+def test_measured_kernels_launch_on_a_grid(tmp_path):
+    """nki.benchmark(kernel)[grid](...) launches like the kernel does and
+    records on the wrapper (test harnesses read bench[grid]'s result from
+    bench)."""
+    @nki.jit
+    def add(a, b):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+        return out
+    bench = nki.benchmark(iters=4)(add)
+    a = np.ones((128, 64), np.float32)
+    np.testing.assert_array_equal(bench[2](a, a), 2 * a)
+    assert len(bench.benchmark_result.latencies_us) == 4 and bench.result.latency_us > 0
 
 
 def test_nki_run_profile_json_holds_every_kernel_run(tmp_path, neuronsim):

@@ -1,0 +1,147 @@
+"""NKI constructs as the NKI compiler accepts them (issue 40's first work
+item), each in the style the compiler's own output and the public kernels
+use, against NumPy: masks on any axis (load, store, dma_copy) including
+accesses whose unmasked range would leave the tensor, affine predicates
+comparing two index expressions, PSUM tiles passed to matmul, single
+elements loaded as [1, 1] tiles."""
+import numpy as np
+import pytest
+
+import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
+import neuronsim_nki.language as nl
+
+
+@pytest.mark.parametrize("H, W", [(1, 1), (127, 129), (128, 128), (129, 257), (255, 513)])
+def test_free_axis_masks_cut_the_last_tile_on_every_axis(H, W):
+    """Rows and columns in tiles of [128, 128]; the last tile of each axis
+    partial, cut by a mask on the partition axis and one on the free axis;
+    the unmasked index range runs past both ends."""
+    @nki.jit
+    def double(x):
+        out = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+        for i in nl.affine_range((H + 127) // 128):
+            for j in nl.affine_range((W + 127) // 128):
+                ip = nl.arange(128)[:, None]
+                jf = nl.arange(128)[None, :]
+                m = (i * 128 + ip < H) & (j * 128 + jf < W)
+                t = nl.load(x[i * 128 + ip, j * 128 + jf], mask=m)
+                nl.store(out[i * 128 + ip, j * 128 + jf], value=nl.multiply(t, 2.0), mask=m)
+        return out
+    x = np.random.default_rng(H * 1000 + W).standard_normal((H, W)).astype(np.float32)
+    np.testing.assert_array_equal(double(x), 2 * x)
+
+
+def test_masked_dma_copy_on_free_axes_and_lower_bounds():
+    """nisa.dma_copy(mask=...) moves the box the mask keeps, on any axis, an
+    upper and a lower bound on one axis included; slices that would run past
+    the tensor's free-axis end are cut by the mask (nki-samples vision.py's
+    pooling windows); what the mask leaves out stays as it was."""
+    H, W = 40, 50
+
+    @nki.jit
+    def window(x):
+        out = nl.ndarray((128, 16, 16), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, 16, 16), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=-1.0)
+        i_p = nl.arange(128)[:, None, None]
+        i_h = nl.arange(16)[None, :, None] + 32
+        i_w = nl.arange(16)[None, None, :] + 40
+        nisa.dma_copy(src=x[0:128, 32:48, 40:56], dst=t[:, 0:16, 0:16],
+                      mask=(i_p < 100) & (i_h < H) & (i_w < W) & (i_w >= 42))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    x = np.random.default_rng(0).standard_normal((128, H, W)).astype(np.float32)
+    want = np.full((128, 16, 16), -1.0, np.float32)
+    want[:100, :8, 2:10] = x[:100, 32:40, 42:50]
+    np.testing.assert_array_equal(window(x), want)
+
+    @nki.jit
+    def unmasked(x):
+        t = nl.ndarray((128, 16, 16), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(src=x[0:128, 32:48, 40:56], dst=t)
+        return t
+    with pytest.raises(nki.NKIError, match="slice 32:48 on axis 1 is outside"):
+        unmasked(x)
+
+
+def test_affine_select_compares_two_index_expressions():
+    """A causal mask written i_q >= i_k (flash attention's form), the same
+    as i_q - i_k >= 0."""
+    @nki.jit
+    def causal(s):
+        out = nl.ndarray(s.shape, dtype=s.dtype, buffer=nl.shared_hbm)
+        i_q = nl.arange(128)[:, None]
+        i_k = nl.arange(128)[None, :]
+        t = nisa.affine_select(pred=(i_q >= i_k), on_true_tile=nl.load(s), on_false_value=-9984.0)
+        nl.store(out, value=t)
+        return out
+    s = np.random.default_rng(1).standard_normal((128, 128)).astype(np.float32)
+    np.testing.assert_array_equal(causal(s), np.where(np.tril(np.ones((128, 128), bool)), s, np.float32(-9984.0)))
+
+
+def test_psum_operand_to_matmul_is_copied_to_sbuf_first():
+    """nc_matmul(nc_transpose(x), y): the transpose's PSUM result as the
+    stationary operand (flash attention backward's dV step)."""
+    @nki.jit
+    def mm(x, y):
+        out = nl.ndarray((128, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        xt = nisa.nc_transpose(nl.load(x))
+        nl.store(out, value=nl.copy(nisa.nc_matmul(xt, nl.load(y))))
+        return out
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 256)).astype(np.float32)
+    np.testing.assert_allclose(mm(x, y), x @ y, rtol=1e-4, atol=1e-4)
+
+
+def test_single_element_loads_as_a_one_by_one_tile():
+    @nki.jit
+    def pick(x, s):
+        out = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+        v = nl.load(s[1, 2])                       # a [1, 1] tile
+        b = nl.broadcast_to(v, (128, 1))
+        nl.store(out, value=nl.multiply(nl.load(x), b))
+        return out
+    x = np.ones((128, 8), np.float32)
+    s = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(pick(x, s), x * 6.0)
+
+
+@pytest.mark.parametrize("name", ["floor", "ceil", "trunc"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_rounding_to_integers(name, dtype):
+    fn, ref = getattr(nl, name), getattr(np, name)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=getattr(nl, dtype), buffer=nl.shared_hbm)
+        nl.store(out, value=fn(nl.load(a), dtype=getattr(nl, dtype)))
+        return out
+    x = (np.random.default_rng(3).standard_normal((128, 64)) * 10).astype(np.float32)
+    x[0, :8] = [2.0, -2.0, 0.5, -0.5, 0.0, 1e7 + 0.5, -1e7 - 0.5, 16777216.0]
+    np.testing.assert_array_equal(k(x), ref(x).astype(dtype))
+
+
+def test_broadcasts_numpy_style():
+    """A [P] column against [P, F] (flash attention's m_buffer[:, 0]), size-1
+    free axes against larger ones (vision.py's pooling windows), and a
+    scalar divided by a tile."""
+    @nki.jit
+    def k(a, b, c):
+        o1 = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((128, 4, 3, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+        o3 = nl.ndarray((128, 96), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        col = nl.load(b)[:, 0]                     # a [128] column
+        nl.store(o1, value=nl.multiply(t, col))
+        nl.store(o2, value=nl.maximum(nl.load(c)[:, :, 0:1, 0:1], nl.load(c)))
+        nl.store(o3, value=1.0 / t)
+        return o1, o2, o3
+    rng = np.random.default_rng(4)
+    a = rng.random((128, 96), dtype=np.float32) + 0.5
+    b = rng.random((128, 3), dtype=np.float32)
+    c = rng.standard_normal((128, 4, 3, 3)).astype(np.float32)
+    o1, o2, o3 = k(a, b, c)
+    np.testing.assert_array_equal(o1, a * b[:, :1])
+    np.testing.assert_array_equal(o2, np.maximum(c[:, :, :1, :1], c))
+    np.testing.assert_allclose(o3, 1.0 / a, rtol=1e-6)
