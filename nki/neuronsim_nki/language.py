@@ -358,6 +358,15 @@ def _free_broadcast(x, y):
     return widen(x), widen(y)
 
 
+def _scalar_column(s):
+    """A per-partition scalar (or activation scale / bias) tile as the
+    engines take it, fp32 in SBUF (the ISA's tensor_scalar / activation):
+    another dtype, or a PSUM column, is copied there first, as the
+    compiler does."""
+    s = _operand(s)
+    return s if s.dtype == "fp32" and s.space == "sbuf" else copy(s, dtype="fp32")
+
+
 def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
     t = tracer.current()
     dt = _result_dtype(x, dtype=dtype)
@@ -365,6 +374,7 @@ def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
     if isinstance(s, Tensor):
         if s.shape[0] != x.shape[0] or s.elements_per_partition() != 1:
             fail(f"a per-partition scalar is a [{x.shape[0]}, 1] tile, got {list(s.shape)}")
+        s = _scalar_column(s)
         sv = s.ap()
         allocs += (s.alloc.id,)
     else:
@@ -441,6 +451,8 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None):
         fail(f"nl.{func} takes a tile")
     if x.dtype not in ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"):
         fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAME.get(x.dtype, x.dtype)}")
+    scale = _scalar_column(scale) if isinstance(scale, Tensor) else scale
+    bias = _scalar_column(bias) if isinstance(bias, Tensor) else bias
     out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{func} result")
     reads = [x.region()]
     sc = repr(float(scale)) if not isinstance(scale, Tensor) else None

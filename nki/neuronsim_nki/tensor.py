@@ -298,6 +298,16 @@ class Mask:
         return out
 
 
+def _permuted_grid(keys):
+    """The subscripts are index-grid axes taken out of order -- out[i, ip, if]
+    with if on tensor axis 1 and ip (grid axis 0) on axis 2: the view's
+    dimensions follow the grid's axes (a transposing access), as in
+    _grid_view."""
+    axes = [k.axis for k in keys if isinstance(k, Index) and k.axis is not None and k.ndim > 1]
+    return len(axes) > 1 and axes != sorted(axes) and all(
+        isinstance(k, (Index, int)) and not isinstance(k, bool) for k in keys)
+
+
 def normalize(key, shape, overrun=None):
     """Subscripts -> per axis (start, stride, size, keep): keep False for an
     integer (the axis is dropped)."""
@@ -445,7 +455,8 @@ class Tensor:
         if any(isinstance(k, NkiScalar) for k in (key if isinstance(key, tuple) else (key,))):
             fail("an NkiScalar indexes a tensor only at run time: pass it as .ap(pattern, scalar_offset=...)")
         self.materialize()
-        if any(isinstance(k, GridExpr) for k in (key if isinstance(key, tuple) else (key,))):
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, GridExpr) for k in keys) or _permuted_grid(keys):
             return self._grid_view(key)
         over = []
         axes = normalize(key, self.shape, over if self.space == "hbm" else None)

@@ -145,3 +145,41 @@ def test_broadcasts_numpy_style():
     np.testing.assert_array_equal(o1, a * b[:, :1])
     np.testing.assert_array_equal(o2, np.maximum(c[:, :, :1, :1], c))
     np.testing.assert_allclose(o3, 1.0 / a, rtol=1e-6)
+
+
+def test_index_grid_axes_out_of_tensor_order_transpose_the_access():
+    """out[b, i * 128 + if, ip] with ip (grid axis 0, the value's partitions)
+    on the tensor's last axis: a transposing store, as nki-samples'
+    fused_self_attn_for_SD_small_head_size writes its [d, q] result into a
+    [q, d] output (it used to be stored untransposed)."""
+    @nki.jit
+    def store_t(x):
+        out = nl.ndarray((1, 256, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip = nl.arange(64)[:, None]
+        jf = nl.arange(128)[None, :]
+        for i in nl.affine_range(2):
+            t = nl.load(x[ip, i * 128 + jf])                 # [64, 128]
+            nl.store(out[0, i * 128 + jf, ip], value=t)     # out[0, q, d] = t[d, q]
+        return out
+    x = np.random.default_rng(5).standard_normal((64, 256)).astype(np.float32)
+    np.testing.assert_array_equal(store_t(x)[0], x.T)
+
+
+def test_low_precision_per_partition_scalars_are_widened():
+    """A bf16 [P, 1] column as a tensor_scalar operand or an activation bias:
+    the engines take fp32 scalars, so it is copied to fp32 first."""
+    @nki.jit
+    def k(x, c):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t, col = nl.load(x), nl.load(c)
+        y = nl.multiply(t, col)
+        z = nisa.activation(op=nl.exp, data=y, bias=col)
+        nl.store(out, value=nl.copy(z, dtype=nl.float32))
+        return out
+    import ml_dtypes
+    rng = np.random.default_rng(6)
+    x = rng.random((128, 32), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    c = rng.random((128, 1), dtype=np.float32).astype(ml_dtypes.bfloat16)
+    xf, cf = x.astype(np.float32), c.astype(np.float32)
+    y = (xf * cf).astype(ml_dtypes.bfloat16).astype(np.float32)
+    np.testing.assert_allclose(k(x, c), np.exp(y + cf), rtol=2e-2)

@@ -110,8 +110,10 @@ def test_measured_kernels_launch_on_a_grid(tmp_path):
         return out
     bench = nki.benchmark(iters=4)(add)
     a = np.ones((128, 64), np.float32)
-    np.testing.assert_array_equal(bench[2](a, a), 2 * a)
+    launch = bench[2]
+    np.testing.assert_array_equal(launch(a, a), 2 * a)
     assert len(bench.benchmark_result.latencies_us) == 4 and bench.result.latency_us > 0
+    assert launch.benchmark_result is bench.benchmark_result
 
 
 def test_nki_run_profile_json_holds_every_kernel_run(tmp_path, neuronsim):
