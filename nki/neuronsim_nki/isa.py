@@ -176,12 +176,41 @@ def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, 
 
 
 @_dst_first(lambda a: isinstance(a[0], Tensor))
-def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, **kw):
+def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, reduce_op=None, reduce_res=None,
+               reduce_cmd=None, **kw):
+    """dst = op(data * scale + bias) on ScalarE.  reduce_op with reduce_res
+    and reduce_cmd reset_reduce (or left out): the activated values reduced
+    along the free axes into reduce_res by the same instruction.  Keeping
+    the reduction in the engine's registers across instructions (reduce_cmd
+    reduce / reset / idle with a reduce_op) is not modelled yet."""
+    func = _act_func(op)
+    if reduce_op is not None or reduce_res is not None:
+        cmd = reduce_cmd if reduce_cmd is not None else "reset_reduce"
+        if cmd != "reset_reduce" or reduce_op is None or reduce_res is None:
+            fail(f"nisa.activation reduce_cmd={cmd}: reductions kept in ScalarE's registers across instructions "
+                 "are not supported by the simulator yet (reduce_op with reduce_res and reduce_cmd=reset_reduce "
+                 "are)")
+    return _ret(dst, nl._activation(func, data, dtype, scale, bias, reduce_op, reduce_res))
+
+
+def _act_func(op):
     name = getattr(op, "__name__", str(op))
     func = nl.ACT_FROM_NKI.get(name, name)      # NKI's name, else the ISA's
     if func not in ACTIVATIONS:
         fail(f"unsupported activation {op!r} (the ISA has {', '.join(ACTIVATIONS)})")
-    return _ret(dst, nl._activation(func, data, dtype, scale, bias))
+    return func
+
+
+@_dst_first(lambda a: isinstance(a[0], Tensor))
+def activation_reduce(op=None, data=None, reduce_op=None, reduce_res=None, bias=None, scale=1.0, dst=None,
+                      dtype=None, **kw):
+    """dst = op(data * scale + bias), and reduce_res[P, 1] = reduce_op of the
+    activated values along the free axes, in one ScalarE instruction
+    (activation_reduce(dst, op, data, ...) or the older form returning the
+    result)."""
+    if reduce_op is None or reduce_res is None:
+        fail("nisa.activation_reduce needs reduce_op= and reduce_res=")
+    return _ret(dst, nl._activation(_act_func(op), data, dtype, scale, bias, reduce_op, reduce_res))
 
 
 def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=None, reduce_init=0.0, **kw):
@@ -607,6 +636,9 @@ def affine_select(*args, pred=None, on_true_tile=None, on_false_value=None, dtyp
     coef, offset, sizes = affine_form(expr)
     fields, shape = _affine_fields(coef, offset - bound, sizes, "nisa.affine_select")
     src = nl._operand(on_true_tile)
+    if isinstance(src, Tensor) and src.space == "psum":
+        # GpSimd cannot read PSUM: a matmul result is copied out first (VectorE)
+        src = nl.copy(src)
     if list(src.shape) != shape and src.nparts * src.elements_per_partition() != \
             shape[0] * int(__import__("math").prod(shape[1:])):
         fail(f"nisa.affine_select: predicate over {shape}, tile {list(src.shape)}")

@@ -412,6 +412,16 @@ def maximum(x, y, dtype=None, **kw):
     return _binary(x, y, "max", dtype)
 
 
+def mod(x, y, dtype=None, **kw):
+    """x mod y, the remainder taking y's sign (NumPy's mod)."""
+    return _binary(x, y, "mod", dtype)
+
+
+def fmod(x, y, dtype=None, **kw):
+    """x fmod y, the remainder taking x's sign (C's fmod)."""
+    return _binary(x, y, "fmod", dtype)
+
+
 def minimum(x, y, dtype=None, **kw):
     return _binary(x, y, "min", dtype)
 
@@ -445,7 +455,10 @@ def power(x, y, dtype=None, **kw):
     return _binary(x, y, "pow", dtype)
 
 
-def _activation(func, x, dtype=None, scale=1.0, bias=None):
+def _activation(func, x, dtype=None, scale=1.0, bias=None, reduce_op=None, reduce_res=None):
+    """dst = func(x * scale + bias) on ScalarE; with reduce_op, the
+    activated values also reduced along the free axes into reduce_res
+    ([P, 1]) by the same instruction (the ISA's reduce / reduce_dst)."""
     x = _operand(x)
     if not isinstance(x, Tensor):
         fail(f"nl.{func} takes a tile")
@@ -467,8 +480,14 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None):
         reads.append(bias.region())
     elif bias is not None:
         b = repr(float(bias))
+    red, writes = "", [out.region()]
+    if reduce_op is not None:
+        if not isinstance(reduce_res, Tensor) or reduce_res.space == "hbm":
+            fail("an activation's reduce_op needs reduce_res=, a [P, 1] tile in SBUF or PSUM")
+        red = f" reduce={op_name(reduce_op)} reduce_dst={reduce_res.ap()}"
+        writes.append(reduce_res.region())
     out.made_by = tracer.current().emit("scalar", f"activation dst={out.ap()} src={x.ap()} func={func} "
-                                        f"scale={sc} bias={b}", reads=reads, writes=[out.region()])
+                                        f"scale={sc} bias={b}{red}", reads=reads, writes=writes)
     return out
 
 

@@ -474,6 +474,11 @@ class Tensor:
             if keep:
                 shape.append(size)
                 strides.append(self.strides[ax] * step)
+        if self.space != "hbm" and len(shape) == 1 and len(self.shape) > 1 and pax == 0:
+            # a tile keeps a free axis: t[:, i] is the [P, 1] column (the
+            # shape NKI gives it, which t[:, i][:, 0] and broadcasts rely on)
+            shape.append(1)
+            strides.append(1)
         view = Tensor(self.space, self.dtype, shape, strides, offset, self.name, self.alloc, part0, pax)
         if over:
             kept = [ax for ax, (_, _, _, keep) in enumerate(axes) if keep]

@@ -183,3 +183,70 @@ def test_low_precision_per_partition_scalars_are_widened():
     xf, cf = x.astype(np.float32), c.astype(np.float32)
     y = (xf * cf).astype(ml_dtypes.bfloat16).astype(np.float32)
     np.testing.assert_allclose(k(x, c), np.exp(y + cf), rtol=2e-2)
+
+
+def test_activation_reduce_and_remainders():
+    """nisa.activation_reduce (and activation with reduce_op / reduce_res,
+    reset_reduce): the activated tile and its row sums in one ScalarE
+    instruction; nl.mod / nl.fmod as NumPy's mod / fmod; a reduction kept
+    in ScalarE's registers across instructions is declined by name."""
+    @nki.jit
+    def k(x):
+        o1 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        o3 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        o4 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        o5 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(x)
+        e = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=s, scale=0.5)
+        s2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=s2,
+                        reduce_cmd=nisa.reduce_cmd.reset_reduce, scale=0.5)
+        nl.store(o1, value=e)
+        nl.store(o2, value=s)
+        nl.store(o3, value=s2)
+        nl.store(o4, value=nl.mod(t, 3.0))
+        nl.store(o5, value=nl.fmod(t, 3.0))
+        return o1, o2, o3, o4, o5
+    x = np.random.default_rng(7).uniform(-8, 8, (128, 64)).astype(np.float32)
+    e, s, s2, m, f = k(x)
+    np.testing.assert_allclose(e, np.exp(0.5 * x), rtol=2e-6)
+    np.testing.assert_allclose(s[:, 0], np.exp(0.5 * x).sum(1), rtol=1e-5)
+    np.testing.assert_array_equal(s, s2)
+    np.testing.assert_allclose(m, np.mod(x, 3.0), atol=1e-5)
+    np.testing.assert_allclose(f, np.fmod(x, 3.0), atol=1e-5)
+
+    @nki.jit
+    def chained(x):
+        t = nl.load(x)
+        e = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce)
+        return x
+    with pytest.raises(nki.NKIError, match="reduce_cmd=reduce: reductions kept in ScalarE's registers"):
+        chained(x)
+
+
+def test_columns_stay_two_dimensional_and_psum_feeds_affine_select():
+    """t[:, i] of a tile is its [P, 1] column (flash attention indexes
+    l_buffer[:, i][:, 0]); an affine_select on a matmul's PSUM result reads
+    it through SBUF (GpSimd has no PSUM port)."""
+    @nki.jit
+    def k(q, kt):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        col = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        s = nl.matmul(nl.load(q), nl.load(kt), transpose_x=True)       # PSUM [128, 128]
+        i_q, i_k = nl.arange(128)[:, None], nl.arange(128)[None, :]
+        m = nisa.affine_select(pred=(i_q >= i_k), on_true_tile=s, on_false_value=-9984.0)
+        nl.store(out, value=m)
+        c = m[:, 3]
+        assert tuple(c.shape) == (128, 1) and tuple(c[:, 0].shape) == (128, 1)
+        nl.store(col, value=c[:, 0])
+        return out, col
+    rng = np.random.default_rng(8)
+    q, kt = rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
+    want = np.where(np.tril(np.ones((128, 128), bool)), q.T @ kt, np.float32(-9984.0))
+    got, col = k(q, kt)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(col[:, 0], want[:, 3], rtol=1e-4, atol=1e-4)
