@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from neuronsim import ACTIVATIONS, ALU_OPS
+from neuronsim import ACTIVATIONS, ALU_OPS, DTYPE_SIZES as SIZES
 
 try:
     # NumPy then knows "bfloat16" and the float8 names, so host arrays take
@@ -17,7 +17,7 @@ except ImportError:
     pass
 
 from . import tracer
-from .tensor import DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
+from .tensor import BlockArray, DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
 # loops, registers and launch-grid queries live in control.py
 from .control import (WHILE_LOOP_LIMIT, VirtualRegister, _static_int, affine_range, finfo, fori_loop, nc,  # noqa: F401
@@ -221,7 +221,25 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
         t.tensors[out.name] = out
         t.shared[key] = out
         return out
-    return new_tile(space, shape, dt, name or f"{space} tile {list(map(int, shape))}", pax)
+    what = name or f"{space} tile {list(map(int, shape))}"
+    if pax > 0 and not _fits_whole(space, shape, dt, pax):
+        return BlockArray(space, tuple(int(d) for d in shape), dt, what, pax)
+    return new_tile(space, shape, dt, what, pax)
+
+
+def _fits_whole(space, shape, dt, pax):
+    """An array with block dimensions fits its memory laid out whole (the
+    blocks side by side in each partition; PSUM: a bank per block); else it
+    is allocated block by block (tensor.BlockArray)."""
+    t = tracer.current()
+    blocks, per_block = 1, SIZES[dt]
+    for d in shape[:pax]:
+        blocks *= int(d)
+    for d in shape[pax + 1:]:
+        per_block *= int(d)
+    if space == "psum":
+        return blocks * -(-per_block // t.psum.bank) <= t.geometry[1] // t.psum.bank
+    return blocks * per_block <= t.geometry[0]
 
 
 def zeros(shape, dtype, buffer=sbuf, name="", **kw):
@@ -236,6 +254,9 @@ def full(shape, fill_value, dtype, buffer=sbuf, name="", **kw):
     t = ndarray(shape, dtype, buffer, name)
     if t.space == "hbm":
         fail("nl.full / nl.zeros on HBM: fill a tile and nl.store it")
+    if isinstance(t, BlockArray):
+        t.fill = fill_value               # each block filled when it is made
+        return t
     _memset(t, fill_value)
     return t
 

@@ -701,6 +701,60 @@ class Tensor:
         return nl.broadcast_to(self, shape)
 
 
+class BlockArray:
+    """An on-chip array with block dimensions before its partition axis,
+    nl.ndarray((B0, B1, nl.par_dim(P), F...)), too large for its memory as a
+    whole: as the NKI compiler allocates it, each block is a tile of its
+    own, made when the kernel first touches it and freed after its last use
+    (tracer liveness), so only the live blocks must fit.  Blocks are
+    indexed by integers (loop indices are integers while tracing):
+    a[i, j] is block (i, j), a[i, j, ...] a view of it."""
+
+    def __init__(self, space, shape, dtype, what, pax):
+        self.space, self.shape, self.dtype, self.what, self.pax = space, tuple(shape), tensor_dtype(dtype), what, pax
+        self.blocks = {}
+        self.fill = None                   # nl.full / nl.zeros: the value a new block starts with
+
+    ndim = property(lambda self: len(self.shape))
+
+    def __repr__(self):
+        return f"<nki {self.space} block array {self.dtype}{list(self.shape)}, {len(self.blocks)} blocks made>"
+
+    def block(self, index):
+        b = self.blocks.get(index)
+        if b is None:
+            b = self.blocks[index] = new_tile(self.space, self.shape[self.pax:], self.dtype,
+                                              f"{self.what} block {list(index)}")
+            if self.fill is not None:
+                from . import language as nl
+                nl._memset(b, self.fill)
+        return b
+
+    def _split(self, key):
+        key = key if isinstance(key, tuple) else (key,)
+        if any(k is Ellipsis for k in key[:self.pax]):
+            fail(f"{self.what}: index its block dimensions first (a[i, j, ...])")
+        index = []
+        for ax, k in enumerate(key[:self.pax]):
+            v = as_int(k)
+            if v is None or not -self.shape[ax] <= v < self.shape[ax]:
+                fail(f"{self.what}: block index {k!r} on axis {ax}: an integer in [0, {self.shape[ax]}) "
+                     "(the array is allocated block by block: a view across blocks is not supported)")
+            index.append(v % self.shape[ax])
+        if len(index) < self.pax:
+            fail(f"{self.what}: {len(index)} block indices for {self.pax} block dimensions")
+        return tuple(index), key[self.pax:]
+
+    def __getitem__(self, key):
+        index, rest = self._split(key)
+        b = self.block(index)
+        return b[rest] if rest else b
+
+    def __setitem__(self, key, value):
+        from . import language as nl
+        nl._assign(self[key], value)
+
+
 def new_tile(space, shape, dtype, what="tile", pax=0):
     """A tile; pax > 0 puts block dimensions before the partition axis
     (nl.ndarray((B, nl.par_dim(128), F))): each partition holds the blocks

@@ -250,3 +250,41 @@ def test_columns_stay_two_dimensional_and_psum_feeds_affine_select():
     got, col = k(q, kt)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(col[:, 0], want[:, 3], rtol=1e-4, atol=1e-4)
+
+
+def test_block_arrays_larger_than_sbuf_are_allocated_block_by_block():
+    """nl.ndarray((32, 7, nl.par_dim(128), 1024), buffer=nl.sbuf) -- 28 MiB,
+    far beyond SBUF -- of which each loop iteration touches one block: each
+    block is a tile of its own, live from first touch to last use, as the
+    compiler allocates it; a PSUM block array beyond the 8 banks likewise
+    (and nl.zeros fills each block as it is made).  (Live blocks beyond
+    PSUM's banks are an overflow: PSUM does not spill yet.)"""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((32 * 7 * 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        big = nl.ndarray((32, 7, nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.sbuf)
+        acc = nl.zeros((12, nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.psum)
+        for i in nl.affine_range(32):
+            for j in nl.affine_range(7):
+                r = (i * 7 + j) * 128
+                big[i, j, :, 0:64] = nl.load(x[r:r + 128, :])
+                blk = big[i, j]
+                acc_b = acc[(i * 7 + j) // 19]            # 12 blocks, one live at a time
+                acc_b[...] = nl.add(acc_b, blk[:, 0:64])
+                nl.store(out[r:r + 128, :], value=nl.multiply(acc_b, 1.0))
+        return out
+    x = np.random.default_rng(9).standard_normal((32 * 7 * 128, 64)).astype(np.float32)
+    got = k(x)
+    want = x.reshape(224, 128, 64).copy()
+    for n in range(1, 224):
+        if n % 19:
+            want[n] += want[n - 1]
+    np.testing.assert_allclose(got, want.reshape(-1, 64), rtol=1e-5, atol=1e-5)
+
+    @nki.jit
+    def across(x):
+        big = nl.ndarray((32, 7, nl.par_dim(128), 1024), dtype=nl.float32, buffer=nl.sbuf)
+        big[0:2, 0, :, :] = 0.0
+        return x
+    with pytest.raises(nki.NKIError, match="allocated block by block: a view across blocks"):
+        across(x)
