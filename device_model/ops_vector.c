@@ -311,6 +311,35 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 	return ew_exec(c, b, &j, in, engine, index, f);
 }
 
+/* (x <op0> s0[p]) <op1> y, each step in fp32 (NKI's scalar_tensor_tensor) */
+static void ew_scalar_tensor_tensor(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+				    const float *z)
+{
+	(void)z;
+	uint64_t n = j->dst->nfree;
+	for (uint32_t q = 0; q < np; q++)
+		dm_alu_row_f32(j->op0, x + (uint64_t)q * n, NULL, j->s0[p0 + q], j->r0, n);
+	dm_alu_row_f32(j->op1, x, y, 0.0f, j->r1, (uint64_t)np * n);
+}
+
+dm_fault_kind dm_op_scalar_tensor_tensor(dm_core *c, const dm_binding *b, int engine, int64_t index,
+					 const isa_instr *in, dm_fault *f)
+{
+	dm_view av, bv, dv;
+	float *s0;
+	dm_fault_kind k;
+	VIEW(av, ISA_AP_SRC, false, "src");
+	VIEW(bv, ISA_AP_SRC1, false, "src1");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	if ((k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[0], 2, av.nparts, &s0, engine, index, f)))
+		return k;
+	const dm_view *srcs[] = { &av, &bv };
+	ew_job j = { .dst = &dv, .src = { &av, &bv }, .nsrc = 2, .blk = dm_row_block(b, &dv, srcs, 2),
+		     .compute = ew_scalar_tensor_tensor, .op0 = in->e[0], .op1 = in->e[1],
+		     .r0 = in->flags & ISA_FLAG_REVERSE0, .r1 = in->flags & ISA_FLAG_REVERSE1, .s0 = s0 };
+	return ew_exec(c, b, &j, in, engine, index, f);
+}
+
 /* NKI's tensor_tensor_scan: per partition, a running value that starts at
  * `initial` and takes each element in turn, in fp32 (the engines' compute
  * precision), then casts on write like every elementwise result. */

@@ -201,6 +201,21 @@ static isa_status rule_tensor_tensor(vctx *v, const isa_instr *in)
 	return v_alu(v, in->e[0], ISA_AU_TT, "op", all_integer(in));
 }
 
+/* (src <op0> scalar0) <op1> src1: same element counts, float operators (the
+ * engines compute it in fp32), scalar0 an immediate or a [P,1] column */
+static isa_status rule_scalar_tensor_tensor(vctx *v, const isa_instr *in)
+{
+	isa_status st;
+	if ((st = v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC], "src")) != ISA_OK ||
+	    (st = v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC1], "src1")) != ISA_OK ||
+	    (st = v_alu(v, in->e[0], ISA_AU_TS, "op0", false)) != ISA_OK ||
+	    (st = v_alu(v, in->e[1], ISA_AU_TT, "op1", false)) != ISA_OK)
+		return st;
+	if (v_has(in, ISA_AP_SRC2))
+		return v_per_partition(v, &in->ap[ISA_AP_SRC2], "scalar0", &in->ap[ISA_AP_SRC], "src");
+	return ISA_OK;
+}
+
 /* a recurrence along the free axis: same element counts, float operators
  * (it computes in fp32), the initial value an immediate or a [P,1] column */
 static isa_status rule_tensor_tensor_scan(vctx *v, const isa_instr *in)
@@ -615,6 +630,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_nc_transpose]            = rule_nc_transpose,
 	[ISA_OP_activation]              = rule_activation,
 	[ISA_OP_tensor_tensor]           = rule_tensor_tensor,
+	[ISA_OP_scalar_tensor_tensor]    = rule_scalar_tensor_tensor,
 	[ISA_OP_tensor_tensor_scan]      = rule_tensor_tensor_scan,
 	[ISA_OP_tensor_scalar]           = rule_tensor_scalar,
 	[ISA_OP_tensor_reduce]           = rule_tensor_reduce,

@@ -175,6 +175,64 @@ def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, 
     return _ret(dst, out)
 
 
+@_dst_first(lambda a: _tiles(a, 2))
+def scalar_tensor_tensor(data=None, op0=None, operand0=None, op1=None, operand1=None, reverse0=False,
+                         reverse1=False, dst=None, dtype=None, engine=None, **kw):
+    """dst = (data <op0> operand0) <op1> operand1 in one VectorE (or GpSimd)
+    instruction, costed as a tensor_tensor (SDK: "approximately the same
+    latency as a regular tensor_tensor"); operand0 a number or a [P, 1]
+    column, operand1 a tile of data's size; each step in fp32."""
+    x, y = nl._operand(data), nl._operand(operand1)
+    if not isinstance(x, Tensor) or not isinstance(y, Tensor):
+        fail("nisa.scalar_tensor_tensor: data and operand1 are tiles")
+    if x.nparts != y.nparts or x.elements_per_partition() != y.elements_per_partition():
+        fail(f"nisa.scalar_tensor_tensor: data {list(x.shape)} and operand1 {list(y.shape)} differ in size")
+    eng = "gpsimd" if getattr(engine, "name", engine) == "gpsimd" else "vector"
+    if eng == "gpsimd" or (x.space == "psum" and y.space == "psum"):
+        # GpSimd has no PSUM port, and VectorE reads at most one PSUM operand
+        x = nl.copy(x) if x.space == "psum" and eng == "gpsimd" else x
+        y = nl.copy(y) if y.space == "psum" else y
+    reads = [x.region(), y.region()]
+    if isinstance(operand0, Tensor):
+        s = nl._scalar_column(operand0)
+        if s.nparts != x.nparts:
+            fail(f"nisa.scalar_tensor_tensor: operand0 is a [{x.nparts}, 1] column, got {list(s.shape)}")
+        sv = s.ap()
+        reads.append(s.region())
+    else:
+        sv = repr(float(operand0))
+    out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else
+                   (dst.dtype if isinstance(dst, Tensor) else x.dtype), "scalar_tensor_tensor result")
+    flags0, flags1 = " reverse0" if reverse0 else "", " reverse1" if reverse1 else ""
+    out.made_by = tracer.current().emit(
+        eng, f"scalar_tensor_tensor dst={out.ap()} src={x.ap()} op0={nl.op_name(op0)} scalar0={sv}{flags0} "
+             f"src1={y.ap()} op1={nl.op_name(op1)}{flags1}", reads=reads, writes=[out.region()])
+    return _ret(dst, out)
+
+
+def tensor_partition_reduce(*args, op=None, data=None, dst=None, dtype=None, **kw):
+    """dst[1, F] = op over the partitions of data[P, F] on GpSimd
+    (tensor_partition_reduce(dst, op, data), or (op, data) returning it)."""
+    rest = list(args)
+    if rest and isinstance(rest[0], Tensor):
+        dst = rest.pop(0)
+    for name, v in zip(("op", "data"), rest):
+        if name == "op":
+            op = v
+        else:
+            data = v
+    x = nl._operand(data)
+    if not isinstance(x, Tensor):
+        fail("nisa.tensor_partition_reduce: data is a tile")
+    if x.space == "psum":
+        x = nl.copy(x)                  # GpSimd has no PSUM port
+    out = new_tile("sbuf", (1, *x.shape[1:]) if len(x.shape) > 1 else (1, 1),
+                   isa_dtype(dtype) if dtype is not None else x.dtype, "tensor_partition_reduce result")
+    out.made_by = tracer.current().emit("gpsimd", f"tensor_partition_reduce dst={out.ap()} src={x.ap()} "
+                                                  f"op={nl.op_name(op)}", reads=[x.region()], writes=[out.region()])
+    return _ret(dst, out)
+
+
 @_dst_first(lambda a: isinstance(a[0], Tensor))
 def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, reduce_op=None, reduce_res=None,
                reduce_cmd=None, **kw):

@@ -123,6 +123,8 @@ def store(dst, value, mask=None, **kw):
     """value -> HBM; under a mask only the positions it keeps (any axis)."""
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
+    if not dst.shape:             # a single element, from a [1, 1] tile
+        dst = Tensor("hbm", dst.dtype, (1, 1), (1, 1), dst.offset, dst.name)
     box, full = masked_box(dst, mask, "nl.store")
     if _empty(box):
         return

@@ -288,3 +288,56 @@ def test_block_arrays_larger_than_sbuf_are_allocated_block_by_block():
         return x
     with pytest.raises(nki.NKIError, match="allocated block by block: a view across blocks"):
         across(x)
+
+
+@pytest.mark.parametrize("engine", ["vector", "gpsimd"])
+def test_scalar_tensor_tensor(engine):
+    """(data op0 operand0) op1 operand1 in one instruction, a number or a
+    [P, 1] column as operand0, both operand orders; against NumPy in fp32."""
+    @nki.jit
+    def k(x, c, y):
+        o1 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t, col, u = nl.load(x), nl.load(c), nl.load(y)
+        a = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.scalar_tensor_tensor(dst=a, data=t, op0=nl.multiply, operand0=col, op1=nl.add, operand1=u,
+                                  engine=getattr(nisa.engine, engine))
+        b = nisa.scalar_tensor_tensor(data=t, op0=nl.subtract, operand0=2.0, reverse0=True, op1=nl.divide,
+                                      operand1=u, reverse1=True, engine=getattr(nisa.engine, engine))
+        nl.store(o1, value=a)
+        nl.store(o2, value=b)
+        return o1, o2
+    rng = np.random.default_rng(10)
+    x, y = rng.standard_normal((128, 96)).astype(np.float32), rng.random((128, 96), dtype=np.float32) + 1
+    c = rng.standard_normal((128, 1)).astype(np.float32)
+    o1, o2 = k(x, c, y)
+    np.testing.assert_allclose(o1, x * c + y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(o2, y / (2.0 - x), rtol=1e-5)
+    _, res = nki.simulate(k, x, c, y)
+    assert res.program.count("scalar_tensor_tensor") == 2
+
+
+@pytest.mark.parametrize("op, ref", [("add", np.sum), ("maximum", np.max)])
+def test_tensor_partition_reduce(op, ref):
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((1, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        r = nl.ndarray((1, 64), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_partition_reduce(r, getattr(nl, op), nl.load(x))
+        nl.store(out, value=r)
+        return out
+    x = np.random.default_rng(11).standard_normal((128, 64)).astype(np.float32)
+    np.testing.assert_allclose(k(x), ref(x, axis=0, keepdims=True), rtol=1e-5, atol=1e-5)
+
+
+def test_single_element_stores_from_a_one_by_one_tile():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((3, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0:3, 0:4], value=nl.multiply(nl.load(x), 0.0))
+        nl.store(out[1, 2], value=nl.sum(nl.load(x)[0:1, :], axis=1))
+        return out
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    want = np.zeros((3, 4), np.float32)
+    want[1, 2] = x[0].sum()
+    np.testing.assert_array_equal(k(x), want)
