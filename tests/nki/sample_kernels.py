@@ -243,3 +243,27 @@ def causal_mask(scores, fill=-9984.0):
                                            on_false_value=fill))
     nl.store(keys, value=nisa.iota(i_k + 0 * i_q, dtype=nl.float32))
     return out, keys
+
+
+def spilling_sum(scaled):
+    """A kernel whose live tiles do not fit SBUF: out = sum of a's 120
+    [128, 512] column blocks (each doubled first when `scaled`, so it is
+    written after its load), 120 x 2 KiB per partition live at once:
+    240 KiB > SBUF's 192 / 224 KiB."""
+    @nki.jit
+    def spilling(a):
+        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        tiles = []
+        for i in range(120):
+            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a[:, i * 512:(i + 1) * 512])
+            if scaled:
+                nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+            tiles.append(t)
+        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=acc, src=tiles[0])
+        for i in range(1, 120):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
+        nl.store(out, value=acc)
+        return out
+    return spilling

@@ -110,22 +110,7 @@ def test_sbuf_spills_live_tiles_to_hbm_and_reloads_them(scaled):
     brought is not stored: it is loaded again from its source
     (rematerialized) -- or, not used yet, loaded only when room frees; one
     written since is spilled to a tensor of its own."""
-    @nki.jit
-    def k(a):
-        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-        tiles = []
-        for i in range(120):          # 120 x 2 KiB per partition live at once: 240 KiB > 224 KiB
-            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=a[:, i * 512:(i + 1) * 512])
-            if scaled:
-                nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
-            tiles.append(t)
-        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_copy(dst=acc, src=tiles[0])
-        for i in range(1, 120):
-            nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
-        nl.store(out, value=acc)
-        return out
+    k = kernels.spilling_sum(scaled)
     a = np.random.default_rng(0).random((128, 512 * 120), dtype=np.float32)
     got, res = nki.simulate(k, a, check_races=True)
     np.testing.assert_allclose(got, a.reshape(128, 120, 512).sum(1) * (2 if scaled else 1), rtol=1e-5)
@@ -539,21 +524,7 @@ def test_replay_steps_aside_when_tiles_must_spill(monkeypatch):
     """A first pass whose live tiles do not fit is not replayed (the second
     pass runs the kernel again and spills); its program is the one tracing
     without replay gives."""
-    @nki.jit
-    def k(a):
-        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-        tiles = []
-        for i in range(120):
-            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=a[:, i * 512:(i + 1) * 512])
-            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
-            tiles.append(t)
-        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_copy(dst=acc, src=tiles[0])
-        for i in range(1, 120):
-            nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
-        nl.store(out, value=acc)
-        return out
+    k = kernels.spilling_sum(True)
     a = np.zeros((128, 512 * 120), np.float32)
     replays = []
     real = nki.tracer.Trace.replay

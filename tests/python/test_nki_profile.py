@@ -3,15 +3,19 @@ nki.benchmark(profile_json=...), nki.profile and `neuronsim nki run
 --profile-json`, with the hardware profiler's Summary field names and units,
 its values those of the simulated run."""
 import json
+import pathlib
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import neuronsim_nki as nki
-import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 from neuronsim import ENGINES
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "nki"))
+import sample_kernels as kernels  # noqa: E402  (not `kernels`: the Kernels library's import name)
 
 
 def _matmul():
@@ -48,22 +52,7 @@ def test_benchmark_writes_the_summary_of_its_run(tmp_path):
 
 
 def _spilling():
-    @nki.jit
-    def spilling(a):
-        out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-        tiles = []
-        for i in range(120):          # 120 x 2 KiB per partition live at once: more than SBUF
-            t = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=t, src=a[:, i * 512:(i + 1) * 512])
-            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
-            tiles.append(t)
-        acc = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.tensor_copy(dst=acc, src=tiles[0])
-        for i in range(1, 120):
-            nisa.tensor_tensor(dst=acc, data1=acc, data2=tiles[i], op=nl.add)
-        nl.store(out, value=acc)
-        return out
-    return spilling
+    return kernels.spilling_sum(True)
 
 
 def test_profile_writes_the_documented_artifacts_and_counts_spill_traffic(tmp_path):
