@@ -679,14 +679,11 @@ class Trace:
         """Appends instruction ins with a dependency on every earlier
         access that conflicts with one of its own (one of the two writes),
         found through the address buckets the regions span (a bucket holds
-        one space and key, so only the ranges are compared).  An access
-        lying within a region ins writes then leaves the history: it is
-        ordered before ins, and any later access that would conflict with
-        it overlaps that write, so depends on ins and through it on the
-        access -- without this, accesses no later write covers exactly
-        (tiles placed at shifted addresses) pile up and every instruction
-        scans them.  shift: allocation id -> how far Trace.replay moved it
-        (the history keeps (p_lo, p_hi, b_lo, b_hi) where they are now)."""
+        one space and key, so only the ranges are compared).  An access to
+        exactly a region ins writes then leaves the history: it is ordered
+        before ins, and later accesses will depend on ins.  shift:
+        allocation id -> how far Trace.replay moved it (the history keeps
+        (p_lo, p_hi, b_lo, b_hi) where they are now)."""
         deps = ins.deps
         reads_h, writes_h = self.history
         sp = self.spaces
@@ -707,18 +704,16 @@ class Trace:
                     lst = hist.get(b)
                     if not lst:
                         continue
-                    covered = False
+                    same = False
                     for h in lst:
                         g = h[1]
                         if g[0] < p1 and p0 < g[1] and g[2] < hi and lo < g[3]:
                             deps.add(h[0])
-                            if is_w and p0 <= g[0] and g[1] <= p1 and lo <= g[2] and g[3] <= hi:
-                                covered = True
-                    if covered:
+                            same = same or (is_w and g == r)
+                    if same:
                         keep = []
                         for h in lst:
-                            g = h[1]
-                            if p0 <= g[0] and g[1] <= p1 and lo <= g[2] and g[3] <= hi:
+                            if h[1] == r:
                                 if keep_log:
                                     pruned.append((b, h))
                             else:
