@@ -773,6 +773,8 @@ def _enum_arguments(fn):
 
     @functools.wraps(fn)
     def call(*args, **kw):
+        if not kw:
+            return fn(*args)
         for k, cls in _ENUM_ARGS.items():
             v = kw.get(k)
             if isinstance(v, int) and not isinstance(v, bool):

@@ -80,18 +80,20 @@ class TensorDType(str):
     str(t.dtype) == str(nl.float32)); equal to both, and to the nl dtype."""
 
     def __str__(self):
-        return NKI_NAMES.get(str.__str__(self), str.__str__(self))
+        return self.nki
 
     def __format__(self, spec):
         return format(str.__str__(self), spec)
 
     def __repr__(self):
-        return repr(str(self))
+        return repr(self.nki)
 
     def __eq__(self, other):
+        if str.__eq__(self, other) is True:          # the ISA name: the tracer's own comparisons
+            return True
         if isinstance(other, DType):
             return other.isa is not None and str.__eq__(self, other.isa)
-        return str.__eq__(self, other) or (isinstance(other, str) and str.__eq__(other, str(self)))
+        return isinstance(other, str) and str.__eq__(other, self.nki)
 
     def __ne__(self, other):
         return not self.__eq__(other)
@@ -107,6 +109,7 @@ def tensor_dtype(isa_name):
     t = _TENSOR_DTYPES.get(isa_name)
     if t is None:
         t = _TENSOR_DTYPES[isa_name] = TensorDType(isa_name)
+        t.nki = NKI_NAMES.get(str.__str__(t), str.__str__(t))
     return t
 
 
@@ -303,7 +306,9 @@ def _permuted_grid(keys):
     with if on tensor axis 1 and ip (grid axis 0) on axis 2: the view's
     dimensions follow the grid's axes (a transposing access), as in
     _grid_view."""
-    axes = [k.axis for k in keys if isinstance(k, Index) and k.axis is not None and k.ndim > 1]
+    if len(keys) < 2:
+        return False
+    axes = [k.axis for k in keys if type(k) is Index and k.axis is not None and k.ndim > 1]
     return len(axes) > 1 and axes != sorted(axes) and all(
         isinstance(k, (Index, int)) and not isinstance(k, bool) for k in keys)
 
