@@ -217,8 +217,16 @@ class Kernel:
 
     def _arguments(self, args, kwargs):
         """(name, value) of each argument the kernel body sees, in the order
-        tracing binds them (*args and **kwargs expanded)"""
-        sig = inspect.signature(self.func)
+        tracing binds them (*args and **kwargs expanded).  The signature is
+        read once per kernel; a call passing every parameter by position
+        skips binding (the trace cache's lookup is this function's cost)."""
+        sig = self.__dict__.get("_sig")
+        if sig is None:
+            sig = self._sig = inspect.signature(self.func)
+            plain = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in sig.parameters.values())
+            self._plain = tuple(sig.parameters) if plain else None
+        if not kwargs and self._plain is not None and len(args) == len(self._plain):
+            return list(zip(self._plain, args))
         bound = sig.bind(*args, **kwargs)
         out = []
         for name, value in bound.arguments.items():
