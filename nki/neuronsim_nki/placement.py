@@ -12,18 +12,6 @@ BUCKET = 4096            # bytes of a partition (SBUF / PSUM)
 BUCKET_HBM = 1 << 18     # HBM: a tile's rows span megabytes of a big tensor
 
 
-def buckets(r, spaces):
-    """Address buckets of a region: BUCKET bytes of a partition, or
-    BUCKET_HBM bytes of an HBM tensor, numbered apart per (space, key)
-    (spaces: the trace's (space, key) -> base number)."""
-    size = BUCKET_HBM if r[0] == "hbm" else BUCKET
-    base = spaces.get((r[0], r[1]))
-    if base is None:
-        base = spaces[(r[0], r[1])] = len(spaces) << 40
-    hi = r[5] if r[5] > r[4] else r[4] + 1
-    return range(base + r[4] // size, base + (hi - 1) // size + 1)
-
-
 class Region(tuple):
     """(space, key, p_lo, p_hi, b_lo, b_hi) of an on-chip tile, remembering
     which allocation it lies in (not part of its value: allocations reuse
@@ -68,9 +56,17 @@ class Placement:
         accesses = []
         for rs, is_w in ((ins.reads, False), (ins.writes, True)):
             for r in rs:
-                d = shift[r.alloc_id] if shift is not None and isinstance(r, Region) else 0
-                at = (r[2], r[3], r[4] + d, r[5] + d)
-                accesses.append((at, is_w, buckets((r[0], r[1]) + at, sp)))
+                d = shift[r.alloc_id] if shift is not None and type(r) is Region else 0
+                lo, hi = r[4] + d, r[5] + d
+                # its address buckets: BUCKET bytes of a partition, or
+                # BUCKET_HBM bytes of an HBM tensor, numbered apart per
+                # (space, key) (sp: (space, key) -> base number)
+                size = BUCKET_HBM if r[0] == "hbm" else BUCKET
+                base = sp.get((r[0], r[1]))
+                if base is None:
+                    base = sp[(r[0], r[1])] = len(sp) << 40
+                end = hi if hi > lo else lo + 1
+                accesses.append(((r[2], r[3], lo, hi), is_w, range(base + lo // size, base + (end - 1) // size + 1)))
         # what retract_last needs to take ins back (nothing takes back a
         # replayed instruction)
         keep_log = shift is None
@@ -82,16 +78,18 @@ class Placement:
                     lst = hist.get(b)
                     if not lst:
                         continue
-                    same = False
+                    covered = False
                     for h in lst:
                         g = h[1]
                         if g[0] < p1 and p0 < g[1] and g[2] < hi and lo < g[3]:
                             deps.add(h[0])
-                            same = same or (is_w and g == r)
-                    if same:
+                            if is_w and p0 <= g[0] and g[1] <= p1 and lo <= g[2] and g[3] <= hi:
+                                covered = True
+                    if covered:
                         keep = []
                         for h in lst:
-                            if h[1] == r:
+                            g = h[1]
+                            if p0 <= g[0] and g[1] <= p1 and lo <= g[2] and g[3] <= hi:
                                 if keep_log:
                                     pruned.append((b, h))
                             else:

@@ -27,41 +27,48 @@ REORDERED = ("vector", "scalar")
 KEEP_ORDER_OPS = ("rng", "rand_set_state", "rand_get_state", "sem_signal", "sem_wait")
 
 
-def _elems(ins):
-    """Largest per-partition element count among the on-chip operands
-    (bytes / 4: an estimate, enough to rank instructions)."""
-    n = 1
-    for r in ins.reads + ins.writes:
-        if r[0] != "hbm":
-            n = max(n, (r[5] - r[4]) // 4)
-    return n
-
-
-def _cost_ns(ins, chip, dma_rate):
+def _costs(chip):
+    """cost(ins) -> (issue ns, completion ns): the estimate schedule() ranks
+    by.  Compute: max(min_ii, the largest on-chip operand's per-partition
+    bytes / 4 -- enough to rank instructions) cycles at the engine's clock,
+    twice that for a two-input tensor_tensor, the result readable
+    static_overhead cycles later; DMA: issued in 50 ns, landed after the
+    descriptor latency plus its bytes at the DMA engines' rate."""
     clocks = chip["clock_mhz"]
-    if ins.dma is not None:
-        b = 0
-        for r in ins.writes:
-            b = max(b, (r[5] - r[4]) * max(1, r[3] - r[2]))
-        return 50.0, chip["dma_issue_latency_ps"] / 1000.0 + b / dma_rate   # issue, completion
-    cyc = max(chip["min_ii"], _elems(ins))
-    if ins.text.startswith("tensor_tensor") and len(ins.reads) >= 2:
-        cyc *= 2
-    ns = cyc * 1000.0 / clocks.get(ins.engine, 1000)
-    return ns, ns + chip["static_overhead"] * 1000.0 / clocks.get(ins.engine, 1000)
+    min_ii, overhead = chip["min_ii"], chip["static_overhead"]
+    dma_latency = chip["dma_issue_latency_ps"] / 1000.0
+    dma_rate = chip["dma_engines"] * chip["dma_engine_bytes_per_second"] / 1e9     # bytes per ns
+
+    def cost(ins):
+        if ins.dma is not None:
+            b = 0
+            for r in ins.writes:
+                b = max(b, (r[5] - r[4]) * max(1, r[3] - r[2]))
+            return 50.0, dma_latency + b / dma_rate
+        n = 1
+        for rs in (ins.reads, ins.writes):
+            for r in rs:
+                if r[0] != "hbm" and (r[5] - r[4]) // 4 > n:
+                    n = (r[5] - r[4]) // 4
+        cyc = n if n > min_ii else min_ii
+        if len(ins.reads) >= 2 and ins.text.startswith("tensor_tensor"):
+            cyc *= 2
+        per = 1000.0 / clocks.get(ins.engine, 1000)
+        return cyc * per, (cyc + overhead) * per
+    return cost
 
 
 def schedule(instrs, chip):
     """The instructions in scheduled order (a permutation of instrs), for the
     chip row `chip` (neuronsim.chip_info)."""
-    dma_bytes_per_ns = chip["dma_engines"] * chip["dma_engine_bytes_per_second"] / 1e9
+    cost = _costs(chip)
     n = len(instrs)
     pos = {id(ins): k for k, ins in enumerate(instrs)}
     succ = [[] for _ in range(n)]
     npred = [0] * n
     last_on = {}
     for k, ins in enumerate(instrs):
-        preds = {pos[id(d)] for d in ins.deps if id(d) in pos}
+        preds = {pos[i] for i in map(id, ins.deps) if i in pos}
         # program order kept where moving would change meaning
         keep = ins.engine not in REORDERED or ins.text.split(" ", 1)[0] in KEEP_ORDER_OPS
         key = ins.engine if keep else None
@@ -83,24 +90,35 @@ def schedule(instrs, chip):
     for k in range(n):
         if npred[k] == 0:
             heapq.heappush(ready.setdefault(instrs[k].engine, []), (0.0, k))
+    heaps = list(ready.items())
     order = []
+    push, pop = heapq.heappush, heapq.heappop
     while len(order) < n:
         best = None
-        for e, h in ready.items():
-            if not h:
-                continue
-            t = max(engine_free.get(e, 0.0), h[0][0])
-            if best is None or (t, h[0][1]) < best[0]:
-                best = ((t, h[0][1]), e)
-        (start, k), e = best
-        heapq.heappop(ready[e])
+        for e, h in heaps:
+            if h:
+                t = engine_free.get(e, 0.0)
+                head = h[0]
+                if head[0] > t:
+                    t = head[0]
+                if best is None or t < best[0] or (t == best[0] and head[1] < best[1]):
+                    best = (t, head[1], e, h)
+        start, k, e, h = best
+        pop(h)
         ins = instrs[k]
-        busy, done = _cost_ns(ins, chip, dma_bytes_per_ns)
+        busy, done = cost(ins)
         engine_free[e] = start + busy
         order.append(ins)
+        done += start
         for s in succ[k]:
-            ready_at[s] = max(ready_at[s], start + done)
+            if done > ready_at[s]:
+                ready_at[s] = done
             npred[s] -= 1
             if npred[s] == 0:
-                heapq.heappush(ready.setdefault(instrs[s].engine, []), (ready_at[s], s))
+                e2 = instrs[s].engine
+                h2 = ready.get(e2)
+                if h2 is None:
+                    h2 = ready[e2] = []
+                    heaps.append((e2, h2))
+                push(h2, (ready_at[s], s))
     return order

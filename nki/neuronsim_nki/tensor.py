@@ -533,8 +533,7 @@ class Tensor:
         self.materialize()
         if self.overrun:
             fail(self.overrun)          # an index past the end reaches an access without a mask
-        dims = ",".join(f"{s}x{n}" for s, n in self.free_dims())
-        esz = SIZES[self.dtype]
+        dims, esz = self._geometry()[:2]
         if self.space == "hbm":
             rows = self.shape[0] if self.shape else 1
             pstride = self.strides[0] if self.shape else 1
@@ -623,19 +622,31 @@ class Tensor:
         return Tensor(self.space, self.dtype, (parts, *(n for _, n in free)), (0, *(st for st, _ in free)), base,
                       None, self.alloc, self.part0)
 
-    def region(self):
-        """(space, key, p_lo, p_hi, b_lo, b_hi): what the operand touches."""
+    def _geometry(self):
+        """(free dims as access-pattern text, element size, first byte, end
+        byte) of the view -- from the start of the HBM tensor, or of the
+        tile's allocation -- kept per view: a view's geometry never
+        changes, and ap() / region() ask for it on every instruction traced."""
+        memo = self.__dict__.get("_geo")
+        if memo is not None:
+            return memo
         esz = SIZES[self.dtype]
         lo = hi = self.offset
         for s, n in self.free_dims() if self.space != "hbm" else zip(self.strides, self.shape):
             ext = s * (n - 1)
             lo, hi = lo + min(0, ext), hi + max(0, ext)
+        self._geo = (",".join(f"{s}x{n}" for s, n in self.free_dims()), esz, lo * esz, (hi + 1) * esz)
+        return self._geo
+
+    def region(self):
+        """(space, key, p_lo, p_hi, b_lo, b_hi): what the operand touches."""
+        _, _, lo, hi = self._geometry()
         if self.space == "hbm":
-            return ("hbm", self.name, 0, 1, lo * esz, (hi + 1) * esz)
+            return ("hbm", self.name, 0, 1, lo, hi)
         tracer.current().touch(self.alloc)
         base = self.alloc.offset
-        return tracer.Region((self.space, 0, self.part0, self.part0 + self.nparts, base + lo * esz,
-                              base + (hi + 1) * esz), self.alloc.id)
+        return tracer.Region((self.space, 0, self.part0, self.part0 + self.nparts, base + lo, base + hi),
+                             self.alloc.id)
 
     def elements_per_partition(self):
         n = 1

@@ -28,7 +28,7 @@ import weakref
 
 from neuronsim import DTYPE_SIZES as SIZES, ENGINES, TARGETS, chip_info, target_info
 
-from .placement import BUCKET, BUCKET_HBM, Placement, Region, address_token, buckets  # noqa: F401
+from .placement import BUCKET, BUCKET_HBM, Placement, Region, address_token  # noqa: F401
 from .schedule import schedule
 
 ENGINE_ID = {e: i for i, e in enumerate(ENGINES)}
@@ -124,36 +124,41 @@ class Allocator:
             fail(f"{what}: {size} bytes per partition do not fit a PSUM bank ({self.bank} bytes: "
                  f"at most {self.bank // 4} fp32 elements per partition)")
         size = self.rounded(size)
-        order = sorted(range(len(self.free)), key=lambda i: (self.free[i][0] + self.free[i][1] <= self.cursor,
-                                                             self.free[i][0]))
-        for i in order:
-            off, n = self.free[i]
-            start = off if off >= self.cursor or off + n <= self.cursor else self.cursor
+        free, cursor = self.free, self.cursor
+        # blocks ending past the cursor first, then the rest, each by offset
+        # (the list is sorted, so their ends increase)
+        first = 0
+        while first < len(free) and free[first][0] + free[first][1] <= cursor:
+            first += 1
+        for i in [*range(first, len(free)), *range(first)]:
+            off, n = free[i]
+            start = off if off >= cursor or off + n <= cursor else cursor
             if off + n - start < size:
                 start = off
             if off + n - start >= size:
                 # carve [start, start + size) out of the block
-                del self.free[i]
+                pieces = []
                 if start > off:
-                    self.free.append((off, start - off))
+                    pieces.append((off, start - off))
                 if start + size < off + n:
-                    self.free.append((start + size, off + n - start - size))
-                self.free.sort()
+                    pieces.append((start + size, off + n - start - size))
+                free[i:i + 1] = pieces
                 self.cursor = start + size
                 return start
         return None
 
     def release(self, off, size):
+        """The free list stays sorted by offset with neighbours merged."""
         size = self.rounded(size)
-        self.free.append((off, size))
-        self.free.sort()
-        merged = []
-        for o, n in self.free:
-            if merged and merged[-1][0] + merged[-1][1] == o:
-                merged[-1] = (merged[-1][0], merged[-1][1] + n)
-            else:
-                merged.append((o, n))
-        self.free = merged
+        free = self.free
+        i = bisect.bisect_left(free, (off, size))
+        if i < len(free) and off + size == free[i][0]:
+            size += free[i][1]
+            del free[i]
+        if i > 0 and free[i - 1][0] + free[i - 1][1] == off:
+            free[i - 1] = (free[i - 1][0], free[i - 1][1] + size)
+        else:
+            free.insert(i, (off, size))
 
 
 class Instr:
@@ -681,35 +686,38 @@ class Trace(Placement):
         streams = {e: [] for e in ENGINES}
         waited = {e: {} for e in ENGINES}          # what each engine has already waited for
         dma_gen = {}
+        nq = self.dma_queues
         for ins in order:
-            out = streams[ins.engine]
+            eng = ins.engine
+            out, seen = streams[eng], waited[eng]
             need = {}
             for d in ins.deps:
                 if d.dma is not None:
-                    slot = d.dma % pool
-                    key, val = DMA_SEM0 + slot, d.dma // pool + 1
-                elif d.engine != ins.engine:
+                    key, val = DMA_SEM0 + d.dma % pool, d.dma // pool + 1
+                elif d.engine != eng:
                     key, val = ENGINE_ID[d.engine], d.signal
                 else:
                     continue
-                need[key] = max(need.get(key, 0), val)
+                if need.get(key, 0) < val:
+                    need[key] = val
             if ins.dma is not None:
                 slot = ins.dma % pool
                 gen = ins.dma // pool
-                if gen:
-                    need[DMA_SEM0 + slot] = max(need.get(DMA_SEM0 + slot, 0), gen)
+                if gen and need.get(DMA_SEM0 + slot, 0) < gen:
+                    need[DMA_SEM0 + slot] = gen
                 dma_gen[slot] = gen + 1
-            for key, val in sorted(need.items()):
-                if waited[ins.engine].get(key, 0) < val:
+            for key in sorted(need) if len(need) > 1 else need:
+                val = need[key]
+                if seen.get(key, 0) < val:
                     out.append(f"    sem_wait sem={key} cond=is_ge value={val}")
-                    waited[ins.engine][key] = val
+                    seen[key] = val
             if ins.dma is not None:
-                out.append(f"    {ins.text} queue={ins.dma % self.dma_queues} sem={DMA_SEM0 + ins.dma % pool} value=1"
+                out.append(f"    {ins.text} queue={ins.dma % nq} sem={DMA_SEM0 + ins.dma % pool} value=1"
                            f"   ; {ins.line}")
             else:
                 out.append(f"    {ins.text}   ; {ins.line}")
             if ins.signal:
-                out.append(f"    sem_signal sem={ENGINE_ID[ins.engine]} op=add value=1")
+                out.append(f"    sem_signal sem={ENGINE_ID[eng]} op=add value=1")
         # the kernel ends when every transfer has landed
         for slot, gen in sorted(dma_gen.items()):
             if waited["sync"].get(DMA_SEM0 + slot, 0) < gen:
