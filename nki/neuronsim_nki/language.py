@@ -15,7 +15,7 @@ except ImportError:
     pass
 
 from . import tracer
-from .tensor import BlockArray, DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
+from .tensor import NKI_NAMES, BlockArray, DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
 from .classes import NKIObject  # noqa: F401  (nl.NKIObject)
 # loops, registers and launch-grid queries live in control.py
@@ -423,7 +423,7 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None, reduce_op=None, reduc
     if not isinstance(x, Tensor):
         fail(f"nl.{func} takes a tile")
     if x.dtype not in ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"):
-        fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAME.get(x.dtype, x.dtype)}")
+        fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAMES.get(x.dtype, x.dtype)}")
     scale = _scalar_column(scale) if isinstance(scale, Tensor) else scale
     bias = _scalar_column(bias) if isinstance(bias, Tensor) else bias
     out = new_tile("sbuf", x.shape, _result_dtype(x, dtype=dtype), f"{func} result")
@@ -673,117 +673,9 @@ def mean(x, axis, dtype=None, keepdims=False, **kw):
 
 # ------------------------------------------------------------------- matmul
 
-MATMUL_DTYPES = ("fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32")
-NKI_NAME = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "int32": "int32", "uint8": "uint8",
-            "int8": "int8", "int16": "int16", "uint16": "uint16", "uint32": "uint32"}
-
-def matmul(x, y, transpose_x=False, **kw):
-    """x^T @ y on TensorE into PSUM (fp32): x [K, M] stationary, y [K, N]
-    moving, K on the partitions; with transpose_x=False, x is [M, K] and is
-    transposed on TensorE first."""
-    x, y = _operand(x), _operand(y)
-    ops = []
-    for name, t in (("stationary", x), ("moving", y)):
-        if not isinstance(t, Tensor):
-            fail(f"matmul {name} operand must be a tile")
-        if t.dtype not in MATMUL_DTYPES:
-            fail(f"matmul {name} dtype {NKI_NAME.get(t.dtype, t.dtype)} is not allowed on TensorE "
-                 f"(float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32)")
-        if t.space == "psum":
-            # TensorE reads SBUF only (SDK nki.isa.nc_matmul); a PSUM operand
-            # -- an nc_transpose result passed on, as flash attention's
-            # backward does -- is copied out first, as the compiler does
-            # for nl.matmul(transpose_x=False) below
-            t = copy(t)
-        if t.space != "sbuf":
-            fail(f"matmul {name} operand must be in SBUF, not {t.space.upper()}")
-        ops.append(t)
-    x, y = ops
-    if not transpose_x:
-        x = transpose(x)
-        x = copy(x)
-    K, M = x.shape[0], x.elements_per_partition()
-    if y.shape[0] != K:
-        fail(f"matmul contraction sizes differ: stationary has {K} partitions, moving {y.shape[0]}")
-    N = y.elements_per_partition()
-    if M > tile_size.gemm_stationary_fmax:
-        fail(f"matmul stationary free size {M} exceeds {tile_size.gemm_stationary_fmax}")
-    if N > tile_size.gemm_moving_fmax:
-        fail(f"matmul moving free size {N} exceeds {tile_size.gemm_moving_fmax}")
-    out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
-    out.pending = (x, y)
-    return out
-
-
-def _place_matmul(res, dst=None, accumulate=False):
-    """accumulate None: NKI's accumulation groups -- the first matmul into a
-    PSUM tile overwrites it, later ones add, until something else reads or
-    writes the tile."""
-    x, y = res.pending
-    res.pending = None
-    dst = dst or res
-    if dst.space != "psum":
-        fail("a matmul result goes to PSUM")
-    if accumulate is None:
-        accumulate = dst.alloc.open_group == dst.region()
-    dst.alloc.open_group = dst.region()
-    t = tracer.current()
-    t.open_regions.add(dst.alloc)
-    t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
-    acc = " accumulate" if accumulate else ""
-    t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}",
-           reads=[y.region()] + ([dst.region()] if accumulate else []), writes=[dst.region()])
-
-
-def transpose(x, dtype=None, **kw):
-    """[P, F] -> [F, P] on TensorE (into PSUM), P, F <= 128."""
-    x = _operand(x)
-    P, F = x.shape[0], x.elements_per_partition()
-    if P > 128 or F > 128:
-        fail(f"nl.transpose of [{P}, {F}]: both sizes must be <= 128")
-    out = new_tile("psum", (F, P), "fp32" if x.dtype == "fp32" else x.dtype, "nl.transpose result")
-    tracer.current().emit("tensor", f"nc_transpose dst={out.ap()} src={x.ap()}", reads=[x.region()],
-                          writes=[out.region()])
-    return out
-
-
-def _unchanged_load_source(tile):
-    """The HBM view an nl.load filled `tile` from, when nothing has written
-    the tile since; else None."""
-    view, ins = getattr(tile, "loaded_from", None), tile.loaded_by
-    if view is None or ins is None or tile.space != "sbuf":
-        return None
-    # nothing has written the tile's allocation since that load (decided the
-    # same way in both tracing passes)
-    return view if tracer.current().last_write.get(tile.alloc.id) == ins.index else None
-
-
-# a partition broadcast stays in PSUM while at most this many PSUM banks
-# (of 8) are held by live tiles, leaving the rest to matmuls
-PSUM_BROADCAST_BANKS = 4
-
-
-def _broadcast_in_psum(src, F):
-    """Whether [1, F] -> [P, F] lands in PSUM and stays there: an fp32 row
-    that fits one bank, while PSUM has room.  The hardware compiler does it
-    this way: the published Mamba profiles (SDK nki/guides/tutorials/
-    fused_mamba.rst, figures mamba_v1_profile, mamba_v2) show TensorE
-    instructions and PSUM filling for the kernel's B/C broadcasts and no
-    copies back to SBUF -- VectorE reads the broadcast from PSUM, where a
-    tensor_tensor with one PSUM and one SBUF input runs at N, not 2N."""
-    t = tracer.current()
-    if src.dtype != "fp32" or F * 4 > t.psum.bank:
-        return False
-    return t.choose(lambda: t.psum_banks_in_use() < PSUM_BROADCAST_BANKS)
-
-
-def _ones_row():
-    """A [1, 128] fp32 row of ones, set once per kernel (a compiler constant)
-    and kept for every later partition broadcast."""
-    t = tracer.current()
-    if getattr(t, "ones_row", None) is None:
-        t.ones_row = full((1, 128), 1.0, "fp32")
-    return t.ones_row
+# TensorE's share of nl (matmul, transpose, partition broadcasts) lives in tensor_engine.py
+from .tensor_engine import (MATMUL_DTYPES, PSUM_BROADCAST_BANKS, _broadcast_in_psum, _ones_row,  # noqa: E402,F401
+                            _place_matmul, _unchanged_load_source, broadcast_to, matmul, transpose)
 
 
 def static_cast(input_data, dtype, **kw):
@@ -806,44 +698,12 @@ def static_cast(input_data, dtype, **kw):
     try:
         import ml_dtypes
     except ImportError:
-        fail(f"nl.static_cast of a host array to {NKI_NAME.get(dt, dt)}: NumPy has no such dtype; install "
+        fail(f"nl.static_cast of a host array to {NKI_NAMES.get(dt, dt)}: NumPy has no such dtype; install "
              "ml_dtypes, or pass a torch tensor of that dtype")
     ext = {"bf16": ml_dtypes.bfloat16, "fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
     if dt not in ext:
         fail(f"nl.static_cast to {dt!r} on the host is not supported")
     return arr.astype(ext[dt])
-
-
-def broadcast_to(src, shape, **kw):
-    """A [1, F] tile across partitions: [P, F] (TensorE multiplies a ones
-    column by it, as partition broadcasts are done on the hardware); or a
-    [P, 1] tile along the free dimension (a per-partition scalar times ones)."""
-    src = _operand(src)
-    P, F = int(shape[0]), 1
-    for d in shape[1:]:
-        F *= int(d)
-    if src.shape[0] == P and src.elements_per_partition() == 1:
-        ones_ = full((P, F), 1.0, src.dtype)
-        return _tensor_scalar(ones_, src, "multiply")
-    if src.shape[0] != 1 or src.elements_per_partition() != F:
-        fail(f"broadcast_to {list(shape)} from {list(src.shape)}: only [1, F] -> [P, F] and [P, 1] -> [P, F]")
-    if _broadcast_in_psum(src, F):
-        return matmul(_ones_row()[:, 0:P], src, transpose_x=True)
-    view = _unchanged_load_source(src)
-    if view is not None and len(view.shape) == 2:
-        # the row still holds what a DMA brought from HBM: one more DMA reads
-        # that HBM row into every partition (partition stride 0), off the
-        # compute engines, as DMA engines replicate data
-        out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
-        _dma(out, Tensor("hbm", view.dtype, (P, F), (0, view.strides[1]), view.offset, view.name))
-        return out
-    ones_ = full((1, P), 1.0, src.dtype if src.dtype in ("fp32", "bf16", "fp16") else "fp32")
-    out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
-    for f0 in range(0, F, tile_size.gemm_moving_fmax):
-        f1 = f0 + tile_size.gemm_moving_fmax if f0 + tile_size.gemm_moving_fmax < F else F
-        ps = matmul(ones_, src[:, f0:f1], transpose_x=True)
-        _assign(out[:, f0:f1], copy(ps, dtype=src.dtype))
-    return out
 
 
 def device_print(*a, **k):

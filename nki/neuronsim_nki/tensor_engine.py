@@ -1,0 +1,152 @@
+"""nl's TensorE operations: matmul (placed into PSUM when its destination
+is known: assignment, +=, nisa.nc_matmul), transpose, and partition
+broadcasts (broadcast_to), which the hardware compiler also puts on TensorE.
+language.py re-exports them."""
+from __future__ import annotations
+
+from . import language as nl
+from . import tracer
+from .tensor import NKI_NAMES, Tensor, new_tile
+from .tracer import fail
+
+MATMUL_DTYPES = ("fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32")
+
+def matmul(x, y, transpose_x=False, **kw):
+    """x^T @ y on TensorE into PSUM (fp32): x [K, M] stationary, y [K, N]
+    moving, K on the partitions; with transpose_x=False, x is [M, K] and is
+    transposed on TensorE first."""
+    x, y = nl._operand(x), nl._operand(y)
+    ops = []
+    for name, t in (("stationary", x), ("moving", y)):
+        if not isinstance(t, Tensor):
+            fail(f"matmul {name} operand must be a tile")
+        if t.dtype not in MATMUL_DTYPES:
+            fail(f"matmul {name} dtype {NKI_NAMES.get(t.dtype, t.dtype)} is not allowed on TensorE "
+                 f"(float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32)")
+        if t.space == "psum":
+            # TensorE reads SBUF only (SDK nki.isa.nc_matmul); a PSUM operand
+            # -- an nc_transpose result passed on, as flash attention's
+            # backward does -- is copied out first, as the compiler does
+            # for nl.matmul(transpose_x=False) below
+            t = nl.copy(t)
+        if t.space != "sbuf":
+            fail(f"matmul {name} operand must be in SBUF, not {t.space.upper()}")
+        ops.append(t)
+    x, y = ops
+    if not transpose_x:
+        x = transpose(x)
+        x = nl.copy(x)
+    K, M = x.shape[0], x.elements_per_partition()
+    if y.shape[0] != K:
+        fail(f"matmul contraction sizes differ: stationary has {K} partitions, moving {y.shape[0]}")
+    N = y.elements_per_partition()
+    if M > nl.tile_size.gemm_stationary_fmax:
+        fail(f"matmul stationary free size {M} exceeds {nl.tile_size.gemm_stationary_fmax}")
+    if N > nl.tile_size.gemm_moving_fmax:
+        fail(f"matmul moving free size {N} exceeds {nl.tile_size.gemm_moving_fmax}")
+    out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
+    out.pending = (x, y)
+    return out
+
+
+def _place_matmul(res, dst=None, accumulate=False):
+    """accumulate None: NKI's accumulation groups -- the first matmul into a
+    PSUM tile overwrites it, later ones add, until something else reads or
+    writes the tile."""
+    x, y = res.pending
+    res.pending = None
+    dst = dst or res
+    if dst.space != "psum":
+        fail("a matmul result goes to PSUM")
+    if accumulate is None:
+        accumulate = dst.alloc.open_group == dst.region()
+    dst.alloc.open_group = dst.region()
+    t = tracer.current()
+    t.open_regions.add(dst.alloc)
+    t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
+    acc = " accumulate" if accumulate else ""
+    t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}",
+           reads=[y.region()] + ([dst.region()] if accumulate else []), writes=[dst.region()])
+
+
+def transpose(x, dtype=None, **kw):
+    """[P, F] -> [F, P] on TensorE (into PSUM), P, F <= 128."""
+    x = nl._operand(x)
+    P, F = x.shape[0], x.elements_per_partition()
+    if P > 128 or F > 128:
+        fail(f"nl.transpose of [{P}, {F}]: both sizes must be <= 128")
+    out = new_tile("psum", (F, P), "fp32" if x.dtype == "fp32" else x.dtype, "nl.transpose result")
+    tracer.current().emit("tensor", f"nc_transpose dst={out.ap()} src={x.ap()}", reads=[x.region()],
+                          writes=[out.region()])
+    return out
+
+
+def _unchanged_load_source(tile):
+    """The HBM view an nl.load filled `tile` from, when nothing has written
+    the tile since; else None."""
+    view, ins = getattr(tile, "loaded_from", None), tile.loaded_by
+    if view is None or ins is None or tile.space != "sbuf":
+        return None
+    # nothing has written the tile's allocation since that load (decided the
+    # same way in both tracing passes)
+    return view if tracer.current().last_write.get(tile.alloc.id) == ins.index else None
+
+
+# a partition broadcast stays in PSUM while at most this many PSUM banks
+# (of 8) are held by live tiles, leaving the rest to matmuls
+PSUM_BROADCAST_BANKS = 4
+
+
+def _broadcast_in_psum(src, F):
+    """Whether [1, F] -> [P, F] lands in PSUM and stays there: an fp32 row
+    that fits one bank, while PSUM has room.  The hardware compiler does it
+    this way: the published Mamba profiles (SDK nki/guides/tutorials/
+    fused_mamba.rst, figures mamba_v1_profile, mamba_v2) show TensorE
+    instructions and PSUM filling for the kernel's B/C broadcasts and no
+    copies back to SBUF -- VectorE reads the broadcast from PSUM, where a
+    tensor_tensor with one PSUM and one SBUF input runs at N, not 2N."""
+    t = tracer.current()
+    if src.dtype != "fp32" or F * 4 > t.psum.bank:
+        return False
+    return t.choose(lambda: t.psum_banks_in_use() < PSUM_BROADCAST_BANKS)
+
+
+def _ones_row():
+    """A [1, 128] fp32 row of ones, set once per kernel (a compiler constant)
+    and kept for every later partition broadcast."""
+    t = tracer.current()
+    if getattr(t, "ones_row", None) is None:
+        t.ones_row = nl.full((1, 128), 1.0, "fp32")
+    return t.ones_row
+
+
+def broadcast_to(src, shape, **kw):
+    """A [1, F] tile across partitions: [P, F] (TensorE multiplies a ones
+    column by it, as partition broadcasts are done on the hardware); or a
+    [P, 1] tile along the free dimension (a per-partition scalar times ones)."""
+    src = nl._operand(src)
+    P, F = int(shape[0]), 1
+    for d in shape[1:]:
+        F *= int(d)
+    if src.shape[0] == P and src.elements_per_partition() == 1:
+        ones_ = nl.full((P, F), 1.0, src.dtype)
+        return nl._tensor_scalar(ones_, src, "multiply")
+    if src.shape[0] != 1 or src.elements_per_partition() != F:
+        fail(f"broadcast_to {list(shape)} from {list(src.shape)}: only [1, F] -> [P, F] and [P, 1] -> [P, F]")
+    if _broadcast_in_psum(src, F):
+        return matmul(_ones_row()[:, 0:P], src, transpose_x=True)
+    view = _unchanged_load_source(src)
+    if view is not None and len(view.shape) == 2:
+        # the row still holds what a DMA brought from HBM: one more DMA reads
+        # that HBM row into every partition (partition stride 0), off the
+        # compute engines, as DMA engines replicate data
+        out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
+        nl._dma(out, Tensor("hbm", view.dtype, (P, F), (0, view.strides[1]), view.offset, view.name))
+        return out
+    ones_ = nl.full((1, P), 1.0, src.dtype if src.dtype in ("fp32", "bf16", "fp16") else "fp32")
+    out = new_tile("sbuf", (P, F), src.dtype, "broadcast_to result")
+    for f0 in range(0, F, nl.tile_size.gemm_moving_fmax):
+        f1 = f0 + nl.tile_size.gemm_moving_fmax if f0 + nl.tile_size.gemm_moving_fmax < F else F
+        ps = matmul(ones_, src[:, f0:f1], transpose_x=True)
+        nl._assign(out[:, f0:f1], nl.copy(ps, dtype=src.dtype))
+    return out
