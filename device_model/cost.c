@@ -185,6 +185,15 @@ static dm_cost cost_bn_stats(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_SRC)));
 }
 
+/* HW (nki.isa.max8 and nki.isa.nc_find_index8, SDK API reference, "Estimated
+ * instruction cost: N engine cycles", N the elements per partition of the
+ * source / data tile), issued no faster than MIN_II like every instruction */
+static dm_cost cost_max8(const dm_chip *ch, int engine, const isa_instr *in, const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_SRC)));
+}
+
 /* HW (nki.isa.bn_aggr, same source): max(MIN_II, 13*(N/3)) VectorE cycles,
  * N the elements per partition of the triples it reads */
 static dm_cost cost_bn_aggr(const dm_chip *ch, int engine, const isa_instr *in,

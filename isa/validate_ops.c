@@ -349,6 +349,44 @@ static isa_status rule_bn_aggr(vctx *v, const isa_instr *in)
 	return ISA_OK;
 }
 
+/* max8 / nc_find_index8 (nki.isa): 8 to 16384 source elements per
+ * partition, 8 results per partition, one partition range throughout */
+static isa_status v_eight_of(vctx *v, const isa_ap *d, const isa_ap *s, const char *sname)
+{
+	uint64_t n = isa_ap_free_elems(s);
+	if (d->nparts != s->nparts)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%u partitions, %s has %u", d->nparts, sname,
+			      s->nparts);
+	if (n < 8 || n > 16384)
+		return v_fail(v, ISA_E_BAD_VALUE, sname, "%llu elements per partition, not 8 to 16384",
+			      (unsigned long long)n);
+	if (isa_ap_free_elems(d) != 8)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%llu elements per partition, 8 are written",
+			      (unsigned long long)isa_ap_free_elems(d));
+	return ISA_OK;
+}
+
+static isa_status rule_max8(vctx *v, const isa_instr *in)
+{
+	return v_eight_of(v, &in->ap[ISA_AP_DST], &in->ap[ISA_AP_SRC], "src");
+}
+
+/* positions are uint16 or uint32; vals holds the 8 values of each partition */
+static isa_status rule_nc_find_index8(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *vals = &in->ap[ISA_AP_SRC1];
+	isa_status st;
+	if ((st = v_eight_of(v, d, &in->ap[ISA_AP_SRC], "data")) != ISA_OK)
+		return st;
+	if (d->dtype != ISA_DT_uint16 && d->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "positions are uint16 or uint32, not %s",
+			      isa_dtype_name(d->dtype));
+	if (vals->nparts != d->nparts || isa_ap_free_elems(vals) != 8)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "vals", "[%u, %llu]: 8 values for each of dst's %u partitions",
+			      vals->nparts, (unsigned long long)isa_ap_free_elems(vals), d->nparts);
+	return ISA_OK;
+}
+
 static isa_status rule_tensor_partition_reduce(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
@@ -638,6 +676,8 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_exponential]             = rule_exponential,
 	[ISA_OP_bn_stats]                = rule_bn_stats,
 	[ISA_OP_bn_aggr]                 = rule_bn_aggr,
+	[ISA_OP_max8]                    = rule_max8,
+	[ISA_OP_nc_find_index8]          = rule_nc_find_index8,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,
 	[ISA_OP_select]                  = rule_select,
 	[ISA_OP_memset]                  = rule_no_operands,
