@@ -1,7 +1,8 @@
 /*
  * ops_dma.c -- what a DMA transfer does to data: copy elements in flattened
- * (row, free index) order between any two memories, casting between float
- * types through fp32 when the dtypes differ; gather/scatter address the HBM
+ * (row, free index) order between any two memories, casting through fp32
+ * when the dtypes differ (any pair for a direct copy, float types otherwise:
+ * isa/validate.c); gather/scatter address the HBM
  * side's rows through an SBUF index column, each index checked at run time.
  */
 #include "ops.h"
@@ -61,7 +62,8 @@ static void copy_run(const dm_view *dv, uint8_t *da, int64_t ds, const dm_view *
 		     const uint8_t *sa, int64_t ss, uint64_t n)
 {
 	if (dv->dtype != sv->dtype) {
-		/* a casting copy goes through fp32 in cache-sized pieces */
+		/* a casting copy goes through fp32 in cache-sized pieces, as the
+		 * engines cast (integers beyond 2^24 round, float -> int saturates) */
 		float buf[512];
 		while (n) {
 			uint64_t m = n < 512 ? n : 512;

@@ -265,11 +265,15 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 	    v->p->tensors[d->dst.tensor].kind == ISA_TK_CONST)
 		return v_fail(v, ISA_E_BAD_SPACE, "dma.dst", "descriptor '%s' writes const tensor '%s'",
 			      d->name, v->p->tensors[d->dst.tensor].name);
-	if (d->dst.dtype != d->src.dtype &&
+	/* a direct copy casts between any dtypes, as the engines cast (through
+	 * fp32: SDK nki.isa.dma_copy, "A cast will happen if the src and dst
+	 * have different dtype"); the other modes between float types only */
+	if (d->dst.dtype != d->src.dtype && d->mode != ISA_DMA_DIRECT &&
 	    !(isa_dtype_is_float(d->dst.dtype) && isa_dtype_is_float(d->src.dtype)))
 		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
-			      "descriptor '%s': DMA casts between float types only (%s -> %s)",
-			      d->name, isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
+			      "descriptor '%s': a %s DMA casts between float types only (%s -> %s)",
+			      d->name, d->mode == ISA_DMA_TRANSPOSE ? "transposing" : "gather / scatter",
+			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
 
 	uint64_t nd = isa_ap_free_elems(&d->dst), ns = isa_ap_free_elems(&d->src);
 	if (d->mode == ISA_DMA_TRANSPOSE)

@@ -16,8 +16,9 @@ def _dma(dst, src, engine="sync", mode="direct"):
             src.elements_per_partition() * src.shape[0]:
         fail(f"DMA shapes differ: {list(src.shape)} -> {list(dst.shape)}")
     floats = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
-    if dst.dtype != src.dtype and not (dst.dtype in floats and src.dtype in floats):
-        fail(f"DMA converts between float types only: {src.dtype} -> {dst.dtype} (cast with nl.copy on chip)")
+    if dst.dtype != src.dtype and mode != "direct" and not (dst.dtype in floats and src.dtype in floats):
+        fail(f"a {mode} DMA converts between float types only: {src.dtype} -> {dst.dtype} (cast with nl.copy "
+             "on chip)")
     if "psum" in (dst.space, src.space):
         fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
     idx = len(t.dmas)

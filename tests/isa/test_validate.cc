@@ -47,8 +47,9 @@ const Case kTextCases[] = {
 	{ "dma_duplicate", ".dma sy ", ".dma lx ", ISA_E_DUPLICATE_NAME, "lx" },
 	{ "dma_count_mismatch", "dst=sbuf:fp32[0:128]{1x64} src=hbm(x)", "dst=sbuf:fp32[0:128]{1x32} src=hbm(x)",
 	  ISA_E_SHAPE_MISMATCH, "8192 elements to 4096" },
-	{ "dma_int_cast", "dst=hbm(y):fp32[64x128]{1x64} src=sbuf:fp32[0:128]+1024{1x64}",
-	  "dst=hbm(y):fp32[64x128]{1x64} src=sbuf:int32[0:128]+1024{1x64}", ISA_E_BAD_DTYPE, "float types only" },
+	// a direct copy casts between any dtypes; a gather between float types only
+	{ "dma_gather_int_cast", "gather dst=sbuf:fp32[0:8]+2048{1x64}", "gather dst=sbuf:int32[0:8]+2048{1x64}",
+	  ISA_E_BAD_DTYPE, "gather / scatter DMA casts between float types only" },
 	{ "dma_writes_const", ";EXTRA_DMA", ".dma wc direct dst=hbm(c):int32[1x2]{1x1} src=sbuf:int32[0:2]{1x1}",
 	  ISA_E_BAD_SPACE, "const tensor 'c'" },
 	{ "dma_hbm_dtype", "src=hbm(x):fp32[64x128]{1x64}\n.dma sy", "src=hbm(x):bf16[128x128]{1x128}\n.dma sy",
