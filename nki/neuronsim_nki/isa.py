@@ -355,7 +355,7 @@ def tensor_reduce(op=None, data=None, axis=None, dst=None, dtype=None, negate=Fa
     return _ret(dst, nl._reduce(alu, data, axis, dtype, keepdims, negate))
 
 
-@_dst_first(lambda a: _tiles(a, 2))
+@_dst_first(lambda a, kw: _tiles(a, 2) or (_tiles(a, 1) and "src" in kw), takes_kw=True)
 def tensor_copy(src=None, dst=None, dtype=None, engine=None, **kw):
     """dst = src on the engine= it names (unknown / None: VectorE)."""
     where = "vector" if engine in (None, "unknown") else engine
@@ -513,54 +513,6 @@ def tensor_tensor_scan(data0=None, data1=None, initial=0.0, op0=None, op1=None, 
                                         f"src1={y.ap()} op0={a0} op1={a1} initial={iv}", reads=reads,
                                         writes=[out.region()])
     return _ret(dst, out)
-
-
-def _stats(name, data, n_out, dtype, dst, what):
-    """One VectorE statistics instruction from data [P, ...] into a fresh
-    [P, n_out] tile (or straight into dst when it has that shape)."""
-    x = nl._operand(data)
-    if not isinstance(x, Tensor):
-        tracer.fail(f"nisa.{name} takes a tile")
-    P = x.shape[0]
-    # published: the result takes the input's dtype unless dtype= (or dst) says
-    dt = isa_dtype(dtype) if dtype is not None else (dst.dtype if dst is not None else x.dtype)
-    if dst is not None and (dst.shape[0] != P or dst.elements_per_partition() != n_out or dst.dtype != dt):
-        out = new_tile("sbuf", (P, n_out), dt, what)
-    else:
-        out = dst if dst is not None else new_tile("sbuf", (P, n_out), dt, what)
-    t = tracer.current()
-    ins = t.emit("vector", f"{name} dst={out.ap()} src={x.ap()}", reads=[x.region()], writes=[out.region()])
-    if out is dst:
-        return dst
-    out.made_by = ins
-    return _ret(dst, out)
-
-
-@_dst_first(lambda a: _tiles(a, 2))
-def bn_stats(data=None, dtype=None, dst=None, **kw):
-    """Per-partition statistics of up to bn_stats_fmax (512) elements, six
-    values: (count, mean, variance * count) of the even-indexed elements,
-    then of the odd-indexed ones (the published layout, meant for bn_aggr);
-    one VectorE instruction, max(MIN_II, N) cycles."""
-    x = nl._operand(data)
-    n = x.elements_per_partition() if isinstance(x, Tensor) else 0
-    if n > nl.tile_size.bn_stats_fmax:
-        tracer.fail(f"bn_stats over {n} elements per partition: at most {nl.tile_size.bn_stats_fmax}")
-    return _stats("bn_stats", x, 6, dtype, dst, "bn_stats result")
-
-
-@_dst_first(lambda a: _tiles(a, 2))
-def bn_aggr(data=None, dtype=None, dst=None, **kw):
-    """[P, 3k] (count, mean, variance * count) triples -- one or more
-    bn_stats results side by side -> [P, 2]: the mean and variance of
-    everything they summarize; one VectorE instruction, max(MIN_II,
-    13 * (N / 3)) cycles."""
-    st = nl._operand(data)
-    n = st.elements_per_partition() if isinstance(st, Tensor) else 0
-    if n < 3 or n % 3:
-        tracer.fail(f"bn_aggr takes bn_stats results ((count, mean, variance*count) triples), got {n} "
-                    "elements per partition")
-    return _stats("bn_aggr", st, 2, dtype, dst, "bn_aggr result")
 
 
 _CMP = {"<": "is_lt", "<=": "is_le", ">": "is_gt", ">=": "is_ge"}
@@ -751,6 +703,9 @@ def __getattr__(name):
 
 # LNC=2 (NeuronCore-v3+): the two cores of a logical core (lnc.py)
 from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401
+
+# VectorE's per-partition statistics and top-8 selection (isa_stats.py)
+from .isa_stats import bn_aggr, bn_stats, max8, nc_find_index8  # noqa: E402,F401
 
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401

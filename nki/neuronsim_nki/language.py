@@ -117,6 +117,26 @@ def shared_constant(constant, dtype=None, **kw):
     return ht
 
 
+def shared_identity_matrix(n, dtype="uint8", dst=None, **kw):
+    """An [n, n] identity matrix in SBUF (nl.uint8 by default), n <= 128:
+    loaded once per size and dtype from a constant the program embeds and
+    kept for the rest of the kernel, as the compiler shares identity
+    matrices; with dst=, copied there."""
+    import numpy as np
+    size = _static_int(n)
+    if size is None or not 1 <= size <= 128:
+        fail(f"nl.shared_identity_matrix({n!r}): a size from 1 to 128 (the partitions of an SBUF tile)")
+    dt = isa_dtype(dtype)
+    made = tracer.current().__dict__.setdefault("identity_matrices", {})
+    tile = made.get((size, dt))
+    if tile is None:
+        tile = made[(size, dt)] = load(shared_constant(np.eye(size, dtype=np.float32), dtype=dt))
+    if dst is None:
+        return tile
+    _assign(dst, tile)
+    return dst
+
+
 def ds(start, size):
     """nl.ds(start, size): the slice start:start + size (a "dynamic slice"
     whose start may be a loop variable)."""

@@ -693,23 +693,33 @@ class Tensor:
         return self._bin(-1.0, "multiply")
 
     def reshape(self, shape):
-        """A contiguous HBM tensor seen with another shape (same elements)."""
+        """The same elements seen with another shape: a contiguous HBM
+        tensor, or a tile whose free elements are contiguous in each
+        partition -- its partition dimension stays first and the same size
+        (NKI reshapes a tile's free dimensions only)."""
         shape = tuple(int(d) for d in shape)
         n = 1
         for d in shape:
             n *= d
-        if self.space != "hbm" or n != self.elements_per_partition() * (self.shape[0] if self.shape else 1):
-            fail(f"reshape {list(self.shape)} -> {list(shape)}: HBM tensors with the same element count only")
+        if n != self.elements_per_partition() * (self.shape[self.pax] if self.shape else 1):
+            fail(f"reshape {list(self.shape)} -> {list(shape)}: the element count differs")
+        onchip = self.space != "hbm"
+        if onchip and (self.pax != 0 or not shape or shape[0] != self.shape[0]):
+            fail(f"reshape {list(self.shape)} -> {list(shape)}: a tile keeps its partition dimension "
+                 f"({self.shape[self.pax]}) first and reshapes its free dimensions only")
         contiguous, acc = True, 1
-        for ax in range(len(self.shape) - 1, -1, -1):
+        for ax in range(len(self.shape) - 1, 0 if onchip else -1, -1):
             contiguous &= self.shape[ax] == 1 or self.strides[ax] == acc
             acc *= self.shape[ax]
         if not contiguous:
             fail("reshape of a strided view is not supported")
         strides, acc = [0] * len(shape), 1
-        for ax in range(len(shape) - 1, -1, -1):
+        for ax in range(len(shape) - 1, 0 if onchip else -1, -1):
             strides[ax] = acc
             acc *= shape[ax]
+        if onchip:
+            self.materialize()
+            return Tensor(self.space, self.dtype, shape, strides, self.offset, self.name, self.alloc, self.part0, 0)
         return Tensor("hbm", self.dtype, shape, strides, self.offset, self.name)
 
     def broadcast_to(self, shape):
