@@ -155,6 +155,29 @@ TRACE_CACHE_LIMIT = 64      # traced programs a kernel keeps, by call key
 REPLAY = True
 
 
+def _split_outputs(ins, outs):
+    """({name: (shape, dtype)} of the HBM arrays the kernel made and
+    returns, the same of the arguments it returns -- written in place, read
+    back from their input buffers after the run)."""
+    args = {t.name for t, _ in ins}
+    made = {o.name: (o.shape, o.dtype) for o in outs if o.name not in args}
+    return made, {o.name: (o.shape, o.dtype) for o in outs if o.name in args}
+
+
+def _in_place(values, ins, outs, multi):
+    """values, with each argument the kernel returned -- written in place,
+    as on the device -- updated and returned itself when it is a writable
+    NumPy array of the result's dtype (else the result stays a new array)."""
+    args = {t.name: a for t, a in ins}
+    vals = list(values) if multi else [values]
+    for k, o in enumerate(outs):
+        a = args.get(o.name)
+        if isinstance(a, np.ndarray) and a.flags.writeable and a.dtype == vals[k].dtype and a.shape == vals[k].shape:
+            np.copyto(a, vals[k])
+            vals[k] = a
+    return tuple(vals) if multi else vals[0]
+
+
 def _values(outputs, outs, multi, suffix=""):
     """The kernel's results as NumPy arrays (a tuple when it returned
     several): buffer o.name + suffix of the run's outputs for each output."""
@@ -393,10 +416,12 @@ class Kernel:
         try:
             outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
             for o in outs:
+                # an argument returned whole is an output the kernel wrote
+                # in place (NKI's output-argument kernels: nkilib's rope_hf)
                 if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \
-                        any(o is i for i, _ in ins):
+                        (o.name in {i.name for i, _ in ins} and not any(o is i for i, _ in ins)):
                     raise NKIError(f"{self.func.__name__} must return the HBM tensors it created with "
-                                   f"nl.ndarray(..., buffer=nl.shared_hbm); got {o!r}")
+                                   f"nl.ndarray(..., buffer=nl.shared_hbm) or arguments whole; got {o!r}")
             if self._core is not None:
                 # shared HBM arrays not returned are bound from outside, one
                 # buffer for both cores; private ones stay in this core's scratch
@@ -449,9 +474,11 @@ class Kernel:
         """Runs a traced program on the simulator: host arrays in (NumPy, or
         what a registered convention turns into NumPy), NumPy out."""
         races = find_races(program) if check_races else None
-        res = neuronsim.run(program, self._device_inputs(ins), {o.name: (o.shape, o.dtype) for o in outs},
+        made, written = _split_outputs(ins, outs)
+        res = neuronsim.run(program, self._device_inputs(ins), made, read_back=written,
                             target=self.target, label=self.func.__name__, trace=trace, standalone=True)
-        return _values(res.outputs, outs, multi), self._result([res.stats], program, trace, races)
+        return _in_place(_values(res.outputs, outs, multi), ins, outs, multi), \
+            self._result([res.stats], program, trace, races)
 
     def _simulate_pair(self, args, kwargs, trace, check_races):
         """An LNC=2 launch: each core's program traced on its own, both run
@@ -468,8 +495,8 @@ class Kernel:
             traced.append(k._trace_full(args, kwargs))
         (t0, p0, ins0, outs0, multi), (t1, p1, ins1, outs1, _) = traced
         lnc.check_pair(self.func.__name__, t0, ins0, outs0, t1, ins1, outs1)
-        outputs = {o.name: (o.shape, o.dtype) for o in outs0}
-        aliases = [{}, {o1.name: o0.name for o0, o1 in zip(outs0, outs1)}]
+        outputs, written = _split_outputs(ins0, outs0)
+        aliases = [{}, {o1.name: o0.name for o0, o1 in zip(outs0, outs1) if o0.name in outputs}]
         ext = [{x.hbm_key: x for x in t.shared.values() if x.name in t.shared_external} for t in (t0, t1)]
         for key in sorted(set(ext[0]) | set(ext[1])):
             owner = ext[0].get(key) or ext[1][key]
@@ -479,11 +506,11 @@ class Kernel:
                 if x is not None and x.name != owner.name:
                     aliases[core][x.name] = owner.name
         races = (find_races(p0) + find_races(p1)) if check_races else None
-        res = neuronsim.run_multi([p0, p1], self._device_inputs(ins0), outputs, aliases=aliases,
+        res = neuronsim.run_multi([p0, p1], self._device_inputs(ins0), outputs, aliases=aliases, read_back=written,
                                   target=self.target, label=self.func.__name__, trace=trace, standalone=True)
         result = self._result(res.cores, p0, trace, races)
         result.programs = [p0, p1]
-        return _values(res.outputs, outs0, multi), result
+        return _in_place(_values(res.outputs, outs0, multi), ins0, outs0, multi), result
 
     def __call__(self, *args, **kwargs):
         if tracer._current is not None:            # a kernel called from a kernel: inline

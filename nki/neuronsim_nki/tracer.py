@@ -725,7 +725,9 @@ class Trace(Placement):
         def decl(name, kind, dtype, shape, extra=""):
             return f".tensor {name} {kind} {dtype} [{','.join(map(str, shape))}]{extra}"
         tensors = [decl(t.name, "input", t.dtype, t.shape) for t in inputs]
-        tensors += [decl(t.name, "output", t.dtype, t.shape) for t in outputs]
+        # an argument the kernel returns stays an input (written in place)
+        tensors += [decl(t.name, "output", t.dtype, t.shape) for t in outputs
+                    if not any(t is i for i in inputs)]
         # HBM arrays the kernel made for itself (not returned): its own scratch
         declared = {x.name for x in list(inputs) + list(outputs)} | self.shared_external
         scratch = self.scratch

@@ -177,3 +177,43 @@ def test_tensor_copy_takes_dst_first_with_src_by_keyword():
         return out
     x = np.random.default_rng(7).standard_normal((128, 64)).astype(np.float32)
     np.testing.assert_array_equal(k(x), x)
+
+
+@nki.jit
+def _scale_into(x, out):
+    """nkilib's output-argument form (rope_hf): writes `out`, returns it"""
+    nl.store(out, value=nl.multiply(nl.load(x), 3.0))
+    return out
+
+
+def test_a_returned_argument_is_written_in_place():
+    x = np.random.default_rng(8).standard_normal((128, 64)).astype(np.float32)
+    out = np.full_like(x, 7.0)
+    got = _scale_into(x, out)
+    assert got is out                                   # the argument itself, as on the device
+    np.testing.assert_allclose(out, 3.0 * x, rtol=1e-6)
+    _, res = nki.simulate(_scale_into, x, np.zeros_like(x))
+    assert ".tensor out input" in res.program and ".tensor out output" not in res.program
+
+
+def test_a_returned_argument_under_lnc2_and_for_torch_tensors():
+    torch = pytest.importorskip("torch")
+    import torch_neuronsim.nki  # noqa: F401
+    x = np.random.default_rng(9).standard_normal((128, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    got = nki.Kernel(_scale_into.func, "trn2")[2](x, out)
+    assert got is out
+    np.testing.assert_allclose(out, 3.0 * x, rtol=1e-6)
+    tx, tout = torch.from_numpy(x.copy()), torch.zeros(128, 64)
+    r = _scale_into(tx, tout)
+    assert r is tout
+    torch.testing.assert_close(tout, 3.0 * tx)
+
+
+def test_a_view_of_an_argument_is_not_returnable():
+    @nki.jit
+    def k(x, out):
+        nl.store(out[0:64], value=nl.load(x[0:64]))
+        return out[0:64]
+    with pytest.raises(nki.NKIError, match="or arguments whole"):
+        k(np.zeros((128, 8), np.float32), np.zeros((128, 8), np.float32))

@@ -76,16 +76,32 @@ class TorchConvention(_nki.Convention):
             values, _ = kernel.run_traced(program, ins, outs, multi)
             values = values if multi else (values,)
             res = [torch.from_numpy(v).to(_ISA_TO_TORCH[o.dtype]) for v, o in zip(values, outs)]
+            # an argument the kernel returns was written in place: so is the
+            # caller's tensor, which is the result
+            args = {t.name: a for t, a in ins}
+            for k_, (v, o) in enumerate(zip(res, outs)):
+                if o.name in args:
+                    args[o.name].copy_(v)
+                    res[k_] = args[o.name]
             return tuple(res) if multi else res[0]
         if devices != {"neuron"} and ins:
             raise _nki.NKIError(f"{kernel.func.__name__}: arguments on {sorted(devices)}; NKI kernels run on "
                                 "`neuron` tensors, CPU tensors or NumPy arrays, one kind per call")
         dev = ins[0][1].device if ins else torch.device("neuron")
-        results = [torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in outs]
+        # an argument the kernel returns was written in place: the result is
+        # that tensor (its contents copied back when it was not contiguous)
+        args = {t.name: a for t, a in ins}
+        made = [o for o in outs if o.name not in args]
+        results = {o.name: torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in made}
+        flat = [a.contiguous() for _, a in ins]
         blob = _assembled(program)
-        torch.ops.neuronsim.run_program(blob, f"nki::{kernel.func.__name__}", [t.name for t, _ in ins],
-                                        [a.contiguous() for _, a in ins], [o.name for o in outs], results)
-        return tuple(results) if multi else results[0]
+        torch.ops.neuronsim.run_program(blob, f"nki::{kernel.func.__name__}", [t.name for t, _ in ins], flat,
+                                        [o.name for o in made], [results[o.name] for o in made])
+        for (t, a), c in zip(ins, flat):
+            if c is not a and any(o.name == t.name for o in outs):
+                a.copy_(c)
+        res = [results[o.name] if o.name in results else args[o.name] for o in outs]
+        return tuple(res) if multi else res[0]
 
 
 _nki.register_convention(TorchConvention())

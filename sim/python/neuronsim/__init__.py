@@ -445,31 +445,36 @@ def _stats(words):
     return out
 
 
-def run(program, inputs: dict, outputs: dict, *, target="trn2", label=None, trace=None, summary=None,
-        trace_detail=0, standalone=False) -> Result:
+def run(program, inputs: dict, outputs: dict, *, read_back=None, target="trn2", label=None, trace=None,
+        summary=None, trace_detail=0, standalone=False) -> Result:
     """Executes `program` (bytes or .nsasm text) on core 0.
 
     inputs: {tensor name: (array, dtype)} or {name: array} (dtype from the
     array: float32 -> fp32, ...); outputs: {name: (shape, dtype)}.  trace /
     summary: paths written for this execution (a .json trace is Chrome JSON).
+    read_back: {input name: (shape, dtype)} of inputs the program writes in
+    place, returned among the outputs with their contents after the run.
     standalone: time it as a whole NEFF execution (nki.benchmark, the
     profiler), the runtime's start-up and tear-down included
     (NSIM_EXEC_STANDALONE)."""
-    return run_multi([program], inputs, outputs, target=target, label=label, trace=trace, summary=summary,
-                     trace_detail=trace_detail, standalone=standalone)
+    return run_multi([program], inputs, outputs, read_back=read_back, target=target, label=label, trace=trace,
+                     summary=summary, trace_detail=trace_detail, standalone=standalone)
 
 
-def run_multi(programs, inputs: dict, outputs: dict, *, aliases=None, target="trn2", label=None, trace=None,
-              summary=None, trace_detail=0, standalone=False) -> Result:
+def run_multi(programs, inputs: dict, outputs: dict, *, aliases=None, read_back=None, target="trn2", label=None,
+              trace=None, summary=None, trace_detail=0, standalone=False) -> Result:
     """Executes programs[i] on core i, all in one simulated timeline
     (nsim_execute_multi): programs 2j and 2j+1 are a paired core (LNC=2),
     and every program sees the same HBM buffers.
 
     inputs / outputs as for run(): one buffer per name, bound in every
     program under that name; aliases[i] ({program tensor name: buffer name})
-    binds program i's tensor to a buffer of another name.  The Result's stats
-    are program 0's; .cores holds each program's."""
+    binds program i's tensor to a buffer of another name; read_back as for
+    run().  The Result's stats are program 0's; .cores holds each program's."""
     lib = _load()
+    for name in read_back or {}:
+        if name not in inputs or name in outputs:
+            raise NeuronSimError(f"run: read_back names '{name}', which is not an input (or is also an output)")
     init(target)
     programs = [assemble(p) if isinstance(p, str) else p for p in programs]
     aliases = aliases or [{} for _ in programs]
@@ -493,6 +498,12 @@ def run_multi(programs, inputs: dict, outputs: dict, *, aliases=None, target="tr
             tensors.append(t)
             _check(lib.nsim_tensor_write(t, data, 0, len(data)), f"writing input '{name}'")
             buffers[name] = (t, 0)
+            if name in (read_back or {}):
+                shape, dtype_ = read_back[name]
+                nbytes = int(np.prod(shape)) * _size(dtype_)
+                if nbytes > len(data):
+                    raise NeuronSimError(f"run: read_back '{name}' {list(shape)} {dtype_} is larger than the input")
+                outs[name] = (t, shape, dtype_, nbytes)
         for name, (shape, dtype) in outputs.items():
             nbytes = int(np.prod(shape)) * _size(dtype)
             t = ctypes.c_void_p()
