@@ -32,6 +32,11 @@ float dm_alu_f32(int op, float a, float b)
 	case ISA_ALU_logical_and: return (a != 0.0f) && (b != 0.0f);
 	case ISA_ALU_logical_or:  return (a != 0.0f) || (b != 0.0f);
 	case ISA_ALU_logical_xor: return (a != 0.0f) != (b != 0.0f);
+	case ISA_ALU_abs:         return fabsf(a);
+	case ISA_ALU_square:      return a * a;
+	case ISA_ALU_relu:        return (a > 0.0f || isnan(a)) ? a : 0.0f;
+	case ISA_ALU_rsqrt:       return 1.0f / sqrtf(a);
+	case ISA_ALU_reciprocal:  return 1.0f / a;
 	default:                  /* integer-only operators on float data */
 		return (float)dm_alu_i64(op, (int64_t)a, (int64_t)b);
 	}
@@ -108,6 +113,13 @@ int64_t dm_alu_i64(int op, int64_t a, int64_t b)
 	case ISA_ALU_logical_and: return a && b;
 	case ISA_ALU_logical_or:  return a || b;
 	case ISA_ALU_logical_xor: return !a != !b;
+	/* unary; wrapping like the integer multiply, 1/x and 1/sqrt(x) truncated
+	 * (0 for 0, as integer division by zero is here) */
+	case ISA_ALU_abs:         return a < 0 ? (int64_t)(0 - (uint64_t)a) : a;
+	case ISA_ALU_square:      return (int64_t)((uint64_t)a * (uint64_t)a);
+	case ISA_ALU_relu:        return a > 0 ? a : 0;
+	case ISA_ALU_rsqrt:       return a <= 0 ? 0 : (int64_t)(1.0 / sqrt((double)a));
+	case ISA_ALU_reciprocal:  return a == 0 ? 0 : (a == 1 || a == -1 ? a : 0);
 	case ISA_ALU_bitwise_and: return a & b;
 	case ISA_ALU_bitwise_or:  return a | b;
 	case ISA_ALU_bitwise_xor: return a ^ b;

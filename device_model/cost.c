@@ -132,6 +132,15 @@ static dm_cost cost_elementwise(const dm_chip *ch, int engine, const isa_instr *
 	return pipelined(ch, engine, u64max(ch->min_ii, n));
 }
 
+/* HW (../shared/HARDWARE.md cost table, NKI cost model): tensor_scalar_reduce
+ * max(MIN_II, N) + MIN_II, as activation_reduce */
+static dm_cost cost_elementwise_reduce(const dm_chip *ch, int engine, const isa_instr *in,
+				       const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_SRC)) + ch->min_ii);
+}
+
 /* HW: max(MIN_II, N) with one input in PSUM and one in SBUF, or all bf16
  * add/mul/sub contiguous in SBUF; otherwise max(MIN_II, 2N).  v3: 2x for
  * bf16 tensor_tensor in SBUF. */

@@ -6,6 +6,7 @@
 #define NSIM_DM_OPERAND_H
 
 #include "core.h"
+#include "numerics.h"
 
 typedef struct dm_view {
 	uint8_t *base;        /* element (row 0, all free indices 0) */
@@ -64,6 +65,12 @@ static inline bool dm_par_on(const dm_binding *b, bool big)
 {
 	return big && b->par.run;
 }
+/* a typed immediate's value as fp32 (an int immediate converted) */
+static inline float dm_imm_f32(isa_imm imm)
+{
+	return imm.kind == ISA_IMM_F32 ? dm_bits_f32(imm.bits) : (float)(int32_t)imm.bits;
+}
+
 /* exact integer access (int/uint/bool dtypes; floats truncate) */
 void dm_view_read_i64(const dm_view *v, int64_t *out);
 void dm_view_write_i64(const dm_view *v, const int64_t *in);

@@ -13,11 +13,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-static float imm_f32(isa_imm imm)
-{
-	return imm.kind == ISA_IMM_F32 ? dm_bits_f32(imm.bits) : (float)(int32_t)imm.bits;
-}
-
 static bool all_integer(const isa_instr *in)
 {
 	for (int s = 0; s < ISA_MAX_AP; s++)
@@ -188,7 +183,7 @@ static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr
 		VIEW(sv, slot, false, "scalar");
 		dm_view_read(&sv, col);
 	} else {
-		float v = imm_f32(imm);
+		float v = dm_imm_f32(imm);
 		for (uint32_t p = 0; p < nparts; p++)
 			col[p] = v;
 	}
@@ -421,6 +416,47 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 	return ew_exec(c, b, &j, in, engine, index, f);
 }
 
+/* src <op0> s0[p] in fp32, then its reduce <op1> per partition into acc --
+ * of the values before the cast to dst, as activation's reduce */
+static void ew_tensor_scalar_reduce(const ew_job *j, uint32_t p0, uint32_t np, float *x, const float *y,
+				    const float *z)
+{
+	(void)y, (void)z;
+	uint64_t n = j->dst->nfree;
+	for (uint32_t q = 0; q < np; q++)
+		dm_alu_row_f32(j->op0, x + (uint64_t)q * n, NULL, j->s0[p0 + q], j->r0, n);
+	float *acc = j->acc + p0;
+	dm_fold_rows_f32(j->op1, x, n, n, np, acc);
+	if (j->op1 == ISA_ALU_absmax)
+		for (uint32_t q = 0; q < np; q++)
+			acc[q] = acc[q] < 0 ? -acc[q] : acc[q];
+}
+
+dm_fault_kind dm_op_tensor_scalar_reduce(dm_core *c, const dm_binding *b, int engine, int64_t index,
+					 const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv, rv;
+	float *s0;
+	dm_fault_kind k;
+	VIEW(sv, ISA_AP_SRC, false, "src");
+	VIEW(dv, ISA_AP_DST, true, "dst");
+	VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &s0, engine, index, f)))
+		return k;
+	float *acc = dm_tmp(c, 3, sv.nparts);
+	if (!acc)
+		return nomem(f, engine, index);
+	const dm_view *srcs[] = { &sv };
+	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
+		     .compute = ew_tensor_scalar_reduce, .op0 = in->e[0], .op1 = in->e[1],
+		     .r0 = in->flags & ISA_FLAG_REVERSE0, .s0 = s0, .acc = acc };
+	if ((k = ew_exec(c, b, &j, in, engine, index, f)))
+		return k;
+	dm_view_write(&rv, acc);
+	dm_psum_mark(c, &rv);
+	return DM_OK;
+}
+
 dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				const isa_instr *in, dm_fault *f)
 {
@@ -500,7 +536,7 @@ dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t 
 	float *x = dm_tmp(c, 0, n);
 	if (!x)
 		return nomem(f, engine, index);
-	float v = imm_f32(in->imm[0]);
+	float v = dm_imm_f32(in->imm[0]);
 	for (uint64_t i = 0; i < n; i++)
 		x[i] = v;
 	dm_view_write(&dv, x);   /* an explicit NaN/Inf fill is not a numeric fault */

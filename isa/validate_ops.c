@@ -153,6 +153,23 @@ static isa_status rule_nc_transpose(vctx *v, const isa_instr *in)
 
 /* ------------------------------------------------- Vector/Scalar/GpSimd */
 
+/* a reduce along the free axis (op in e[1]) into reduce_dst [P, 1] */
+static isa_status v_reduce_dst(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *r = &in->ap[ISA_AP_AUX];
+	isa_status st;
+	if ((st = v_alu(v, in->e[1], ISA_AU_RED, "reduce", false)) != ISA_OK)
+		return st;
+	if (!v_has(in, ISA_AP_AUX))
+		return v_fail(v, ISA_E_MISSING_OPERAND, "reduce_dst", "reduce=%s needs reduce_dst=",
+			      isa_alu_name(in->e[1]));
+	if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst",
+			      "[%u, %llu], expected [%u, 1]", r->nparts,
+			      (unsigned long long)isa_ap_free_elems(r), d->nparts);
+	return ISA_OK;
+}
+
 static isa_status rule_activation(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
@@ -171,17 +188,7 @@ static isa_status rule_activation(vctx *v, const isa_instr *in)
 			return v_fail(v, ISA_E_BAD_VALUE, "reduce_dst", "given without a reduce op");
 		return ISA_OK;
 	}
-	if ((st = v_alu(v, in->e[1], ISA_AU_RED, "reduce", false)) != ISA_OK)
-		return st;
-	if (!v_has(in, ISA_AP_AUX))
-		return v_fail(v, ISA_E_MISSING_OPERAND, "reduce_dst", "reduce=%s needs reduce_dst=",
-			      isa_alu_name(in->e[1]));
-	const isa_ap *r = &in->ap[ISA_AP_AUX];
-	if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
-		return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst",
-			      "[%u, %llu], expected [%u, 1]", r->nparts,
-			      (unsigned long long)isa_ap_free_elems(r), d->nparts);
-	return ISA_OK;
+	return v_reduce_dst(v, in);
 }
 
 static bool all_integer(const isa_instr *in)
@@ -264,6 +271,17 @@ static isa_status rule_tensor_scalar(vctx *v, const isa_instr *in)
 	    (st = check_ts_operand(v, in, 0, integer)) != ISA_OK)
 		return st;
 	return check_ts_operand(v, in, 1, integer);
+}
+
+/* dst = src <op0> scalar0 (float: the engines compute it in fp32) and its
+ * reduce along the free axis into reduce_dst [P, 1] */
+static isa_status rule_tensor_scalar_reduce(vctx *v, const isa_instr *in)
+{
+	isa_status st;
+	if ((st = v_same_count(v, &in->ap[ISA_AP_DST], "dst", &in->ap[ISA_AP_SRC], "src")) != ISA_OK ||
+	    (st = check_ts_operand(v, in, 0, false)) != ISA_OK)
+		return st;
+	return v_reduce_dst(v, in);
 }
 
 static isa_status rule_tensor_reduce(vctx *v, const isa_instr *in)
@@ -384,6 +402,32 @@ static isa_status rule_nc_find_index8(vctx *v, const isa_instr *in)
 	if (vals->nparts != d->nparts || isa_ap_free_elems(vals) != 8)
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, "vals", "[%u, %llu]: 8 values for each of dst's %u partitions",
 			      vals->nparts, (unsigned long long)isa_ap_free_elems(vals), d->nparts);
+	return ISA_OK;
+}
+
+/* dst: data with 8 values replaced (same size); dst_idx as nc_find_index8's dst */
+static isa_status rule_nc_match_replace8(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC], *vals = &in->ap[ISA_AP_SRC1];
+	const isa_ap *ix = &in->ap[ISA_AP_AUX];
+	isa_status st;
+	uint64_t n = isa_ap_free_elems(s);
+	if ((st = v_same_count(v, d, "dst", s, "data")) != ISA_OK)
+		return st;
+	if (n < 8 || n > 16384)
+		return v_fail(v, ISA_E_BAD_VALUE, "data", "%llu elements per partition, not 8 to 16384",
+			      (unsigned long long)n);
+	if (vals->nparts != s->nparts || isa_ap_free_elems(vals) != 8)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "vals", "[%u, %llu]: 8 values for each of data's %u partitions",
+			      vals->nparts, (unsigned long long)isa_ap_free_elems(vals), s->nparts);
+	if (!v_has(in, ISA_AP_AUX))
+		return ISA_OK;
+	if (ix->dtype != ISA_DT_uint16 && ix->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst_idx", "positions are uint16 or uint32, not %s",
+			      isa_dtype_name(ix->dtype));
+	if (ix->nparts != s->nparts || isa_ap_free_elems(ix) != 8)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst_idx", "[%u, %llu]: 8 positions for each of data's %u "
+			      "partitions", ix->nparts, (unsigned long long)isa_ap_free_elems(ix), s->nparts);
 	return ISA_OK;
 }
 
@@ -671,6 +715,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_scalar_tensor_tensor]    = rule_scalar_tensor_tensor,
 	[ISA_OP_tensor_tensor_scan]      = rule_tensor_tensor_scan,
 	[ISA_OP_tensor_scalar]           = rule_tensor_scalar,
+	[ISA_OP_tensor_scalar_reduce]    = rule_tensor_scalar_reduce,
 	[ISA_OP_tensor_reduce]           = rule_tensor_reduce,
 	[ISA_OP_tensor_partition_reduce] = rule_tensor_partition_reduce,
 	[ISA_OP_exponential]             = rule_exponential,
@@ -678,6 +723,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_bn_aggr]                 = rule_bn_aggr,
 	[ISA_OP_max8]                    = rule_max8,
 	[ISA_OP_nc_find_index8]          = rule_nc_find_index8,
+	[ISA_OP_nc_match_replace8]       = rule_nc_match_replace8,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,
 	[ISA_OP_select]                  = rule_select,
 	[ISA_OP_memset]                  = rule_no_operands,

@@ -57,9 +57,10 @@ par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kern
 simulate_ranks, per_rank = collectives.simulate_ranks, collectives.per_rank
 
 # NumPy arrays bind as the ISA dtype of the same name (neuronsim.DTYPES);
-# bf16 results come back widened to float32
 NP_TO_ISA = {np.dtype(t): name for name, t in neuronsim.DTYPES.items() if t is not None}
-ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None}, "bf16": np.float32}
+# bf16 and fp8 results come back widened to float32 (NumPy has no such types)
+ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None},
+             **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None}}
 # NumPy extension dtypes of the ml_dtypes kind (jax, ml_dtypes): by name
 EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
@@ -162,6 +163,20 @@ def _split_outputs(ins, outs):
     args = {t.name for t, _ in ins}
     made = {o.name: (o.shape, o.dtype) for o in outs if o.name not in args}
     return made, {o.name: (o.shape, o.dtype) for o in outs if o.name in args}
+
+
+def assemble(program):
+    """The traced program's bytes.  The C assembler and validator are the
+    judges of what the ISA takes; an instruction they refuse becomes an
+    NKIError naming the kernel line that traced it (each instruction's text
+    ends with it)."""
+    try:
+        return neuronsim.assemble(program)
+    except neuronsim.NeuronSimError as e:
+        lines = program.splitlines()
+        text = lines[e.line - 1] if 0 < e.line <= len(lines) else ""
+        where = text.rsplit("   ; ", 1)[1] if "   ; " in text else "<kernel>"
+        raise NKIError(f"{where}: the simulator's ISA refuses the instruction traced here -- {e}") from None
 
 
 def _in_place(values, ins, outs, multi):
@@ -475,7 +490,7 @@ class Kernel:
         what a registered convention turns into NumPy), NumPy out."""
         races = find_races(program) if check_races else None
         made, written = _split_outputs(ins, outs)
-        res = neuronsim.run(program, self._device_inputs(ins), made, read_back=written,
+        res = neuronsim.run(assemble(program), self._device_inputs(ins), made, read_back=written,
                             target=self.target, label=self.func.__name__, trace=trace, standalone=True)
         return _in_place(_values(res.outputs, outs, multi), ins, outs, multi), \
             self._result([res.stats], program, trace, races)
@@ -506,7 +521,8 @@ class Kernel:
                 if x is not None and x.name != owner.name:
                     aliases[core][x.name] = owner.name
         races = (find_races(p0) + find_races(p1)) if check_races else None
-        res = neuronsim.run_multi([p0, p1], self._device_inputs(ins0), outputs, aliases=aliases, read_back=written,
+        res = neuronsim.run_multi([assemble(p0), assemble(p1)], self._device_inputs(ins0), outputs, aliases=aliases,
+                                  read_back=written,
                                   target=self.target, label=self.func.__name__, trace=trace, standalone=True)
         result = self._result(res.cores, p0, trace, races)
         result.programs = [p0, p1]

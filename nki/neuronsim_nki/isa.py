@@ -176,6 +176,40 @@ def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, 
 
 
 @_dst_first(lambda a: _tiles(a, 2))
+def tensor_scalar_reduce(data=None, op0=None, operand0=None, reduce_op=None, reduce_res=None, reverse0=False,
+                         dst=None, dtype=None, mask=None, **kw):
+    """dst = data <op0> operand0, and reduce_res[P, 1] = reduce_op of those
+    values along the free axis, in one VectorE instruction (fp32 inside),
+    max(MIN_II, N) + MIN_II cycles as the published cost model has it;
+    operand0 a number or a [P, 1] column."""
+    if mask is not None:
+        fail("nisa.tensor_scalar_reduce with a mask is not supported by the simulator yet")
+    x = nl._operand(data)
+    if not isinstance(x, Tensor) or x.space == "hbm":
+        fail("nisa.tensor_scalar_reduce: data is a tile in SBUF or PSUM")
+    if not isinstance(reduce_res, Tensor) or reduce_res.space == "hbm" or reduce_res.nparts != x.nparts or \
+            reduce_res.elements_per_partition() != 1:
+        fail(f"nisa.tensor_scalar_reduce: reduce_res is a [{x.nparts}, 1] tile in SBUF or PSUM")
+    reads = [x.region()]
+    if isinstance(operand0, Tensor):
+        s = nl._scalar_column(operand0)
+        if s.nparts != x.nparts or s.elements_per_partition() != 1:
+            fail(f"nisa.tensor_scalar_reduce: operand0 is a [{x.nparts}, 1] column, got {list(s.shape)}")
+        sv = s.ap()
+        reads.append(s.region())
+    else:
+        sv = repr(float(operand0))
+    out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else
+                   (dst.dtype if isinstance(dst, Tensor) else x.dtype), "tensor_scalar_reduce result")
+    rev = " reverse0" if reverse0 else ""
+    out.made_by = tracer.current().emit(
+        "vector", f"tensor_scalar_reduce dst={out.ap()} src={x.ap()} op0={nl.op_name(op0)} scalar0={sv}{rev} "
+                  f"reduce={nl.op_name(reduce_op)} reduce_dst={reduce_res.ap()}",
+        reads=reads, writes=[out.region(), reduce_res.region()])
+    return _ret(dst, out)
+
+
+@_dst_first(lambda a: _tiles(a, 2))
 def scalar_tensor_tensor(data=None, op0=None, operand0=None, op1=None, operand1=None, reverse0=False,
                          reverse1=False, dst=None, dtype=None, engine=None, **kw):
     """dst = (data <op0> operand0) <op1> operand1 in one VectorE (or GpSimd)
@@ -705,7 +739,7 @@ def __getattr__(name):
 from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401
 
 # VectorE's per-partition statistics and top-8 selection (isa_stats.py)
-from .isa_stats import bn_aggr, bn_stats, max8, nc_find_index8  # noqa: E402,F401
+from .isa_stats import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8  # noqa: E402,F401
 
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401

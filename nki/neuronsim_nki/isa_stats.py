@@ -1,5 +1,6 @@
 """nki.isa's VectorE instructions that summarize each partition: the
-statistics pair bn_stats / bn_aggr and the top-8 pair max8 / nc_find_index8.
+statistics pair bn_stats / bn_aggr and the top-8 group max8 / nc_find_index8 /
+nc_match_replace8.
 isa.py re-exports them."""
 from __future__ import annotations
 
@@ -105,6 +106,39 @@ def nc_find_index8(data=None, vals=None, dtype=None, dst=None, mask=None, **kw):
         tracer.fail(f"nisa.nc_find_index8 writes uint16 or uint32 positions, not {out.dtype}")
     ins = tracer.current().emit("vector", f"nc_find_index8 dst={out.ap()} data={x.ap()} vals={v.ap()}",
                                 reads=[x.region(), v.region()], writes=[out.region()])
+    if out is dst:
+        return dst
+    out.made_by = ins
+    return _ret(dst, out)
+
+
+@_dst_first(lambda a: _tiles(a, 3))
+def nc_match_replace8(data=None, vals=None, imm=0.0, dst_idx=None, dst=None, dtype=None, **kw):
+    """dst = data with the first occurrence of each of each partition's 8
+    vals replaced by imm (a value given twice takes two occurrences, the
+    SDK's reverse-order pairing); dst_idx (optional, [P, 8] uint16/uint32):
+    where they were.  One VectorE instruction, N cycles (not published: as
+    nc_find_index8)."""
+    x, v = nl._operand(data), nl._operand(vals)
+    if not isinstance(x, Tensor) or x.space == "hbm":
+        tracer.fail("nisa.nc_match_replace8: data is a tile in SBUF or PSUM")
+    n = x.elements_per_partition()
+    if not 8 <= n <= 16384:
+        tracer.fail(f"nisa.nc_match_replace8 over {n} elements per partition: 8 to 16384")
+    if not isinstance(v, Tensor) or v.elements_per_partition() != 8 or v.shape[0] != x.shape[0]:
+        tracer.fail("nisa.nc_match_replace8: vals holds 8 values for each partition of data")
+    dt = isa_dtype(dtype) if dtype is not None else (dst.dtype if dst is not None else x.dtype)
+    out = dst if dst is not None and dst.shape[0] == x.shape[0] and dst.elements_per_partition() == n and \
+        dst.dtype == dt else new_tile("sbuf", x.shape, dt, "nc_match_replace8 result")
+    reads, writes, idx = [x.region(), v.region()], [out.region()], ""
+    if dst_idx is not None:
+        if not isinstance(dst_idx, Tensor) or dst_idx.dtype not in ("uint16", "uint32") or \
+                dst_idx.shape[0] != x.shape[0] or dst_idx.elements_per_partition() != 8:
+            tracer.fail(f"nisa.nc_match_replace8: dst_idx is a [{x.shape[0]}, 8] uint16 or uint32 tile")
+        idx = f" dst_idx={dst_idx.ap()}"
+        writes.append(dst_idx.region())
+    ins = tracer.current().emit("vector", f"nc_match_replace8 dst={out.ap()} data={x.ap()} vals={v.ap()} "
+                                          f"imm={float(imm)!r}{idx}", reads=reads, writes=writes)
     if out is dst:
         return dst
     out.made_by = ins

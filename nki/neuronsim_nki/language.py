@@ -91,12 +91,24 @@ class _MGrid:
 
 
 def shared_constant(constant, dtype=None, **kw):
-    """An HBM tensor holding `constant` (array-like) in the program itself,
-    as the compiler embeds constants: read it with nl.load like an input."""
+    """An HBM tensor holding `constant` in the program itself, as the
+    compiler embeds constants: read it with nl.load like an input.
+    constant: array-like, or the path of a .npy file (nkilib's top-k writes
+    its rotation matrices to such files), read as data only."""
+    import os
+
     import numpy as np
 
     import neuronsim
     from .tensor import hbm_tensor
+    if isinstance(constant, (str, os.PathLike)):
+        path = os.fspath(constant)
+        if not os.path.isfile(path):
+            fail(f"nl.shared_constant({path!r}): not a regular file")
+        try:
+            constant = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            fail(f"nl.shared_constant({path!r}): not a .npy array file ({e})")
     arr = np.asarray(constant)
     if dtype is not None:
         dt = isa_dtype(dtype)

@@ -587,8 +587,11 @@ class Tensor:
                 fail("tensor.ap(scalar_offset=...) needs pattern=")
         if kw:
             fail(f"tensor.ap: {', '.join(sorted(kw))} (indirect access) is not supported by the simulator yet")
-        if dtype is not None and isa_dtype(dtype) != self.dtype:
-            fail("tensor.ap(dtype=...): reinterpreting storage is not supported by the simulator yet")
+        dt = isa_dtype(dtype) if dtype is not None else self.dtype
+        if dt != self.dtype and self.space == "hbm":
+            # the program declares each HBM tensor with one dtype
+            fail("tensor.ap(dtype=...) on an HBM tensor (reinterpreting device memory) is not supported by the "
+                 "simulator yet; on-chip tiles can be reinterpreted")
         try:
             pairs = [(int(st), int(n)) for st, n in pattern]
         except (TypeError, ValueError):
@@ -606,20 +609,25 @@ class Tensor:
             return Tensor("hbm", self.dtype, tuple(n for _, n in pairs), tuple(st for st, _ in pairs), base,
                           self.name)
         (pst, parts), free = pairs[0], pairs[1:]
-        row = self.elements_per_partition()
+        # on chip, dtype= reads the tile's bytes as another dtype: the
+        # pattern and offset count elements of that dtype
+        old, esz = SIZES[self.dtype], SIZES[dt]
+        if (self.offset * old) % esz or (self.elements_per_partition() * old) % esz:
+            fail(f"tensor.ap(dtype={dt}): the view's bytes do not split into {dt} elements")
+        base = self.offset * old // esz + (int(offset) if offset is not None else 0)
+        row = self.elements_per_partition() * old // esz
         if parts > 128 - self.part0 or (parts > 1 and pst != row):
             fail(f"tensor.ap {pattern!r}: the first pair walks the partitions ([{row}, count], "
                  f"at most {128 - self.part0} from partition {self.part0})")
         if len(free) > 4:
             fail("tensor.ap: at most 4 free dimensions on chip")
-        esz = SIZES[self.dtype]
         lo = base + sum(min(0, st * (n - 1)) for st, n in free)
         hi = base + sum(max(0, st * (n - 1)) for st, n in free)
         if lo < 0 or (hi + 1) * esz > self.alloc.size:
             fail(f"tensor.ap {pattern!r} (offset {base}) reaches bytes [{lo * esz}, {(hi + 1) * esz}) "
                  f"outside the tile's {self.alloc.size} bytes per partition")
         free = free or [(1, 1)]
-        return Tensor(self.space, self.dtype, (parts, *(n for _, n in free)), (0, *(st for st, _ in free)), base,
+        return Tensor(self.space, dt, (parts, *(n for _, n in free)), (0, *(st for st, _ in free)), base,
                       None, self.alloc, self.part0)
 
     def _geometry(self):

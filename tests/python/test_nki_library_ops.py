@@ -16,6 +16,19 @@ except ImportError:          # bf16 cases need it
     ml_dtypes = None
 
 
+def _pair_positions(row, vals, descending=False, none=-1):
+    """The positions nc_find_index8 (ascending) / nc_match_replace8
+    (descending, SDK) pair with vals: each value takes its first occurrence
+    not taken by an earlier one"""
+    pos, taken = [none] * len(vals), set()
+    for j in (reversed(range(len(vals))) if descending else range(len(vals))):
+        hit = next((e for e in np.flatnonzero(row == vals[j]) if e not in taken), None)
+        if hit is not None:
+            pos[j] = int(hit)
+            taken.add(int(hit))
+    return pos
+
+
 def _top8(x):
     """max8's result per row: the 8 largest as fp32, largest first"""
     return -np.sort(-x.astype(np.float32), axis=1)[:, :8]
@@ -41,13 +54,13 @@ def _max8_and_positions(x):
 def test_max8_and_find_index8_match_numpy(P, N):
     rng = np.random.default_rng(N + P)
     x = rng.standard_normal((P, N)).astype(np.float32)
-    x[0, N // 2] = x[0, N - 1] = 9.0            # a tie: both kept, the first position found twice
+    x[0, N // 2] = x[0, N - 1] = 9.0            # a tie: both kept, each paired with its own position
     vals, pos = _max8_and_positions(x)
     ref = _top8(x)
     np.testing.assert_array_equal(vals, ref)
-    want = np.array([[np.flatnonzero(x[p] == v)[0] for v in ref[p]] for p in range(P)])
+    want = np.array([_pair_positions(x[p], ref[p]) for p in range(P)])
     np.testing.assert_array_equal(pos.astype(np.int64), want)
-    assert list(pos[0, :2]) == [N // 2, N // 2]
+    assert list(pos[0, :2]) == [N // 2, N - 1]
 
 
 @pytest.mark.skipif(ml_dtypes is None, reason="bf16 host arrays need ml_dtypes")
@@ -217,3 +230,192 @@ def test_a_view_of_an_argument_is_not_returnable():
         return out[0:64]
     with pytest.raises(nki.NKIError, match="or arguments whole"):
         k(np.zeros((128, 8), np.float32), np.zeros((128, 8), np.float32))
+
+
+@pytest.mark.parametrize("N", [1, 127, 128, 129, 513])
+@pytest.mark.parametrize("reduce_op, ref", [("add", np.sum), ("maximum", np.max)])
+def test_tensor_scalar_reduce_writes_values_and_their_reduction(N, reduce_op, ref):
+    """SDK nki.isa.tensor_scalar_reduce: tensor_scalar with one operator,
+    and the reduce of its result along the free axis, one instruction."""
+    @nki.jit
+    def k(x, c):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        red = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=nl.load(x), op0=nl.multiply, operand0=nl.load(c),
+                                  reduce_op=getattr(nl, reduce_op), reduce_res=r)
+        nl.store(out, value=d)
+        nl.store(red, value=r)
+        return out, red
+    rng = np.random.default_rng(N)
+    x = rng.standard_normal((128, N)).astype(np.float32)
+    c = rng.standard_normal((128, 1)).astype(np.float32)
+    out, red = k(x, c)
+    np.testing.assert_allclose(out, x * c, rtol=1e-6)
+    np.testing.assert_allclose(red[:, 0], ref(x * c, axis=1), rtol=1e-5, atol=1e-5)
+    _, res = nki.simulate(k, x, c)
+    assert res.program.count("tensor_scalar_reduce") == 1
+
+
+def test_tensor_scalar_reduce_costs_one_more_min_ii_than_tensor_scalar():
+    """HW cost model: tensor_scalar max(MIN_II, N); tensor_scalar_reduce
+    max(MIN_II, N) + MIN_II -- never less."""
+    import neuronsim
+    chip = neuronsim.chip_info("trn2")
+
+    def run(fused):
+        @nki.jit
+        def k(x):
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+            t = nl.load(x)
+            for i in range(16):          # distinct scalars: nothing to reuse
+                if fused:
+                    r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+                    nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.multiply, operand0=2.0 + i, reduce_op=nl.add,
+                                              reduce_res=r)
+                else:
+                    nisa.tensor_scalar(dst=d, data=t, op0=nl.multiply, operand0=2.0 + i)
+            nl.store(out, value=d)
+            return out
+        return nki.simulate(k, np.ones((128, 2048), np.float32))[1]
+    a, b = run(False), run(True)
+    min_ii_us = chip["min_ii"] / chip["clock_mhz"]["vector"]
+    assert 16 * min_ii_us * 0.99 <= b.latency_us - a.latency_us <= 16 * min_ii_us * 1.5
+
+
+@pytest.mark.parametrize("N", [8, 129, 513])
+def test_match_replace8_pairs_duplicates_in_reverse_and_replaces_them(N):
+    """SDK nki.isa.nc_match_replace8, including its worked example: data
+    [1, 2, 3, 4, 8 x 7], vals [3, 8 x 7] -> dst_idx [2, 10, 9, 8, 7, 6, 5, 4]."""
+    @nki.jit
+    def k(x, v):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        at = nl.ndarray((x.shape[0], 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+        d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        i = nl.ndarray((x.shape[0], 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.nc_match_replace8(d, nl.load(x), nl.load(v), -5.0, dst_idx=i)
+        nl.store(out, value=d)
+        nl.store(at, value=i)
+        return out, at
+    rng = np.random.default_rng(N)
+    x = rng.integers(0, 6, (128, N)).astype(np.float32)
+    v = x[:, [0, 0, 1, 2, 3, 3, 3, 4]].copy()
+    v[5, 2] = 100.0                                # in no row: left alone, position all ones
+    if N >= 11:
+        x[0, :11] = [1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8]
+        x[0, 11:] = 0
+        v[0] = [3, 8, 8, 8, 8, 8, 8, 8]
+    out, at = k(x, v)
+    want_x, want_at = x.copy(), np.zeros((128, 8), np.int64)
+    for p in range(128):
+        pos = _pair_positions(x[p], v[p], descending=True, none=0xFFFFFFFF)
+        want_at[p] = pos
+        for q in pos:
+            if q != 0xFFFFFFFF:
+                want_x[p, q] = -5.0
+    np.testing.assert_array_equal(at.astype(np.int64), want_at)
+    np.testing.assert_array_equal(out, want_x)
+    if N >= 11:
+        assert list(at[0]) == [2, 10, 9, 8, 7, 6, 5, 4]
+
+
+@pytest.mark.parametrize("op, ref", [("abs", np.abs), ("square", np.square), ("relu", lambda v: np.maximum(v, 0)),
+                                     ("reciprocal", np.reciprocal)])
+def test_unary_alu_operators_in_tensor_scalar(op, ref):
+    """SDK nki.api.shared, "Arithmetic Unary" ALU operators: they apply to
+    the data and ignore the operand (nkilib's rmsnorm_quant passes
+    op0=nl.abs, operand0=0.0 to tensor_scalar_reduce)."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        red = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(dst=d, data=nl.load(x), op0=getattr(nl, op), operand0=0.0, reduce_op=nl.maximum,
+                                  reduce_res=r)
+        nl.store(out, value=d)
+        nl.store(red, value=r)
+        return out, red
+    x = np.random.default_rng(11).standard_normal((128, 96)).astype(np.float32) + 0.01
+    out, red = k(x)
+    np.testing.assert_allclose(out, ref(x), rtol=1e-6)
+    np.testing.assert_allclose(red[:, 0], ref(x).max(axis=1), rtol=1e-6)
+
+
+def test_fp8_results_come_back_as_float32_values():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=nl.float8_e4m3, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.copy(nl.load(x), dtype=nl.float8_e4m3))
+        return out
+    x = np.array([[0.1, 1.0, 300.0, 500.0, -2.5, 17.0, 0.0, -0.0]] * 128, np.float32)
+    out = k(x)
+    assert out.dtype == np.float32
+    # e4m3 (max 448, saturating as the engines cast; ties to even): 0.1 -> 0.1015625, 300 -> 288, 500 -> 448,
+    # 17 -> 16
+    np.testing.assert_array_equal(out[0], [0.1015625, 1.0, 288.0, 448.0, -2.5, 16.0, 0.0, -0.0])
+
+
+def test_ap_with_dtype_reinterprets_a_tiles_bytes():
+    """tensor.ap(pattern, dtype=) on chip reads the tile's bytes as another
+    dtype (nkilib's rmsnorm_quant stores an fp32 scale as 4 fp8 bytes)."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, 2), dtype=nl.uint16, buffer=nl.shared_hbm)
+        t = nl.load(x)                                        # [128, 1] fp32
+        nisa.dma_copy(dst=out, src=t.ap(pattern=[[2, 128], [1, 2]], dtype=nl.uint16))
+        return out
+    x = np.random.default_rng(12).standard_normal((128, 1)).astype(np.float32)
+    np.testing.assert_array_equal(k(x), x.view(np.uint16).reshape(128, 2))
+
+    @nki.jit
+    def hbm(x):
+        out = nl.ndarray((128, 2), dtype=nl.uint16, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x.ap(pattern=[[2, 128], [1, 2]], dtype=nl.uint16))
+        return out
+    with pytest.raises(nki.NKIError, match="on an HBM tensor"):
+        hbm(x)
+
+
+def test_shared_constant_from_an_npy_file(tmp_path):
+    eye = np.eye(16, dtype=np.float32) * 3
+    path = tmp_path / "c.npy"
+    np.save(path, eye)
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((16, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(x), nl.load(nl.shared_constant(str(path)))))
+        return out
+    x = np.ones((16, 16), np.float32)
+    np.testing.assert_array_equal(k(x), x + eye)
+
+    @nki.jit
+    def missing(x):
+        nl.shared_constant(str(tmp_path))            # a directory
+        return x
+    with pytest.raises(nki.NKIError, match="not a regular file"):
+        missing(x)
+
+
+def test_an_instruction_the_isa_refuses_names_the_kernel_line():
+    """The C validator judges; its refusal comes back as an NKIError at the
+    kernel line that traced the instruction (fp32 moving with bf16
+    stationary: the matmul pairs fp32 only with fp32)."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+        p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(dst=p, stationary=nl.load(a), moving=nl.load(b))   # the line
+        nl.store(out, value=nl.copy(p))
+        return out
+    import ml_dtypes
+    a = np.ones((128, 128), ml_dtypes.bfloat16)
+    b = np.ones((128, 64), np.float32)
+    import inspect
+    line = next(i for i, s in enumerate(inspect.getsourcelines(k.func)[0]) if "# the line" in s) + \
+        inspect.getsourcelines(k.func)[1]
+    with pytest.raises(nki.NKIError, match=rf"test_nki_library_ops.py:{line}: the simulator's ISA refuses"):
+        k(a, b)

@@ -31,7 +31,7 @@ def _assembled(program):
     traced program is reused call to call: Kernel's trace cache)"""
     blob = _BLOBS.get(program)
     if blob is None:
-        blob = _BLOBS[program] = torch.frombuffer(bytearray(neuronsim.assemble(program)), dtype=torch.uint8)
+        blob = _BLOBS[program] = torch.frombuffer(bytearray(_nki.assemble(program)), dtype=torch.uint8)
         if len(_BLOBS) > _BLOB_LIMIT:
             _BLOBS.popitem(last=False)
     else:

@@ -30,7 +30,9 @@ _HERE = pathlib.Path(__file__).resolve().parent
 
 
 class NeuronSimError(RuntimeError):
-    """A failing simulator call; the message is the runtime's or assembler's."""
+    """A failing simulator call; the message is the runtime's or assembler's
+    (an assembler error also carries .line, the text's line, and .field)."""
+    line, field = 0, ""
 
 
 class _Diag(ctypes.Structure):
@@ -149,6 +151,7 @@ def _load():
         "nsim_stats_field": (ctypes.c_char_p, [ctypes.c_uint, ctypes.POINTER(ctypes.c_uint)]),
         "nsim_chip_info_get": (i32, [ctypes.c_char_p, ctypes.POINTER(_ChipInfo)]),
         "nsim_trace_track_name": (ctypes.c_char_p, [i32]),
+        "nsim_convert": (i32, [i32, vp, i32, vp, u64]),
         "nsim_collective_estimate": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint32, u64,
                                            ctypes.POINTER(_CollectiveCost)]),
         "nsim_collective_estimate_ranks": (i32, [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32),
@@ -179,7 +182,9 @@ def assemble(text: str) -> bytes:
     prog, diag = ctypes.c_void_p(), _Diag()
     raw = text.encode()
     if lib.isa_asm(raw, len(raw), ctypes.byref(prog), ctypes.byref(diag)):
-        raise NeuronSimError(f"assembling: {diag.msg.decode()}")
+        err = NeuronSimError(f"assembling: {diag.msg.decode()}")
+        err.line, err.field = diag.line, diag.field.decode()     # the text's line (1-based; 0: none)
+        raise err
     buf, n = ctypes.c_void_p(), ctypes.c_size_t()
     try:
         if lib.isa_program_encode(prog, ctypes.byref(buf), ctypes.byref(n), ctypes.byref(diag)):
@@ -390,7 +395,22 @@ def running_target():
 # ---------------------------------------------------------------- dtypes
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": None, "int32": np.int32, "int16": np.int16,
-          "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32}
+          "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
+          "fp8_e4m3": None, "fp8_e5m2": None}
+# NumPy has no fp8 types: host data is float32, converted by the library with
+# the engines' numerics (nsim_convert), or already the device bytes when the
+# array is ml_dtypes' type of the same encoding
+_FP8_HOST = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+
+
+def _convert(dst_dtype, src_dtype, data: bytes, n: int) -> bytes:
+    """n elements of src_dtype -> dst_dtype bytes by the library (nsim_convert)."""
+    lib, names = _load(), list(tables().DTYPE_SIZES)       # dtype codes from 1, the table's order
+    out = ctypes.create_string_buffer(max(n * tables().DTYPE_SIZES[dst_dtype], 1))
+    src = ctypes.create_string_buffer(data, max(len(data), 1))
+    _check(lib.nsim_convert(names.index(dst_dtype) + 1, out, names.index(src_dtype) + 1, src, n),
+           f"converting {src_dtype} to {dst_dtype}")
+    return out.raw[:n * tables().DTYPE_SIZES[dst_dtype]]
 
 
 def _size(dtype):
@@ -404,6 +424,10 @@ def to_device(arr, dtype: str) -> bytes:
     """Array -> the tensor's bytes in `dtype` (bf16 rounded to nearest even)."""
     _size(dtype)
     a = np.ascontiguousarray(arr)
+    if dtype in _FP8_HOST:
+        if a.dtype.name == _FP8_HOST[dtype]:
+            return a.view(np.uint8).tobytes()
+        return _convert(dtype, "fp32", np.ascontiguousarray(a, dtype=np.float32).tobytes(), a.size)
     if dtype == "bf16":
         u = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
         nan = np.isnan(a.astype(np.float32))
@@ -414,7 +438,10 @@ def to_device(arr, dtype: str) -> bytes:
 
 
 def from_device(buf: bytes, dtype: str, shape) -> np.ndarray:
-    """The tensor's bytes -> array (bf16 widened exactly to float32)."""
+    """The tensor's bytes -> array (bf16 and fp8 widened exactly to float32)."""
+    if dtype in _FP8_HOST:
+        n = len(buf)
+        return np.frombuffer(_convert("fp32", dtype, buf, n), dtype=np.float32).reshape(shape).copy()
     if dtype == "bf16":
         u = np.frombuffer(buf, dtype=np.uint16).astype(np.uint32) << 16
         return u.view(np.float32).reshape(shape)
