@@ -51,17 +51,21 @@ def matmul(x, y, transpose_x=False, **kw):
 
 def _place_matmul(res, dst=None, accumulate=False):
     """accumulate None: NKI's accumulation groups -- the first matmul into a
-    PSUM tile overwrites it, later ones add, until something else reads or
-    writes the tile."""
+    PSUM region overwrites it, later ones into the same region add, until
+    something else reads or writes those bytes."""
     x, y = res.pending
     res.pending = None
     dst = dst or res
     if dst.space != "psum":
         fail("a matmul result goes to PSUM")
+    # accumulation groups are per region: matmuls interleaved over several
+    # column ranges of one PSUM tile each accumulate into their own (nkilib's
+    # MLP / MoE down projections loop over the contraction outside them)
+    region, t = dst.region(), tracer.current()
     if accumulate is None:
-        accumulate = dst.alloc.open_group == dst.region()
-    dst.alloc.open_group = dst.region()
-    t = tracer.current()
+        accumulate = region in dst.alloc.open_groups
+    t.close_groups(region, keep=region)
+    dst.alloc.open_groups.add(region)
     t.open_regions.add(dst.alloc)
     t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
     acc = " accumulate" if accumulate else ""

@@ -79,7 +79,7 @@ class Allocation:
 
     def __init__(self, space, nparts, offset, size, name):
         self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
-        self.open_group = None     # PSUM region a matmul accumulation group is writing
+        self.open_groups = set()   # PSUM regions matmul accumulation groups are writing
         self.spilled = None        # while evicted: its spill tensor's name, or its source (Trace.spill)
         # (source AP, source region, dst AP head, dst AP dims, byte offset, loading
         # instruction index) of the DMA that filled all of it from HBM (see note_load)
@@ -641,12 +641,13 @@ class Trace(Placement):
         self.link(ins)
         return ins
 
-    def close_groups(self, region):
-        """Anything but a matmul touching a PSUM tile ends its accumulation group."""
+    def close_groups(self, region, keep=None):
+        """Anything but a matmul touching PSUM bytes ends the accumulation
+        groups writing them (a matmul into a region, `keep`, ends the groups
+        it overlaps but its own)."""
         for a in list(self.open_regions):
-            g = a.open_group
-            if g[2] < region[3] and region[2] < g[3] and g[4] < region[5] and region[4] < g[5]:
-                a.open_group = None
+            a.open_groups = {g for g in a.open_groups if g == keep or not overlaps(g, region)}
+            if not a.open_groups:
                 self.open_regions.discard(a)
 
     def retract_last(self):

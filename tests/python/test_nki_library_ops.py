@@ -419,3 +419,25 @@ def test_an_instruction_the_isa_refuses_names_the_kernel_line():
         inspect.getsourcelines(k.func)[1]
     with pytest.raises(nki.NKIError, match=rf"test_nki_library_ops.py:{line}: the simulator's ISA refuses"):
         k(a, b)
+
+
+def test_accumulation_groups_are_per_psum_region():
+    """Matmuls into two column ranges of one PSUM tile, interleaved, the
+    contraction loop outside (nkilib's MLP / MoE down projection): each range
+    accumulates its own sum.  (With one group per tile, every return to a
+    range restarted it: a silent wrong value, found on nkilib's MoE TKG.)"""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        p = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.psum)
+        for kk in range(3):
+            lhs = nl.load(a[kk * 128:(kk + 1) * 128, :])
+            for j in range(2):
+                nisa.nc_matmul(dst=p[:, j * 64:(j + 1) * 64], stationary=lhs,
+                               moving=nl.load(b[kk * 128:(kk + 1) * 128, j * 64:(j + 1) * 64]))
+        nl.store(out, value=nl.copy(p))
+        return out
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((384, 128)).astype(np.float32)
+    b = rng.standard_normal((384, 128)).astype(np.float32)
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-4)
