@@ -269,6 +269,14 @@ static dm_cost cost_gather(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_DST)));
 }
 
+/* Not published (nki.isa.nonzero_with_count gives no cost): each of GpSimd's
+ * eight cores scans its own partition's N elements, max(MIN_II, N) */
+static dm_cost cost_nonzero(const dm_chip *ch, int engine, const isa_instr *in, const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, free_n(in, ISA_AP_SRC)));
+}
+
 /* Not published: GpSimd runs topk as code, not as a data-path stream.
  * Estimate: each of the 8 cores serves 16 partitions (HW Engines) and works
  * through its rows one after another, one compare-and-move step a cycle:

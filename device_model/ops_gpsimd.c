@@ -98,3 +98,37 @@ dm_fault_kind dm_op_affine_select(dm_core *c, const dm_binding *b, int engine, i
 	dm_view_write(&dv, x);   /* the fill (e.g. -inf) is deliberate: no numeric check */
 	return DM_OK;
 }
+
+/* nonzero_with_count (nki.isa.nonzero_with_count): GpSimd's eight cores each
+ * read and write the first partition of their 16 (partitions 0, 16, .., 112
+ * of the operands); the others are left as they are, as the SDK states.  Per
+ * such row: the positions of the nonzero elements plus index_offset, then
+ * padding_val up to src's length, then the count. */
+dm_fault_kind dm_op_nonzero_with_count(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				       const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv;
+	dm_fault_kind k;
+	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)))
+		return k;
+	uint64_t n = sv.nfree, P = sv.nparts;
+	float *x = dm_tmp(c, 0, P * n);
+	int64_t *y = (int64_t *)dm_tmp(c, 1, 2 * P * (n + 1));
+	if (!x || !y)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "nonzero_with_count staging");
+	dm_view_read(&sv, x);
+	dm_view_read_i64(&dv, y);           /* rows it does not write keep their values */
+	int64_t off = (int32_t)in->imm[0].bits, pad = (int32_t)in->imm[1].bits;
+	for (uint64_t p = 0; p < P; p += 16) {
+		int64_t *row = y + p * (n + 1), count = 0;
+		for (uint64_t e = 0; e < n; e++)
+			if (x[p * n + e] != 0.0f)
+				row[count++] = (int64_t)e + off;
+		for (uint64_t e = (uint64_t)count; e < n; e++)
+			row[e] = pad;
+		row[n] = count;
+	}
+	dm_view_write_i64(&dv, y);
+	dm_psum_mark(c, &dv);
+	return DM_OK;
+}

@@ -405,6 +405,23 @@ static isa_status rule_nc_find_index8(vctx *v, const isa_instr *in)
 	return ISA_OK;
 }
 
+/* NeuronCore-v3+ (SDK nki.isa.nonzero_with_count); integer positions, one
+ * more element per partition than src (the count), the same partitions */
+static isa_status rule_nonzero_with_count(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	if (!isa_target_has(v->p->target, ISA_FEAT_nonzero_with_count))
+		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "nonzero_with_count needs NeuronCore-v%u or newer (%s is %s)",
+			      isa_feature_first_core(ISA_FEAT_nonzero_with_count), v->ti->name, v->ti->core);
+	if (!isa_dtype_is_integer(d->dtype))
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "positions are integers, not %s", isa_dtype_name(d->dtype));
+	if (d->nparts != s->nparts || isa_ap_free_elems(d) != isa_ap_free_elems(s) + 1)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "[%u, %llu]: src's [%u, %llu] and one more for the count",
+			      d->nparts, (unsigned long long)isa_ap_free_elems(d), s->nparts,
+			      (unsigned long long)isa_ap_free_elems(s));
+	return ISA_OK;
+}
+
 /* dst: data with 8 values replaced (same size); dst_idx as nc_find_index8's dst */
 static isa_status rule_nc_match_replace8(vctx *v, const isa_instr *in)
 {
@@ -724,6 +741,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_max8]                    = rule_max8,
 	[ISA_OP_nc_find_index8]          = rule_nc_find_index8,
 	[ISA_OP_nc_match_replace8]       = rule_nc_match_replace8,
+	[ISA_OP_nonzero_with_count]      = rule_nonzero_with_count,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,
 	[ISA_OP_select]                  = rule_select,
 	[ISA_OP_memset]                  = rule_no_operands,

@@ -738,8 +738,9 @@ def __getattr__(name):
 # LNC=2 (NeuronCore-v3+): the two cores of a logical core (lnc.py)
 from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401
 
-# VectorE's per-partition statistics and top-8 selection (isa_stats.py)
-from .isa_stats import bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8  # noqa: E402,F401
+# per-partition statistics, top-8 selection and nonzero positions (isa_stats.py)
+from .isa_stats import (bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8,  # noqa: E402,F401
+                        nonzero_with_count)
 
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401

@@ -1,7 +1,6 @@
-"""nki.isa's VectorE instructions that summarize each partition: the
-statistics pair bn_stats / bn_aggr and the top-8 group max8 / nc_find_index8 /
-nc_match_replace8.
-isa.py re-exports them."""
+"""nki.isa's instructions that summarize each partition: VectorE's
+statistics pair bn_stats / bn_aggr and top-8 group max8 / nc_find_index8 /
+nc_match_replace8, and GpSimd's nonzero_with_count.  isa.py re-exports them."""
 from __future__ import annotations
 
 from . import language as nl
@@ -143,3 +142,24 @@ def nc_match_replace8(data=None, vals=None, imm=0.0, dst_idx=None, dst=None, dty
         return dst
     out.made_by = ins
     return _ret(dst, out)
+
+
+@_dst_first(lambda a: _tiles(a, 2))
+def nonzero_with_count(src=None, index_offset=0, padding_val=-1, dst=None, **kw):
+    """NeuronCore-v3+, GpSimd: on partitions 0, 16, .., 112 of src (each
+    GpSimd core reads the first of its 16), dst's row = the positions of the
+    nonzero elements plus index_offset, padding_val up to src's length, then
+    their count; dst [P, N + 1], an integer tile, its other partitions left
+    as they were (SDK nki.isa.nonzero_with_count)."""
+    x = nl._operand(src)
+    if not isinstance(x, Tensor) or x.space == "hbm":
+        tracer.fail("nisa.nonzero_with_count: src is a tile in SBUF or PSUM")
+    if not isinstance(dst, Tensor) or dst.space == "hbm":
+        tracer.fail("nisa.nonzero_with_count: dst= is a tile in SBUF or PSUM (it writes some partitions only)")
+    for name, v in (("index_offset", index_offset), ("padding_val", padding_val)):
+        if isinstance(v, bool) or not isinstance(v, int):
+            tracer.fail(f"nisa.nonzero_with_count: {name} is an int known while tracing, got {v!r}")
+    t = tracer.current()
+    t.emit("gpsimd", f"nonzero_with_count dst={dst.ap()} src={x.ap()} index_offset={index_offset} "
+                     f"padding_val={padding_val}", reads=[x.region(), dst.region()], writes=[dst.region()])
+    return dst

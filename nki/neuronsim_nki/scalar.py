@@ -115,7 +115,7 @@ class NkiScalar:
     __index__ = __int__ = __bool__ = __float__ = _static
 
 
-def _one_int32(x, what):
+def _one_int32(x, what, unsigned_ok=False):
     if not isinstance(x, Tensor) or x.space not in ("sbuf", "hbm"):
         fail(f"{what}: a 1x1 tensor in SBUF or HBM, got {x!r}")
     n = 1
@@ -125,17 +125,20 @@ def _one_int32(x, what):
         fail(f"{what}: a 1x1 tensor, got shape {list(x.shape)}")
     if x.dtype == "int64":
         fail(f"{what}: int64 scalars are not supported by the simulator yet (int32 are)")
-    if x.dtype != "int32":
+    if x.dtype != "int32" and not (unsigned_ok and x.dtype == "uint32"):
         fail(f"{what}: nl.int32 (unsigned dtypes are not accepted: use the signed dtype), got {x.dtype}")
 
 
-def scalar_load(src):
-    """The int32 in a 1x1 tile (SBUF, or HBM through a DMA) as an NkiScalar."""
+def scalar_load(src, unsigned_ok=False):
+    """The int32 in a 1x1 tile (SBUF, or HBM through a DMA) as an NkiScalar.
+    unsigned_ok: a uint32 is taken too (a tensor given as scalar_offset=; its
+    bits in the register, an offset past 2^31 then negative and caught by the
+    DMA's bounds check, never wrapped silently)."""
     from . import language as nl
     t = tracer.current()
-    _one_int32(src, "nisa.scalar_load")
+    _one_int32(src, "nisa.scalar_load" if not unsigned_ok else "tensor.ap(scalar_offset=)", unsigned_ok)
     if src.space == "hbm":
-        tile = new_tile("sbuf", (1, 1), "int32", "scalar_load staging")
+        tile = new_tile("sbuf", (1, 1), src.dtype, "scalar_load staging")
         nl._dma(tile, src.reshape((1, 1)) if len(src.shape) != 2 else src)
         src = tile
     out = NkiScalar(t, _alloc(t))

@@ -470,8 +470,9 @@ class Tensor:
             if self.space != "hbm" and ax == self.pax:
                 if step != 1:
                     fail("a tile's partition dimension takes contiguous ranges only")
-                if not keep:
-                    fail("indexing a tile with an integer partition index is not supported")
+                # an integer picks one partition, which stays a dimension of
+                # size 1: a tile always has its partition dimension
+                keep = True
                 part0 += start
                 pax = len(shape)
             else:
@@ -564,7 +565,11 @@ class Tensor:
             so, dim = kw.pop("scalar_offset"), kw.pop("indirect_dim", 0)
             if self.space != "hbm":
                 fail("tensor.ap(scalar_offset=...): on HBM tensors")
-            from .scalar import NkiScalar
+            from .scalar import NkiScalar, scalar_load
+            if isinstance(so, Tensor):
+                # a (1, 1) SBUF tensor (SDK nki-aps.rst): its value, read at
+                # run time, into a register as nisa.scalar_load reads it
+                so = scalar_load(so, unsigned_ok=True)
             if isinstance(so, NkiScalar):
                 # computed on the device: the DMA moves by it at run time
                 if not 0 <= int(dim) < len(self.shape):
@@ -614,11 +619,15 @@ class Tensor:
         old, esz = SIZES[self.dtype], SIZES[dt]
         if (self.offset * old) % esz or (self.elements_per_partition() * old) % esz:
             fail(f"tensor.ap(dtype={dt}): the view's bytes do not split into {dt} elements")
-        base = self.offset * old // esz + (int(offset) if offset is not None else 0)
         row = self.elements_per_partition() * old // esz
-        if parts > 128 - self.part0 or (parts > 1 and pst != row):
-            fail(f"tensor.ap {pattern!r}: the first pair walks the partitions ([{row}, count], "
-                 f"at most {128 - self.part0} from partition {self.part0})")
+        # offset= counts elements from the tensor's start, partitions first
+        # (SDK nki-aps.rst): past a partition's row it moves to later ones
+        shift, rel = divmod(int(offset), row) if offset is not None else (0, 0)
+        part0 = self.part0 + shift
+        base = self.offset * old // esz + rel
+        if shift < 0 or parts > 128 - part0 or (parts > 1 and pst != row):
+            fail(f"tensor.ap {pattern!r} (offset {offset}): the first pair walks the partitions ([{row}, count], "
+                 f"at most {128 - part0} from partition {part0})")
         if len(free) > 4:
             fail("tensor.ap: at most 4 free dimensions on chip")
         lo = base + sum(min(0, st * (n - 1)) for st, n in free)
@@ -626,9 +635,12 @@ class Tensor:
         if lo < 0 or (hi + 1) * esz > self.alloc.size:
             fail(f"tensor.ap {pattern!r} (offset {base}) reaches bytes [{lo * esz}, {(hi + 1) * esz}) "
                  f"outside the tile's {self.alloc.size} bytes per partition")
+        if part0 + parts > self.alloc.nparts:
+            fail(f"tensor.ap {pattern!r} (offset {offset}): partitions [{part0}, {part0 + parts}) leave the tile's "
+                 f"{self.alloc.nparts}")
         free = free or [(1, 1)]
         return Tensor(self.space, dt, (parts, *(n for _, n in free)), (0, *(st for st, _ in free)), base,
-                      None, self.alloc, self.part0)
+                      None, self.alloc, part0)
 
     def _geometry(self):
         """(free dims as access-pattern text, element size, first byte, end

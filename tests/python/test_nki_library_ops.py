@@ -441,3 +441,67 @@ def test_accumulation_groups_are_per_psum_region():
     a = rng.standard_normal((384, 128)).astype(np.float32)
     b = rng.standard_normal((384, 128)).astype(np.float32)
     np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_nonzero_with_count_on_the_gpsimd_core_rows():
+    """SDK nki.isa.nonzero_with_count: partitions 0, 16, .., 112 only; the
+    positions (+index_offset), padding_val, then the count; other partitions
+    of dst untouched.  NeuronCore-v3+ (the validator refuses trn1)."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((128, x.shape[1] + 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        d = nl.ndarray((128, x.shape[1] + 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(d, value=7)
+        nisa.nonzero_with_count(d, nl.load(x), index_offset=100, padding_val=-3)
+        nl.store(out, value=d)
+        return out
+    rng = np.random.default_rng(14)
+    x = (rng.random((128, 40)) < 0.2).astype(np.float32)
+    out = k(x)
+    for p in range(128):
+        if p % 16:
+            assert (out[p] == 7).all()
+            continue
+        nz = np.flatnonzero(x[p])
+        want = np.full(41, -3)
+        want[:len(nz)], want[-1] = nz + 100, len(nz)
+        np.testing.assert_array_equal(out[p], want)
+    with pytest.raises(nki.NKIError, match="NeuronCore-v3"):
+        nki.Kernel(k.func, "trn1")(x)
+
+
+def test_scalar_offset_read_from_an_sbuf_tile_and_linear_ap_offsets():
+    """SDK nki-aps.rst: scalar_offset= a (1, 1) SBUF tensor, read at run time,
+    moves the access by value * prod(shape[indirect_dim + 1:]); an on-chip
+    .ap(offset=) counts elements from the tensor's start, partitions first
+    (nkilib's cross_entropy picks each row's target logit this way)."""
+    @nki.jit
+    def k(logits, targets):
+        N, V = logits.shape
+        out = nl.ndarray((N, 1), dtype=logits.dtype, buffer=nl.shared_hbm)
+        tg = nl.load(targets)                                   # [N, 1] int32
+        got = nl.ndarray((N, 1), dtype=logits.dtype, buffer=nl.sbuf)
+        flat = logits.reshape((N * V,))
+        for r in range(N):
+            nisa.dma_copy(dst=got[r:r + 1, :],
+                          src=flat.ap(pattern=[[V, 1], [1, 1]], offset=r * V,
+                                      scalar_offset=tg.ap(pattern=[[1, 1], [1, 1]], offset=r)))
+        nl.store(out, value=got)
+        return out
+    rng = np.random.default_rng(15)
+    logits = rng.standard_normal((16, 50)).astype(np.float32)
+    targets = rng.integers(0, 50, (16, 1)).astype(np.int32)
+    np.testing.assert_array_equal(k(logits, targets)[:, 0], logits[np.arange(16), targets[:, 0]])
+
+
+def test_an_integer_partition_index_keeps_a_partition_dimension_of_one():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((128, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.memset(t, value=0.0)
+        nisa.dma_copy(dst=t[5, :], src=x[...])
+        nl.store(out, value=nl.add(t[5, :], 1.0))
+        return out
+    x = np.arange(12, dtype=np.float32).reshape(1, 12)
+    np.testing.assert_array_equal(k(x), x + 1)
