@@ -418,6 +418,10 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail("nisa.dma_copy takes dst= and src= tensors")
     if dst_rmw_op is not None:
         fail("nisa.dma_copy: dst_rmw_op= (a read-modify-write DMA) is not supported by the simulator yet")
+    if getattr(oob_mode, "name", oob_mode) not in (None, "error"):
+        # out-of-bounds run-time offsets are errors here (oob_mode.error)
+        fail("nisa.dma_copy(oob_mode=skip) -- skipping out-of-bounds run-time offsets -- is not supported by the "
+             "simulator yet")
     if mask is not None or dst.overrun or src.overrun:
         # the positions the mask keeps, on any axis, of views of one shape
         full = [[v.wanted.get(a, n) for a, n in enumerate(v.shape)] for v in (src, dst)]

@@ -505,3 +505,15 @@ def test_an_integer_partition_index_keeps_a_partition_dimension_of_one():
         return out
     x = np.arange(12, dtype=np.float32).reshape(1, 12)
     np.testing.assert_array_equal(k(x), x + 1)
+
+
+def test_dma_oob_skip_declines_by_name():
+    """oob_mode=skip would drop out-of-bounds writes; the simulator does not
+    model that yet and says so rather than faulting or writing."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=nl.load(x), oob_mode=nisa.oob_mode.skip)
+        return out
+    with pytest.raises(nki.NKIError, match="oob_mode=skip"):
+        k(np.zeros((4, 4), np.float32))
