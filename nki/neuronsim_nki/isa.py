@@ -48,6 +48,19 @@ def _dst_first(when, takes_kw=False):
     return wrap
 
 
+def _scalar_field(value, x, what, reads, widen=True):
+    """The text of a per-partition scalar field: a number, or a [P, 1]
+    column over x's partitions -- fp32 in SBUF, as the engines take it,
+    unless widen is False -- whose region joins reads."""
+    if not isinstance(value, Tensor):
+        return repr(float(value))
+    s = nl._scalar_column(value) if widen else nl._operand(value)
+    if s.nparts != x.nparts or s.elements_per_partition() != 1:
+        fail(f"{what} is a number or a [{x.nparts}, 1] column, got {list(s.shape)}")
+    reads.append(s.region())
+    return s.ap()
+
+
 def _tiles(args, n):
     return len(args) >= n and all(isinstance(a, Tensor) for a in args[:n])
 
@@ -191,14 +204,7 @@ def tensor_scalar_reduce(data=None, op0=None, operand0=None, reduce_op=None, red
             reduce_res.elements_per_partition() != 1:
         fail(f"nisa.tensor_scalar_reduce: reduce_res is a [{x.nparts}, 1] tile in SBUF or PSUM")
     reads = [x.region()]
-    if isinstance(operand0, Tensor):
-        s = nl._scalar_column(operand0)
-        if s.nparts != x.nparts or s.elements_per_partition() != 1:
-            fail(f"nisa.tensor_scalar_reduce: operand0 is a [{x.nparts}, 1] column, got {list(s.shape)}")
-        sv = s.ap()
-        reads.append(s.region())
-    else:
-        sv = repr(float(operand0))
+    sv = _scalar_field(operand0, x, "nisa.tensor_scalar_reduce: operand0", reads)
     out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else
                    (dst.dtype if isinstance(dst, Tensor) else x.dtype), "tensor_scalar_reduce result")
     rev = " reverse0" if reverse0 else ""
@@ -227,14 +233,7 @@ def scalar_tensor_tensor(data=None, op0=None, operand0=None, op1=None, operand1=
         x = nl.copy(x) if x.space == "psum" and eng == "gpsimd" else x
         y = nl.copy(y) if y.space == "psum" else y
     reads = [x.region(), y.region()]
-    if isinstance(operand0, Tensor):
-        s = nl._scalar_column(operand0)
-        if s.nparts != x.nparts:
-            fail(f"nisa.scalar_tensor_tensor: operand0 is a [{x.nparts}, 1] column, got {list(s.shape)}")
-        sv = s.ap()
-        reads.append(s.region())
-    else:
-        sv = repr(float(operand0))
+    sv = _scalar_field(operand0, x, "nisa.scalar_tensor_tensor: operand0", reads)
     out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else
                    (dst.dtype if isinstance(dst, Tensor) else x.dtype), "scalar_tensor_tensor result")
     flags0, flags1 = " reverse0" if reverse0 else "", " reverse1" if reverse1 else ""
@@ -319,14 +318,7 @@ def exponential(dst=None, src=None, max_value=0.0, reduce_res=None, reduce_cmd=N
     if not isinstance(dst, Tensor) or not isinstance(x, Tensor):
         fail("nisa.exponential(dst, src, max_value=0.0, reduce_res=None): dst and src are tiles")
     reads = [x.region()]
-    if isinstance(max_value, Tensor):
-        m = nl._operand(max_value)
-        if m.nparts != x.nparts or m.elements_per_partition() != 1:
-            fail(f"nisa.exponential max_value is a number or a [{x.nparts}, 1] tile")
-        mv = m.ap()
-        reads.append(m.region())
-    else:
-        mv = repr(float(max_value))
+    mv = _scalar_field(max_value, x, "nisa.exponential max_value", reads, widen=False)
     writes = [dst.region()]
     red = ""
     if reduce_res is not None:
