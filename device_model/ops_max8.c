@@ -91,13 +91,16 @@ static void match8(const float *r, uint64_t n, const float *vals, bool descendin
 	}
 }
 
+/* The operands of nc_find_index8 / nc_match_replace8 (data, vals, dst) and
+ * each row's 8 positions, matched in the instruction's order */
 static dm_fault_kind stage_match8(dm_core *c, const dm_binding *b, const isa_instr *in, int engine, int64_t index,
-				  dm_view *sv, float **x, float **v, int64_t **pos, dm_fault *f)
+				  dm_view *sv, dm_view *dv, float **x, float **v, int64_t **pos, dm_fault *f)
 {
 	dm_view vv;
 	dm_fault_kind k;
 	if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC], false, sv, engine, index, "data", f)) ||
-	    (k = dm_view_of(c, b, &in->ap[ISA_AP_SRC1], false, &vv, engine, index, "vals", f)))
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_SRC1], false, &vv, engine, index, "vals", f)) ||
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, dv, engine, index, "dst", f)))
 		return k;
 	uint64_t P = sv->nparts;
 	*x = dm_tmp(c, 0, P * sv->nfree);
@@ -130,8 +133,7 @@ dm_fault_kind dm_op_nc_find_index8(dm_core *c, const dm_binding *b, int engine, 
 	float *x, *v;
 	int64_t *pos;
 	dm_fault_kind k;
-	if ((k = stage_match8(c, b, in, engine, index, &sv, &x, &v, &pos, f)) ||
-	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+	if ((k = stage_match8(c, b, in, engine, index, &sv, &dv, &x, &v, &pos, f)))
 		return k;
 	write_positions(c, &dv, pos, (uint64_t)sv.nparts * 8);
 	return DM_OK;
@@ -146,8 +148,7 @@ dm_fault_kind dm_op_nc_match_replace8(dm_core *c, const dm_binding *b, int engin
 	float *x, *v;
 	int64_t *pos;
 	dm_fault_kind k;
-	if ((k = stage_match8(c, b, in, engine, index, &sv, &x, &v, &pos, f)) ||
-	    (k = dm_view_of(c, b, &in->ap[ISA_AP_DST], true, &dv, engine, index, "dst", f)))
+	if ((k = stage_match8(c, b, in, engine, index, &sv, &dv, &x, &v, &pos, f)))
 		return k;
 	float imm = dm_imm_f32(in->imm[0]);
 	uint64_t n = sv.nfree, P = sv.nparts;
