@@ -61,12 +61,17 @@ def _place_matmul(res, dst=None, accumulate=False):
     # accumulation groups are per region: matmuls interleaved over several
     # column ranges of one PSUM tile each accumulate into their own (nkilib's
     # MLP / MoE down projections loop over the contraction outside them)
+    # (only the tile's own groups can overlap its bytes: live tiles never
+    # share addresses)
     region, t = dst.region(), tracer.current()
+    groups = dst.alloc.open_groups
     if accumulate is None:
-        accumulate = region in dst.alloc.open_groups
-    t.close_groups(region, keep=region)
-    dst.alloc.open_groups.add(region)
-    t.open_regions.add(dst.alloc)
+        accumulate = region in groups
+    if groups and not (len(groups) == 1 and region in groups):
+        groups = dst.alloc.open_groups = {g for g in groups if g == region or not tracer.overlaps(g, region)}
+    if region not in groups:
+        groups.add(region)
+        t.open_regions.add(dst.alloc)
     t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
     acc = " accumulate" if accumulate else ""
     t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}",

@@ -641,12 +641,11 @@ class Trace(Placement):
         self.link(ins)
         return ins
 
-    def close_groups(self, region, keep=None):
+    def close_groups(self, region):
         """Anything but a matmul touching PSUM bytes ends the accumulation
-        groups writing them (a matmul into a region, `keep`, ends the groups
-        it overlaps but its own)."""
+        groups writing them."""
         for a in list(self.open_regions):
-            a.open_groups = {g for g in a.open_groups if g == keep or not overlaps(g, region)}
+            a.open_groups = {g for g in a.open_groups if not overlaps(g, region)}
             if not a.open_groups:
                 self.open_regions.discard(a)
 
