@@ -466,7 +466,6 @@ def dma_transpose(src=None, dst=None, axes=None, dtype=None, dge_mode=None, prio
         fail(f"nisa.dma_transpose: axes {tuple(axes)} on a 2-D source (only (1, 0))")
     if kw:
         fail(f"nisa.dma_transpose: {', '.join(sorted(kw))} is not supported by the simulator yet")
-    t = tracer.current()
     _needs("dma_transpose", "nisa.dma_transpose")
     if SIZES[src.dtype] != 2:
         fail(f"nisa.dma_transpose moves 2-byte elements (bf16, fp16, int16, uint16), not {src.dtype}")
@@ -616,7 +615,7 @@ def iota(*args, expr=None, dtype=None, dst=None, mask=None, pattern=None, offset
         expr = args[0]
         if len(args) > 1:
             dtype = args[1]
-    from .tensor import affine_form
+    from .indexing import affine_form
     coef, offset, sizes = affine_form(expr)
     fields, shape = _affine_fields(coef, offset, sizes, "nisa.iota")
     out = new_tile("sbuf", shape, isa_dtype(dtype) if dtype is not None else "int32", "nisa.iota result")
@@ -662,11 +661,11 @@ def affine_select(*args, pred=None, on_true_tile=None, on_false_value=None, dtyp
         pred = args[0]
         on_true_tile = args[1] if len(args) > 1 else on_true_tile
         on_false_value = args[2] if len(args) > 2 else on_false_value
-    from .tensor import Mask, affine_form
+    from .indexing import Mask, affine_form
     if not isinstance(pred, Mask) or len(pred.terms) != 1:
         fail("nisa.affine_select takes one comparison of an index expression with an integer")
     expr, op, bound = pred.terms[0]
-    from .tensor import GridExpr, Index, as_int
+    from .indexing import GridExpr, Index, as_int
     if isinstance(bound, (Index, GridExpr)):
         # i_q >= i_k: the same predicate as i_q - i_k >= 0
         expr, bound = GridExpr.of(expr) - bound, 0

@@ -15,7 +15,8 @@ except ImportError:
     pass
 
 from . import tracer
-from .tensor import NKI_NAMES, BlockArray, DType, Index, Tensor, hbm_tensor, isa_dtype, new_tile
+from .indexing import Index
+from .tensor import NKI_NAMES, BlockArray, DType, Tensor, hbm_tensor, isa_dtype, new_tile
 from .tracer import fail
 from .classes import NKIObject  # noqa: F401  (nl.NKIObject)
 # loops, registers and launch-grid queries live in control.py

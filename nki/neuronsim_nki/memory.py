@@ -6,7 +6,8 @@ from __future__ import annotations
 from . import language as nl
 from . import tracer
 from .scalar import ENGINE as SCALAR_ENGINE, dyn_dma
-from .tensor import Mask, Tensor, isa_dtype, new_tile
+from .indexing import Mask
+from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
 
 
