@@ -81,3 +81,12 @@ def assert_native_matches(fn, *args):
         return
     for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
         torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+
+
+def nki_run(neuronsim, script, *args):
+    """`neuronsim nki run SCRIPT ARGS...`: the finished process, asserted to
+    have exited 0 (its stderr the message otherwise)."""
+    r = subprocess.run([str(neuronsim), "nki", "run", *map(str, args), str(script)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    return r

@@ -1,12 +1,12 @@
 """NKI surface that published kernels use and the frontend used to lack
 (issue 15's list): one test per name, each checked against NumPy."""
-import subprocess
 import sys
 
 import numpy as np
 import pytest
 
 import neuronsim_nki as nki
+from nsim_util import nki_run
 import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 import neuronsim_nki.typing as nt
@@ -53,8 +53,7 @@ def test_neuronxcc_typing_and_trace_resolve_under_nki_run(tmp_path, neuronsim):
         "a = np.zeros((128, 8), np.float32)\n"
         "assert (k(a) == 1).all()\n"
         "print('ok')\n")
-    r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = nki_run(neuronsim, script)
     assert "ok" in r.stdout and "latency us" in r.stdout
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import neuronsim_nki as nki
+from nsim_util import nki_run
 import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 
@@ -209,11 +210,9 @@ print("lnc ok")
 
 def test_neuronsim_nki_run_takes_lnc2_and_collective_kernels(tmp_path, neuronsim):
     import inspect
-    import subprocess
     script = tmp_path / "k.py"
     script.write_text(CLI_KERNELS.replace("SWAP_SOURCE", inspect.getsource(swap.func)))
-    r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = nki_run(neuronsim, script)
     assert "lnc ok" in r.stdout
     # the report has a row per simulated kernel, with its latency and engine activity
     rows = [line for line in r.stdout.splitlines() if line.startswith(("swap", "allsum"))]

@@ -4,12 +4,12 @@ version queries, nki.isa.constants and enum values given as numbers,
 num_programs(axes=), and the activations nkilib names; each against the SDK's
 documented semantics or NumPy."""
 import dataclasses
-import subprocess
 
 import numpy as np
 import pytest
 
 import neuronsim_nki as nki
+from nsim_util import nki_run
 import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 
@@ -132,8 +132,7 @@ def test_isa_constants_module_and_enum_numbers(neuronsim, tmp_path):
         "a = np.arange(512, dtype=np.float32).reshape(128, 4)\n"
         "assert (k(a) == a).all()\n"
         "print('ok')\n")
-    r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = nki_run(neuronsim, script)
     assert "ok" in r.stdout
 
     @nki.jit

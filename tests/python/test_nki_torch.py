@@ -8,6 +8,7 @@ import torch
 
 import torch_neuronsim
 from torch_neuronsim import nki
+from nsim_util import nki_run
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "nki"))
@@ -98,7 +99,6 @@ def test_nki_op_registers_a_custom_operator_with_autograd():
 def test_torch_neuronx_nki_op_resolves_under_nki_run(tmp_path, neuronsim):
     """`from torch_neuronx import nki_op, nki` (the SDK's example) works
     unmodified under `neuronsim nki run`."""
-    import subprocess
     script = tmp_path / "op.py"
     script.write_text(
         "import torch\n"
@@ -115,6 +115,5 @@ def test_torch_neuronx_nki_op_resolves_under_nki_run(tmp_path, neuronsim):
         "x = torch.randn(128, 64, device='neuron')\n"
         "assert torch.allclose(my_op(x).cpu(), x.cpu().exp(), rtol=1e-5, atol=1e-6)\n"
         "print('ok')\n")
-    r = subprocess.run([str(neuronsim), "nki", "run", str(script)], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    r = nki_run(neuronsim, script)
     assert "ok" in r.stdout
