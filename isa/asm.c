@@ -387,6 +387,30 @@ static isa_status parse_field(asm_ctx *c, int op, const isa_field *f, const char
 		}
 		return ISA_OK;
 	}
+	case ISA_FK_PMAP: {
+		/* exactly one entry per partition of a quadrant: a shorter list
+		 * is more likely a mistake than a request to keep the rest */
+		unsigned n = 0;
+		for (const char *s = val; ; n++) {
+			char *end;
+			errno = 0;
+			unsigned long x = strtoul(s, &end, 10);
+			if (end == s || errno || (x >= ISA_QUADRANT && x != ISA_PMAP_KEEP) || n >= ISA_QUADRANT)
+				return asm_fail(c, ISA_E_BAD_VALUE, f->key,
+						"%u partition numbers 0..%u or %u (keep), comma-separated",
+						ISA_QUADRANT, ISA_QUADRANT - 1, ISA_PMAP_KEEP);
+			in->pmap[n] = (uint8_t)x;
+			if (*end == '\0')
+				break;
+			if (*end != ',')
+				return asm_fail(c, ISA_E_SYNTAX, f->key, "'%.40s' is not a number", s);
+			s = end + 1;
+		}
+		if (n + 1 != ISA_QUADRANT)
+			return asm_fail(c, ISA_E_BAD_VALUE, f->key, "%u entries, one per partition of a quadrant (%u)",
+					n + 1, ISA_QUADRANT);
+		return ISA_OK;
+	}
 	default:
 		return asm_fail(c, ISA_E_SYNTAX, f->key, "field takes no value");
 	}
@@ -426,9 +450,9 @@ static isa_status parse_instr(asm_ctx *c, char **tok, int ntok)
 		if (st != ISA_OK)
 			return st;
 	}
-	/* access patterns and descriptor references have no default */
+	/* access patterns, descriptor references and partition maps have no default */
 	for (const isa_field *f = isa_op_fields(op); f->key; f++)
-		if ((f->kind == ISA_FK_AP || f->kind == ISA_FK_DESC) &&
+		if ((f->kind == ISA_FK_AP || f->kind == ISA_FK_DESC || f->kind == ISA_FK_PMAP) &&
 		    !(seen & (1u << (f - isa_op_fields(op)))))
 			return asm_fail(c, ISA_E_MISSING_OPERAND, f->key, "%s needs %s=",
 					isa_ops[op].name, f->key);

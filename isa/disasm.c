@@ -126,6 +126,11 @@ void isa_text_instr(isa_text *t, const isa_program *p, const isa_instr *in)
 					isa_text_printf(t, "%s%d", i ? "," : "", in->ivec[i]);
 			}
 			break;
+		case ISA_FK_PMAP:
+			isa_text_printf(t, " %s=", f->key);
+			for (unsigned i = 0; i < ISA_QUADRANT; i++)
+				isa_text_printf(t, "%s%u", i ? "," : "", in->pmap[i]);
+			break;
 		case ISA_FK_FLAG:
 			if (in->flags & f->dflt)
 				isa_text_printf(t, " %s", f->key);

@@ -32,6 +32,9 @@ void isa_instr_defaults(isa_instr *in, int op)
 		case ISA_FK_SCALAR:
 			in->imm[f->slot] = isa_imm_f32((float)f->dflt);
 			break;
+		case ISA_FK_PMAP:
+			memset(in->pmap, ISA_PMAP_KEEP, sizeof(in->pmap));
+			break;
 		default:
 			break;
 		}
@@ -192,6 +195,10 @@ static isa_status decode_field(isa_reader *r, const isa_field *f, isa_instr *in,
 			in->ivec[i] = (int32_t)isa_rd_u32(r);
 		break;
 	}
+	case ISA_FK_PMAP:
+		for (unsigned i = 0; i < ISA_QUADRANT; i++)
+			in->pmap[i] = isa_rd_u8(r);
+		break;
 	case ISA_FK_FLAG:
 		if ((st = decode_bool(r, &present, engine, index, f->key, diag)) != ISA_OK)
 			return st;
@@ -272,6 +279,10 @@ void isa_encode_instr(isa_writer *w, const isa_instr *in)
 			break;
 		case ISA_FK_FLAG:
 			isa_wr_u8(w, (in->flags & f->dflt) ? 1 : 0);
+			break;
+		case ISA_FK_PMAP:
+			for (unsigned i = 0; i < ISA_QUADRANT; i++)
+				isa_wr_u8(w, in->pmap[i]);
 			break;
 		default:
 			break;

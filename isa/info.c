@@ -61,7 +61,7 @@ static const char *const kind_names[] = {
 	[ISA_FK_AP] = "ap",     [ISA_FK_APOPT] = "ap_optional", [ISA_FK_SCALAR] = "scalar",
 	[ISA_FK_ENUM] = "enum", [ISA_FK_IMM] = "imm",           [ISA_FK_U32] = "u32",
 	[ISA_FK_SEM] = "sem",   [ISA_FK_DESC] = "desc",         [ISA_FK_IVEC] = "ivec",
-	[ISA_FK_FLAG] = "flag",
+	[ISA_FK_FLAG] = "flag", [ISA_FK_PMAP] = "pmap",
 };
 
 static const char *const domain_names[ISA_NUM_DOMAINS] = {

@@ -23,6 +23,7 @@ typedef enum isa_field_kind {
 	ISA_FK_DESC,
 	ISA_FK_IVEC,
 	ISA_FK_FLAG,
+	ISA_FK_PMAP,
 } isa_field_kind;
 
 /* enumeration domains of ISA_FK_ENUM fields */
@@ -63,6 +64,7 @@ typedef struct isa_field {
 #define F_DESC(k, i)                  { k, ISA_FK_DESC, i, 0, 0, 0, 0, 0 }
 #define F_IVEC(k)                     { k, ISA_FK_IVEC, 0, 0, 0, 0, 0, 0 }
 #define F_FLAG(k, bit)                { k, ISA_FK_FLAG, 0, 0, 0, bit, 0, 0 }
+#define F_PMAP(k)                     { k, ISA_FK_PMAP, 0, 0, 0, 0, 0, 0 }
 
 typedef enum isa_format {
 #define ISA_FORMAT(name, ...) ISA_FMT_##name,

@@ -81,6 +81,13 @@ static isa_status check_fields(vctx *v, const isa_instr *in)
 		case ISA_FK_FLAG:
 			flags |= (uint16_t)f->dflt;
 			break;
+		case ISA_FK_PMAP:
+			for (unsigned i = 0; i < ISA_QUADRANT; i++)
+				if (in->pmap[i] >= ISA_QUADRANT && in->pmap[i] != ISA_PMAP_KEEP)
+					return v_fail(v, ISA_E_BAD_VALUE, f->key,
+						      "entry %u is %u (a partition 0..%u of the quadrant, or %u: keep)",
+						      i, in->pmap[i], ISA_QUADRANT - 1, ISA_PMAP_KEEP);
+			break;
 		default:
 			break;
 		}

@@ -389,6 +389,40 @@ static isa_status rule_max8(vctx *v, const isa_instr *in)
 	return v_eight_of(v, &in->ap[ISA_AP_DST], &in->ap[ISA_AP_SRC], "src");
 }
 
+/* SDK nki.isa.nc_stream_shuffle: one dtype, the same elements per partition;
+ * the quadrants active, ceil(max(partitions) / 32), fix where src and dst may
+ * start (128 / 96: partition 0; 64: 0 or 64; 32: any quadrant); and every
+ * partition the mask reads must be one src covers (src may be shorter than a
+ * quadrant: one partition broadcast to 32) */
+static isa_status rule_nc_stream_shuffle(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	if (d->dtype != s->dtype)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "%s, src %s: the shuffle moves data as it is",
+			      isa_dtype_name(d->dtype), isa_dtype_name(s->dtype));
+	if (isa_ap_free_elems(d) != isa_ap_free_elems(s))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "src", "%llu elements per partition, dst %llu",
+			      (unsigned long long)isa_ap_free_elems(s), (unsigned long long)isa_ap_free_elems(d));
+	unsigned active = (d->nparts > s->nparts ? d->nparts : s->nparts);
+	active = (active + ISA_QUADRANT - 1) / ISA_QUADRANT * ISA_QUADRANT;
+	unsigned align = active >= 96 ? ISA_NUM_PARTITIONS : active;
+	for (int k = 0; k < 2; k++) {
+		const isa_ap *a = k ? s : d;
+		if (a->start % align)
+			return v_fail(v, ISA_E_BAD_PARTITION, k ? "src" : "dst",
+				      "starts at partition %u; with %u partitions active it must start at a multiple of %u",
+				      a->start, active, align);
+	}
+	for (unsigned p = 0; p < d->nparts; p++) {
+		unsigned m = in->pmap[p % ISA_QUADRANT];
+		if (m != ISA_PMAP_KEEP && p / ISA_QUADRANT * ISA_QUADRANT + m >= s->nparts)
+			return v_fail(v, ISA_E_BAD_PARTITION, "mask",
+				      "dst partition %u reads src partition %u; src has %u", p,
+				      p / ISA_QUADRANT * ISA_QUADRANT + m, s->nparts);
+	}
+	return ISA_OK;
+}
+
 /* positions are uint16 or uint32; vals holds the 8 values of each partition */
 static isa_status rule_nc_find_index8(vctx *v, const isa_instr *in)
 {
@@ -742,6 +776,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_nc_find_index8]          = rule_nc_find_index8,
 	[ISA_OP_nc_match_replace8]       = rule_nc_match_replace8,
 	[ISA_OP_nonzero_with_count]      = rule_nonzero_with_count,
+	[ISA_OP_nc_stream_shuffle]       = rule_nc_stream_shuffle,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,
 	[ISA_OP_select]                  = rule_select,
 	[ISA_OP_memset]                  = rule_no_operands,

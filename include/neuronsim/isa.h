@@ -33,6 +33,8 @@ extern "C" {
 
 #define ISA_NUM_PARTITIONS   128u
 #define ISA_MAX_DIMS         4u        /* free dims of an access pattern   */
+#define ISA_QUADRANT         32u       /* partitions a VectorE reshape bank serves */
+#define ISA_PMAP_KEEP        255u      /* partition-map entry: leave the output partition */
 #define ISA_MAX_RANK         8u        /* tensor table shapes               */
 #define ISA_MAX_NAME         63u       /* tensor / descriptor name length   */
 #define ISA_MAX_TENSORS      65536u
@@ -237,6 +239,9 @@ typedef struct isa_instr {
 	isa_imm  imm[3];              /* immediates */
 	int32_t  ivec[ISA_MAX_DIMS];  /* per-free-dim integers (iota, affine_select) */
 	isa_ap   ap[ISA_MAX_AP];
+	uint8_t  pmap[ISA_QUADRANT];  /* partition map (nc_stream_shuffle's mask):
+	                                 output i of each quadrant <- input pmap[i],
+	                                 ISA_PMAP_KEEP leaves it */
 } isa_instr;
 
 /* ------------------------------------------------------------- programs */

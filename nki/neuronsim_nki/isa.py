@@ -737,6 +737,9 @@ from .lnc import core_barrier, dma_engine, sendrecv  # noqa: E402,F401
 from .isa_stats import (bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replace8,  # noqa: E402,F401
                         nonzero_with_count)
 
+# data moved across partitions inside an engine (isa_partition.py)
+from .isa_partition import nc_stream_shuffle  # noqa: E402,F401
+
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401
 

@@ -30,7 +30,7 @@ Tables real_tables()
 
 bool known_field_kind(unsigned k)
 {
-	return k >= ISA_FK_AP && k <= ISA_FK_FLAG;
+	return k >= ISA_FK_AP && k <= ISA_FK_PMAP;
 }
 
 // Returns "" when the tables are consistent, else the first problem.

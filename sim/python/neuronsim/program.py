@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from . import (ROLE_READ, ROLE_READ_IF_ACCUMULATE, ROLE_WRITE, NeuronSimError, _Diag, _load, domain, op_fields,
                tables)
 
-_MAX_DIMS, _MAX_AP, _MAX_NAME, _MAX_RANK = 4, 5, 63, 8   # isa.h limits (layouts are size-checked)
+_MAX_DIMS, _MAX_AP, _MAX_NAME, _MAX_RANK, _QUADRANT = 4, 5, 63, 8, 32   # isa.h limits (layouts are size-checked)
 
 
 class _Ap(ctypes.Structure):
@@ -33,7 +33,7 @@ class _Instr(ctypes.Structure):
     _fields_ = [("opcode", ctypes.c_uint8), ("ap_mask", ctypes.c_uint8), ("e", ctypes.c_uint8 * 2),
                 ("flags", ctypes.c_uint16), ("nivec", ctypes.c_uint8), ("pad_", ctypes.c_uint8),
                 ("u", ctypes.c_uint32 * 4), ("imm", _Imm * 3), ("ivec", ctypes.c_int32 * _MAX_DIMS),
-                ("ap", _Ap * _MAX_AP)]
+                ("ap", _Ap * _MAX_AP), ("pmap", ctypes.c_uint8 * _QUADRANT)]
 
 
 class _Tensor(ctypes.Structure):
@@ -159,6 +159,8 @@ def _instr(engine, index, raw, line):
             ins.values[f["key"]] = _enum_name(f["domain"], raw.e[f["slot"]])
         elif kind in ("u32", "sem", "desc"):
             ins.values[f["key"]] = raw.u[f["slot"]]
+        elif kind == "pmap":
+            ins.values[f["key"]] = list(raw.pmap)
     return ins
 
 
