@@ -173,9 +173,9 @@ static dm_cost cost_reduce(const dm_chip *ch, int engine, const isa_instr *in,
 	return pipelined(ch, engine, u64max(n, 1));
 }
 
-/* Not published (nki.isa.exponential gives no cost): costed as ScalarE's
+/* Not published (nki.isa.exponential and range_select give no cost): costed as ScalarE's
  * activation, max(MIN_II, N), + MIN_II when it also writes row sums */
-static dm_cost cost_exponential(const dm_chip *ch, int engine, const isa_instr *in,
+static dm_cost cost_stream_reduce(const dm_chip *ch, int engine, const isa_instr *in,
 				const dm_cost_ctx *ctx)
 {
 	(void)ctx;

@@ -513,6 +513,71 @@ static isa_status rule_select(vctx *v, const isa_instr *in)
 	return v_same_count(v, d, "dst", &in->ap[ISA_AP_SRC2], "on_false");
 }
 
+/* SDK nki.isa.tensor_copy_predicated: src (a tile) and dst one dtype and
+ * shape, the predicate an unsigned integer tile of that shape, src and the
+ * predicate not both in PSUM */
+static isa_status rule_copy_predicated(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *pr = &in->ap[ISA_AP_SRC1];
+	if (pr->dtype != ISA_DT_uint8 && pr->dtype != ISA_DT_uint16 && pr->dtype != ISA_DT_uint32)
+		return v_fail(v, ISA_E_BAD_DTYPE, "pred", "%s: uint8, uint16 or uint32", isa_dtype_name(pr->dtype));
+	if (pr->nparts != d->nparts || isa_ap_free_elems(pr) != isa_ap_free_elems(d))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "pred", "[%u, %llu], dst [%u, %llu]", pr->nparts,
+			      (unsigned long long)isa_ap_free_elems(pr), d->nparts,
+			      (unsigned long long)isa_ap_free_elems(d));
+	if (!v_has(in, ISA_AP_SRC))
+		return ISA_OK;
+	const isa_ap *s = &in->ap[ISA_AP_SRC];
+	if (s->dtype != d->dtype)
+		return v_fail(v, ISA_E_BAD_DTYPE, "src", "%s, dst %s: the copy does not cast",
+			      isa_dtype_name(s->dtype), isa_dtype_name(d->dtype));
+	if (s->nparts != d->nparts || isa_ap_free_elems(s) != isa_ap_free_elems(d))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "src", "[%u, %llu], dst [%u, %llu]", s->nparts,
+			      (unsigned long long)isa_ap_free_elems(s), d->nparts,
+			      (unsigned long long)isa_ap_free_elems(d));
+	if (s->space == ISA_SPACE_PSUM && pr->space == ISA_SPACE_PSUM)
+		return v_fail(v, ISA_E_BAD_SPACE, "pred", "src and pred both in PSUM (one of them may be)");
+	return ISA_OK;
+}
+
+/* SDK nki.isa.range_select: NeuronCore-v3+; src a float tile, bound0 and
+ * bound1 one fp32 per partition, compare by ==, <, <=, >, >=; an integer
+ * range_start with range_start + free index inside fp32's exact 2^24 */
+static isa_status rule_range_select(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
+	isa_status st;
+	if (!isa_target_has(v->p->target, ISA_FEAT_range_select))
+		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "range_select needs NeuronCore-v%u or newer (%s is %s)",
+			      isa_feature_first_core(ISA_FEAT_range_select), v->ti->name, v->ti->core);
+	if (isa_dtype_is_integer(s->dtype))
+		return v_fail(v, ISA_E_BAD_DTYPE, "src", "%s: a float dtype", isa_dtype_name(s->dtype));
+	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
+		return st;
+	for (int k = 0; k < 2; k++) {
+		const isa_ap *bd = &in->ap[k ? ISA_AP_SRC2 : ISA_AP_SRC1];
+		const char *name = k ? "bound1" : "bound0";
+		if (bd->dtype != ISA_DT_fp32)
+			return v_fail(v, ISA_E_BAD_DTYPE, name, "%s: bounds are fp32", isa_dtype_name(bd->dtype));
+		if ((st = v_per_partition(v, bd, name, s, "src")) != ISA_OK)
+			return st;
+		if (in->e[k] == ISA_ALU_not_equal)
+			return v_fail(v, ISA_E_BAD_OPERATOR, k ? "cmp1" : "cmp0",
+				      "not_equal (range_select compares by ==, <, <=, > or >=)");
+	}
+	int64_t start = (int32_t)in->imm[0].bits;
+	if (in->imm[0].kind != ISA_IMM_I32 || start < -(1 << 24) ||
+	    start + (int64_t)isa_ap_free_elems(s) > (1 << 24))
+		return v_fail(v, ISA_E_BAD_VALUE, "range_start", "an integer with range_start + index within 2^24");
+	if (v_has(in, ISA_AP_AUX)) {
+		const isa_ap *r = &in->ap[ISA_AP_AUX];
+		if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
+			return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst", "one element on each of dst's %u partitions",
+				      d->nparts);
+	}
+	return ISA_OK;
+}
+
 static isa_status check_affine(vctx *v, const isa_instr *in, const isa_ap *shape)
 {
 	if (in->imm[0].kind != ISA_IMM_I32 || in->imm[1].kind != ISA_IMM_I32)
@@ -779,6 +844,8 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_nc_stream_shuffle]       = rule_nc_stream_shuffle,
 	[ISA_OP_tensor_copy]             = rule_tensor_copy,
 	[ISA_OP_select]                  = rule_select,
+	[ISA_OP_copy_predicated]         = rule_copy_predicated,
+	[ISA_OP_range_select]            = rule_range_select,
 	[ISA_OP_memset]                  = rule_no_operands,
 	[ISA_OP_iota]                    = rule_iota,
 	[ISA_OP_affine_select]           = rule_affine_select,

@@ -190,13 +190,21 @@ def tensor_scalar(data=None, op0=None, operand0=None, reverse0=False, op1=None, 
 
 @_dst_first(lambda a: _tiles(a, 2))
 def tensor_scalar_reduce(data=None, op0=None, operand0=None, reduce_op=None, reduce_res=None, reverse0=False,
-                         dst=None, dtype=None, mask=None, **kw):
+                         dst=None, dtype=None, mask=None, reduce_cmd=None, reduce_init=None,
+                         reduce_res_negate=False, **kw):
     """dst = data <op0> operand0, and reduce_res[P, 1] = reduce_op of those
     values along the free axis, in one VectorE instruction (fp32 inside),
     max(MIN_II, N) + MIN_II cycles as the published cost model has it;
-    operand0 a number or a [P, 1] column."""
+    operand0 a number or a [P, 1] column.  Reductions kept in VectorE's
+    registers across instructions (reduce_cmd reduce / load_reduce) and
+    reduce_res_negate decline by name."""
     if mask is not None:
         fail("nisa.tensor_scalar_reduce with a mask is not supported by the simulator yet")
+    if reduce_cmd not in (None, "reset_reduce") or reduce_init is not None:
+        fail(f"nisa.tensor_scalar_reduce reduce_cmd={reduce_cmd}: reductions kept in VectorE's registers across "
+             "instructions are not supported by the simulator yet (reset_reduce is)")
+    if reduce_res_negate:
+        fail("nisa.tensor_scalar_reduce reduce_res_negate=True is not supported by the simulator yet")
     x = nl._operand(data)
     if not isinstance(x, Tensor) or x.space == "hbm":
         fail("nisa.tensor_scalar_reduce: data is a tile in SBUF or PSUM")
@@ -739,6 +747,9 @@ from .isa_stats import (bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replac
 
 # data moved across partitions inside an engine (isa_partition.py)
 from .isa_partition import nc_stream_shuffle  # noqa: E402,F401
+
+# writes under a condition (isa_predicated.py)
+from .isa_predicated import range_select, tensor_copy_predicated  # noqa: E402,F401
 
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401

@@ -517,3 +517,24 @@ def test_dma_oob_skip_declines_by_name():
         return out
     with pytest.raises(nki.NKIError, match="oob_mode=skip"):
         k(np.zeros((4, 4), np.float32))
+
+
+def test_tensor_scalar_reduce_declines_register_chaining_and_negation():
+    """reduce_cmd / reduce_init / reduce_res_negate were once swallowed by
+    **kw (a silent wrong value for a chained reduction); now named."""
+    def kernel(**extra):
+        @nki.jit
+        def k(x):
+            out = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+            r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_scalar_reduce(data=nl.load(x), op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                                      reduce_res=r, **extra)
+            nl.store(out, value=r)
+            return out
+        return k
+    x = np.ones((8, 4), np.float32)
+    np.testing.assert_array_equal(kernel(reduce_cmd=nisa.reduce_cmd.reset_reduce)(x), np.full((8, 1), 8.0))
+    with pytest.raises(nki.NKIError, match="reduce_cmd=reduce"):
+        kernel(reduce_cmd=nisa.reduce_cmd.reduce)(x)
+    with pytest.raises(nki.NKIError, match="reduce_res_negate"):
+        kernel(reduce_res_negate=True)(x)

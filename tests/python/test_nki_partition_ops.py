@@ -94,3 +94,109 @@ def test_stream_shuffle_refusals_name_the_kernel_line():
         kernel(0, 0, 32, ident, nl.bfloat16)(x)
     with pytest.raises(nki.NKIError, match="32 entries"):
         kernel(0, 0, 32, ident[:31])(x)
+
+
+@pytest.mark.parametrize("P,F", [(1, 1), (127, 129), (128, 513), (33, 255)])
+def test_tensor_copy_predicated_keeps_unselected_elements(P, F):
+    """SDK nki.isa.tensor_copy_predicated: dst = src where the predicate
+    holds (not, with reverse_pred), unchanged elsewhere; src a tile or a number."""
+    @nki.jit
+    def k(x, y, m):
+        out = nl.ndarray((2,) + x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        a, pr = nl.load(y), nl.load(m)
+        nisa.tensor_copy_predicated(dst=a, src=nl.load(x), predicate=pr)
+        nl.store(out[0], value=a)
+        b = nl.load(x)
+        nisa.tensor_copy_predicated(dst=b, src=-2.5, predicate=pr, reverse_pred=True)
+        nl.store(out[1], value=b)
+        return out
+    rng = np.random.default_rng(P + F)
+    x, y = (rng.standard_normal((P, F)).astype(np.float32) for _ in range(2))
+    m = (rng.random((P, F)) < 0.4).astype(np.uint8)
+    out = k(x, y, m)
+    np.testing.assert_array_equal(out[0], np.where(m != 0, x, y))
+    np.testing.assert_array_equal(out[1], np.where(m != 0, x, np.float32(-2.5)))
+
+
+def test_tensor_copy_predicated_integers_exact_and_refusals():
+    @nki.jit
+    def k(x, m):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        a = nl.load(x)
+        nisa.tensor_copy_predicated(dst=a, src=(1 << 30) + 3, predicate=nl.load(m))
+        nl.store(out, value=a)
+        return out
+    x = np.arange(64 * 8, dtype=np.int32).reshape(64, 8) + (1 << 29)
+    m = (np.arange(64 * 8).reshape(64, 8) % 3 == 0).astype(np.uint16)
+    np.testing.assert_array_equal(k(x, m), np.where(m != 0, (1 << 30) + 3, x))
+    with pytest.raises(nki.NKIError, match="pred.*uint8, uint16 or uint32"):
+        k(x, m.astype(np.float32))
+
+    @nki.jit
+    def cast(x, m):
+        out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        a = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.tensor_copy_predicated(dst=a, src=nl.load(x), predicate=nl.load(m))
+        nl.store(out, value=a)
+        return out
+    with pytest.raises(nki.NKIError, match="does not cast"):
+        cast(x.astype(np.float32), m)
+
+
+def _range_select_ref(x, lo, hi, start, cmp0, cmp1):
+    i = (start + np.arange(x.shape[1], dtype=np.float32))[None, :]
+    sel = np.where(cmp0(i, lo) & cmp1(i, hi), x.astype(np.float32), np.finfo(np.float32).min)
+    return sel, sel.max(1, keepdims=True)
+
+
+@pytest.mark.parametrize("P,F,start", [(1, 1, 0), (127, 129, 5), (128, 513, 1000), (33, 257, -40)])
+@pytest.mark.parametrize("ops", [(np.greater_equal, np.less), (np.greater, np.less_equal), (np.equal, np.less)])
+def test_range_select_matches_the_sdk_numpy_semantics(P, F, start, ops):
+    """nkilib attention's form: dst first, bounds [P, 1] fp32, reduce_res the row max."""
+    cmp0, cmp1 = ops
+
+    @nki.jit
+    def k(x, lo, hi):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        mx = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(d, on_true_tile=nl.load(x), comp_op0=cmp0, comp_op1=cmp1, bound0=nl.load(lo),
+                          bound1=nl.load(hi), reduce_op=nl.maximum, reduce_res=r, range_start=start,
+                          on_false_value=nl.fp32.min)
+        nl.store(out, value=d)
+        nl.store(mx, value=r)
+        return out, mx
+    rng = np.random.default_rng(P * F)
+    x = rng.standard_normal((P, F)).astype(np.float32)
+    lo = rng.integers(start - 5, start + F, (P, 1)).astype(np.float32)
+    hi = lo + rng.integers(0, 64, (P, 1)).astype(np.float32)
+    out, mx = k(x, lo, hi)
+    want, wmx = _range_select_ref(x, lo, hi, start, cmp0, cmp1)
+    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(mx, wmx)
+
+
+def test_range_select_fills_minus_inf_in_bf16_and_declines_what_it_lacks():
+    """SDK note: FP32_MIN becomes -inf in a 16-bit dst.  NeuronCore-v3+ only;
+    reductions kept across instructions decline by name."""
+    def kernel(cmd=None, fill=float(np.finfo(np.float32).min)):
+        @nki.jit
+        def k(x, lo, hi):
+            out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+            d = nisa.range_select(on_true_tile=nl.load(x), comp_op0=nl.greater_equal, comp_op1=nl.less,
+                                  bound0=nl.load(lo), bound1=nl.load(hi), range_start=0, dtype=nl.bfloat16,
+                                  reduce_cmd=cmd, on_false_value=fill)
+            nl.store(out, value=d)
+            return out
+        return k
+    x = np.ones((4, 16), np.float32)
+    lo, hi = np.full((4, 1), 2, np.float32), np.full((4, 1), 5, np.float32)
+    out = np.asarray(kernel()(x, lo, hi), np.float32)
+    assert (out[:, 2:5] == 1).all() and np.isneginf(out[:, :2]).all() and np.isneginf(out[:, 5:]).all()
+    with pytest.raises(nki.NKIError, match="registers across instructions"):
+        kernel(nisa.reduce_cmd.reduce)(x, lo, hi)
+    with pytest.raises(nki.NKIError, match="on_false_value is FP32_MIN"):
+        kernel(fill=0.0)(x, lo, hi)
+    with pytest.raises(nki.NKIError, match="NeuronCore-v3"):
+        nki.Kernel(kernel().func, "trn1")(x, lo, hi)

@@ -1,0 +1,104 @@
+"""nki.isa's VectorE instructions that write under a condition:
+tensor_copy_predicated and range_select.  isa.py re-exports them.
+
+The C validator judges dtypes, shapes and memories (its refusal is an
+NKIError at the kernel line); this module turns NKI's arguments into the
+instruction's fields and names what the tracer must know: every such
+instruction reads its dst too, since elements it does not select keep their
+values."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import language as nl
+from . import tracer
+from .isa import _needs
+from .tensor import Tensor, isa_dtype, new_tile
+
+_FP32_MIN = float(np.finfo(np.float32).min)   # range_select's fill, fixed by the hardware
+
+
+def _tile(x, what, name):
+    x = nl._operand(x)
+    if not isinstance(x, Tensor):
+        tracer.fail(f"nisa.{what}: {name} is a tile in SBUF or PSUM, got {type(x).__name__}")
+    return x
+
+
+def _immediate(value, dtype, what, name):
+    """A number as the instruction's immediate: an int for integer dtypes
+    (exact), else fp32."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        tracer.fail(f"nisa.{what}: {name} is a tile or a number known while tracing, got {value!r}")
+    if isinstance(value, int) and dtype.startswith(("int", "uint")):
+        return str(value)
+    return repr(float(value))
+
+
+def tensor_copy_predicated(dst=None, src=None, predicate=None, reverse_pred=False, name=None, **kw):
+    """dst = src where predicate (uint8/16/32) is nonzero -- zero with
+    reverse_pred -- and unchanged elsewhere; src a tile of dst's dtype and
+    shape, or a number (SDK nki.isa.tensor_copy_predicated, VectorE)."""
+    if kw:
+        tracer.fail(f"nisa.tensor_copy_predicated: unexpected argument(s) {', '.join(sorted(kw))}")
+    what = "tensor_copy_predicated"
+    d, p = _tile(dst, what, "dst"), _tile(predicate, what, "predicate")
+    reads = [p.region(), d.region()]
+    if isinstance(src, Tensor):
+        s = _tile(src, what, "src")
+        reads.append(s.region())
+        src_text = s.ap()
+    else:
+        src_text = _immediate(src, d.dtype, what, "src")
+    flags = " reverse_pred" if reverse_pred else ""
+    tracer.current().emit("vector", f"copy_predicated dst={d.ap()} src={src_text} pred={p.ap()}{flags}",
+                          reads=reads, writes=[d.region()])
+    return dst
+
+
+def range_select(*args, on_true_tile=None, comp_op0=None, comp_op1=None, bound0=None, bound1=None,
+                 reduce_cmd=None, reduce_res=None, reduce_op=None, range_start=0, on_false_value=_FP32_MIN,
+                 dst=None, dtype=None, name=None, mask=None, **kw):
+    """NeuronCore-v3+, VectorE: with i = range_start + the free index, dst =
+    on_true_tile where comp_op0(i, bound0[p]) and comp_op1(i, bound1[p]),
+    else FP32_MIN (the only fill the hardware has); reduce_res[P, 1] (given)
+    = each row's max (SDK nki.isa.range_select).  dst first (NKI 0.8) or the
+    result returned (the older form, dtype= its dtype).  Reductions kept in
+    VectorE's registers across instructions (reduce_cmd reduce /
+    load_reduce, or reduce_res left out to read later) are not supported yet."""
+    what = "nisa.range_select"
+    if kw or mask is not None:
+        tracer.fail(f"{what}: unexpected argument(s) {', '.join(sorted(kw) + (['mask'] if mask is not None else []))}")
+    if len(args) > 1 or (args and dst is not None):
+        tracer.fail(f"{what}(dst, on_true_tile=..., ...): the other arguments by keyword")
+    dst = args[0] if args else dst
+    _needs("range_select", what)
+    cmd = reduce_cmd if reduce_cmd is not None else "reset_reduce"
+    if cmd not in ("reset_reduce", "idle"):
+        tracer.fail(f"{what} reduce_cmd={cmd}: reductions kept in VectorE's registers across instructions are "
+                    "not supported by the simulator yet (reset_reduce with reduce_res is)")
+    if reduce_op is not None and nl.op_name(reduce_op) != "max":
+        tracer.fail(f"{what}: reduce_op is maximum (the only reduction the instruction has), got {reduce_op!r}")
+    if float(on_false_value) != _FP32_MIN:
+        tracer.fail(f"{what}: on_false_value is FP32_MIN (-3.4028235e+38), the only fill the hardware has; "
+                    f"got {on_false_value!r}")
+    if isinstance(range_start, bool) or not isinstance(range_start, int):
+        tracer.fail(f"{what}: range_start is an int known while tracing, got {range_start!r}")
+    x = _tile(on_true_tile, "range_select", "on_true_tile")
+    lo, hi = _tile(bound0, "range_select", "bound0"), _tile(bound1, "range_select", "bound1")
+    if dst is None:
+        out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else x.dtype, "range_select result")
+    else:
+        out = _tile(dst, "range_select", "dst")
+    reads, writes, red = [x.region(), lo.region(), hi.region()], [out.region()], ""
+    if reduce_res is not None:
+        r = _tile(reduce_res, "range_select", "reduce_res")
+        red = f" reduce_dst={r.ap()}"
+        writes.append(r.region())
+    ins = tracer.current().emit(
+        "vector", f"range_select dst={out.ap()} src={x.ap()} bound0={lo.ap()} bound1={hi.ap()} "
+                  f"cmp0={nl.op_name(comp_op0)} cmp1={nl.op_name(comp_op1)} range_start={range_start}{red}",
+        reads=reads, writes=writes)
+    if dst is None:
+        out.made_by = ins
+    return out
