@@ -226,10 +226,15 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 	c = dc;                 /* PSUM bookkeeping belongs to the written core */
 
 	if (desc->mode == ISA_DMA_TRANSPOSE) {
-		/* dst[p][k] = src[k][p]: shapes and equal 2-byte dtypes validated */
-		for (uint32_t p = 0; p < dv.nparts; p++)
-			for (uint64_t j = 0; j < dv.nfree; j++)
-				memcpy(dm_view_elem(&dv, p, j), dm_view_elem(&sv, (uint32_t)j, p), dv.esz);
+		/* dst[p][j * I + i] = src[i][j * P + p], the outer free elements
+		 * j kept in place (J = 1: the 2-D transpose); shapes and equal
+		 * 2-byte dtypes validated */
+		uint64_t I = sv.nparts, P = dv.nparts, J = dv.nfree / I;
+		for (uint32_t p = 0; p < P; p++)
+			for (uint64_t j = 0; j < J; j++)
+				for (uint64_t i = 0; i < I; i++)
+					memcpy(dm_view_elem(&dv, p, j * I + i), dm_view_elem(&sv, (uint32_t)i, j * P + p),
+					       dv.esz);
 		dm_psum_mark(c, &dv);
 		return DM_OK;
 	}

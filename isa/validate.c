@@ -246,11 +246,16 @@ static isa_status check_dma_transpose(vctx *v, const isa_dma_desc *d, uint64_t n
 		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst", "descriptor '%s': a DMA transpose moves "
 			      "2-byte elements without a cast (%s -> %s)", d->name,
 			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
-	if (d->dst.nparts != ns || nd != d->src.nparts)
-		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.dst", "descriptor '%s': transposing [%u, %llu] "
-			      "needs a [%llu, %u] destination, got [%u, %llu]", d->name, d->src.nparts,
-			      (unsigned long long)ns, (unsigned long long)ns, d->src.nparts, d->dst.nparts,
-			      (unsigned long long)nd);
+	/* dst[p][j * I + i] = src[i][j * P + p]: the outer free elements j
+	 * shared (J = 1 for the 2-D transpose; the 3-D / 4-D permutations of
+	 * nki.isa.dma_transpose keep their middle axes in place) */
+	uint64_t I = d->src.nparts, P = d->dst.nparts;
+	if (!I || !P || nd % I || ns % P || nd / I != ns / P)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.dst", "descriptor '%s': transposing [%llu, %llu] "
+			      "needs a destination of %llu partitions x %llu, or one of P partitions x %llu * %llu / P; "
+			      "got [%llu, %llu]", d->name, (unsigned long long)I, (unsigned long long)ns,
+			      (unsigned long long)ns, (unsigned long long)I, (unsigned long long)I,
+			      (unsigned long long)ns, (unsigned long long)P, (unsigned long long)nd);
 	return ISA_OK;
 }
 

@@ -271,7 +271,9 @@ typedef enum isa_dma_mode {
 	ISA_DMA_SCATTER,              /* dst row = index[p]     */
 	ISA_DMA_SCATTER_ADD,          /* dst row index[p] += src row p (read-modify-write,
 	                                 NKI atomic_rmw; rows in order, so repeats add up) */
-	ISA_DMA_TRANSPOSE,            /* dst[i][j] = src[j][i] (NKI dma_transpose; 2-byte
+	ISA_DMA_TRANSPOSE,            /* dst[p][j*I + i] = src[i][j*P + p], I src rows, P dst
+	                                 partitions, the outer free elements j kept (J = 1:
+	                                 dst[i][j] = src[j][i]) (NKI dma_transpose; 2-byte
 	                                 dtypes, dst in SBUF, NeuronCore-v3 and later) */
 	ISA_NUM_DMA_MODES
 } isa_dma_mode;

@@ -368,7 +368,8 @@ class Kernel:
         bound = sig.bind(*args, **kwargs)
         files = {os.path.abspath(inspect.getsourcefile(self.func) or "<kernel>")}
         t = tracer.Trace(self.target, files, last_use, first.choices if first is not None else None, cse,
-                         first.use_seq if first is not None else None)
+                         first.use_seq if first is not None else None,
+                         first.fixed_ranges if first is not None else None)
         prev, tracer._current = tracer._current, t
         try:
             ins = []
@@ -510,6 +511,7 @@ class Kernel:
             traced.append(k._trace_full(args, kwargs))
         (t0, p0, ins0, outs0, multi), (t1, p1, ins1, outs1, _) = traced
         lnc.check_pair(self.func.__name__, t0, ins0, outs0, t1, ins1, outs1)
+        p0, p1 = lnc.aim_sends(t0, p0, t1, p1)
         outputs, written = _split_outputs(ins0, outs0)
         aliases = [{}, {o1.name: o0.name for o0, o1 in zip(outs0, outs1) if o0.name in outputs}]
         ext = [{x.hbm_key: x for x in t.shared.values() if x.name in t.shared_external} for t in (t0, t1)]

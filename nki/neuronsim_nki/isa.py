@@ -6,11 +6,13 @@ from __future__ import annotations
 import enum
 import functools
 import inspect
+import math
 import os
 
 from neuronsim import ACTIVATIONS, DTYPE_SIZES as SIZES, FEATURES, target_info
 
 from . import language as nl
+from . import tensor_engine as _te
 from . import tracer
 from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
@@ -35,11 +37,16 @@ def _dst_first(when, takes_kw=False):
     """NKI 0.8 puts dst first in every nisa call (nisa.activation(dst, op,
     data), nisa.tensor_tensor(dst, data1, data2, op), ...); the older form
     returns the result.  `when(args)` tells the new form from the positional
-    arguments; then dst moves to its keyword and the rest keep their order."""
+    arguments -- or the first argument is a tile while the function's own
+    first parameter comes by keyword (nisa.tensor_scalar_reduce(dst,
+    data=...)); then dst moves to its keyword and the rest keep their order."""
     def wrap(fn):
+        first = next(iter(inspect.signature(fn).parameters))
+
         @functools.wraps(fn)
         def call(*args, **kw):
-            if args and (when(args, kw) if takes_kw else when(args)):
+            if args and ((when(args, kw) if takes_kw else when(args)) or
+                         (first in kw and first != "dst" and isinstance(args[0], Tensor))):
                 if "dst" in kw:
                     fail(f"nisa.{fn.__name__}: dst given twice (first argument and dst=)")
                 return fn(*args[1:], dst=args[0], **kw)
@@ -73,16 +80,29 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **
     the first matmul into a PSUM tile overwrites it, the next ones add, until
     another instruction uses the tile); nc_matmul(stationary, moving) returns
     a new PSUM tile."""
+    # positional arguments fill what the keywords leave open, dst first
+    # when stationary / moving come by keyword (nc_matmul(dst, stationary=, moving=))
     if len(args) == 3:
         dst, stationary, moving = args
     elif len(args) == 2:
-        stationary, moving = args
+        if moving is not None:
+            dst, stationary = args
+        else:
+            stationary, moving = args
     elif len(args) == 1:
-        stationary = args[0]
-    res = nl.matmul(stationary, moving, transpose_x=True)
+        if stationary is not None:
+            dst = args[0]
+        else:
+            stationary = args[0]
     if dst is None:
-        return res
-    nl._place_matmul(res, dst, accumulate=accumulate)
+        return nl.matmul(stationary, moving, transpose_x=True)
+    # straight into dst: no PSUM tile of its own (a kernel placing its PSUM
+    # tiles itself may leave no room for one)
+    x, y, M, N = _te.matmul_operands(stationary, moving, transpose_x=True)
+    if isinstance(dst, Tensor) and dst.space == "psum" and \
+            (dst.shape[0] != M or dst.elements_per_partition() != N):
+        fail(f"nisa.nc_matmul: dst {list(dst.shape)} does not hold the [{M}, {N}] result")
+    _te.emit_matmul(x, y, dst, accumulate)
     return dst
 
 
@@ -171,12 +191,26 @@ def reciprocal(data=None, dst=None, dtype=None, **kw):
 
 @_dst_first(lambda a: _tiles(a, 2))
 def nc_transpose(data=None, dst=None, engine=None, **kw):
+    """dst[F, P] = data[P, F]^T; on TensorE into a PSUM dst straight away
+    (nkilib's transposes into its own PSUM banks), else through nl.transpose."""
+    e = getattr(engine, "name", engine)
+    if isinstance(dst, Tensor) and dst.space == "psum" and e in (None, "unknown", "tensor"):
+        x = nl._operand(data)
+        if not isinstance(x, Tensor):
+            fail("nisa.nc_transpose: data is a tile")
+        P, F = x.shape[0], x.elements_per_partition()
+        if P > 128 or F > 128 or dst.shape[0] != F or dst.elements_per_partition() != P:
+            fail(f"nisa.nc_transpose of [{P}, {F}] (each at most 128) into a [{F}, {P}] PSUM dst, got "
+                 f"{list(dst.shape)}")
+        tracer.current().emit("tensor", f"nc_transpose dst={dst.ap()} src={x.ap()}", reads=[x.region()],
+                              writes=[dst.region()])
+        return dst
     return _ret(dst, nl.transpose(data))
 
 
 @_dst_first(lambda a: _tiles(a, 3))
 def tensor_tensor(data1=None, data2=None, op=None, dst=None, dtype=None, **kw):
-    return _ret(dst, nl._binary(data1, data2, op, dtype))
+    return _ret(dst, nl._binary(data1, data2, op, dtype, in_order=True))
 
 
 @_dst_first(lambda a: _tiles(a, 2))
@@ -462,26 +496,33 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
 @_dst_first(lambda a: _tiles(a, 2))
 def dma_transpose(src=None, dst=None, axes=None, dtype=None, dge_mode=None, priority=None, oob_mode=None,
                   name=None, **kw):
-    """dst[j, i] = src[i, j] by the DMA engines' transpose mode (published:
-    up to 90% of the copy rate from HBM, 50% SBUF to SBUF on trn2):
-    NeuronCore-v3 and later, 2-byte dtypes, an HBM or SBUF source and an SBUF
-    destination.  dma_transpose(dst, src) or the older dma_transpose(src)
-    returning a new tile."""
-    if not isinstance(src, Tensor) or len(src.shape) != 2:
-        fail("nisa.dma_transpose: a 2-D source only (the 3-D and 4-D permutations and indirect "
-             "sources are not supported by the simulator yet)")
-    if axes is not None and tuple(axes) != (1, 0):
-        fail(f"nisa.dma_transpose: axes {tuple(axes)} on a 2-D source (only (1, 0))")
+    """The DMA engines' transpose mode (published: up to 90% of the copy
+    rate from HBM, 50% SBUF to SBUF on trn2), with the SDK's permutations:
+    2-D [1, 0], 3-D [2, 1, 0], 4-D [3, 1, 2, 0] -- the first and last axes
+    swap, the middle ones stay.  NeuronCore-v3 and later, 2-byte dtypes, an
+    HBM or SBUF source and an SBUF destination holding the permuted shape's
+    partitions and elements.  dma_transpose(dst, src) or the older
+    dma_transpose(src) returning a new tile.  Indirect sources (gather
+    transposes) are not supported yet."""
+    perms = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+    if not isinstance(src, Tensor) or len(src.shape) not in perms:
+        fail("nisa.dma_transpose: a 2-D, 3-D or 4-D source tile (indirect sources are not supported by the "
+             "simulator yet)")
+    perm = perms[len(src.shape)]
+    if axes is not None and tuple(axes) != perm:
+        fail(f"nisa.dma_transpose: axes {tuple(axes)} on a {len(src.shape)}-D source (the SDK's permutation "
+             f"is {perm})")
     if kw:
         fail(f"nisa.dma_transpose: {', '.join(sorted(kw))} is not supported by the simulator yet")
     _needs("dma_transpose", "nisa.dma_transpose")
     if SIZES[src.dtype] != 2:
         fail(f"nisa.dma_transpose moves 2-byte elements (bf16, fp16, int16, uint16), not {src.dtype}")
-    A, B = src.shape
-    out = dst if dst is not None else new_tile("sbuf", (B, A), src.dtype, "dma_transpose result")
-    if out.space != "sbuf" or tuple(out.shape) != (B, A) or out.dtype != src.dtype:
-        fail(f"nisa.dma_transpose: the destination is an SBUF tile [{B}, {A}] of {src.dtype}, got "
-             f"{out.space} {list(out.shape)} {out.dtype}")
+    shape = tuple(src.shape[a] for a in perm)
+    out = dst if dst is not None else new_tile("sbuf", shape, src.dtype, "dma_transpose result")
+    if out.space != "sbuf" or out.shape[0] != shape[0] or out.elements_per_partition() != math.prod(shape[1:]) \
+            or out.dtype != src.dtype:
+        fail(f"nisa.dma_transpose: the destination is an SBUF tile {list(shape)} of {src.dtype} (or its "
+             f"partitions and elements), got {out.space} {list(out.shape)} {out.dtype}")
     nl._dma(out, src, mode="transpose")
     return out
 

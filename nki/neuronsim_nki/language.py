@@ -4,6 +4,8 @@ index expressions, dtypes; loops and the launch grid are in control.py).
 Each call traces instructions into the current kernel (see tracer.py)."""
 from __future__ import annotations
 
+import operator
+
 from neuronsim import ACTIVATIONS, ALU_OPS, DTYPE_SIZES as SIZES
 
 try:
@@ -194,6 +196,19 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
         t.shared[key] = out
         return out
     what = name or f"{space} tile {list(map(int, shape))}"
+    address = kw.pop("address", None)
+    if address is not None:
+        # the kernel places the tile itself (SDK nl.ndarray address=(start
+        # partition, byte offset)): its bytes, shared with any other tile
+        # placed over them (nkilib's SbufManager, attention's PSUM banks)
+        try:
+            part0, byte = (0, operator.index(address)) if not isinstance(address, (tuple, list)) else \
+                (operator.index(address[0]), operator.index(address[1]))
+        except (TypeError, IndexError):
+            fail(f"{what}: address= is (start partition, byte offset), ints known while tracing; got {address!r}")
+        if pax > 0 and not _fits_whole(space, shape, dt, pax):
+            fail(f"{what}: address= on an array whose blocks do not fit {space.upper()} side by side")
+        return new_tile(space, shape, dt, what, pax, address=(part0, byte))
     if pax > 0 and not _fits_whole(space, shape, dt, pax):
         return BlockArray(space, tuple(int(d) for d in shape), dt, what, pax)
     return new_tile(space, shape, dt, what, pax)
@@ -286,12 +301,16 @@ def _operand(x):
     return x
 
 
-def _binary(x, y, op, dtype=None, engine="vector"):
+def _binary(x, y, op, dtype=None, engine="vector", in_order=False):
+    """x <op> y elementwise.  in_order (nki.isa's instructions): operands of
+    different shapes but the same partitions and elements per partition pair
+    their elements in order, as the instruction walks access patterns."""
     x, y = _operand(x), _operand(y)
     alu = op if isinstance(op, str) and op in ALU_OPS else op_name(op)
     t = tracer.current()
     if isinstance(x, Tensor) and isinstance(y, Tensor):
-        if x.shape != y.shape:
+        if x.shape != y.shape and not (in_order and x.shape[0] == y.shape[0] and
+                                       x.elements_per_partition() == y.elements_per_partition()):
             # [P, 1] (or a [P] column) broadcast along the free dimension: a
             # per-partition scalar
             if y.shape in ((x.shape[0], 1), (x.shape[0],)) and len(x.shape) > 1:

@@ -59,9 +59,8 @@ def is_pair(target, grid):
 
 def check_pair(name, t0, ins0, outs0, t1, ins1, outs1):
     """What both cores' programs must agree on to run as one pair: the
-    arguments, the returned shared_hbm arrays (by creation order), their
-    synchronization points, and where sendrecv lands (it writes the peer's
-    dst at the address of its own dst)."""
+    arguments, the returned shared_hbm arrays (by creation order) and their
+    synchronization points."""
     if [t.name for t, _ in ins0] != [t.name for t, _ in ins1]:
         fail(f"{name}: under LNC=2 the two cores bound the kernel's arguments differently")
     if len(outs0) != len(outs1) or any(getattr(a, "hbm_key", None) != getattr(b, "hbm_key", None) or
@@ -70,11 +69,30 @@ def check_pair(name, t0, ins0, outs0, t1, ins1, outs1):
     if t0.pipes != t1.pipes or t0.barriers != t1.barriers:
         fail(f"{name}: under LNC=2 the cores disagree on their synchronization (core_barrier {t0.barriers} vs "
              f"{t1.barriers}; sendrecv per pipe {dict(t0.pipes)} vs {dict(t1.pipes)}): it would deadlock")
-    for key, addr in t0.recv_at.items():
-        other = t1.recv_at.get(key)
-        if other is not None and other != addr:
-            fail(f"{name}: nisa.sendrecv #{key[1]} on pipe {key[0]}: the cores' dst tiles lie at different "
-                 f"SBUF addresses ({addr} vs {other}); the cores took different paths through the kernel")
+
+
+def aim_sends(t0, p0, t1, p1):
+    """The two cores' programs with each sendrecv's DMA writing the peer's
+    dst tile where the peer allocated it.  Each core is traced on its own,
+    so the cores' tiles may lie at different SBUF addresses (a kernel that
+    takes a different path on each core, as nkilib's sequence-sharded
+    attention does); a traced send names its own dst's address until the
+    peer's is known here."""
+    def aim(program, t_from, t_to):
+        lines = program.split("\n")
+        for key, (ap, idx) in t_from.recv_at.items():
+            peer_ap = t_to.recv_at[key][0]
+            if peer_ap == ap:
+                continue
+            head = f".dma d{idx} direct dst={ap} "
+            for i, line in enumerate(lines):
+                if line.startswith(head):
+                    lines[i] = f".dma d{idx} direct dst={peer_ap} " + line[len(head):]
+                    break
+            else:
+                raise AssertionError(f"sendrecv descriptor d{idx} not in the program")
+        return "\n".join(lines)
+    return aim(p0, t0, t1), aim(p1, t1, t0)
 
 
 # --------------------------------------------------------- instructions
@@ -138,8 +156,8 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     """Sends src into the other core's dst and receives the other core's src
     into dst.  On each core: tell the peer its dst may be written (after
     every earlier access to it), wait for the peer's word, DMA src into the
-    peer's SBUF at dst's address, tell the peer the data landed, wait for
-    the peer's data.  Operations on one pipe_id complete in order."""
+    peer's dst (aim_sends gives its address), tell the peer the data landed,
+    wait for the peer's data.  Operations on one pipe_id complete in order."""
     from neuronsim import DTYPE_SIZES
     t = _current_pair("nisa.sendrecv")
     for what, x in (("src", src), ("dst", dst)):
@@ -172,10 +190,10 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     t.min_semaphores = max(t.min_semaphores, data + 1)
     dst_region, src_region = dst.region(), src.region()
     dst_ap = dst.ap()
-    t.recv_at[(pipe_id, n)] = dst_ap
+    idx = len(t.dmas)
+    t.recv_at[(pipe_id, n)] = (dst_ap, idx)        # the peer's send is aimed here (aim_sends)
     sync_point(t, e, f"sem_signal sem={ready} op=add value=1 peer", writes=[dst_region])
     sync_point(t, e, f"sem_wait sem={ready} cond=is_ge value={n}")
-    idx = len(t.dmas)
     t.dmas.append((dst_ap, src.ap(), "direct"))
     sync_point(t, e, f"dma_copy desc=d{idx} peer", reads=[src_region], dma=idx)
     sync_point(t, e, f"sem_signal sem={data} op=add value=1 peer")

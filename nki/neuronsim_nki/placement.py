@@ -133,7 +133,13 @@ class Placement:
         allocators = {"sbuf": alloc("sbuf", sbuf_cap), "psum": alloc("psum", psum_cap, bank)}
         base, shift, freed, heap, size_of = {}, {}, set(), [], {}
 
+        for space, ranges in self.fixed_ranges.items():
+            for off, size in ranges:
+                allocators[space].reserve(off, size)
+
         def release(aid):
+            if aid in self.fixed:
+                return
             if aid not in freed:
                 freed.add(aid)
                 space, size = size_of[aid]
@@ -143,6 +149,9 @@ class Placement:
                 release(ev[0])
                 continue
             aid, space, size, banks, now, what, first_off = ev
+            if aid in self.fixed:
+                base[aid], shift[aid] = self.fixed[aid], self.fixed[aid] - first_off
+                continue
             while heap and heap[0][0] < now:
                 release(heapq.heappop(heap)[1])
             off = allocators[space].try_alloc(size, what, banks)

@@ -556,10 +556,11 @@ class BlockArray:
         nl._assign(self[key], value)
 
 
-def new_tile(space, shape, dtype, what="tile", pax=0):
+def new_tile(space, shape, dtype, what="tile", pax=0, address=None):
     """A tile; pax > 0 puts block dimensions before the partition axis
     (nl.ndarray((B, nl.par_dim(128), F))): each partition holds the blocks
-    one after another."""
+    one after another.  address: (start partition, byte offset) the kernel
+    chose (Trace.allocate_fixed), else the tracer places it."""
     shape = tuple(int(d) for d in shape)
     if not shape:
         shape = (1,)
@@ -581,6 +582,9 @@ def new_tile(space, shape, dtype, what="tile", pax=0):
             free, banks = bank, math.prod(shape[:pax])
         strides[ax] = free
         free *= shape[ax]
+    if address is not None:
+        alloc = t.allocate_fixed(space, address[0], nparts, address[1], free * SIZES[dtype], what)
+        return Tensor(space, dtype, shape, strides, 0, None, alloc, address[0], pax)
     alloc = t.allocate(space, nparts, free * SIZES[dtype], what, banks)
     return Tensor(space, dtype, shape, strides, 0, None, alloc, 0, pax)
 

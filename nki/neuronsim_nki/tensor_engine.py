@@ -15,6 +15,15 @@ def matmul(x, y, transpose_x=False, **kw):
     """x^T @ y on TensorE into PSUM (fp32): x [K, M] stationary, y [K, N]
     moving, K on the partitions; with transpose_x=False, x is [M, K] and is
     transposed on TensorE first."""
+    x, y, M, N = matmul_operands(x, y, transpose_x)
+    out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
+    out.pending = (x, y)
+    return out
+
+
+def matmul_operands(x, y, transpose_x=False):
+    """(stationary [K, M], moving [K, N], M, N) as TensorE takes them, with
+    nl.matmul's checks; nothing placed yet."""
     x, y = nl._operand(x), nl._operand(y)
     ops = []
     for name, t in (("stationary", x), ("moving", y)):
@@ -44,9 +53,7 @@ def matmul(x, y, transpose_x=False, **kw):
         fail(f"matmul stationary free size {M} exceeds {nl.tile_size.gemm_stationary_fmax}")
     if N > nl.tile_size.gemm_moving_fmax:
         fail(f"matmul moving free size {N} exceeds {nl.tile_size.gemm_moving_fmax}")
-    out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
-    out.pending = (x, y)
-    return out
+    return x, y, M, N
 
 
 def _place_matmul(res, dst=None, accumulate=False):
@@ -55,7 +62,11 @@ def _place_matmul(res, dst=None, accumulate=False):
     something else reads or writes those bytes."""
     x, y = res.pending
     res.pending = None
-    dst = dst or res
+    emit_matmul(x, y, dst or res, accumulate)
+
+
+def emit_matmul(x, y, dst, accumulate=False):
+    """stationary x, moving y (matmul_operands) into the PSUM tile dst."""
     if dst.space != "psum":
         fail("a matmul result goes to PSUM")
     # accumulation groups are per region: matmuls interleaved over several
@@ -70,6 +81,8 @@ def _place_matmul(res, dst=None, accumulate=False):
     if groups and not (len(groups) == 1 and region in groups):
         groups = dst.alloc.open_groups = {g for g in groups if g == region or not tracer.overlaps(g, region)}
     if region not in groups:
+        if dst.alloc.id in t.fixed:
+            t.close_groups(region, keep=dst.alloc)
         groups.add(region)
         t.open_regions.add(dst.alloc)
     t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])

@@ -53,19 +53,28 @@ def current():
 _abspaths = {}
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def kernel_line(trace=None):
-    """'file.py:LINE' of the innermost frame in the kernel's source file
-    (frames walked directly: inspect.stack() reads source and is slow)."""
+    """'file.py:LINE' of the kernel code that made the call: the innermost
+    frame outside this package -- a library kernel's own helper file
+    (nkilib's subkernels) rather than the jitted wrapper that called it --
+    as long as the kernel's source file is on the stack (frames walked
+    directly: inspect.stack() reads source and is slow)."""
     t = trace or _current
     files = t.source_files if t else set()
     f = sys._getframe(1)
+    first_outside = None
     while f is not None:
         name = f.f_code.co_filename
         known = _abspaths.get(name)
         if known is None:
             known = _abspaths[name] = (os.path.abspath(name), os.path.basename(name))
+        if first_outside is None and not known[0].startswith(_PACKAGE_DIR):
+            first_outside = f"{known[1]}:{f.f_lineno}"
         if known[0] in files:
-            return f"{known[1]}:{f.f_lineno}"
+            return first_outside
         f = f.f_back
     return "<kernel>"
 
@@ -147,6 +156,20 @@ class Allocator:
                 return start
         return None
 
+    def reserve(self, off, size):
+        """Takes [off, off + size) out of the free list, wherever it is free
+        (the kernel placed tiles there itself: nl.ndarray(address=))."""
+        end, out = off + size, []
+        for o, n in self.free:
+            if o + n <= off or o >= end:
+                out.append((o, n))
+                continue
+            if o < off:
+                out.append((o, off - o))
+            if o + n > end:
+                out.append((end, o + n - end))
+        self.free = out
+
     def release(self, off, size):
         """The free list stays sorted by offset with neighbours merged."""
         size = self.rounded(size)
@@ -196,7 +219,8 @@ class Trace(Placement):
     soon as that instruction is traced (and, failing that, when Python drops
     the tile), so capacity errors mean the live tiles do not fit."""
 
-    def __init__(self, target, source_files, last_use=None, choices=None, cse=True, use_seq=None):
+    def __init__(self, target, source_files, last_use=None, choices=None, cse=True, use_seq=None,
+                 fixed_ranges=None):
         if target not in TARGETS:
             raise NKIError(f"unknown target {target!r} ({', '.join(TARGETS)})")
         self.target = target
@@ -211,6 +235,17 @@ class Trace(Placement):
         self.sbuf = Allocator("sbuf", sbuf * scale)
         self.psum = Allocator("psum", psum * scale, psum // banks)
         self.geometry = (sbuf, psum, psum // banks)
+        # tiles the kernel placed itself (nl.ndarray(address=)): allocation id
+        # -> its byte offset, and per memory the ranges they take (recorded
+        # by the first pass, kept from every other tile by the second); the
+        # first pass puts them past its unbounded room (FIXED_BASE), so they
+        # overlap each other as they will and no other tile
+        self.fixed = {}
+        self.fixed_ranges = {"sbuf": [], "psum": []} if fixed_ranges is None else fixed_ranges
+        if not self.recording:
+            for space, ranges in self.fixed_ranges.items():
+                for off, size in ranges:
+                    (self.sbuf if space == "sbuf" else self.psum).reserve(off, size)
         # the first pass's allocations and drops in the order they happened
         # (see replay): (id, space, bytes per partition, banks, instruction
         # count, what, first-pass offset) for an allocation, (id,) for a
@@ -311,6 +346,30 @@ class Trace(Placement):
         self.add_live(a)
         return a
 
+    def allocate_fixed(self, space, part0, nparts, offset, bytes_per_partition, what):
+        """Storage the kernel placed itself: partitions [part0, part0 +
+        nparts), bytes [offset, offset + size) of each (SDK nl.ndarray
+        address=(partition, byte offset), as nkilib's SbufManager and its
+        PSUM buffers use it).  Tiles placed at the same bytes share them;
+        no other tile is put there, and none of them is freed or spilled."""
+        cap = self.geometry[0] if space == "sbuf" else self.geometry[1]
+        if part0 < 0 or part0 + nparts > 128 or offset < 0 or offset + bytes_per_partition > cap:
+            fail(f"{what}: address=({part0}, {offset}) places partitions [{part0}, {part0 + nparts}) bytes "
+                 f"[{offset}, {offset + bytes_per_partition}) outside {space.upper()} (128 partitions of {cap} "
+                 "bytes)")
+        base = (self.sbuf if space == "sbuf" else self.psum).capacity if self.recording else 0
+        a = Allocation(space, part0 + nparts, base + offset, bytes_per_partition, what)
+        a.id = self.n_allocs
+        self.n_allocs += 1
+        self.fixed[a.id] = offset
+        if self.recording:
+            ranges = self.fixed_ranges[space]
+            if (offset, bytes_per_partition) not in ranges:
+                ranges.append((offset, bytes_per_partition))
+            self.alloc_log.append((a.id, space, bytes_per_partition, 1, len(self.instrs), what, base + offset))
+        a.free = None
+        return a
+
     def _dropped(self, aid, alloc, off, size):
         """First pass: Python dropped allocation aid's last tile."""
         alloc.release(off, size)
@@ -346,8 +405,11 @@ class Trace(Placement):
         if hit is not None:
             index, ref = hit
             out = ref()
+            # (a tile the kernel placed itself may share its bytes with
+            # another, whose writes this bookkeeping does not see)
             if out is not None and (self.last_write.get(out.alloc.id) != index or
-                                    any(self.last_write.get(a, -1) > index for a in key[-1])):
+                                    any(self.last_write.get(a, -1) > index for a in key[-1]) or
+                                    out.alloc.id in self.fixed or any(a in self.fixed for a in key[-1])):
                 out = None
         if not self.choose(lambda: out is not None):
             return None
@@ -641,10 +703,13 @@ class Trace(Placement):
         self.link(ins)
         return ins
 
-    def close_groups(self, region):
+    def close_groups(self, region, keep=None):
         """Anything but a matmul touching PSUM bytes ends the accumulation
-        groups writing them."""
+        groups writing them (a matmul into a tile the kernel placed itself
+        ends those of the other tiles at its bytes: `keep` is its own)."""
         for a in list(self.open_regions):
+            if a is keep:
+                continue
             a.open_groups = {g for g in a.open_groups if not overlaps(g, region)}
             if not a.open_groups:
                 self.open_regions.discard(a)

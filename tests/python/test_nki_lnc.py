@@ -217,3 +217,35 @@ def test_neuronsim_nki_run_takes_lnc2_and_collective_kernels(tmp_path, neuronsim
     # the report has a row per simulated kernel, with its latency and engine activity
     rows = [line for line in r.stdout.splitlines() if line.startswith(("swap", "allsum"))]
     assert len(rows) == 2 and all(float(line.split()[2]) > 0 for line in rows)
+
+
+def test_sendrecv_lands_where_the_peer_put_its_dst():
+    """Each core is traced on its own; a kernel that takes a different path
+    on each core (nkilib's sequence-sharded attention TKG) may put its
+    sendrecv dst at different SBUF addresses.  The send goes to the peer's."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        rows = slice(me * 128, (me + 1) * 128)
+        extra = []
+        if me == 1:                       # core 1 holds more tiles first
+            extra = [nl.load(a[0:128, :]) for _ in range(3)]
+        mine = nl.load(a[rows, :])
+        got = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+        res = nl.add(got, 1.0)
+        for x in extra:
+            res = nl.add(res, nl.multiply(x, 0.0))
+        nl.store(out[rows, :], value=res)
+        return out
+    a = np.random.default_rng(5).standard_normal((256, 64)).astype(np.float32)
+    out, r = nki.simulate(k[2], a)
+    np.testing.assert_allclose(out[:128], a[128:] + 1, rtol=1e-6)
+    np.testing.assert_allclose(out[128:], a[:128] + 1, rtol=1e-6)
+    def send_dst(program):
+        """where the core's peer DMA writes (in the other core's SBUF)"""
+        lines = program.splitlines()
+        desc = next(ln.split("desc=")[1].split()[0] for ln in lines if "dma_copy" in ln and " peer" in ln)
+        return next(ln.split(" dst=")[1].split()[0] for ln in lines if ln.startswith(f".dma {desc} "))
+    assert send_dst(r.programs[0]) != send_dst(r.programs[1])    # the cores' dst tiles differ

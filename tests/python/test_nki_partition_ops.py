@@ -200,3 +200,110 @@ def test_range_select_fills_minus_inf_in_bf16_and_declines_what_it_lacks():
         kernel(fill=0.0)(x, lo, hi)
     with pytest.raises(nki.NKIError, match="NeuronCore-v3"):
         nki.Kernel(kernel().func, "trn1")(x, lo, hi)
+
+
+@pytest.mark.parametrize("shape", [(16, 3, 128), (1, 129, 32), (128, 2, 127), (2, 3, 4, 16), (16, 1, 5, 128)])
+@pytest.mark.parametrize("from_hbm", [True, False])
+def test_dma_transpose_3d_and_4d_permutations(shape, from_hbm):
+    """SDK nki.isa.dma_transpose: 3-D [2, 1, 0], 4-D [3, 1, 2, 0] -- the
+    first and last axes swap, the middle ones stay -- from HBM or SBUF."""
+    perm = (2, 1, 0) if len(shape) == 3 else (3, 1, 2, 0)
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(tuple(x.shape[a] for a in perm), dtype=x.dtype, buffer=nl.shared_hbm)
+        d = nl.ndarray(out.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(d, x if from_hbm else nl.load(x), axes=perm)
+        nl.store(out, value=d)
+        return out
+    x = (np.arange(np.prod(shape)) % 2039).astype(np.float16).reshape(shape)
+    np.testing.assert_array_equal(k(x), x.transpose(perm))
+
+
+def test_dma_transpose_refuses_other_permutations():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((4, 3, 2), dtype=x.dtype, buffer=nl.shared_hbm)
+        d = nl.ndarray((4, 3, 2), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(d, x, axes=(2, 0, 1))
+        nl.store(out, value=d)
+        return out
+    with pytest.raises(nki.NKIError, match=r"permutation is \(2, 1, 0\)"):
+        k(np.zeros((2, 3, 4), np.float16))
+
+
+def test_nc_matmul_dst_positional_with_operands_by_keyword():
+    """nc_matmul(dst, stationary=..., moving=...) (nkilib attention TKG):
+    the one positional argument is dst.  It was once taken for the
+    stationary operand and the result left unwritten."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        ps = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(ps, stationary=nl.load(a), moving=nl.load(b))
+        nl.store(out, value=nl.copy(ps))
+        return out
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((64, 128)).astype(np.float32), rng.standard_normal((64, 32)).astype(np.float32)
+    np.testing.assert_allclose(k(a, b), a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_isa_elementwise_pairs_operands_of_different_shapes_in_order():
+    """nisa.tensor_tensor walks access patterns: [P, 8] with [P, 2, 4]
+    pairs element k with element k (no NumPy broadcasting); dst first with
+    data= by keyword is the NKI 0.8 form."""
+    @nki.jit
+    def k(x, y):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        a = nl.load(x)
+        nisa.tensor_tensor(a, a, nl.load(y), op=nl.subtract)
+        r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        d = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar_reduce(d, data=a, op0=nl.multiply, operand0=1.0, reduce_op=nl.add, reduce_res=r)
+        nl.store(out, value=d)
+        return out
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((16, 8)).astype(np.float32), rng.standard_normal((16, 2, 4)).astype(np.float32)
+    np.testing.assert_allclose(k(x, y), x - y.reshape(16, 8), rtol=1e-6)
+
+
+def test_tiles_placed_by_address_share_their_bytes_and_no_other_tile_lands_there():
+    """SDK nl.ndarray(address=(partition, byte)): nkilib's attention CTE
+    puts 8 PSUM tiles on 4 banks (k % 4) and SbufManager places SBUF tiles.
+    Tiles at one address are one storage; the tracer's own tiles keep out."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((8, a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        ps = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum, address=(0, (i % 4) * 2048))
+              for i in range(8)]
+        sa = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf, address=(0, 0))
+        nisa.dma_copy(sa, a)
+        for i in range(8):
+            bi = nl.load(b) * float(i + 1)         # tracer-placed tiles beside the fixed ones
+            nisa.nc_matmul(ps[i], stationary=sa, moving=bi)
+            nl.store(out[i], value=nl.copy(ps[i]))
+        alias = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf, address=(0, 0))   # sa's bytes
+        back = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(back, value=alias)
+        first = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(first, value=nl.copy(ps[0]))       # ps[0]'s bank last held ps[4]'s result
+        return out, back, first
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((32, 16)).astype(np.float32)
+    (out, back, first), r = nki.simulate(k, a, b)
+    want = np.stack([(a.T @ b) * (i + 1) for i in range(8)])
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(back, a)
+    np.testing.assert_allclose(first, want[4], rtol=1e-4, atol=1e-4)
+    assert "psum:fp32[0:64]+2048" in r.program and "psum:fp32[0:64]+6144" in r.program
+
+
+def test_an_address_outside_the_memory_is_an_error():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.psum, address=(0, 16384))
+        nl.store(out, value=nl.copy(t))
+        return out
+    with pytest.raises(nki.NKIError, match=r"address=\(0, 16384\).*outside PSUM"):
+        k(np.zeros((4, 4), np.float32))
