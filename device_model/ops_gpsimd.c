@@ -77,6 +77,44 @@ dm_fault_kind dm_op_nc_n_gather(dm_core *c, const dm_binding *b, int engine, int
 	return DM_OK;
 }
 
+/* local_gather (nki.isa.local_gather, the SDK's numpy semantics): each
+ * GpSimd core (16 partitions) flattens its slice of the index partitions
+ * first and takes the first `valid` indices; every partition p of the core
+ * then gathers, from its own elements, elem_per_idx contiguous ones at each
+ * index: dst[p, j*E + e] = src[p, idx[j] + e].  The SDK leaves an index
+ * past the row undefined; here it is a fault naming it. */
+dm_fault_kind dm_op_local_gather(dm_core *c, const dm_binding *b, int engine, int64_t index,
+				 const isa_instr *in, dm_fault *f)
+{
+	dm_view sv, dv, iv;
+	dm_fault_kind k;
+	if ((k = dm_views_src_dst(c, b, in, engine, index, &sv, &dv, f)) ||
+	    (k = dm_view_of(c, b, &in->ap[ISA_AP_SRC1], false, &iv, engine, index, "index", f)))
+		return k;
+	uint64_t P = sv.nparts, ni = iv.nfree, E = in->u[0];
+	uint64_t valid = in->u[1] ? in->u[1] : 16 * ni;
+	int64_t *idx = (int64_t *)dm_tmp(c, 0, 2 * P * ni);
+	if (!idx)
+		return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "local_gather staging");
+	dm_view_read_i64(&iv, idx);
+	for (uint64_t core = 0; core < P / 16; core++)
+		for (uint64_t j = 0; j < valid; j++) {
+			int64_t at = idx[(core * 16 + j % 16) * ni + j / 16];
+			if (at < 0 || (uint64_t)at + E > sv.nfree)
+				return dm_fault_set(f, DM_FAULT_OOB, engine, index, (uint64_t)at,
+						    "local_gather: index %lld (core %llu, entry %llu) + %llu elements "
+						    "outside the %llu elements of a src partition", (long long)at,
+						    (unsigned long long)core, (unsigned long long)j,
+						    (unsigned long long)E, (unsigned long long)sv.nfree);
+			for (uint64_t p = core * 16; p < core * 16 + 16; p++)
+				for (uint64_t e = 0; e < E; e++)
+					memcpy(dm_view_elem(&dv, (uint32_t)p, j * E + e),
+					       dm_view_elem(&sv, (uint32_t)p, (uint64_t)at + e), dv.esz);
+		}
+	dm_psum_mark(c, &dv);
+	return DM_OK;
+}
+
 dm_fault_kind dm_op_affine_select(dm_core *c, const dm_binding *b, int engine, int64_t index,
 				  const isa_instr *in, dm_fault *f)
 {

@@ -623,6 +623,39 @@ static isa_status rule_nc_n_gather(vctx *v, const isa_instr *in)
 	return v_same_count(v, d, "dst", i, "indices");
 }
 
+/* SDK nki.isa.local_gather: SBUF operands on whole GpSimd cores (16
+ * partitions from a multiple of 16), src's dtype kept, uint16 indices on
+ * src's partitions, elem_per_idx 1, 2, 4, .., 32, at most 4096 indices per
+ * core and no more than the core's index slice holds; dst holds valid x
+ * elem_per_idx elements per partition */
+static isa_status rule_local_gather(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC], *i = &in->ap[ISA_AP_SRC1];
+	unsigned e = in->u[0];
+	if (d->space != ISA_SPACE_SBUF || s->space != ISA_SPACE_SBUF || i->space != ISA_SPACE_SBUF)
+		return v_fail(v, ISA_E_BAD_SPACE, "dst", "local_gather reads and writes SBUF only");
+	if (d->dtype != s->dtype)
+		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "local_gather keeps src's dtype (%s -> %s)",
+			      isa_dtype_name(s->dtype), isa_dtype_name(d->dtype));
+	if (i->dtype != ISA_DT_uint16)
+		return v_fail(v, ISA_E_BAD_DTYPE, "index", "uint16, not %s", isa_dtype_name(i->dtype));
+	if (s->nparts % 16 || s->start % 16 || i->nparts != s->nparts || i->start != s->start ||
+	    d->nparts != s->nparts)
+		return v_fail(v, ISA_E_BAD_PARTITION, "src", "src, index and dst on the same whole GpSimd cores "
+			      "(16 partitions each from a multiple of 16): src [%u, %u), index [%u, %u), dst %u",
+			      s->start, s->start + s->nparts, i->start, i->start + i->nparts, d->nparts);
+	if (e == 0 || (e & (e - 1)))
+		return v_fail(v, ISA_E_BAD_VALUE, "elem_per_idx", "%u (1, 2, 4, 8, 16 or 32)", e);
+	uint64_t per_core = 16 * isa_ap_free_elems(i), valid = in->u[1] ? in->u[1] : per_core;
+	if (valid > per_core || valid > 4096)
+		return v_fail(v, ISA_E_BAD_VALUE, "valid", "%llu indices per core; the index slice holds %llu "
+			      "(at most 4096)", (unsigned long long)valid, (unsigned long long)per_core);
+	if (isa_ap_free_elems(d) != valid * e)
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dst", "%llu elements per partition, %llu indices x %u "
+			      "expected", (unsigned long long)isa_ap_free_elems(d), (unsigned long long)valid, e);
+	return ISA_OK;
+}
+
 /* topk (a GpSimd program, no NKI counterpart): all in SBUF, the same
  * partitions, values keep src's dtype (moved as bits), uint32 positions,
  * 1 <= k <= n; `sort` ranks the whole row (k = n; descending, ascending
@@ -752,11 +785,14 @@ static isa_status rule_sem_signal(vctx *v, const isa_instr *in)
 static isa_status rule_dma_copy(vctx *v, const isa_instr *in)
 {
 	if (in->nivec) {
-		/* dyn=reg,stride,side: an HBM side's offset moves by a register */
+		/* dyn=reg,stride,side[,skip]: an HBM side's offset moves by a
+		 * register; skip 1 drops a transfer it would carry outside the
+		 * tensor (nki.isa oob_mode.skip) instead of faulting */
 		const isa_dma_desc *d = &v->p->dma[in->u[0]];
-		if (in->nivec != 3 || in->ivec[0] < 0 || in->ivec[0] > 63 || (in->ivec[2] != 0 && in->ivec[2] != 1))
-			return v_fail(v, ISA_E_BAD_VALUE, "dyn", "dyn=REG,STRIDE,SIDE: a register 0..63, a byte "
-				      "stride, 0 (dst) or 1 (src)");
+		if (in->nivec < 3 || in->ivec[0] < 0 || in->ivec[0] > 63 || (in->ivec[2] != 0 && in->ivec[2] != 1) ||
+		    (in->nivec == 4 && in->ivec[3] != 0 && in->ivec[3] != 1))
+			return v_fail(v, ISA_E_BAD_VALUE, "dyn", "dyn=REG,STRIDE,SIDE[,SKIP]: a register 0..63, a byte "
+				      "stride, 0 (dst) or 1 (src), 1 to skip a transfer the offset moves out of bounds");
 		if ((in->ivec[2] ? d->src.space : d->dst.space) != ISA_SPACE_HBM || d->mode != ISA_DMA_DIRECT)
 			return v_fail(v, ISA_E_BAD_SPACE, "dyn", "descriptor '%s': dyn= moves the HBM side of a "
 				      "direct transfer", d->name);
@@ -850,6 +886,7 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_iota]                    = rule_iota,
 	[ISA_OP_affine_select]           = rule_affine_select,
 	[ISA_OP_nc_n_gather]             = rule_nc_n_gather,
+	[ISA_OP_local_gather]            = rule_local_gather,
 	[ISA_OP_topk]                    = rule_topk,
 	[ISA_OP_rng]                     = rule_rng,
 	[ISA_OP_rand_set_state]          = rule_rand_set_state,

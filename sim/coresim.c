@@ -218,18 +218,22 @@ static uint64_t dma_slice_end(sim *s, uint64_t start, const dm_dma_shape *sh, ui
 	return end;
 }
 
-/* A dma_copy with dyn=REG,STRIDE,SIDE: the descriptor with that HBM side's
- * offset moved by the issuing engine's register times the stride; outside
- * its tensor it faults (the tensor's neighbours in HBM stay untouched).  In
+/* A dma_copy with dyn=REG,STRIDE,SIDE[,SKIP]: the descriptor with that HBM
+ * side's offset moved by the issuing engine's register times the stride;
+ * outside its tensor it faults (the tensor's neighbours in HBM stay
+ * untouched), or with SKIP (nki.isa oob_mode.skip: "skips any operations
+ * involving out-of-bounds indices") the transfer is dropped: *skipped.  In
  * timing-only mode registers hold no loaded values: the offset stays. */
-static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_desc *out)
+static dm_fault_kind dyn_desc(sim *s, int engine, const isa_instr *in, isa_dma_desc *out, bool *skipped)
 {
 	int32_t reg = s->r->core->reg[engine][in->ivec[0]];
 	isa_ap *side = in->ivec[2] ? &out->src : &out->dst;
 	int64_t off = (int64_t)side->offset + (int64_t)reg * in->ivec[1], lo, hi;
 	uint64_t have = isa_tensor_bytes(&s->r->prog->tensors[side->tensor]);
 	side->offset = off < 0 ? 0 : (uint64_t)off;
-	if (off < 0 || !isa_ap_byte_range(side, &lo, &hi) || lo < 0 || (uint64_t)hi > have)
+	bool outside = off < 0 || !isa_ap_byte_range(side, &lo, &hi) || lo < 0 || (uint64_t)hi > have;
+	*skipped = outside && in->nivec == 4 && in->ivec[3];
+	if (outside && !*skipped)
 		return dm_fault_set(&s->r->fault, DM_FAULT_OOB, engine, s->e[engine].pc, 0,
 				    "descriptor '%s': dyn offset (register %d = %d, times %d bytes) reaches past the "
 				    "edges of tensor '%s' (%llu bytes)", out->name, in->ivec[0], reg, in->ivec[1],
@@ -244,10 +248,19 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	nsim_exec_stats *st = &s->r->stats;
 	isa_dma_desc moved;
 	if (in->nivec) {
+		bool skipped = false;
 		moved = *d;
-		dm_fault_kind fk = dyn_desc(s, engine, in, &moved);
+		dm_fault_kind fk = dyn_desc(s, engine, in, &moved, &skipped);
 		if (fk)
 			return fk;
+		if (skipped) {
+			/* dropped when its descriptor is made: nothing moves,
+			 * completion as soon as it is issued */
+			if (in->u[2] != ISA_SEM_NONE)
+				push(s, t + (s->timed ? s->chip->dma_issue_latency_ps : 0), EV_DMA_DONE, in->u[2],
+				     in->u[3]);
+			return DM_OK;
+		}
 		d = &moved;
 	}
 

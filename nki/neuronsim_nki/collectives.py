@@ -324,8 +324,8 @@ def _permute(what, srcs, dsts, pairs):
     _check_lists(what, srcs, dsts)
     if len(srcs) != 1:
         fail(f"nki.collectives.{what}: one tensor per list (coalesced permutes are not supported)")
-    if any(x.space != "hbm" for x in list(srcs) + list(dsts)):
-        fail(f"nki.collectives.{what}: tensors on HBM")
+    if any(x.space not in ("hbm", "sbuf") for x in list(srcs) + list(dsts)):
+        fail(f"nki.collectives.{what}: tensors on HBM or in SBUF")
     pairs = [(int(a), int(b)) for a, b in pairs]
     _log(t, what, pairs, srcs)
     ranks = sorted({r for p in pairs for r in p})

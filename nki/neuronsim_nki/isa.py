@@ -194,17 +194,26 @@ def nc_transpose(data=None, dst=None, engine=None, **kw):
     """dst[F, P] = data[P, F]^T; on TensorE into a PSUM dst straight away
     (nkilib's transposes into its own PSUM banks), else through nl.transpose."""
     e = getattr(engine, "name", engine)
-    if isinstance(dst, Tensor) and dst.space == "psum" and e in (None, "unknown", "tensor"):
-        x = nl._operand(data)
-        if not isinstance(x, Tensor):
-            fail("nisa.nc_transpose: data is a tile")
-        P, F = x.shape[0], x.elements_per_partition()
-        if P > 128 or F > 128 or dst.shape[0] != F or dst.elements_per_partition() != P:
-            fail(f"nisa.nc_transpose of [{P}, {F}] (each at most 128) into a [{F}, {P}] PSUM dst, got "
-                 f"{list(dst.shape)}")
-        tracer.current().emit("tensor", f"nc_transpose dst={dst.ap()} src={x.ap()}", reads=[x.region()],
-                              writes=[dst.region()])
-        return dst
+    x = nl._operand(data)
+    if not isinstance(x, Tensor):
+        fail("nisa.nc_transpose: data is a tile")
+    P, F = x.shape[0], x.elements_per_partition()
+    # VectorE when asked, or left open for a tile TensorE cannot take (an
+    # integer dtype) that fits VectorE's 32 x 32 (SDK: the compiler picks
+    # the engine by the input)
+    vector = e == "vector" or (e in (None, "unknown") and x.dtype not in _te.MATMUL_DTYPES and P <= 32 and F <= 32)
+    if vector or (isinstance(dst, Tensor) and dst.space == "psum" and e in (None, "unknown", "tensor")):
+        limit = 32 if vector else 128
+        if P > limit or F > limit:
+            fail(f"nisa.nc_transpose of [{P}, {F}] on {'VectorE' if vector else 'TensorE'}: each at most {limit}")
+        out = dst if dst is not None else new_tile("sbuf", (F, P), x.dtype, "nc_transpose result")
+        if out.shape[0] != F or out.elements_per_partition() != P:
+            fail(f"nisa.nc_transpose of [{P}, {F}] into a [{F}, {P}] dst, got {list(out.shape)}")
+        ins = tracer.current().emit("vector" if vector else "tensor", f"nc_transpose dst={out.ap()} src={x.ap()}",
+                                    reads=[x.region()], writes=[out.region()])
+        if dst is None:
+            out.made_by = ins
+        return out
     return _ret(dst, nl.transpose(data))
 
 
@@ -452,10 +461,10 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail("nisa.dma_copy takes dst= and src= tensors")
     if dst_rmw_op is not None:
         fail("nisa.dma_copy: dst_rmw_op= (a read-modify-write DMA) is not supported by the simulator yet")
-    if getattr(oob_mode, "name", oob_mode) not in (None, "error"):
-        # out-of-bounds run-time offsets are errors here (oob_mode.error)
-        fail("nisa.dma_copy(oob_mode=skip) -- skipping out-of-bounds run-time offsets -- is not supported by the "
-             "simulator yet")
+    # oob_mode.skip: a transfer its run-time offset (scalar_offset read on
+    # the device) moves out of the tensor is dropped, not an error; a
+    # static access is checked while tracing either way
+    skip = getattr(oob_mode, "name", oob_mode) == "skip"
     if mask is not None or dst.overrun or src.overrun:
         # the positions the mask keeps, on any axis, of views of one shape
         full = [[v.wanted.get(a, n) for a, n in enumerate(v.shape)] for v in (src, dst)]
@@ -489,7 +498,7 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail("nisa.dma_copy dge_mode=hwdge: only nisa.engine.sync or nisa.engine.scalar drive the DGE hardware")
     if mode == "swdge" and e != "gpsimd":
         fail(f"nisa.dma_copy dge_mode=swdge: GpSimd makes the descriptors, not engine={e}")
-    nl._dma(dst, src, engine=e)
+    nl._dma(dst, src, engine=e, oob_skip=skip)
     return whole
 
 
@@ -515,14 +524,24 @@ def dma_transpose(src=None, dst=None, axes=None, dtype=None, dge_mode=None, prio
     if kw:
         fail(f"nisa.dma_transpose: {', '.join(sorted(kw))} is not supported by the simulator yet")
     _needs("dma_transpose", "nisa.dma_transpose")
-    if SIZES[src.dtype] != 2:
-        fail(f"nisa.dma_transpose moves 2-byte elements (bf16, fp16, int16, uint16), not {src.dtype}")
     shape = tuple(src.shape[a] for a in perm)
     out = dst if dst is not None else new_tile("sbuf", shape, src.dtype, "dma_transpose result")
     if out.space != "sbuf" or out.shape[0] != shape[0] or out.elements_per_partition() != math.prod(shape[1:]) \
             or out.dtype != src.dtype:
         fail(f"nisa.dma_transpose: the destination is an SBUF tile {list(shape)} of {src.dtype} (or its "
              f"partitions and elements), got {out.space} {list(out.shape)} {out.dtype}")
+    if SIZES[src.dtype] != 2:
+        # the engines' transpose mode takes 2-byte elements (SDK: a hwdge
+        # transpose's constraint); other widths from HBM are a strided copy
+        # through the permuted view, one descriptor per element run, as
+        # the compiler's descriptors would walk it
+        if getattr(dge_mode, "name", dge_mode) == "hwdge" or src.space != "hbm" or getattr(src, "dyn", None):
+            fail(f"nisa.dma_transpose of {src.dtype}: the DMA transpose mode moves 2-byte elements (bf16, fp16, "
+                 "int16, uint16); other widths are transposed from HBM only (no run-time offset), without "
+                 "dge_mode=hwdge")
+        view = Tensor("hbm", src.dtype, shape, tuple(src.strides[a] for a in perm), src.offset, src.name)
+        nl._dma(out, view)
+        return out
     nl._dma(out, src, mode="transpose")
     return out
 
@@ -787,7 +806,7 @@ from .isa_stats import (bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replac
                         nonzero_with_count)
 
 # data moved across partitions inside an engine (isa_partition.py)
-from .isa_partition import nc_stream_shuffle  # noqa: E402,F401
+from .isa_partition import local_gather, nc_stream_shuffle  # noqa: E402,F401
 
 # writes under a condition (isa_predicated.py)
 from .isa_predicated import range_select, tensor_copy_predicated  # noqa: E402,F401

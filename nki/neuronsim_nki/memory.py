@@ -11,7 +11,9 @@ from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
 
 
-def _dma(dst, src, engine="sync", mode="direct"):
+def _dma(dst, src, engine="sync", mode="direct", oob_skip=False):
+    """One DMA; oob_skip: a run-time offset that moves it out of its tensor
+    drops it (nisa oob_mode.skip)."""
     t = tracer.current()
     if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
             src.elements_per_partition() * src.shape[0]:
@@ -26,7 +28,7 @@ def _dma(dst, src, engine="sync", mode="direct"):
     dst_ap, src_ap = dst.ap(), src.ap()
     t.dmas.append((dst_ap, src_ap, mode))
     src_region, dst_region = src.region(), dst.region()
-    dyn = dyn_dma(dst, src, dst_region, src_region)
+    dyn = dyn_dma(dst, src, dst_region, src_region, oob_skip)
     if dyn is not None:
         # an offset computed on the device: the DMA starts from the engine
         # holding the scalar

@@ -162,10 +162,11 @@ def scalar_store(dst, value):
     return dst
 
 
-def dyn_dma(dst, src, dst_region, src_region):
+def dyn_dma(dst, src, dst_region, src_region, oob_skip=False):
     """For a DMA with a scalar offset on one side: (its dyn= field, what it
     reads, what it writes) -- the scalar's register, and the whole tensor on
-    the moved side, whose offset is known only at run time.  None without."""
+    the moved side, whose offset is known only at run time; oob_skip drops
+    a transfer the offset moves out of the tensor.  None without."""
     dd, sd = getattr(dst, "dyn", None), getattr(src, "dyn", None)
     if dd is None and sd is None:
         return None
@@ -177,5 +178,6 @@ def dyn_dma(dst, src, dst_region, src_region):
     if not INT32[0] <= step <= INT32[1]:
         fail(f"scalar_offset: a step of {step} bytes does not fit the DMA's 32-bit offset field")
     whole = tracer.current().tensors.get(view.name, view).region()
-    return (f"dyn={scalar.reg},{step},{side}", [_region(scalar.reg), whole if side else src_region],
+    skip = ",1" if oob_skip else ""
+    return (f"dyn={scalar.reg},{step},{side}{skip}", [_region(scalar.reg), whole if side else src_region],
             [dst_region if side else whole])

@@ -348,10 +348,6 @@ class Tensor:
         if kw:
             fail(f"tensor.ap: {', '.join(sorted(kw))} (indirect access) is not supported by the simulator yet")
         dt = isa_dtype(dtype) if dtype is not None else self.dtype
-        if dt != self.dtype and self.space == "hbm":
-            # the program declares each HBM tensor with one dtype
-            fail("tensor.ap(dtype=...) on an HBM tensor (reinterpreting device memory) is not supported by the "
-                 "simulator yet; on-chip tiles can be reinterpreted")
         try:
             pairs = [(int(st), int(n)) for st, n in pattern]
         except (TypeError, ValueError):
@@ -359,15 +355,20 @@ class Tensor:
         if not pairs or len(pairs) > 5 or min(n for _, n in pairs) < 1:
             fail(f"tensor.ap: 1 to 5 [stride, count] pairs with count >= 1, got {pattern!r}")
         self.materialize()
-        base = self.offset + (int(offset) if offset is not None else 0)
         if self.space == "hbm":
+            # dtype= reads the tensor's bytes as another dtype (SDK
+            # nki-aps.rst): pattern and offset count elements of it
+            old, esz = SIZES[self.dtype], SIZES[dt]
+            if (self.offset * old) % esz:
+                fail(f"tensor.ap(dtype={dt}): the view starts at byte {self.offset * old}, not a {dt} element")
+            base = self.offset * old // esz + (int(offset) if offset is not None else 0)
+            n_elems = self.storage_elems() * old // esz
             lo = base + sum(min(0, st * (n - 1)) for st, n in pairs)
             hi = base + sum(max(0, st * (n - 1)) for st, n in pairs)
-            if lo < 0 or hi >= self.storage_elems():
-                fail(f"tensor.ap {pattern!r} (offset {base}) reaches elements [{lo}, {hi}] outside "
-                     f"{self.name}'s {self.storage_elems()}")
-            return Tensor("hbm", self.dtype, tuple(n for _, n in pairs), tuple(st for st, _ in pairs), base,
-                          self.name)
+            if lo < 0 or hi >= n_elems:
+                fail(f"tensor.ap {pattern!r} (offset {base}) reaches {dt} elements [{lo}, {hi}] outside "
+                     f"{self.name}'s {n_elems}")
+            return Tensor("hbm", dt, tuple(n for _, n in pairs), tuple(st for st, _ in pairs), base, self.name)
         (pst, parts), free = pairs[0], pairs[1:]
         # on chip, dtype= reads the tile's bytes as another dtype: the
         # pattern and offset count elements of that dtype

@@ -95,6 +95,23 @@ def test_collective_permute_and_the_implicit_ring():
         np.testing.assert_array_equal(outs[me], xs[(me - 1) % 3])
 
 
+def test_ring_permute_between_sbuf_tiles():
+    """nkilib's fgcc / fg_allgather pass SBUF tiles to
+    collective_permute_implicit (SDK: NkiTensor sources and destinations)."""
+    @nki.jit
+    def k(a, replica_group):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        src = nl.load(a)
+        dst = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        ncc.collective_permute_implicit(srcs_by_channel=[[src]], dsts_by_channel=[[dst]], replica_group=replica_group)
+        nl.store(out, value=dst)
+        return out
+    xs = _inputs(4, (128, 16), seed=9)
+    outs, _ = nki.simulate_ranks(k, 4, nki.per_rank(xs), ReplicaGroup([[0, 1, 2, 3]]))
+    for me in range(4):
+        np.testing.assert_array_equal(outs[me], xs[(me - 1) % 4])
+
+
 def test_ring_reduce_and_the_rank_it_is_processing():
     @nki.jit
     def k(a, b, replica_group):

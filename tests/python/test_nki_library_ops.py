@@ -370,13 +370,6 @@ def test_ap_with_dtype_reinterprets_a_tiles_bytes():
     x = np.random.default_rng(12).standard_normal((128, 1)).astype(np.float32)
     np.testing.assert_array_equal(k(x), x.view(np.uint16).reshape(128, 2))
 
-    @nki.jit
-    def hbm(x):
-        out = nl.ndarray((128, 2), dtype=nl.uint16, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=x.ap(pattern=[[2, 128], [1, 2]], dtype=nl.uint16))
-        return out
-    with pytest.raises(nki.NKIError, match="on an HBM tensor"):
-        hbm(x)
 
 
 def test_shared_constant_from_an_npy_file(tmp_path):
@@ -507,16 +500,33 @@ def test_an_integer_partition_index_keeps_a_partition_dimension_of_one():
     np.testing.assert_array_equal(k(x), x + 1)
 
 
-def test_dma_oob_skip_declines_by_name():
-    """oob_mode=skip would drop out-of-bounds writes; the simulator does not
-    model that yet and says so rather than faulting or writing."""
-    @nki.jit
-    def k(x):
-        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-        nisa.dma_copy(dst=out, src=nl.load(x), oob_mode=nisa.oob_mode.skip)
-        return out
-    with pytest.raises(nki.NKIError, match="oob_mode=skip"):
-        k(np.zeros((4, 4), np.float32))
+def test_dma_oob_skip_drops_a_transfer_its_run_time_offset_moves_out():
+    """SDK nisa.dma_copy: oob_mode.skip skips "the DMA transfer for a given
+    dynamic address ... when it is out of bound" (nkilib's indexed_flatten
+    writes rows at offsets read on the device, an invalid one dropped);
+    without it the same offset is a run-time IndexError-like fault."""
+    def kernel(skip):
+        @nki.jit
+        def k(x, offs):
+            R, F = x.shape
+            out = nl.ndarray((4 * R, F), dtype=x.dtype, buffer=nl.shared_hbm)
+            nisa.dma_copy(dst=out, src=nl.full((4 * R, F), -1.0, dtype=x.dtype))
+            o = nl.load(offs)                                     # [1, R] int32 row offsets
+            for r in range(R):
+                nisa.dma_copy(dst=out.ap(pattern=[[F, 1], [1, F]], offset=0,
+                                         scalar_offset=o.ap(pattern=[[1, 1], [1, 1]], offset=r), indirect_dim=0),
+                              src=nl.load(x[r:r + 1, :]),
+                              oob_mode=nisa.oob_mode.skip if skip else nisa.oob_mode.error)
+            return out
+        return k
+    x = np.arange(3 * 5, dtype=np.float32).reshape(3, 5)
+    offs = np.array([[7, 100000, 2]], np.int32)                  # row 1 lands far outside: dropped
+    out = kernel(True)(x, offs)
+    want = np.full((12, 5), -1.0, np.float32)
+    want[7], want[2] = x[0], x[2]
+    np.testing.assert_array_equal(out, want)
+    with pytest.raises(Exception, match="reaches past the edges"):
+        kernel(False)(x, offs)
 
 
 def test_tensor_scalar_reduce_declines_register_chaining_and_negation():
@@ -538,3 +548,27 @@ def test_tensor_scalar_reduce_declines_register_chaining_and_negation():
         kernel(reduce_cmd=nisa.reduce_cmd.reduce)(x)
     with pytest.raises(nki.NKIError, match="reduce_res_negate"):
         kernel(reduce_res_negate=True)(x)
+
+
+def test_ap_with_dtype_reinterprets_an_hbm_tensors_bytes():
+    """SDK nki-aps.rst .ap(dtype=) on HBM (nkilib's topk_reduce reads int32
+    indices stored in a bf16 buffer): pattern and offset in elements of the
+    new dtype, bounds the tensor's bytes."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], x.shape[1] // 2), dtype=nl.int32, buffer=nl.shared_hbm)
+        t = nl.ndarray((x.shape[0], x.shape[1] // 2), dtype=nl.int32, buffer=nl.sbuf)
+        half = x.shape[1] // 2
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[half, x.shape[0]], [1, half]], offset=0, dtype=nl.int32))
+        nl.store(out, value=t)
+        return out
+    x = np.arange(8 * 6, dtype=np.uint16).reshape(8, 6) * 1001
+    np.testing.assert_array_equal(k(x), x.view(np.int32))
+
+    @nki.jit
+    def past(x):
+        out = nl.ndarray((1, 4), dtype=nl.int32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x.ap(pattern=[[4, 1], [1, 4]], offset=23, dtype=nl.int32))
+        return out
+    with pytest.raises(nki.NKIError, match="outside"):
+        past(x)

@@ -307,3 +307,93 @@ def test_an_address_outside_the_memory_is_an_error():
         return out
     with pytest.raises(nki.NKIError, match=r"address=\(0, 16384\).*outside PSUM"):
         k(np.zeros((4, 4), np.float32))
+
+
+def _local_gather_ref(src, index, E, valid):
+    """The SDK's numpy semantics (test_nki_isa_local_gather.py), E elements per index."""
+    P = src.shape[0]
+    flat = src.reshape(P, -1)
+    out = np.empty((P, valid * E), src.dtype)
+    for c in range(P // 16):
+        idx = index[16 * c:16 * c + 16].flatten(order="F")[:valid].astype(np.int64)
+        for j, at in enumerate(idx):
+            out[16 * c:16 * c + 16, j * E:(j + 1) * E] = flat[16 * c:16 * c + 16, at:at + E]
+    return out
+
+
+@pytest.mark.parametrize("P,F,cols,E,valid", [(128, 512, 4, 4, 64), (16, 1, 1, 1, None), (32, 129, 3, 1, 47),
+                                             (128, 257, 2, 32, 5), (48, 64, 8, 2, 128)])
+def test_local_gather_matches_the_sdk_numpy_semantics(P, F, cols, E, valid):
+    @nki.jit
+    def k(src, index):
+        n = valid if valid is not None else 16 * index.shape[1]
+        out = nl.ndarray((src.shape[0], n * E), dtype=src.dtype, buffer=nl.shared_hbm)
+        g = nisa.local_gather(nl.load(src), nl.load(index), E, valid)
+        nl.store(out, value=g)
+        return out
+    rng = np.random.default_rng(P + F + E)
+    src = rng.standard_normal((P, F)).astype(np.float32)
+    index = rng.integers(0, F - E + 1, (P, cols)).astype(np.uint16)
+    n = valid if valid is not None else 16 * cols
+    np.testing.assert_array_equal(k(src, index), _local_gather_ref(src, index, E, n))
+
+
+def test_local_gather_dst_first_and_refusals():
+    @nki.jit
+    def k(src, index):
+        out = nl.ndarray((src.shape[0], 32), dtype=src.dtype, buffer=nl.shared_hbm)
+        d = nl.ndarray((src.shape[0], 32), dtype=src.dtype, buffer=nl.sbuf)
+        nisa.local_gather(d, nl.load(src), nl.load(index), num_elem_per_idx=1)
+        nl.store(out, value=d)
+        return out
+    src = np.arange(32 * 40, dtype=np.int32).reshape(32, 40)
+    index = (np.arange(32 * 2).reshape(32, 2) % 40).astype(np.uint16)
+    np.testing.assert_array_equal(k(src, index), _local_gather_ref(src, index, 1, 32))
+    with pytest.raises(nki.NKIError, match="uint16"):
+        k(src, index.astype(np.int32))
+    with pytest.raises(nki.NKIError, match="whole GpSimd cores"):
+        k(src[:24], index[:24])
+    with pytest.raises(Exception, match="local_gather: index 50"):
+        k(src, np.full((32, 2), 50, np.uint16))
+
+
+def test_dma_transpose_of_4_byte_elements_from_hbm_is_a_strided_copy():
+    """The transpose mode moves 2-byte elements (SDK: a hwdge transpose's
+    constraint); nkilib's topk_reduce transposes an int32 column from HBM,
+    which lowers to a strided copy (one descriptor per element)."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+        d = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=d, src=x)
+        nl.store(out, value=d)
+        return out
+    x = np.arange(40 * 3, dtype=np.int32).reshape(40, 3)
+    np.testing.assert_array_equal(k(x), x.T)
+
+    @nki.jit
+    def from_sbuf(x):
+        out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+        d = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=d, src=nl.load(x))
+        nl.store(out, value=d)
+        return out
+    with pytest.raises(nki.NKIError, match="2-byte elements"):
+        from_sbuf(x)
+
+
+@pytest.mark.parametrize("P,F", [(1, 1), (16, 16), (31, 7), (32, 32)])
+def test_nc_transpose_on_vector_engine_any_dtype(P, F):
+    """SDK nisa.nc_transpose(engine=vector): VectorE transposes up to 32 x 32
+    of any dtype (nkilib's MoE TKG transposes uint16 expert indices)."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+        d = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.nc_transpose(dst=d, data=nl.load(x), engine=nisa.vector_engine)
+        nl.store(out, value=d)
+        return out
+    x = (np.arange(P * F) * 7 % 65535).astype(np.uint16).reshape(P, F)
+    out, r = nki.simulate(k, x)
+    np.testing.assert_array_equal(out, x.T)
+    assert "nc_transpose" in r.program.split(".engine vector")[1].split(".engine")[0]
