@@ -19,6 +19,22 @@ typedef dm_fault_kind (*dm_op_fn)(dm_core *c, const dm_binding *b, int engine, i
 
 extern const dm_op_fn dm_ops[ISA_NUM_OPS];
 
+/* Inside a dm_op_<name>: resolve operand `slot` into view v, or return the
+ * fault (uses the op's c, b, in, engine, index, f). */
+#define DM_OP_VIEW(v, slot, wr, name)                                                      \
+	do {                                                                              \
+		dm_fault_kind k_ = dm_view_of(c, b, &in->ap[slot], wr, &(v), engine, index, \
+					      name, f);                                     \
+		if (k_)                                                                   \
+			return k_;                                                        \
+	} while (0)
+
+/* a staging buffer could not be had */
+static inline dm_fault_kind dm_nomem(dm_fault *f, int engine, int64_t index)
+{
+	return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "staging buffers");
+}
+
 /* shared by the TensorE and VectorE transposes */
 dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			   const isa_instr *in, dm_fault *f);

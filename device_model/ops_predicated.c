@@ -9,19 +9,6 @@
 
 #include <float.h>
 
-#define VIEW(v, slot, wr, name)                                                          \
-	do {                                                                              \
-		dm_fault_kind k_ = dm_view_of(c, b, &in->ap[slot], wr, &(v), engine, index, \
-					      name, f);                                     \
-		if (k_)                                                                   \
-			return k_;                                                        \
-	} while (0)
-
-static dm_fault_kind nomem(dm_fault *f, int engine, int64_t index)
-{
-	return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "staging buffers");
-}
-
 /* copy_predicated (nki.isa.tensor_copy_predicated): where the predicate
  * (after reverse_pred) holds, dst takes src's element (or the immediate,
  * cast to dst's dtype); elsewhere dst keeps its value.  One dtype in and
@@ -33,18 +20,18 @@ dm_fault_kind dm_op_copy_predicated(dm_core *c, const dm_binding *b, int engine,
 	dm_view sv, pv, dv;
 	bool tile = (in->ap_mask >> ISA_AP_SRC) & 1u, rev = in->flags & ISA_FLAG_REVERSE0;
 	if (tile)
-		VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(pv, ISA_AP_SRC1, false, "pred");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+		DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(pv, ISA_AP_SRC1, false, "pred");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
 	int64_t *pr = (int64_t *)dm_tmp(c, 0, 2 * n);
 	if (!pr)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	dm_view_read_i64(&pv, pr);
 	if (isa_dtype_is_integer(dv.dtype)) {
 		int64_t *x = (int64_t *)dm_tmp(c, 1, 2 * n), *y = tile ? (int64_t *)dm_tmp(c, 2, 2 * n) : NULL;
 		if (!x || (tile && !y))
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		dm_view_read_i64(&dv, x);
 		if (tile)
 			dm_view_read_i64(&sv, y);
@@ -57,7 +44,7 @@ dm_fault_kind dm_op_copy_predicated(dm_core *c, const dm_binding *b, int engine,
 	} else {
 		float *x = dm_tmp(c, 1, n), *y = tile ? dm_tmp(c, 2, n) : NULL;
 		if (!x || (tile && !y))
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		dm_view_read(&dv, x);
 		if (tile)
 			dm_view_read(&sv, y);
@@ -85,14 +72,14 @@ dm_fault_kind dm_op_range_select(dm_core *c, const dm_binding *b, int engine, in
 {
 	dm_view sv, b0v, b1v, dv;
 	dm_fault_kind k;
-	VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(b0v, ISA_AP_SRC1, false, "bound0");
-	VIEW(b1v, ISA_AP_SRC2, false, "bound1");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(b0v, ISA_AP_SRC1, false, "bound0");
+	DM_OP_VIEW(b1v, ISA_AP_SRC2, false, "bound1");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = sv.nfree, P = sv.nparts;
 	float *x = dm_tmp(c, 0, P * n), *lo = dm_tmp(c, 1, P), *hi = dm_tmp(c, 2, P), *mx = dm_tmp(c, 3, P);
 	if (!x || !lo || !hi || !mx)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	dm_view_read(&sv, x);
 	dm_view_read(&b0v, lo);
 	dm_view_read(&b1v, hi);
@@ -111,7 +98,7 @@ dm_fault_kind dm_op_range_select(dm_core *c, const dm_binding *b, int engine, in
 		return k;
 	if ((in->ap_mask >> ISA_AP_AUX) & 1u) {
 		dm_view rv;
-		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+		DM_OP_VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
 		dm_view_write(&rv, mx);
 		dm_psum_mark(c, &rv);
 	}

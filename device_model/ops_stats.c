@@ -10,11 +10,6 @@
  */
 #include "ops.h"
 
-static dm_fault_kind nomem(dm_fault *f, int engine, int64_t index)
-{
-	return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "statistics staging");
-}
-
 dm_fault_kind dm_op_bn_stats(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			     const isa_instr *in, dm_fault *f)
 {
@@ -25,7 +20,7 @@ dm_fault_kind dm_op_bn_stats(dm_core *c, const dm_binding *b, int engine, int64_
 	uint64_t n = sv.nfree, P = sv.nparts;
 	float *x = dm_tmp(c, 0, P * n), *y = dm_tmp(c, 1, P * 6);
 	if (!x || !y)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	dm_view_read(&sv, x);
 	for (uint64_t p = 0; p < P; p++) {
 		const float *r = x + p * n;
@@ -55,7 +50,7 @@ dm_fault_kind dm_op_bn_aggr(dm_core *c, const dm_binding *b, int engine, int64_t
 	uint64_t n = sv.nfree, P = sv.nparts, groups = n / 3;
 	float *x = dm_tmp(c, 0, P * n), *y = dm_tmp(c, 1, P * 2);
 	if (!x || !y)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	dm_view_read(&sv, x);
 	for (uint64_t p = 0; p < P; p++) {
 		const float *t = x + p * n;

@@ -22,19 +22,6 @@ static bool all_integer(const isa_instr *in)
 	return true;
 }
 
-#define VIEW(v, slot, wr, name)                                                          \
-	do {                                                                              \
-		dm_fault_kind k_ = dm_view_of(c, b, &in->ap[slot], wr, &(v), engine, index, \
-					      name, f);                                     \
-		if (k_)                                                                   \
-			return k_;                                                        \
-	} while (0)
-
-static dm_fault_kind nomem(dm_fault *f, int engine, int64_t index)
-{
-	return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "staging buffers");
-}
-
 /* writes fp32 results after the numeric check and marks PSUM */
 static dm_fault_kind finish(dm_core *c, const dm_binding *b, const dm_view *dv, const float *v,
 			    int engine, int64_t index, const isa_instr *in, dm_fault *f)
@@ -127,7 +114,7 @@ static dm_fault_kind ew_exec(dm_core *c, const dm_binding *b, ew_job *j, const i
 		atomic_init(&j->nomem, false);
 		dm_par_rows(b, ew_rows, j, j->dst->nparts, true);
 		if (atomic_load(&j->nomem))
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		dm_psum_mark(c, j->dst);
 		return DM_OK;
 	}
@@ -136,7 +123,7 @@ static dm_fault_kind ew_exec(dm_core *c, const dm_binding *b, ew_job *j, const i
 	float *v[3] = { NULL, NULL, NULL };
 	for (int i = 0; i < j->nsrc; i++)
 		if (!(v[i] = dm_tmp(c, i, m)))
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 	for (uint32_t p0 = 0; p0 < P; p0 += j->blk) {
 		uint32_t np = p0 + j->blk <= P ? j->blk : P - p0;
 		for (int i = 0; i < j->nsrc; i++)
@@ -177,10 +164,10 @@ static dm_fault_kind scalar_col(dm_core *c, const dm_binding *b, const isa_instr
 {
 	float *col = dm_tmp(c, tmp, nparts);
 	if (!col)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	if ((in->ap_mask >> slot) & 1u) {
 		dm_view sv;
-		VIEW(sv, slot, false, "scalar");
+		DM_OP_VIEW(sv, slot, false, "scalar");
 		dm_view_read(&sv, col);
 	} else {
 		float v = dm_imm_f32(imm);
@@ -215,15 +202,15 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 	dm_view sv, dv;
 	float *scale, *bias;
 	dm_fault_kind k;
-	VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &scale, engine, index, f)) ||
 	    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, sv.nparts, &bias, engine, index, f)))
 		return k;
 	int func = in->e[0], red = in->e[1];
 	float *acc = dm_tmp(c, 3, sv.nparts);
 	if (!acc)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	const dm_view *srcs[] = { &sv };
 	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
 		     .compute = ew_activation, .op0 = func, .op1 = red, .s0 = scale, .s1 = bias,
@@ -232,7 +219,7 @@ dm_fault_kind dm_op_activation(dm_core *c, const dm_binding *b, int engine, int6
 		return k;
 	if (red != ISA_ALU_bypass) {
 		dm_view rv;
-		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+		DM_OP_VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
 		dm_view_write(&rv, acc);
 		dm_psum_mark(c, &rv);
 	}
@@ -258,12 +245,12 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 	dm_view sv, dv;
 	float *mx;
 	dm_fault_kind k;
-	VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	const dm_view *srcs[] = { &sv };
 	float *acc = dm_tmp(c, 3, sv.nparts);
 	if (!acc)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &mx, engine, index, f)))
 		return k;
 	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
@@ -272,7 +259,7 @@ dm_fault_kind dm_op_exponential(dm_core *c, const dm_binding *b, int engine, int
 		return k;
 	if ((in->ap_mask >> ISA_AP_AUX) & 1u) {
 		dm_view rv;
-		VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+		DM_OP_VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
 		dm_view_write(&rv, acc);
 		dm_psum_mark(c, &rv);
 	}
@@ -283,15 +270,15 @@ dm_fault_kind dm_op_tensor_tensor(dm_core *c, const dm_binding *b, int engine, i
 				  const isa_instr *in, dm_fault *f)
 {
 	dm_view av, bv, dv;
-	VIEW(av, ISA_AP_SRC, false, "src0");
-	VIEW(bv, ISA_AP_SRC1, false, "src1");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(av, ISA_AP_SRC, false, "src0");
+	DM_OP_VIEW(bv, ISA_AP_SRC1, false, "src1");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)av.nparts * av.nfree;
 	int op = in->e[0];
 	if (all_integer(in)) {
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n), *y = (int64_t *)dm_tmp(c, 1, 2 * n);
 		if (!x || !y)
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		dm_view_read_i64(&av, x);
 		dm_view_read_i64(&bv, y);
 		for (uint64_t i = 0; i < n; i++)
@@ -323,9 +310,9 @@ dm_fault_kind dm_op_scalar_tensor_tensor(dm_core *c, const dm_binding *b, int en
 	dm_view av, bv, dv;
 	float *s0;
 	dm_fault_kind k;
-	VIEW(av, ISA_AP_SRC, false, "src");
-	VIEW(bv, ISA_AP_SRC1, false, "src1");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(av, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(bv, ISA_AP_SRC1, false, "src1");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[0], 2, av.nparts, &s0, engine, index, f)))
 		return k;
 	const dm_view *srcs[] = { &av, &bv };
@@ -344,13 +331,13 @@ dm_fault_kind dm_op_tensor_tensor_scan(dm_core *c, const dm_binding *b, int engi
 	dm_view av, bv, dv;
 	float *init;
 	dm_fault_kind k;
-	VIEW(av, ISA_AP_SRC, false, "src0");
-	VIEW(bv, ISA_AP_SRC1, false, "src1");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(av, ISA_AP_SRC, false, "src0");
+	DM_OP_VIEW(bv, ISA_AP_SRC1, false, "src1");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = av.nfree, P = av.nparts;
 	float *x = dm_tmp(c, 0, P * n), *y = dm_tmp(c, 1, P * n);
 	if (!x || !y)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[0], 2, (uint32_t)P, &init, engine, index, f)))
 		return k;
 	dm_view_read(&av, x);
@@ -370,8 +357,8 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 {
 	dm_view sv, dv;
 	dm_fault_kind k;
-	VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = sv.nfree, P = sv.nparts;
 	int op0 = in->e[0], op1 = in->e[1];
 	bool r0 = in->flags & ISA_FLAG_REVERSE0, r1 = in->flags & ISA_FLAG_REVERSE1;
@@ -382,7 +369,7 @@ dm_fault_kind dm_op_tensor_scalar(dm_core *c, const dm_binding *b, int engine, i
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * P * n);
 		float *s0, *s1;
 		if (!x)
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, (uint32_t)P, &s0, engine, index, f)) ||
 		    (k = scalar_col(c, b, in, ISA_AP_SRC2, in->imm[1], 2, (uint32_t)P, &s1, engine, index, f)))
 			return k;
@@ -438,14 +425,14 @@ dm_fault_kind dm_op_tensor_scalar_reduce(dm_core *c, const dm_binding *b, int en
 	dm_view sv, dv, rv;
 	float *s0;
 	dm_fault_kind k;
-	VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(dv, ISA_AP_DST, true, "dst");
-	VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
+	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(rv, ISA_AP_AUX, true, "reduce_dst");
 	if ((k = scalar_col(c, b, in, ISA_AP_SRC1, in->imm[0], 1, sv.nparts, &s0, engine, index, f)))
 		return k;
 	float *acc = dm_tmp(c, 3, sv.nparts);
 	if (!acc)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	const dm_view *srcs[] = { &sv };
 	ew_job j = { .dst = &dv, .src = { &sv }, .nsrc = 1, .blk = dm_row_block(b, &dv, srcs, 1),
 		     .compute = ew_tensor_scalar_reduce, .op0 = in->e[0], .op1 = in->e[1],
@@ -461,13 +448,13 @@ dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int
 				const isa_instr *in, dm_fault *f)
 {
 	dm_view sv, dv;
-	VIEW(sv, ISA_AP_SRC, false, "src");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)sv.nparts * sv.nfree;
 	if (all_integer(in)) {
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n);
 		if (!x)
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		dm_view_read_i64(&sv, x);
 		dm_view_write_i64(&dv, x);
 		dm_psum_mark(c, &dv);
@@ -491,17 +478,17 @@ dm_fault_kind dm_op_select(dm_core *c, const dm_binding *b, int engine, int64_t 
 			   const isa_instr *in, dm_fault *f)
 {
 	dm_view pv, tv, fv, dv;
-	VIEW(pv, ISA_AP_SRC, false, "pred");
-	VIEW(tv, ISA_AP_SRC1, false, "on_true");
-	VIEW(fv, ISA_AP_SRC2, false, "on_false");
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(pv, ISA_AP_SRC, false, "pred");
+	DM_OP_VIEW(tv, ISA_AP_SRC1, false, "on_true");
+	DM_OP_VIEW(fv, ISA_AP_SRC2, false, "on_false");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
 	if (all_integer(in)) {
 		/* a predicated copy: integer values move exactly (any width) */
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n), *y = (int64_t *)dm_tmp(c, 1, 2 * n),
 			*z = (int64_t *)dm_tmp(c, 2, 2 * n);
 		if (!x || !y || !z)
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		dm_view_read_i64(&pv, x);
 		dm_view_read_i64(&tv, y);
 		dm_view_read_i64(&fv, z);
@@ -521,12 +508,12 @@ dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t 
 			   const isa_instr *in, dm_fault *f)
 {
 	dm_view dv;
-	VIEW(dv, ISA_AP_DST, true, "dst");
+	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
 	if (isa_dtype_is_integer(dv.dtype) && in->imm[0].kind == ISA_IMM_I32) {
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n);
 		if (!x)
-			return nomem(f, engine, index);
+			return dm_nomem(f, engine, index);
 		for (uint64_t i = 0; i < n; i++)
 			x[i] = (int32_t)in->imm[0].bits;
 		dm_view_write_i64(&dv, x);
@@ -535,7 +522,7 @@ dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t 
 	}
 	float *x = dm_tmp(c, 0, n);
 	if (!x)
-		return nomem(f, engine, index);
+		return dm_nomem(f, engine, index);
 	float v = dm_imm_f32(in->imm[0]);
 	for (uint64_t i = 0; i < n; i++)
 		x[i] = v;

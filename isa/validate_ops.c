@@ -153,21 +153,46 @@ static isa_status rule_nc_transpose(vctx *v, const isa_instr *in)
 
 /* ------------------------------------------------- Vector/Scalar/GpSimd */
 
+/* reduce_dst (when given): one value on each of dst's partitions */
+static isa_status v_row_result(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *r = &in->ap[ISA_AP_AUX];
+	if (v_has(in, ISA_AP_AUX) && (r->nparts != d->nparts || isa_ap_free_elems(r) != 1))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst",
+			      "[%u, %llu], expected [%u, 1]", r->nparts,
+			      (unsigned long long)isa_ap_free_elems(r), d->nparts);
+	return ISA_OK;
+}
+
 /* a reduce along the free axis (op in e[1]) into reduce_dst [P, 1] */
 static isa_status v_reduce_dst(vctx *v, const isa_instr *in)
 {
-	const isa_ap *d = &in->ap[ISA_AP_DST], *r = &in->ap[ISA_AP_AUX];
 	isa_status st;
 	if ((st = v_alu(v, in->e[1], ISA_AU_RED, "reduce", false)) != ISA_OK)
 		return st;
 	if (!v_has(in, ISA_AP_AUX))
 		return v_fail(v, ISA_E_MISSING_OPERAND, "reduce_dst", "reduce=%s needs reduce_dst=",
 			      isa_alu_name(in->e[1]));
-	if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
-		return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst",
-			      "[%u, %llu], expected [%u, 1]", r->nparts,
-			      (unsigned long long)isa_ap_free_elems(r), d->nparts);
-	return ISA_OK;
+	return v_row_result(v, in);
+}
+
+/* the instruction is a feature of later cores (isa_features.def) */
+static isa_status v_feature(vctx *v, int feature)
+{
+	if (isa_target_has(v->p->target, feature))
+		return ISA_OK;
+	return v_fail(v, ISA_E_BAD_ENGINE, "dst", "%s needs NeuronCore-v%u or newer (%s is %s)",
+		      isa_op_name(v->in->opcode), isa_feature_first_core(feature), v->ti->name, v->ti->core);
+}
+
+/* a has ref's partitions and elements per partition */
+static isa_status v_same_rows(vctx *v, const isa_ap *a, const char *field, const isa_ap *ref, const char *rname)
+{
+	if (a->nparts == ref->nparts && isa_ap_free_elems(a) == isa_ap_free_elems(ref))
+		return ISA_OK;
+	return v_fail(v, ISA_E_SHAPE_MISMATCH, field, "[%u, %llu], %s [%u, %llu]", a->nparts,
+		      (unsigned long long)isa_ap_free_elems(a), rname, ref->nparts,
+		      (unsigned long long)isa_ap_free_elems(ref));
 }
 
 static isa_status rule_activation(vctx *v, const isa_instr *in)
@@ -315,21 +340,13 @@ static isa_status rule_exponential(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
 	isa_status st;
-	if (!isa_target_has(v->p->target, ISA_FEAT_exponential))
-		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "exponential needs NeuronCore-v%u or newer (%s is %s)",
-			      isa_feature_first_core(ISA_FEAT_exponential), v->ti->name, v->ti->core);
-	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
+	if ((st = v_feature(v, ISA_FEAT_exponential)) != ISA_OK ||
+	    (st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
 		return st;
 	if (v_has(in, ISA_AP_SRC1) &&
 	    (st = v_per_partition(v, &in->ap[ISA_AP_SRC1], "max", s, "src")) != ISA_OK)
 		return st;
-	if (v_has(in, ISA_AP_AUX)) {
-		const isa_ap *r = &in->ap[ISA_AP_AUX];
-		if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
-			return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst", "one element on each of dst's %u partitions",
-				      d->nparts);
-	}
-	return ISA_OK;
+	return v_row_result(v, in);
 }
 
 /* bn_stats: at most 512 source elements per partition (the hardware limit,
@@ -444,9 +461,9 @@ static isa_status rule_nc_find_index8(vctx *v, const isa_instr *in)
 static isa_status rule_nonzero_with_count(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
-	if (!isa_target_has(v->p->target, ISA_FEAT_nonzero_with_count))
-		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "nonzero_with_count needs NeuronCore-v%u or newer (%s is %s)",
-			      isa_feature_first_core(ISA_FEAT_nonzero_with_count), v->ti->name, v->ti->core);
+	isa_status st;
+	if ((st = v_feature(v, ISA_FEAT_nonzero_with_count)) != ISA_OK)
+		return st;
 	if (!isa_dtype_is_integer(d->dtype))
 		return v_fail(v, ISA_E_BAD_DTYPE, "dst", "positions are integers, not %s", isa_dtype_name(d->dtype));
 	if (d->nparts != s->nparts || isa_ap_free_elems(d) != isa_ap_free_elems(s) + 1)
@@ -521,20 +538,15 @@ static isa_status rule_copy_predicated(vctx *v, const isa_instr *in)
 	const isa_ap *d = &in->ap[ISA_AP_DST], *pr = &in->ap[ISA_AP_SRC1];
 	if (pr->dtype != ISA_DT_uint8 && pr->dtype != ISA_DT_uint16 && pr->dtype != ISA_DT_uint32)
 		return v_fail(v, ISA_E_BAD_DTYPE, "pred", "%s: uint8, uint16 or uint32", isa_dtype_name(pr->dtype));
-	if (pr->nparts != d->nparts || isa_ap_free_elems(pr) != isa_ap_free_elems(d))
-		return v_fail(v, ISA_E_SHAPE_MISMATCH, "pred", "[%u, %llu], dst [%u, %llu]", pr->nparts,
-			      (unsigned long long)isa_ap_free_elems(pr), d->nparts,
-			      (unsigned long long)isa_ap_free_elems(d));
-	if (!v_has(in, ISA_AP_SRC))
-		return ISA_OK;
+	isa_status st;
+	if ((st = v_same_rows(v, pr, "pred", d, "dst")) != ISA_OK || !v_has(in, ISA_AP_SRC))
+		return st;
 	const isa_ap *s = &in->ap[ISA_AP_SRC];
 	if (s->dtype != d->dtype)
 		return v_fail(v, ISA_E_BAD_DTYPE, "src", "%s, dst %s: the copy does not cast",
 			      isa_dtype_name(s->dtype), isa_dtype_name(d->dtype));
-	if (s->nparts != d->nparts || isa_ap_free_elems(s) != isa_ap_free_elems(d))
-		return v_fail(v, ISA_E_SHAPE_MISMATCH, "src", "[%u, %llu], dst [%u, %llu]", s->nparts,
-			      (unsigned long long)isa_ap_free_elems(s), d->nparts,
-			      (unsigned long long)isa_ap_free_elems(d));
+	if ((st = v_same_rows(v, s, "src", d, "dst")) != ISA_OK)
+		return st;
 	if (s->space == ISA_SPACE_PSUM && pr->space == ISA_SPACE_PSUM)
 		return v_fail(v, ISA_E_BAD_SPACE, "pred", "src and pred both in PSUM (one of them may be)");
 	return ISA_OK;
@@ -547,9 +559,8 @@ static isa_status rule_range_select(vctx *v, const isa_instr *in)
 {
 	const isa_ap *d = &in->ap[ISA_AP_DST], *s = &in->ap[ISA_AP_SRC];
 	isa_status st;
-	if (!isa_target_has(v->p->target, ISA_FEAT_range_select))
-		return v_fail(v, ISA_E_BAD_ENGINE, "dst", "range_select needs NeuronCore-v%u or newer (%s is %s)",
-			      isa_feature_first_core(ISA_FEAT_range_select), v->ti->name, v->ti->core);
+	if ((st = v_feature(v, ISA_FEAT_range_select)) != ISA_OK)
+		return st;
 	if (isa_dtype_is_integer(s->dtype))
 		return v_fail(v, ISA_E_BAD_DTYPE, "src", "%s: a float dtype", isa_dtype_name(s->dtype));
 	if ((st = v_same_count(v, d, "dst", s, "src")) != ISA_OK)
@@ -569,13 +580,7 @@ static isa_status rule_range_select(vctx *v, const isa_instr *in)
 	if (in->imm[0].kind != ISA_IMM_I32 || start < -(1 << 24) ||
 	    start + (int64_t)isa_ap_free_elems(s) > (1 << 24))
 		return v_fail(v, ISA_E_BAD_VALUE, "range_start", "an integer with range_start + index within 2^24");
-	if (v_has(in, ISA_AP_AUX)) {
-		const isa_ap *r = &in->ap[ISA_AP_AUX];
-		if (r->nparts != d->nparts || isa_ap_free_elems(r) != 1)
-			return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst", "one element on each of dst's %u partitions",
-				      d->nparts);
-	}
-	return ISA_OK;
+	return v_row_result(v, in);
 }
 
 static isa_status check_affine(vctx *v, const isa_instr *in, const isa_ap *shape)
