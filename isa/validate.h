@@ -45,6 +45,20 @@ isa_status v_per_partition(vctx *v, const isa_ap *ap, const char *field, const i
 /* ALU operator legal for `use`, and integer-only operators on integer data */
 isa_status v_alu(vctx *v, unsigned alu, unsigned use, const char *field, bool integer_data);
 
+/* shared shape rules: reduce_dst one value per dst partition (when given);
+ * the opcode is a feature of later cores; a has ref's rows */
+isa_status v_row_result(vctx *v, const isa_instr *in);
+isa_status v_feature(vctx *v, int feature);
+isa_status v_same_rows(vctx *v, const isa_ap *a, const char *field, const isa_ap *ref, const char *rname);
+
+/* rules in validate_move.c (selection, gathers, partition moves) */
+isa_status rule_nc_stream_shuffle(vctx *v, const isa_instr *in);
+isa_status rule_copy_predicated(vctx *v, const isa_instr *in);
+isa_status rule_range_select(vctx *v, const isa_instr *in);
+isa_status rule_nc_n_gather(vctx *v, const isa_instr *in);
+isa_status rule_local_gather(vctx *v, const isa_instr *in);
+isa_status rule_topk(vctx *v, const isa_instr *in);
+
 static inline bool v_has(const isa_instr *in, int slot)
 {
 	return (in->ap_mask >> slot) & 1u;

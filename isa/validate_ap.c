@@ -192,3 +192,33 @@ isa_status v_alu(vctx *v, unsigned alu, unsigned use, const char *field, bool in
 			      isa_alu_name((int)alu));
 	return ISA_OK;
 }
+
+/* reduce_dst (when given): one value on each of dst's partitions */
+isa_status v_row_result(vctx *v, const isa_instr *in)
+{
+	const isa_ap *d = &in->ap[ISA_AP_DST], *r = &in->ap[ISA_AP_AUX];
+	if (v_has(in, ISA_AP_AUX) && (r->nparts != d->nparts || isa_ap_free_elems(r) != 1))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "reduce_dst",
+			      "[%u, %llu], expected [%u, 1]", r->nparts,
+			      (unsigned long long)isa_ap_free_elems(r), d->nparts);
+	return ISA_OK;
+}
+
+/* the instruction is a feature of later cores (isa_features.def) */
+isa_status v_feature(vctx *v, int feature)
+{
+	if (isa_target_has(v->p->target, feature))
+		return ISA_OK;
+	return v_fail(v, ISA_E_BAD_ENGINE, "dst", "%s needs NeuronCore-v%u or newer (%s is %s)",
+		      isa_op_name(v->in->opcode), isa_feature_first_core(feature), v->ti->name, v->ti->core);
+}
+
+/* a has ref's partitions and elements per partition */
+isa_status v_same_rows(vctx *v, const isa_ap *a, const char *field, const isa_ap *ref, const char *rname)
+{
+	if (a->nparts == ref->nparts && isa_ap_free_elems(a) == isa_ap_free_elems(ref))
+		return ISA_OK;
+	return v_fail(v, ISA_E_SHAPE_MISMATCH, field, "[%u, %llu], %s [%u, %llu]", a->nparts,
+		      (unsigned long long)isa_ap_free_elems(a), rname, ref->nparts,
+		      (unsigned long long)isa_ap_free_elems(ref));
+}

@@ -9,19 +9,12 @@ from __future__ import annotations
 
 import operator
 
-from . import language as nl
 from . import tracer
+from .isa import _tile_arg
 from .tensor import Tensor, new_tile
 
 _QUADRANT = 32     # partitions of one VectorE reshape bank (isa.h ISA_QUADRANT)
 _KEEP = 255        # a mask entry that leaves the output partition as it was
-
-
-def _on_chip(x, what, name):
-    x = nl._operand(x)
-    if not isinstance(x, Tensor):
-        tracer.fail(f"nisa.{what}: {name} is a tile in SBUF or PSUM, got {type(x).__name__}")
-    return x
 
 
 def nc_stream_shuffle(dst=None, src=None, shuffle_mask=None, name=None, **kw):
@@ -31,7 +24,7 @@ def nc_stream_shuffle(dst=None, src=None, shuffle_mask=None, name=None, **kw):
     dst is read too: partitions the mask keeps hold their values."""
     if kw:
         tracer.fail(f"nisa.nc_stream_shuffle: unexpected argument(s) {', '.join(sorted(kw))}")
-    s, d = _on_chip(src, "nc_stream_shuffle", "src"), _on_chip(dst, "nc_stream_shuffle", "dst")
+    s, d = _tile_arg(src, "nc_stream_shuffle", "src"), _tile_arg(dst, "nc_stream_shuffle", "dst")
     try:
         mask = [operator.index(m) for m in shuffle_mask]
     except TypeError:
@@ -56,19 +49,13 @@ def local_gather(*args, src_buffer=None, index=None, num_elem_per_idx=1, num_val
     what = "nisa.local_gather"
     if kw:
         tracer.fail(f"{what}: unexpected argument(s) {', '.join(sorted(kw))}")
-    args = list(args)
     if len(args) >= 3 and all(isinstance(a, Tensor) for a in args[:3]):
-        dst = args.pop(0)
-    for i, v in enumerate(args):
-        if i == 0:
-            src_buffer = v
-        elif i == 1:
-            index = v
-        elif i == 2:
-            num_elem_per_idx = v
-        elif i == 3:
-            num_valid_indices = v
-    s, ix = _on_chip(src_buffer, "local_gather", "src_buffer"), _on_chip(index, "local_gather", "index")
+        dst, args = args[0], args[1:]
+    given = dict(zip(("src_buffer", "index", "num_elem_per_idx", "num_valid_indices"), args))
+    src_buffer, index = given.get("src_buffer", src_buffer), given.get("index", index)
+    num_elem_per_idx = given.get("num_elem_per_idx", num_elem_per_idx)
+    num_valid_indices = given.get("num_valid_indices", num_valid_indices)
+    s, ix = _tile_arg(src_buffer, "local_gather", "src_buffer"), _tile_arg(index, "local_gather", "index")
     for nm, v in (("num_elem_per_idx", num_elem_per_idx), ("num_valid_indices", num_valid_indices)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, int)):
             tracer.fail(f"{what}: {nm} is an int known while tracing, got {v!r}")
@@ -76,7 +63,7 @@ def local_gather(*args, src_buffer=None, index=None, num_elem_per_idx=1, num_val
     if dst is None:
         out = new_tile("sbuf", (s.shape[0], valid * num_elem_per_idx), s.dtype, "local_gather result")
     else:
-        out = _on_chip(dst, "local_gather", "dst")
+        out = _tile_arg(dst, "local_gather", "dst")
     text = f"local_gather dst={out.ap()} src={s.ap()} index={ix.ap()} elem_per_idx={num_elem_per_idx}"
     if num_valid_indices is not None:
         text += f" valid={num_valid_indices}"

@@ -12,17 +12,10 @@ import numpy as np
 
 from . import language as nl
 from . import tracer
-from .isa import _needs
+from .isa import _needs, _tile_arg
 from .tensor import Tensor, isa_dtype, new_tile
 
 _FP32_MIN = float(np.finfo(np.float32).min)   # range_select's fill, fixed by the hardware
-
-
-def _tile(x, what, name):
-    x = nl._operand(x)
-    if not isinstance(x, Tensor):
-        tracer.fail(f"nisa.{what}: {name} is a tile in SBUF or PSUM, got {type(x).__name__}")
-    return x
 
 
 def _immediate(value, dtype, what, name):
@@ -42,10 +35,10 @@ def tensor_copy_predicated(dst=None, src=None, predicate=None, reverse_pred=Fals
     if kw:
         tracer.fail(f"nisa.tensor_copy_predicated: unexpected argument(s) {', '.join(sorted(kw))}")
     what = "tensor_copy_predicated"
-    d, p = _tile(dst, what, "dst"), _tile(predicate, what, "predicate")
+    d, p = _tile_arg(dst, what, "dst"), _tile_arg(predicate, what, "predicate")
     reads = [p.region(), d.region()]
     if isinstance(src, Tensor):
-        s = _tile(src, what, "src")
+        s = _tile_arg(src, what, "src")
         reads.append(s.region())
         src_text = s.ap()
     else:
@@ -84,15 +77,15 @@ def range_select(*args, on_true_tile=None, comp_op0=None, comp_op1=None, bound0=
                     f"got {on_false_value!r}")
     if isinstance(range_start, bool) or not isinstance(range_start, int):
         tracer.fail(f"{what}: range_start is an int known while tracing, got {range_start!r}")
-    x = _tile(on_true_tile, "range_select", "on_true_tile")
-    lo, hi = _tile(bound0, "range_select", "bound0"), _tile(bound1, "range_select", "bound1")
+    x = _tile_arg(on_true_tile, "range_select", "on_true_tile")
+    lo, hi = _tile_arg(bound0, "range_select", "bound0"), _tile_arg(bound1, "range_select", "bound1")
     if dst is None:
         out = new_tile("sbuf", x.shape, isa_dtype(dtype) if dtype is not None else x.dtype, "range_select result")
     else:
-        out = _tile(dst, "range_select", "dst")
+        out = _tile_arg(dst, "range_select", "dst")
     reads, writes, red = [x.region(), lo.region(), hi.region()], [out.region()], ""
     if reduce_res is not None:
-        r = _tile(reduce_res, "range_select", "reduce_res")
+        r = _tile_arg(reduce_res, "range_select", "reduce_res")
         red = f" reduce_dst={r.ap()}"
         writes.append(r.region())
     ins = tracer.current().emit(

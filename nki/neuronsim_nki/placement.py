@@ -133,9 +133,7 @@ class Placement:
         allocators = {"sbuf": alloc("sbuf", sbuf_cap), "psum": alloc("psum", psum_cap, bank)}
         base, shift, freed, heap, size_of = {}, {}, set(), [], {}
 
-        for space, ranges in self.fixed_ranges.items():
-            for off, size in ranges:
-                allocators[space].reserve(off, size)
+        self.reserve_fixed(allocators)
 
         def release(aid):
             if aid in self.fixed:
