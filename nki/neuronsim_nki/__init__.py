@@ -40,7 +40,7 @@ import numpy as np
 
 import neuronsim
 
-from . import collectives, isa, language, lnc, tracer, typing
+from . import collectives, compiler, isa, language, lnc, tracer, typing
 from . import profile_json as profile_summaries
 from .tensor import DType, Tensor, hbm_tensor
 
@@ -50,7 +50,7 @@ from .race import find_races
 from .tracer import NKIError
 
 __all__ = ["jit", "trace", "simulate", "benchmark", "profile", "baremetal", "simulate_kernel", "language", "isa",
-           "typing", "collectives", "simulate_ranks", "per_rank", "NKIError", "KernelResult", "par_dim",
+           "typing", "collectives", "compiler", "simulate_ranks", "per_rank", "NKIError", "KernelResult", "par_dim",
            "Convention", "register_convention"]
 
 par_dim = language.par_dim        # `from neuronxcc.nki import par_dim`, as kernels write it
@@ -182,22 +182,32 @@ def assemble(program):
 def _in_place(values, ins, outs, multi):
     """values, with each argument the kernel returned -- written in place,
     as on the device -- updated and returned itself when it is a writable
-    NumPy array of the result's dtype (else the result stays a new array)."""
+    NumPy array of the result's dtype (else the result stays a new array).
+    multi None: the kernel returned nothing and wrote arguments (the older
+    output-argument convention): they are updated and the call returns None."""
     args = {t.name: a for t, a in ins}
-    vals = list(values) if multi else [values]
+    vals = [values] if multi is False else list(values)
     for k, o in enumerate(outs):
         a = args.get(o.name)
         if isinstance(a, np.ndarray) and a.flags.writeable and a.dtype == vals[k].dtype and a.shape == vals[k].shape:
             np.copyto(a, vals[k])
             vals[k] = a
-    return tuple(vals) if multi else vals[0]
+        elif multi is None:
+            raise NKIError(f"argument {o.name}: the kernel writes it in place, but it is not a writable NumPy "
+                           f"array of shape {list(vals[k].shape)} and dtype {vals[k].dtype} to write the result to")
+    return None if multi is None else tuple(vals) if multi else vals[0]
+
+
+def shaped(results, multi):
+    """A call's value from its results: one, a tuple, or None (multi None)."""
+    return None if multi is None else tuple(results) if multi else results[0]
 
 
 def _values(outputs, outs, multi, suffix=""):
     """The kernel's results as NumPy arrays (a tuple when it returned
     several): buffer o.name + suffix of the run's outputs for each output."""
     values = [outputs[o.name + suffix].astype(ISA_TO_NP[o.dtype], copy=False) for o in outs]
-    return tuple(values) if multi else values[0]
+    return values[0] if multi is False else tuple(values)
 
 
 def _value_type(v):
@@ -351,12 +361,14 @@ class Kernel:
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             first = self._trace_pass(None, args, kwargs, cse)
+            first.check_lifetimes()
             if first.cse_broken:
                 # the kernel wrote into a result it got twice: trace it
                 # without reusing results, each one a tile of its own
                 printed = io.StringIO()
                 with contextlib.redirect_stdout(printed):
                     first = self._trace_pass(None, args, kwargs, cse=False)
+                    first.check_lifetimes()
         if REPLAY and first.replayable() and first.replay():
             sys.stdout.write(printed.getvalue())
             return (first,) + self._finish(first, first.bound_ins, first.ret)
@@ -370,6 +382,7 @@ class Kernel:
         t = tracer.Trace(self.target, files, last_use, first.choices if first is not None else None, cse,
                          first.use_seq if first is not None else None,
                          first.fixed_ranges if first is not None else None)
+        t.force_auto = compiler.is_forced_auto(self.func)
         prev, tracer._current = tracer._current, t
         try:
             ins = []
@@ -430,7 +443,17 @@ class Kernel:
         its kernel having returned ret."""
         prev, tracer._current = tracer._current, t
         try:
-            outs = list(ret) if isinstance(ret, (tuple, list)) else [ret]
+            multi = isinstance(ret, (tuple, list))
+            outs = list(ret) if multi else [ret]
+            if ret is None:
+                # the older convention (nki.trace kernels called with their
+                # outputs, SDK test_sbuf_modulo_alloc.py): the arguments the
+                # kernel wrote are its results, written in place
+                written = {r[1] for i in t.instrs for r in i.writes if r[0] == "hbm"}
+                outs, multi = [i for i, _ in ins if i.name in written], None
+                if not outs:
+                    raise NKIError(f"{self.func.__name__} returned nothing and wrote none of its arguments: "
+                                   "return the HBM tensors it created with nl.ndarray(..., buffer=nl.shared_hbm)")
             for o in outs:
                 # an argument returned whole is an output the kernel wrote
                 # in place (NKI's output-argument kernels: nkilib's rope_hf)
@@ -446,7 +469,7 @@ class Kernel:
             elif self._rank is not None:
                 t.shared_external = set(t.cc_staging)     # ranks share only the collectives' staging
             program = t.program([i for i, _ in ins], outs)
-            return program, ins, outs, isinstance(ret, (tuple, list))
+            return program, ins, outs, multi
         finally:
             tracer._current = prev
 

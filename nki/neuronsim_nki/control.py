@@ -6,6 +6,8 @@ conditions must be known then (the ISA has no run-time control flow).
 Re-exported by language.py."""
 from __future__ import annotations
 
+import sys
+
 from . import tracer
 from .tensor import isa_dtype
 from .tracer import fail
@@ -104,17 +106,94 @@ def spmd_dim(size, cores=None):
     return d
 
 
-def affine_range(*args, **kw):
-    """Iterations may overlap on the hardware (no loop-carried dependency)."""
-    return range(*args)
+class _Loop:
+    """One level of the NKI loops being traced: the source line of its
+    range call, and how often each declaration site has run in the
+    current iteration."""
+    __slots__ = ("site", "seen")
+
+    def __init__(self, site):
+        self.site, self.seen = site, {}
 
 
-def sequential_range(*args, **kw):
-    return range(*args)
+class _DeviceRange:
+    """The iterations of nl.affine_range / nl.sequential_range: a range,
+    traced iteration by iteration like any other, that keeps its level on
+    the trace's loop stack while it runs.  The NKI compiler traces such a
+    loop's body once, so a declaration in it is one declaration whatever the
+    iteration (language.ndarray keys nki.compiler placements by it: a
+    kernel that bumps a Python address counter in the body gets the same
+    addresses every iteration, as on the device).  nl.static_range is a
+    plain range: the compiler unrolls it, running the body per iteration."""
+    __slots__ = ("r", "site", "ordered")
+
+    def __init__(self, r, site, directives=None):
+        self.r, self.site = r, site
+        ds = directives if isinstance(directives, (tuple, list)) else (directives,)
+        self.ordered = any(getattr(d, "keeps_order", False) for d in ds)
+
+    def __len__(self):
+        return len(self.r)
+
+    def __getitem__(self, k):
+        return self.r[k]
+
+    def __repr__(self):
+        return repr(self.r)
+
+    def __iter__(self):
+        t = tracer._current
+        if t is None:
+            yield from self.r
+            return
+        level = _Loop(self.site)
+        t.loop_stack.append(level)
+        t.no_reorder += self.ordered
+        try:
+            for i in self.r:
+                level.seen.clear()
+                yield i
+        finally:
+            t.loop_stack[:] = [x for x in t.loop_stack if x is not level]
+            t.no_reorder -= self.ordered
+
+
+def _caller_site():
+    """(file, line) of the innermost frame outside this package: the
+    kernel code that called into the NKI surface."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(tracer._PACKAGE_DIR):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else ("<kernel>", 0)
+
+
+def affine_range(*args, directives=None, **kw):
+    """Iterations may overlap on the hardware (no loop-carried dependency).
+    directives: nki.compiler.no_reorder() keeps the body's instructions in
+    program order; multi_buffer(n) is a hint (compiler.py)."""
+    return _DeviceRange(range(*args), _caller_site(), directives)
+
+
+def sequential_range(*args, directives=None, **kw):
+    return _DeviceRange(range(*args), _caller_site(), directives)
 
 
 def static_range(*args, **kw):
     return range(*args)
+
+
+def declaration_key():
+    """What identifies the nl.ndarray call being traced as the NKI compiler
+    sees it: its source line under the enclosing device loops' lines and
+    its count within the current iteration (a Python loop or helper inside
+    the body declares anew each time); None outside device loops."""
+    t = tracer.current()
+    if not t.loop_stack:
+        return None
+    site = _caller_site()
+    seen = t.loop_stack[-1].seen
+    n = seen[site] = seen.get(site, -1) + 1
+    return tuple(x.site for x in t.loop_stack), site, n
 
 
 def program_id(axis=0):

@@ -4,6 +4,8 @@ normalization of subscripts (integers, slices, expressions) into per-axis
 (start, step, size, keep).  tensor.py applies them to views."""
 from __future__ import annotations
 
+import numpy as np
+
 import operator
 
 from .tracer import fail
@@ -152,13 +154,24 @@ def affine_form(expr):
 class Mask:
     """A predicate on index expressions, as NKI's mask= arguments take."""
 
+    never = False                  # anded with a false condition: keeps nothing
+
     def __init__(self, index, op, bound):
         self.terms = [(index, op, bound)]
 
     def __and__(self, other):
         m = Mask.__new__(Mask)
-        m.terms = self.terms + other.terms
+        if isinstance(other, (bool, np.bool_)):
+            # a condition on loop indices alone, an int comparison while
+            # tracing ((2 * i + g) * 128 < n)
+            m.terms, m.never = list(self.terms), self.never or not other
+            return m
+        if not isinstance(other, Mask):
+            return NotImplemented
+        m.terms, m.never = self.terms + other.terms, self.never or other.never
         return m
+
+    __rand__ = __and__
 
     def box(self, sizes):
         """The positions an access of shape `sizes` keeps under the mask, as
@@ -166,6 +179,8 @@ class Mask:
         a of the grid is axis a of the access), `start + stride *
         nl.arange(n)` compared with an integer, from above or below; terms
         combine with &."""
+        if self.never:
+            return [(0, 0) for _ in sizes]
         box = [[0, n] for n in sizes]
         flip = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
         for idx, op, bound in self.terms:
@@ -195,6 +210,38 @@ class Mask:
             lo = min(max(lo, 0), n)
             out.append((lo, max(lo, min(hi, n))))
         return out
+
+
+class MaskedOut:
+    """What a compute call under a false mask= gives: nothing was done.
+    Assigning it (x[...] = nisa.activation(..., mask=False)) or adding it
+    (acc += ...) leaves the target as it was; any other use is an error."""
+
+    def __repr__(self):
+        return "<result of an instruction its mask= turned off>"
+
+
+MASKED_OUT = MaskedOut()
+
+
+def static_masks(fn):
+    """fn (a compute call whose mask= is otherwise ignored) with masks that
+    are conditions on loop indices alone -- Python bools while tracing,
+    `mask=((2 * i + g) * 128 < n)`, which the compiler sees as an
+    expression -- taken as such: true runs it, false skips it."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args, **kw):
+        m = kw.get("mask")
+        if isinstance(m, (bool, np.bool_)):
+            if not m:
+                return kw["dst"] if kw.get("dst") is not None else MASKED_OUT
+            del kw["mask"]
+        elif isinstance(m, Mask) and m.never:
+            return kw["dst"] if kw.get("dst") is not None else MASKED_OUT
+        return fn(*args, **kw)
+    return call
 
 
 def _permuted_grid(keys):
@@ -230,6 +277,13 @@ def normalize(key, shape, overrun=None):
                 # inside, remember what was asked (the DMA checks the mask)
                 overrun.append((ax, k.size, msg))
                 out.append((k.start, k.stride, (n - lo + k.stride - 1) // k.stride, True))
+                continue
+            if overrun is not None and k.stride > 0 and lo >= n:
+                # wholly past the end: nothing inside, which only a mask
+                # keeping nothing there lets through (a false condition on
+                # loop indices: allocated_fused_linear's last tiles)
+                overrun.append((ax, k.size, msg))
+                out.append((0, k.stride, 0, True))
                 continue
             if min(lo, hi) < 0 or max(lo, hi) >= n:
                 fail(msg)

@@ -15,6 +15,7 @@ from . import tensor_engine as _te
 from . import tracer
 from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
+from .indexing import static_masks
 
 
 def _needs(feature, what):
@@ -79,7 +80,7 @@ def _tiles(args, n):
     return len(args) >= n and all(isinstance(a, Tensor) for a in args[:n])
 
 
-def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **kw):
+def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, is_transpose=False, **kw):
     """dst[M, N] (+)= stationary[K, M]^T @ moving[K, N] on TensorE.
 
     Forms: nc_matmul(dst, stationary, moving) and keywords (dst= given: the
@@ -101,6 +102,8 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **
             dst = args[0]
         else:
             stationary = args[0]
+    if is_transpose and "pe_transpose" in tracer.current().features:
+        return _transpose_mode(stationary, moving, dst)
     if dst is None:
         return nl.matmul(stationary, moving, transpose_x=True)
     # straight into dst: no PSUM tile of its own (a kernel placing its PSUM
@@ -111,6 +114,24 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, **
         fail(f"nisa.nc_matmul: dst {list(dst.shape)} does not hold the [{M}, {N}] result")
     _te.emit_matmul(x, y, dst, accumulate)
     return dst
+
+
+def _transpose_mode(stationary, moving, dst):
+    """nc_matmul(is_transpose=True) on NeuronCore-v3+: TensorE's transpose
+    mode (SDK nki.isa.nc_matmul), a bit-exact transpose of stationary in its
+    own dtype (the moving operand is the identity it is given) -- the
+    ISA's TensorE nc_transpose.  On NeuronCore-v2 the flag only labels an
+    ordinary matmul for the profiler."""
+    x, y = nl._operand(stationary), nl._operand(moving)
+    if not isinstance(x, Tensor) or not isinstance(y, Tensor):
+        fail("nisa.nc_matmul(is_transpose=True): stationary and moving are tiles")
+    K = x.shape[0]
+    if y.shape[0] != K or y.elements_per_partition() != K:
+        fail(f"nisa.nc_matmul(is_transpose=True): moving is the [{K}, {K}] identity for a stationary of {K} "
+             f"partitions, got {list(y.shape)}")
+    if dst is None:
+        return nl.transpose(x)
+    return nc_transpose(data=x, dst=dst, engine="tensor")
 
 
 class engine:
@@ -757,8 +778,14 @@ def _enum_arguments(fn):
     return call
 
 
+# (dma_copy reads its mask= itself, as the loads and stores do)
+_OWN_MASKS = ("dma_copy",)
+
 for _name, _fn in list(globals().items()):
     if inspect.isfunction(_fn) and not _name.startswith("_") and _name not in ("get_nc_version",
                                                                                "get_nc_sub_version"):
+        _params = inspect.signature(_fn).parameters
+        if _name not in _OWN_MASKS and ("mask" in _params or "kw" in _params):
+            _fn = static_masks(_fn)
         globals()[_name] = _enum_arguments(_fn)
-del _name, _fn
+del _name, _fn, _params

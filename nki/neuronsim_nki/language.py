@@ -4,9 +4,9 @@ index expressions, dtypes; loops and the launch grid are in control.py).
 Each call traces instructions into the current kernel (see tracer.py)."""
 from __future__ import annotations
 
-import operator
+import inspect
 
-from neuronsim import ACTIVATIONS, ALU_OPS, DTYPE_SIZES as SIZES
+from neuronsim import ACTIVATIONS, ALU_OPS
 
 try:
     # NumPy then knows "bfloat16" and the float8 names, so host arrays take
@@ -17,8 +17,8 @@ except ImportError:
     pass
 
 from . import tracer
-from .indexing import Index
-from .tensor import NKI_NAMES, BlockArray, DType, Tensor, hbm_tensor, isa_dtype, new_tile
+from .indexing import MASKED_OUT, Index, static_masks
+from .tensor import NKI_NAMES, DType, Tensor, isa_dtype, new_tile
 from .tracer import fail
 from .classes import NKIObject  # noqa: F401  (nl.NKIObject)
 # loops, registers and launch-grid queries live in control.py
@@ -163,101 +163,7 @@ mgrid = _MGrid()
 
 # ---------------------------------------------------------------- creation
 
-def _space(buffer):
-    b = getattr(buffer, "name", buffer)
-    if b in (sbuf, "sbuf"):
-        return "sbuf"
-    if b in (psum, "psum"):
-        return "psum"
-    if b in (hbm, shared_hbm, private_hbm, "hbm"):
-        return "hbm"
-    fail(f"unknown buffer {buffer!r} (nl.sbuf, nl.psum, nl.shared_hbm)")
-
-
-def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
-    dt = isa_dtype(dtype)
-    space = _space(buffer)
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    pax = next((i for i, d in enumerate(shape) if isinstance(d, _ParDim)), 0)
-    t = tracer.current()
-    if space == "hbm":
-        # under an SPMD grid every instance's n-th HBM ndarray is the same tensor
-        key = t.hbm_calls
-        t.hbm_calls += 1
-        if key in t.shared:
-            out = t.shared[key]
-            if out.shape != shape or out.dtype != dt:
-                fail(f"SPMD instances create different HBM tensors ({list(out.shape)} vs {list(shape)})")
-            return out
-        out = hbm_tensor(t.unique(name or "out"), shape, dt)
-        out.hbm_key = key
-        out.private = getattr(buffer, "name", buffer) == private_hbm
-        t.tensors[out.name] = out
-        t.shared[key] = out
-        return out
-    what = name or f"{space} tile {list(map(int, shape))}"
-    address = kw.pop("address", None)
-    if address is not None:
-        # the kernel places the tile itself (SDK nl.ndarray address=(start
-        # partition, byte offset)): its bytes, shared with any other tile
-        # placed over them (nkilib's SbufManager, attention's PSUM banks)
-        try:
-            part0, byte = (0, operator.index(address)) if not isinstance(address, (tuple, list)) else \
-                (operator.index(address[0]), operator.index(address[1]))
-        except (TypeError, IndexError):
-            fail(f"{what}: address= is (start partition, byte offset), ints known while tracing; got {address!r}")
-        if pax > 0 and not _fits_whole(space, shape, dt, pax):
-            fail(f"{what}: address= on an array whose blocks do not fit {space.upper()} side by side")
-        return new_tile(space, shape, dt, what, pax, address=(part0, byte))
-    if pax > 0 and not _fits_whole(space, shape, dt, pax):
-        return BlockArray(space, tuple(int(d) for d in shape), dt, what, pax)
-    return new_tile(space, shape, dt, what, pax)
-
-
-def _fits_whole(space, shape, dt, pax):
-    """An array with block dimensions fits its memory laid out whole (the
-    blocks side by side in each partition; PSUM: a bank per block); else it
-    is allocated block by block (tensor.BlockArray)."""
-    t = tracer.current()
-    blocks, per_block = 1, SIZES[dt]
-    for d in shape[:pax]:
-        blocks *= int(d)
-    for d in shape[pax + 1:]:
-        per_block *= int(d)
-    if space == "psum":
-        return blocks * -(-per_block // t.psum.bank) <= t.geometry[1] // t.psum.bank
-    return blocks * per_block <= t.geometry[0]
-
-
-def zeros(shape, dtype, buffer=sbuf, name="", **kw):
-    return full(shape, 0.0, dtype, buffer, name)
-
-
-def ones(shape, dtype, buffer=sbuf, name="", **kw):
-    return full(shape, 1.0, dtype, buffer, name)
-
-
-def full(shape, fill_value, dtype, buffer=sbuf, name="", **kw):
-    t = ndarray(shape, dtype, buffer, name)
-    if t.space == "hbm":
-        fail("nl.full / nl.zeros on HBM: fill a tile and nl.store it")
-    if isinstance(t, BlockArray):
-        t.fill = fill_value               # each block filled when it is made
-        return t
-    _memset(t, fill_value)
-    return t
-
-
-def zeros_like(a, dtype=None, buffer=None, name="", **kw):
-    return zeros(a.shape, dtype or a.dtype, buffer or a.buffer, name)
-
-
-def empty_like(a, dtype=None, buffer=None, name="", **kw):
-    return ndarray(a.shape, dtype or a.dtype, buffer or a.buffer, name)
-
-
-def _memset(t, value):
-    tracer.current().emit("vector", f"memset dst={t.ap()} value={float(value)!r}", writes=[t.region()])
+from .creation import _fits_whole, _memset, _space, empty_like, full, ndarray, ones, zeros, zeros_like  # noqa: E402,F401
 
 
 # ------------------------------------------------------------------ memory
@@ -269,7 +175,9 @@ from .memory import STORE_ENGINE, _cut, _dma, load, load_transpose2d, masked_box
 
 # NKI / NumPy operator names that differ from the ISA's ALU names; every
 # other name is taken as is when the ISA's ALU table (neuronsim.ALU_OPS) has it
-_ALU_ALIASES = {"maximum": "max", "minimum": "min", "amax": "max", "amin": "min", "true_divide": "divide",
+# (np.sum: the add reduction, as kernels pass it for reduce_op=)
+# (np.sum names the add reduction kernels pass as reduce_op=)
+_ALU_ALIASES = {"maximum": "max", "minimum": "min", "amax": "max", "amin": "min", "sum": "add", "true_divide": "divide",
                 "power": "pow", "equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge",
                 "less": "is_lt", "less_equal": "is_le"}
 
@@ -629,6 +537,8 @@ def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kw):
 
 
 def _assign(dst, value):
+    if value is MASKED_OUT:
+        return
     if isinstance(value, _LoopReduce):
         x = value.x
         if isinstance(x, Tensor) and x.pending is not None:
@@ -654,8 +564,15 @@ def _assign(dst, value):
 
 
 def _iadd(acc, value):
+    if value is MASKED_OUT:
+        return acc
     if isinstance(value, Tensor) and value.pending is not None and acc.space == "psum":
-        _place_matmul(value, acc, accumulate=True)
+        # onto what the tile holds; a tile nothing has written yet starts an
+        # accumulation group instead (the first matmul overwrites, the next
+        # add), as the compiler starts one for `psum[...] += nc_matmul(...)`
+        # into a fresh PSUM tile (nki-samples allocated_fused_linear.py)
+        fresh = acc.alloc.id not in tracer.current().last_write
+        _place_matmul(value, acc, accumulate=None if fresh else True)
         return acc
     value = _operand(value)
     t = tracer.current()
@@ -761,6 +678,17 @@ def static_cast(input_data, dtype, **kw):
 def device_print(*a, **k):
     pass
 
+
+
+_te_module = __name__.rsplit(".", 1)[0] + ".tensor_engine"
+# compute calls take masks that are conditions on loop indices alone
+# (indexing.static_masks); loads and stores read their masks themselves
+for _name, _fn in list(globals().items()):
+    if inspect.isfunction(_fn) and not _name.startswith("_") and _fn.__module__ in (__name__, _te_module) and \
+            _name not in ("load", "store", "load_transpose2d") and \
+            ("mask" in inspect.signature(_fn).parameters or "kw" in inspect.signature(_fn).parameters):
+        globals()[_name] = static_masks(_fn)
+del _name, _fn
 
 
 def __getattr__(name):

@@ -3,6 +3,8 @@ nl.load_transpose2d) and the masks that cut a partial last tile; language.py
 re-exports them."""
 from __future__ import annotations
 
+import numpy as np
+
 from . import language as nl
 from . import tracer
 from .scalar import ENGINE as SCALAR_ENGINE, dyn_dma
@@ -52,6 +54,13 @@ def masked_box(view, mask, what):
     shape the kernel asked for.  An index past an axis end is an error
     unless the mask cuts it off."""
     full = [view.wanted.get(a, n) for a, n in enumerate(view.shape)]
+    if isinstance(mask, (bool, np.bool_)):
+        # a condition on loop indices, which are ints while tracing (the
+        # compiler sees `(2 * i + g) * 128 < n` as an expression): true keeps
+        # the whole access, false drops it
+        if not mask:
+            return [(0, 0) for _ in view.shape], full
+        mask = None
     if mask is None:
         if view.overrun:
             fail(view.overrun)

@@ -18,7 +18,9 @@ program order, so the result is
 deterministic.  Only VectorE and ScalarE instructions move relative to each
 other: TensorE's LoadStationary / MultiplyMoving pairs and accumulation
 groups, GpSimd, the PRNG state and DMA triggers keep their program order per
-engine."""
+engine, as does everything traced in a loop the kernel marks
+nki.compiler.no_reorder() (SDK: an OperationOrderGuard "to prevent
+operation reordering")."""
 from __future__ import annotations
 
 import heapq
@@ -70,7 +72,7 @@ def schedule(instrs, chip):
     for k, ins in enumerate(instrs):
         preds = {pos[i] for i in map(id, ins.deps) if i in pos}
         # program order kept where moving would change meaning
-        keep = ins.engine not in REORDERED or ins.text.split(" ", 1)[0] in KEEP_ORDER_OPS
+        keep = ins.engine not in REORDERED or ins.ordered or ins.text.split(" ", 1)[0] in KEEP_ORDER_OPS
         key = ins.engine if keep else None
         if key is not None and key in last_on:
             preds.add(last_on[key])

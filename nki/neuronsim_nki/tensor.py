@@ -512,9 +512,10 @@ class BlockArray:
     indexed by integers (loop indices are integers while tracing):
     a[i, j] is block (i, j), a[i, j, ...] a view of it."""
 
-    def __init__(self, space, shape, dtype, what, pax):
+    def __init__(self, space, shape, dtype, what, pax, place=None):
         self.space, self.shape, self.dtype, self.what, self.pax = space, tuple(shape), tensor_dtype(dtype), what, pax
         self.blocks = {}
+        self.place = place                 # nki.compiler direct allocation (compiler.Direct), else None
         self.fill = None                   # nl.full / nl.zeros: the value a new block starts with
 
     ndim = property(lambda self: len(self.shape))
@@ -525,8 +526,12 @@ class BlockArray:
     def block(self, index):
         b = self.blocks.get(index)
         if b is None:
-            b = self.blocks[index] = new_tile(self.space, self.shape[self.pax:], self.dtype,
-                                              f"{self.what} block {list(index)}")
+            what = f"{self.what} block {list(index)}"
+            address = None
+            if self.place is not None:
+                address = self.place.place(index, *tile_bytes(self.shape, self.dtype, self.pax), what)
+            b = self.blocks[index] = new_tile(self.space, self.shape[self.pax:], self.dtype, what,
+                                              address=address, direct=self.place is not None)
             if self.fill is not None:
                 from . import language as nl
                 nl._memset(b, self.fill)
@@ -557,11 +562,21 @@ class BlockArray:
         nl._assign(self[key], value)
 
 
-def new_tile(space, shape, dtype, what="tile", pax=0, address=None):
+def tile_bytes(shape, dtype, pax):
+    """(partitions, bytes per partition) of one block of an on-chip array
+    whose partition axis is `pax`."""
+    size = SIZES[dtype]
+    for d in shape[pax + 1:]:
+        size *= int(d)
+    return int(shape[pax]), size
+
+
+def new_tile(space, shape, dtype, what="tile", pax=0, address=None, direct=False):
     """A tile; pax > 0 puts block dimensions before the partition axis
     (nl.ndarray((B, nl.par_dim(128), F))): each partition holds the blocks
     one after another.  address: (start partition, byte offset) the kernel
-    chose (Trace.allocate_fixed), else the tracer places it."""
+    chose (Trace.allocate_fixed), else the tracer places it; direct: placed
+    by nki.compiler direct allocation (its lifetime checked)."""
     shape = tuple(int(d) for d in shape)
     if not shape:
         shape = (1,)
@@ -584,7 +599,7 @@ def new_tile(space, shape, dtype, what="tile", pax=0, address=None):
         strides[ax] = free
         free *= shape[ax]
     if address is not None:
-        alloc = t.allocate_fixed(space, address[0], nparts, address[1], free * SIZES[dtype], what)
+        alloc = t.allocate_fixed(space, address[0], nparts, address[1], free * SIZES[dtype], what, direct)
         return Tensor(space, dtype, shape, strides, 0, None, alloc, address[0], pax)
     alloc = t.allocate(space, nparts, free * SIZES[dtype], what, banks)
     return Tensor(space, dtype, shape, strides, 0, None, alloc, 0, pax)

@@ -16,7 +16,15 @@ def matmul(x, y, transpose_x=False, **kw):
     moving, K on the partitions; with transpose_x=False, x is [M, K] and is
     transposed on TensorE first."""
     x, y, M, N = matmul_operands(x, y, transpose_x)
-    out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
+    if tracer.current().places_psum:
+        # the kernel places PSUM tiles itself (nki.compiler direct
+        # allocation, address=) and may hold every bank: the result gets
+        # storage only if it is used as a value, not when it is assigned
+        # into a PSUM tile (x[...] = nisa.nc_matmul(...)), as the compiler
+        # writes such a result straight into x
+        out = Tensor("psum", "fp32", (M, N), (0, 1))
+    else:
+        out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
     out.pending = (x, y)
     return out
 
@@ -62,6 +70,10 @@ def _place_matmul(res, dst=None, accumulate=False):
     something else reads or writes those bytes."""
     x, y = res.pending
     res.pending = None
+    if dst is None and res.alloc is None:
+        # storage deferred (see matmul): the result is wanted as a value
+        tile = new_tile("psum", res.shape, "fp32", "nl.matmul result")
+        res.alloc, res.strides = tile.alloc, tile.strides
     emit_matmul(x, y, dst or res, accumulate)
 
 

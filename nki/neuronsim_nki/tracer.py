@@ -97,12 +97,13 @@ class Allocation:
 
 
 class Instr:
-    __slots__ = ("engine", "text", "reads", "writes", "line", "dma", "deps", "signal", "index", "pruned")
+    __slots__ = ("engine", "text", "reads", "writes", "line", "dma", "deps", "signal", "index", "pruned", "ordered")
 
     def __init__(self, engine, text, reads, writes, line, dma=None):
         self.engine, self.text, self.reads, self.writes, self.line, self.dma = \
             engine, text, reads, writes, line, dma
         self.deps, self.signal, self.index, self.pruned = set(), 0, -1, None
+        self.ordered = False       # traced under nki.compiler.no_reorder(): keeps program order (schedule.py)
 
 
 
@@ -153,6 +154,12 @@ class Trace(Placement):
         # first pass puts them past its unbounded room (FIXED_BASE), so they
         # overlap each other as they will and no other tile
         self.fixed = {}
+        self.direct = []                       # first pass: the direct allocations' (id, space, partitions, bytes, what)
+        self.force_auto = False                # nki.compiler.force_auto_alloc: direct allocations ignored
+        self.places_psum = False               # the kernel has declared PSUM tiles it places itself
+        self.loop_stack = []                   # device loops being traced (control._DeviceRange)
+        self.no_reorder = 0                    # of them, loops under nki.compiler.no_reorder()
+        self.direct_decls = {}                 # declaration in device loops -> its placement (language.ndarray)
         self.fixed_ranges = {"sbuf": [], "psum": []} if fixed_ranges is None else fixed_ranges
         if not self.recording:
             self.reserve_fixed({"sbuf": self.sbuf, "psum": self.psum})
@@ -263,12 +270,14 @@ class Trace(Placement):
             for off, size in ranges:
                 allocators[space].reserve(off, size)
 
-    def allocate_fixed(self, space, part0, nparts, offset, bytes_per_partition, what):
+    def allocate_fixed(self, space, part0, nparts, offset, bytes_per_partition, what, direct=False):
         """Storage the kernel placed itself: partitions [part0, part0 +
         nparts), bytes [offset, offset + size) of each (SDK nl.ndarray
         address=(partition, byte offset), as nkilib's SbufManager and its
         PSUM buffers use it).  Tiles placed at the same bytes share them;
-        no other tile is put there, and none of them is freed or spilled."""
+        no other tile is put there, and none of them is freed or spilled.
+        direct: placed by nki.compiler direct allocation, whose tiles over
+        the same bytes must not be alive at once (check_lifetimes)."""
         cap = self.geometry[0] if space == "sbuf" else self.geometry[1]
         if part0 < 0 or part0 + nparts > 128 or offset < 0 or offset + bytes_per_partition > cap:
             fail(f"{what}: address=({part0}, {offset}) places partitions [{part0}, {part0 + nparts}) bytes "
@@ -284,8 +293,37 @@ class Trace(Placement):
             if (offset, bytes_per_partition) not in ranges:
                 ranges.append((offset, bytes_per_partition))
             self.alloc_log.append((a.id, space, bytes_per_partition, 1, len(self.instrs), what, base + offset))
+            if direct:
+                self.direct.append((a.id, space, part0, part0 + nparts, offset, offset + bytes_per_partition, what))
         a.free = None
         return a
+
+    def check_lifetimes(self):
+        """First pass, kernel traced: two directly allocated tiles (see
+        compiler.py) over common bytes whose live ranges -- first to last
+        instruction using them -- overlap would overwrite each other; the
+        NKI compiler refuses such a kernel ("lifetime conflict"), and so
+        does this.  Ranges meeting at one instruction (a read of one tile
+        and a write of the other) are fine: an instruction reads before it
+        writes."""
+        spans = []
+        for aid, space, p0, p1, b0, b1, what in self.direct:
+            seq = self.use_seq.get(aid)
+            if seq:
+                spans.append((seq[0], seq[-1], space, p0, p1, b0, b1, what))
+        spans.sort(key=lambda s: (s[0], s[1]))
+        active = []
+        for s in spans:
+            active = [x for x in active if x[1] > s[0]]
+            for x in active:
+                if x[2] == s[2] and x[3] < s[4] and s[3] < x[4] and x[5] < s[6] and s[5] < x[6]:
+                    where = lambda k: self.instrs[k].line if k < len(self.instrs) else "<kernel>"  # noqa: E731
+                    raise NKIError(
+                        f"{where(s[0])}: lifetime conflict (direct allocation): {s[7]} takes {s[2].upper()} "
+                        f"partitions [{s[3]}, {s[4]}) bytes [{s[5]}, {s[6]}) while {x[7]} there is still "
+                        f"used (at {where(x[1])}); give the tensor more physical tiles "
+                        "(num_free_tiles / num_bank_tiles) or other addresses")
+            active.append(s)
 
     def _dropped(self, aid, alloc, off, size):
         """First pass: Python dropped allocation aid's last tile."""
@@ -597,6 +635,8 @@ class Trace(Placement):
         instruction that needed it is still being traced."""
         # the source line only goes into the program the second pass writes
         ins = Instr(engine, text, list(reads), list(writes), kernel_line(self), dma)
+        if self.no_reorder:
+            ins.ordered = True
         if not spill:
             if self.away:            # tiles are spilled: reload them as soon as room frees
                 self.release_dead()  # (this instruction's operands stay: still pinned)

@@ -68,13 +68,13 @@ class TorchConvention(_nki.Convention):
             # implementation): the traced outputs' shapes and dtypes, no run
             dev = ins[0][1].device
             res = [torch.empty(o.shape, dtype=_ISA_TO_TORCH[o.dtype], device=dev) for o in outs]
-            return tuple(res) if multi else res[0]
+            return _nki.shaped(res, multi)
         devices = {a.device.type for _, a in ins}
         if devices == {"cpu"}:
             # CPU tensors (bf16 included, which NumPy has not): simulated like
             # NumPy arrays, results back as CPU tensors of the output dtypes
-            values, _ = kernel.run_traced(program, ins, outs, multi)
-            values = values if multi else (values,)
+            values, _ = kernel.run_traced(program, ins, outs, multi is not False)
+            values = values if multi is not False else (values,)
             res = [torch.from_numpy(v).to(_ISA_TO_TORCH[o.dtype]) for v, o in zip(values, outs)]
             # an argument the kernel returns was written in place: so is the
             # caller's tensor, which is the result
@@ -83,7 +83,7 @@ class TorchConvention(_nki.Convention):
                 if o.name in args:
                     args[o.name].copy_(v)
                     res[k_] = args[o.name]
-            return tuple(res) if multi else res[0]
+            return _nki.shaped(res, multi)
         if devices != {"neuron"} and ins:
             raise _nki.NKIError(f"{kernel.func.__name__}: arguments on {sorted(devices)}; NKI kernels run on "
                                 "`neuron` tensors, CPU tensors or NumPy arrays, one kind per call")
@@ -101,7 +101,7 @@ class TorchConvention(_nki.Convention):
             if c is not a and any(o.name == t.name for o in outs):
                 a.copy_(c)
         res = [results[o.name] if o.name in results else args[o.name] for o in outs]
-        return tuple(res) if multi else res[0]
+        return _nki.shaped(res, multi)
 
 
 _nki.register_convention(TorchConvention())
