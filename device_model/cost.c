@@ -365,9 +365,10 @@ dm_dma_shape dm_dma_shape_of(const dm_chip *chip, const isa_dma_desc *d)
 	/* reshaping transfer: rows of the destination, bytes conserved */
 	if (!isa_dma_mode_indexed(d->mode) && d->src.nparts != d->dst.nparts)
 		sh.src_row = sh.dst_row * isa_dtype_size(d->src.dtype) / isa_dtype_size(d->dst.dtype);
-	/* scatter_add reads each destination row back before writing it: the
-	 * engine moves those bytes too, and they are HBM reads */
-	sh.rmw_row = d->mode == ISA_DMA_SCATTER_ADD ? sh.dst_row : 0;
+	/* the adds (scatter_add, add, gather_add) read each destination row
+	 * back before writing it: the engine moves those bytes too (HBM reads
+	 * when the destination is in HBM) */
+	sh.rmw_row = isa_dma_mode_rmw(d->mode) ? sh.dst_row : 0;
 	sh.row_bytes = (sh.src_row > sh.dst_row ? sh.src_row : sh.dst_row) + sh.rmw_row;
 	sh.descs_per_row = dma_descs_per_row(chip, d);
 	sh.rate_pct = 100;

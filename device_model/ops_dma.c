@@ -238,6 +238,13 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 		dm_psum_mark(c, &dv);
 		return DM_OK;
 	}
+	if (desc->mode == ISA_DMA_ADD) {
+		/* dst += src row by row (shapes validated equal) */
+		for (uint32_t p = 0; p < dv.nparts; p++)
+			add_row(&dv, p, &sv, p);
+		dm_psum_mark(c, &dv);
+		return DM_OK;
+	}
 	if (desc->mode == ISA_DMA_DIRECT) {
 		if (dv.nfree == sv.nfree && dv.nparts == sv.nparts) {
 			/* row by row; a large transfer's rows on the host threads
@@ -258,7 +265,7 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 	int64_t idx[ISA_NUM_PARTITIONS];
 	if ((k = read_index(c, b, desc, idx, engine, index, f)))
 		return k;
-	bool gather = desc->mode == ISA_DMA_GATHER;
+	bool gather = isa_dma_mode_gathers(desc->mode);
 	const dm_view *table = gather ? &sv : &dv;
 	uint32_t rows = desc->index.nparts;
 	for (uint32_t p = 0; p < rows; p++) {
@@ -270,7 +277,9 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 					    b->prog->tensors[gather ? desc->src.tensor : desc->dst.tensor].name);
 	}
 	for (uint32_t p = 0; p < rows; p++) {
-		if (gather)
+		if (desc->mode == ISA_DMA_GATHER_ADD)
+			add_row(&dv, p, &sv, (uint32_t)idx[p]);
+		else if (gather)
 			copy_row(&dv, p, &sv, (uint32_t)idx[p]);
 		else if (desc->mode == ISA_DMA_SCATTER_ADD)
 			add_row(&dv, (uint32_t)idx[p], &sv, p);

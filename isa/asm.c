@@ -6,7 +6,7 @@
  *   .semaphores 4
  *   .scratch 0
  *   .tensor NAME input|output|internal|const DTYPE [d0,d1,...] [offset=N] [data=HEX]
- *   .dma NAME direct|gather|scatter dst=AP src=AP [index=AP]
+ *   .dma NAME MODE dst=AP src=AP [index=AP]   (MODE: direct gather scatter scatter_add transpose add gather_add)
  *   .engine tensor|vector|scalar|gpsimd|sync
  *   MNEMONIC key=value ... flag ...
  *

@@ -299,7 +299,8 @@ static const char *const tensor_kind_names[ISA_NUM_TENSOR_KINDS] = {
 	"input", "output", "internal", "const"
 };
 static const char *const dma_mode_names[ISA_NUM_DMA_MODES] = { "direct", "gather", "scatter",
-									   "scatter_add", "transpose" };
+									   "scatter_add", "transpose", "add",
+									   "gather_add" };
 
 const char *isa_tensor_kind_name(int k)
 {
@@ -316,7 +317,18 @@ int isa_tensor_kind_from_name(const char *s)
 
 bool isa_dma_mode_indexed(int m)
 {
-	return m == ISA_DMA_GATHER || m == ISA_DMA_SCATTER || m == ISA_DMA_SCATTER_ADD;
+	return m == ISA_DMA_GATHER || m == ISA_DMA_SCATTER || m == ISA_DMA_SCATTER_ADD ||
+	       m == ISA_DMA_GATHER_ADD;
+}
+
+bool isa_dma_mode_gathers(int m)
+{
+	return m == ISA_DMA_GATHER || m == ISA_DMA_GATHER_ADD;
+}
+
+bool isa_dma_mode_rmw(int m)
+{
+	return m == ISA_DMA_SCATTER_ADD || m == ISA_DMA_ADD || m == ISA_DMA_GATHER_ADD;
 }
 
 const char *isa_dma_mode_name(int m)

@@ -287,10 +287,20 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 			      d->name, d->mode == ISA_DMA_TRANSPOSE ? "transposing" : "gather / scatter",
 			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
 
+	/* the engines' adds (read-modify-write) take one numeric type */
+	if (isa_dma_mode_rmw(d->mode) && (d->dst.dtype != d->src.dtype || d->dst.dtype == ISA_DT_bool))
+		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
+			      "descriptor '%s': %s adds %s to %s (same numeric type only)", d->name,
+			      isa_dma_mode_name(d->mode), isa_dtype_name(d->src.dtype),
+			      isa_dtype_name(d->dst.dtype));
 	uint64_t nd = isa_ap_free_elems(&d->dst), ns = isa_ap_free_elems(&d->src);
 	if (d->mode == ISA_DMA_TRANSPOSE)
 		return check_dma_transpose(v, d, nd, ns);
-	if (d->mode == ISA_DMA_DIRECT) {
+	if (d->mode == ISA_DMA_ADD && (d->dst.nparts != d->src.nparts || nd != ns))
+		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.src",
+			      "descriptor '%s': add takes rows of one shape (%u x %llu into %u x %llu)", d->name,
+			      d->src.nparts, (unsigned long long)ns, d->dst.nparts, (unsigned long long)nd);
+	if (d->mode == ISA_DMA_DIRECT || d->mode == ISA_DMA_ADD) {
 		uint64_t td, ts;
 		if (d->index.space || d->index.ndims)
 			return v_fail(v, ISA_E_BAD_VALUE, "dma.index",
@@ -316,21 +326,17 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 	if (isa_ap_free_elems(&d->index) != 1)
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, "dma.index",
 			      "descriptor '%s': one index per partition", d->name);
-	const isa_ap *table = d->mode == ISA_DMA_GATHER ? &d->src : &d->dst;
-	const isa_ap *other = d->mode == ISA_DMA_GATHER ? &d->dst : &d->src;
-	const char *tf = d->mode == ISA_DMA_GATHER ? "dma.src" : "dma.dst";
-	const char *of = d->mode == ISA_DMA_GATHER ? "dma.dst" : "dma.src";
+	bool gathers = isa_dma_mode_gathers(d->mode);
+	const isa_ap *table = gathers ? &d->src : &d->dst;
+	const isa_ap *other = gathers ? &d->dst : &d->src;
+	const char *tf = gathers ? "dma.src" : "dma.dst";
+	const char *of = gathers ? "dma.dst" : "dma.src";
 	if (table->space != ISA_SPACE_HBM)
 		return v_fail(v, ISA_E_BAD_SPACE, tf, "descriptor '%s': the indexed side is in hbm",
 			      d->name);
 	if (other->nparts != d->index.nparts)
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, of, "descriptor '%s': %u rows, index has %u",
 			      d->name, other->nparts, d->index.nparts);
-	if (d->mode == ISA_DMA_SCATTER_ADD &&
-	    (d->dst.dtype != d->src.dtype || d->dst.dtype == ISA_DT_bool))
-		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
-			      "descriptor '%s': scatter_add adds %s to %s (same numeric type only)", d->name,
-			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
 	if (isa_ap_free_elems(table) != isa_ap_free_elems(other))
 		return v_fail(v, ISA_E_SHAPE_MISMATCH, of,
 			      "descriptor '%s': %llu elements per row, indexed rows have %llu", d->name,

@@ -273,12 +273,12 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	 * its data has moved; each access's latency delays the completion */
 	uint64_t ext_lat = 0;
 	bool ext_src = nsim_ext_side(s->r, &d->src), ext_dst = nsim_ext_side(s->r, &d->dst);
-	bool gather = d->mode == ISA_DMA_GATHER, scatter = d->mode == ISA_DMA_SCATTER || d->mode == ISA_DMA_SCATTER_ADD;
+	bool gather = isa_dma_mode_gathers(d->mode), scatter = d->mode == ISA_DMA_SCATTER || d->mode == ISA_DMA_SCATTER_ADD;
 	dm_fault_kind xk = DM_OK;
 	int64_t pc = s->e[engine].pc;
 	if (ext_src)
 		xk = nsim_ext_access(s->r, engine, pc, d, &d->src, gather, false, t, &ext_lat);
-	if (!xk && ext_dst && d->mode == ISA_DMA_SCATTER_ADD)   /* read-modify-write */
+	if (!xk && ext_dst && isa_dma_mode_rmw(d->mode))   /* read-modify-write */
 		xk = nsim_ext_access(s->r, engine, pc, d, &d->dst, true, false, t, &ext_lat);
 	if (xk)
 		return xk;
@@ -291,7 +291,8 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	dm_dma_shape sh = dm_dma_shape_of(s->chip, d);
 	uint64_t rows = sh.rows, src_row = sh.src_row, dst_row = sh.dst_row, rmw_row = sh.rmw_row;
 	uint64_t row_bytes = sh.row_bytes;
-	bool rmw = d->mode == ISA_DMA_SCATTER_ADD;
+	/* a read-modify-write reads its destination back: from HBM when it is there */
+	bool rmw = isa_dma_mode_rmw(d->mode) && d->dst.space == ISA_SPACE_HBM;
 	bool hbm_read = d->src.space == ISA_SPACE_HBM || rmw, hbm_write = d->dst.space == ISA_SPACE_HBM;
 	uint64_t read_addr = d->src.space == ISA_SPACE_HBM
 				     ? s->r->bind.tensor_addr[d->src.tensor] + d->src.offset
@@ -333,7 +334,7 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	if (s->r->obs && s->r->obs->dma && used) {
 		trc_dma_event ev = { s->r->core_id, (int)q, (int)used, in->u[0], d->name, first, end,
 				     rows * row_bytes,
-				     hbm_read ? rows * ((d->src.space == ISA_SPACE_HBM ? src_row : 0) + rmw_row) : 0,
+				     hbm_read ? rows * ((d->src.space == ISA_SPACE_HBM ? src_row : 0) + (rmw ? rmw_row : 0)) : 0,
 				     hbm_write ? rows * dst_row : 0 };
 		s->r->obs->dma(s->r->obs->ctx, &ev);
 	}
@@ -345,7 +346,10 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 		count_onchip(st, &d->index, rows * isa_dtype_size(d->index.dtype), false);
 	if (d->src.space == ISA_SPACE_HBM)
 		st->hbm_read_bytes += rows * src_row;
-	st->hbm_read_bytes += rows * rmw_row;
+	if (rmw)
+		st->hbm_read_bytes += rows * rmw_row;
+	else if (rmw_row)              /* an on-chip destination read back */
+		count_onchip(st, &d->dst, rows * rmw_row, false);
 	if (hbm_write)
 		st->hbm_write_bytes += rows * dst_row;
 	if (in->u[2] != ISA_SEM_NONE)

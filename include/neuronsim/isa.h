@@ -275,6 +275,11 @@ typedef enum isa_dma_mode {
 	                                 partitions, the outer free elements j kept (J = 1:
 	                                 dst[i][j] = src[j][i]) (NKI dma_transpose; 2-byte
 	                                 dtypes, dst in SBUF, NeuronCore-v3 and later) */
+	ISA_DMA_ADD,                  /* dst += src element by element, shapes as a direct copy's
+	                                 without reshaping (the DMA engines' compute, read-modify-
+	                                 write: NKI dma_compute / dma_copy dst_rmw_op=add) */
+	ISA_DMA_GATHER_ADD,           /* dst row p += src row index[p] (dma_compute's gather
+	                                 read-modify-write) */
 	ISA_NUM_DMA_MODES
 } isa_dma_mode;
 
@@ -376,6 +381,9 @@ const char *isa_status_summary(int status);       /* "truncated input", ... */
 const char *isa_tensor_kind_name(int kind);       /* "input", ... or NULL */
 const char *isa_dma_mode_name(int mode);          /* "direct", ... or NULL */
 bool        isa_dma_mode_indexed(int mode);       /* gather/scatter: it takes an index operand */
+bool        isa_dma_mode_gathers(int mode);       /* indexed through its source (gather, gather_add) */
+bool        isa_dma_mode_rmw(int mode);           /* adds into dst, reading it back (scatter_add, add,
+                                                     gather_add) */
 
 /* Table sizes, for callers in other languages that read the tables at run
  * time instead of copying them (the Python bindings). */

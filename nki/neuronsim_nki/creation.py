@@ -52,8 +52,6 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
         t.shared[key] = out
         return out
     what = name or f"{space} tile {list(map(int, shape))}"
-    if space == "psum" and (isinstance(buffer, Direct) and not t.force_auto or "address" in kw):
-        t.places_psum = True
     if isinstance(buffer, Direct) and not t.force_auto:
         # nki.compiler direct allocation: every logical block where the
         # kernel's function puts it (compiler.py), one placement per

@@ -543,16 +543,21 @@ def tensor_tensor_scan(data0=None, data1=None, initial=0.0, op0=None, op1=None, 
 _CMP = {"<": "is_lt", "<=": "is_le", ">": "is_gt", ">=": "is_ge"}
 
 
-def _affine_fields(coef, offset, sizes, what):
-    """base/pmul/mul fields from an affine form over grid axes 0 (partition), 1, 2, ..."""
+def _affine_fields(coef, offset, sizes, what, broadcast=False):
+    """base/pmul/mul fields from an affine form over grid axes 0 (partition),
+    1, 2, ...; broadcast: a grid axis the expression leaves out has size 1
+    (nisa.iota(nl.arange(512)[None, :]) is a [1, 512] tile, SDK
+    test_nki_isa_iota.py)."""
     axes = sorted(sizes)
+    if broadcast and axes:
+        axes = list(range(axes[-1] + 1))
     if not axes or axes[0] != 0:
         fail(f"{what}: the expression needs the partition index (grid axis 0)")
     free = axes[1:]
     if len(free) > 4 or free != list(range(1, len(free) + 1)):
         fail(f"{what}: use consecutive grid axes 1.. for the free dimensions (at most 4)")
     mul = ",".join(str(coef.get(a, 0)) for a in free) or "0"
-    return f"base={offset} pmul={coef.get(0, 0)} mul={mul}", [sizes[a] for a in axes]
+    return f"base={offset} pmul={coef.get(0, 0)} mul={mul}", [sizes.get(a, 1) for a in axes]
 
 
 def _pattern_view(t, pattern, what):
@@ -613,7 +618,7 @@ def iota(*args, expr=None, dtype=None, dst=None, mask=None, pattern=None, offset
             dtype = args[1]
     from .indexing import affine_form
     coef, offset, sizes = affine_form(expr)
-    fields, shape = _affine_fields(coef, offset, sizes, "nisa.iota")
+    fields, shape = _affine_fields(coef, offset, sizes, "nisa.iota", broadcast=True)
     out = new_tile("sbuf", shape, isa_dtype(dtype) if dtype is not None else "int32", "nisa.iota result")
     tracer.current().emit("gpsimd", f"iota dst={out.ap()} {fields}", writes=[out.region()])
     return _ret(dst, out)
@@ -734,7 +739,7 @@ from .isa_stats import (bn_aggr, bn_stats, max8, nc_find_index8, nc_match_replac
                         nonzero_with_count)
 
 # the DMA engines: copies and transposes (isa_dma.py)
-from .isa_dma import dma_copy, dma_transpose  # noqa: E402,F401
+from .isa_dma import dma_compute, dma_copy, dma_transpose  # noqa: E402,F401
 
 # data moved across partitions inside an engine (isa_partition.py)
 from .isa_partition import local_gather, nc_stream_shuffle  # noqa: E402,F401

@@ -28,11 +28,30 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
     if not isinstance(dst, Tensor) or not isinstance(src, Tensor):
         fail("nisa.dma_copy takes dst= and src= tensors")
     if dst_rmw_op is not None:
-        fail("nisa.dma_copy: dst_rmw_op= (a read-modify-write DMA) is not supported by the simulator yet")
+        # dst op= src in the DMA engines (the SDK's dma_compute, read-modify-write)
+        if nl.op_name(dst_rmw_op) != "add":
+            fail(f"nisa.dma_copy: dst_rmw_op is nl.add (the DMA engines' only operation), got {dst_rmw_op!r}")
+        if mask is not None:
+            fail("nisa.dma_copy: dst_rmw_op with a mask is not supported by the simulator yet")
+        return dma_compute(dst=dst, srcs=[dst, src], reduce_op=dst_rmw_op, oob_mode=oob_mode)
     # oob_mode.skip: a transfer its run-time offset (scalar_offset read on
     # the device) moves out of the tensor is dropped, not an error; a
     # static access is checked while tracing either way
     skip = getattr(oob_mode, "name", oob_mode) == "skip"
+    indirect = [v for v in (src, dst) if getattr(v, "gather", None) is not None]
+    if indirect:
+        # vector indirection (a tile of row numbers): the ISA's gather /
+        # scatter DMA, triggered from Sync (loads) / Scalar (stores) as below
+        if len(indirect) > 1 or skip:
+            fail("nisa.dma_copy: one side indexed by a tile, and indirect rows past the tensor are an error "
+                 "(oob_mode.skip with vector_offset is not supported by the simulator yet)")
+        scatter = indirect[0] is dst
+        e = getattr(engine, "name", engine)
+        e = e if e in ("sync", "scalar", "gpsimd") else "scalar" if scatter and "dge" in tracer.current().features \
+            else "sync"
+        nl._indirect(dst if scatter else src, src if scatter else dst, mask, "nisa.dma_copy",
+                     "scatter" if scatter else "gather", e)
+        return dst
     if mask is not None or dst.overrun or src.overrun:
         # the positions the mask keeps, on any axis, of views of one shape
         full = [[v.wanted.get(a, n) for a, n in enumerate(v.shape)] for v in (src, dst)]
@@ -68,6 +87,74 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail(f"nisa.dma_copy dge_mode=swdge: GpSimd makes the descriptors, not engine={e}")
     nl._dma(dst, src, engine=e, oob_skip=skip)
     return whole
+
+
+def _same_view(a, b):
+    """a and b are one view of the same bytes (dma_compute's `dst` among
+    its sources)."""
+    return a is b or (a.space == b.space and a.shape == b.shape and a.region() == b.region() and
+                      a.ap() == b.ap() and getattr(a, "gather", None) is getattr(b, "gather", None))
+
+
+def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, name=None,
+                **kw):
+    """dst = srcs[0] + srcs[1] + ... in the DMA engines (SDK
+    nki.isa.dma_compute: fp32 inside, nl.add and scales of 1.0 only), as the
+    ISA's read-modify-write DMAs: add (dst += src), gather_add (SBUF dst +=
+    HBM rows picked by a vector_offset index: the SDK's gather RMW) and
+    scatter_add (HBM rows picked by the index += SBUF data: scatter RMW).
+    A dst that is not among the sources is first a copy of the first one.
+    The engines add one source at a time, rounding to dst's dtype in
+    between: with a 16-bit or narrower dst, at most one rounding is allowed
+    (the SDK's single fp32 pass would round once)."""
+    what = "nisa.dma_compute"
+    if kw:
+        fail(f"{what}: unexpected argument(s) {', '.join(sorted(kw))}")
+    if not isinstance(dst, Tensor) or not isinstance(srcs, (list, tuple)) or not 1 <= len(srcs) <= 16 or \
+            not all(isinstance(x, Tensor) for x in srcs):
+        fail(f"{what}(dst, srcs=[1 to 16 tensors], reduce_op=nl.add)")
+    if reduce_op is None or nl.op_name(reduce_op) != "add":
+        fail(f"{what}: reduce_op is nl.add (the only one the DMA engines have), got {reduce_op!r}")
+    if scales is not None and any(float(x) != 1.0 for x in scales):
+        fail(f"{what}: scales other than 1.0 are not supported (the SDK: all must be 1.0)")
+    if getattr(oob_mode, "name", oob_mode) == "skip":
+        fail(f"{what}: oob_mode.skip is not supported by the simulator yet")
+    if "psum" in (dst.space, *(x.space for x in srcs)):
+        fail(f"{what}: DMA to or from PSUM is not allowed: copy the tile to SBUF first")
+    indexed = [x for x in (dst, *srcs) if getattr(x, "gather", None) is not None]
+    if indexed:
+        if not unique_indices:
+            fail(f"{what}: unique_indices=False (repeated rows) is not supported (the SDK: not yet either)")
+        if len(srcs) != 2 or not any(_same_view(dst, x) for x in srcs):
+            fail(f"{what} with vector_offset: two sources, one of them dst itself (read-modify-write)")
+        other = srcs[1] if _same_view(dst, srcs[0]) else srcs[0]
+        if getattr(dst, "gather", None) is not None:          # scatter RMW: HBM[idx] += SBUF
+            if other.space != "sbuf":
+                fail(f"{what}: a scatter read-modify-write adds SBUF data into the indexed HBM rows")
+            nl._indirect(dst, other, None, what, "scatter_add", "gpsimd")
+        else:                                                 # gather RMW: SBUF += HBM[idx]
+            if dst.space != "sbuf" or getattr(other, "gather", None) is None:
+                fail(f"{what}: a gather read-modify-write adds indexed HBM rows into an SBUF dst")
+            nl._indirect(other, dst, None, what, "gather_add", "gpsimd")
+        return dst
+    rest = list(srcs)
+    inplace = next((k for k, x in enumerate(rest) if _same_view(dst, x)), None)
+    roundings = len(rest) - 1
+    if inplace is not None:
+        rest.pop(inplace)
+    else:
+        roundings += rest[0].dtype != dst.dtype
+    if roundings > 1 and dst.dtype != "fp32":
+        fail(f"{what}: {len(srcs)} sources into a {dst.dtype} dst would round to {dst.dtype} after each add "
+             "(the DMA engines add in fp32 and round once): not supported by the simulator yet")
+    if inplace is None:
+        nl._dma(dst, rest.pop(0), engine="sync")
+    for x in rest:
+        if x.dtype != dst.dtype:
+            fail(f"{what}: a {x.dtype} source added into a {dst.dtype} dst (the simulator's DMA add takes one "
+                 "dtype)")
+        nl._dma(dst, x, engine="sync", mode="add")
+    return dst
 
 
 @_dst_first(lambda a: _tiles(a, 2))

@@ -95,3 +95,34 @@ def range_select(*args, on_true_tile=None, comp_op0=None, comp_op1=None, bound0=
     if dst is None:
         out.made_by = ins
     return out
+
+
+def where(condition, x, y, dtype=None):
+    """nl.where: the result has the broadcast shape of the tiles among
+    condition, x and y and dtype (else x's or y's); y fills it, then x is
+    copied over it where the condition is nonzero -- a uint8 0 / 1
+    predicate made from it, exact for any dtype (nisa.tensor_copy_predicated)."""
+    c = nl._operand(condition)
+    if not isinstance(c, Tensor):
+        tracer.fail("nl.where: condition is a tile")
+    tiles = [nl._operand(v) for v in (x, y) if isinstance(v, Tensor)]
+    if any(t.space == "hbm" for t in tiles):
+        tracer.fail("nl.where: x and y are on-chip tiles or numbers")
+    try:
+        shape = tuple(int(n) for n in np.broadcast_shapes(c.shape, *(t.shape for t in tiles)))
+    except ValueError:
+        tracer.fail(f"nl.where: shapes {[list(t.shape) for t in [c] + tiles]} do not broadcast")
+    dt = isa_dtype(dtype) if dtype is not None else next((t.dtype for t in tiles), "fp32")
+    out = new_tile("sbuf", shape, dt, "nl.where result")
+    if isinstance(y, Tensor):
+        nl._assign(out, nl.copy(nl._expand(y, shape), dtype=dt))
+    else:
+        nl._memset(out, y)
+    pred = nl._tensor_scalar(nl._expand(c, shape), 0.0, "not_equal", "uint8")
+    src = x
+    if isinstance(x, Tensor):
+        src = nl._expand(x, shape)
+        if src.dtype != dt or src.shape != out.shape or src.strides != out.strides:
+            src = nl.copy(src, dtype=dt)
+    tensor_copy_predicated(dst=out, src=src, predicate=pred)
+    return out

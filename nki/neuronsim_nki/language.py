@@ -168,7 +168,7 @@ from .creation import _fits_whole, _memset, _space, empty_like, full, ndarray, o
 
 # ------------------------------------------------------------------ memory
 
-from .memory import STORE_ENGINE, _cut, _dma, load, load_transpose2d, masked_box, store  # noqa: E402,F401
+from .memory import STORE_ENGINE, _cut, _dma, _indirect, load, load_transpose2d, masked_box, store  # noqa: E402,F401
 
 
 # -------------------------------------------------------------- elementwise
@@ -240,6 +240,14 @@ def _binary(x, y, op, dtype=None, engine="vector", in_order=False):
                 else:
                     x = _operand(broadcast_to(x, y.shape))
                 return _binary(x, y, op, dtype, engine)
+            # both ways ([1, 1, 3, 3] against [P, W, 1, 1]): the one-partition
+            # operand across partitions, then the free axes
+            if len(x.shape) == len(y.shape) and x.shape[0] != y.shape[0] and 1 in (x.shape[0], y.shape[0]):
+                if y.shape[0] == 1:
+                    y = _partition_broadcast(y, x.shape[0])
+                else:
+                    x = _partition_broadcast(x, y.shape[0])
+                return _binary(x, y, op, dtype, engine)
             fail(f"operand shapes {list(x.shape)} and {list(y.shape)} differ")
         dt = _result_dtype(x, y, dtype=dtype)
         key = (engine, "tensor_tensor", alu, dt, x.shape, x.ap(), y.ap(), (x.alloc.id, y.alloc.id))
@@ -270,12 +278,35 @@ def _free_broadcast(x, y):
             return None
         shape.append(a if b == 1 else b)
     shape = (x.shape[0], *shape)
+    return _widen(x, shape), _widen(y, shape)
 
-    def widen(t):
-        strides = [t.strides[0]] + [0 if n == 1 and m != 1 else st
-                                    for st, n, m in zip(t.strides[1:], t.shape[1:], shape[1:])]
-        return Tensor(t.space, t.dtype, shape, strides, t.offset, t.name, t.alloc, t.part0)
-    return widen(x), widen(y)
+
+def _widen(t, shape):
+    """Tile t read as `shape`: its size-1 free axes with stride 0 (NumPy's
+    broadcasting, as access patterns do it; the partitions equal)."""
+    strides = [t.strides[0]] + [0 if n == 1 and m != 1 else st
+                                for st, n, m in zip(t.strides[1:], t.shape[1:], shape[1:])]
+    return Tensor(t.space, t.dtype, shape, strides, t.offset, t.name, t.alloc, t.part0)
+
+
+def _partition_broadcast(t, P):
+    """A 1-partition tile [1, *F] across P partitions, [P, *F]: broadcast_to
+    on its elements as a row, then its free shape back."""
+    F = t.elements_per_partition()
+    row = t if len(t.shape) == 2 else t.reshape((1, F))
+    out = _operand(broadcast_to(row, (P, F)))
+    return out if len(t.shape) == 2 else out.reshape((P, *t.shape[1:]))
+
+
+def _expand(t, shape):
+    """Tile t broadcast to `shape` (same rank): across partitions from one,
+    along free axes of size 1."""
+    t = _operand(t)
+    if len(t.shape) != len(shape) or any(n != m and n != 1 for n, m in zip(t.shape, shape)):
+        fail(f"a {list(t.shape)} operand does not broadcast to {list(shape)}")
+    if t.shape[0] != shape[0]:
+        t = _partition_broadcast(t, shape[0])
+    return t if tuple(t.shape) == tuple(shape) else _widen(t, tuple(shape))
 
 
 def _scalar_column(s):
@@ -689,6 +720,14 @@ for _name, _fn in list(globals().items()):
             ("mask" in inspect.signature(_fn).parameters or "kw" in inspect.signature(_fn).parameters):
         globals()[_name] = static_masks(_fn)
 del _name, _fn
+
+
+def where(condition, x, y, dtype=None, **kw):
+    """x where condition is nonzero, else y (tiles broadcast as NumPy
+    does, or numbers): y written first, then x copied over it under the
+    condition (VectorE copy_predicated; isa_predicated.where)."""
+    from .isa_predicated import where as _where
+    return _where(condition, x, y, dtype)
 
 
 def __getattr__(name):

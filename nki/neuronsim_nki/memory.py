@@ -39,7 +39,9 @@ def _dma(dst, src, engine="sync", mode="direct", oob_skip=False):
         text, reads, writes = dyn
         t.emit(SCALAR_ENGINE, f"dma_copy desc=d{idx} {text}", reads=reads, writes=writes, dma=idx)
         return
-    ins = t.emit(engine, f"dma_copy desc=d{idx}", reads=[src_region], writes=[dst_region], dma=idx)
+    # an add reads its destination back (read-modify-write)
+    reads = [src_region, dst_region] if mode == "add" else [src_region]
+    ins = t.emit(engine, f"dma_copy desc=d{idx}", reads=reads, writes=[dst_region], dma=idx)
     if mode == "direct" and dst.space == "sbuf" and src.space == "hbm" and dst.dtype == src.dtype and \
             not t.recording:
         t.note_load(dst.alloc, dst_ap, dst_region, src_ap, src_region, ins.index)
@@ -98,6 +100,9 @@ def load(src, dtype=None, mask=None, **kw):
         src = col
     elif not src.shape:           # a single element: a [1, 1] tile
         src = Tensor("hbm", src.dtype, (1, 1), (1, 1), src.offset, src.name)
+    if getattr(src, "gather", None) is not None:
+        tile = _indirect(src, None, mask, "nl.load")
+        return tile if dtype is None or isa_dtype(dtype) == src.dtype else nl.copy(tile, dtype=dtype)
     box, full = masked_box(src, mask, "nl.load")
     tile = new_tile("sbuf", full, src.dtype, f"nl.load {list(src.shape)}")
     if _empty(box):
@@ -113,6 +118,49 @@ def load(src, dtype=None, mask=None, **kw):
     if dtype is not None and isa_dtype(dtype) != src.dtype:
         return nl.copy(tile, dtype=dtype)
     return tile
+
+
+def _indirect(table, other, mask, what, mode="gather", engine="sync"):
+    """An indirect DMA over an HBM view indexed by a tile (Tensor._gathered,
+    .ap(vector_offset=)), one of the ISA's: gather (dst row p = table row
+    index[p]) into `other`, a tile -- a new one when None --, gather_add
+    (+= instead), scatter (`other`'s row p to table row index[p]) or
+    scatter_add.  A mask cuts the rows (and free positions) moved."""
+    scatter = mode.startswith("scatter")
+    idx = nl._operand(table.gather)
+    P = idx.shape[0]
+    shape = (P, *table.shape[1:])
+    if other is None:
+        other = new_tile("sbuf", shape, table.dtype, f"{what} gather {list(shape)}")
+    if other.shape[0] != P or other.elements_per_partition() != table.elements_per_partition():
+        fail(f"{what}: {'a scatter from' if scatter else 'a gather into'} {list(other.shape)} of rows "
+             f"{list(shape)} (one per index)")
+    if other.space == "psum":
+        fail(f"{what}: DMA to or from PSUM is not allowed: copy the tile to SBUF first")
+    box = [(0, n) for n in shape]
+    if mask is not None:
+        box = mask.box(list(shape)) if isinstance(mask, Mask) else \
+            (box if mask else [(0, 0)] * len(shape))
+    if _empty(box):
+        return other
+    rows, free = box[0], box[1:]
+    whole_free = all(lo == 0 and hi == n for (lo, hi), n in zip(free, shape[1:]))
+    part = other[rows[0]:rows[1]] if whole_free else _cut(other if tuple(other.shape) == shape else
+                                                           other.reshape(shape), box)
+    tab = table if whole_free else table[(slice(None),) + tuple(slice(lo, hi) for lo, hi in free)]
+    index = idx[rows[0]:rows[1]]
+    t = tracer.current()
+    n = len(t.dmas)
+    # the adds read their destination back
+    if scatter:
+        t.dmas.append((f"{tab.ap()} index={index.ap()}", part.ap(), mode))
+        reads = [part.region(), index.region()] + ([tab.region()] if mode == "scatter_add" else [])
+        t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[tab.region()], dma=n)
+    else:
+        t.dmas.append((part.ap(), f"{tab.ap()} index={index.ap()}", mode))
+        reads = [tab.region(), index.region()] + ([part.region()] if mode == "gather_add" else [])
+        t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[part.region()], dma=n)
+    return other
 
 
 def load_transpose2d(src, dtype=None, mask=None, **kw):
@@ -136,6 +184,14 @@ def store(dst, value, mask=None, **kw):
     """value -> HBM; under a mask only the positions it keeps (any axis)."""
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
+    if getattr(dst, "gather", None) is not None:
+        # rows addressed by a tile of row numbers: a scatter DMA
+        if not isinstance(value, Tensor):
+            fail("nl.store: value= is a tile")
+        value = nl._operand(value)
+        value = nl.copy(value) if value.space == "psum" else value
+        nl._indirect(dst, value, mask, "nl.store", "scatter", engine=STORE_ENGINE)
+        return
     if not dst.shape:             # a single element, from a [1, 1] tile
         dst = Tensor("hbm", dst.dtype, (1, 1), (1, 1), dst.offset, dst.name)
     box, full = masked_box(dst, mask, "nl.store")

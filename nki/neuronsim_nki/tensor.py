@@ -216,6 +216,8 @@ class Tensor:
             fail("an NkiScalar indexes a tensor only at run time: pass it as .ap(pattern, scalar_offset=...)")
         self.materialize()
         keys = key if isinstance(key, tuple) else (key,)
+        if self.space == "hbm" and any(isinstance(k, Tensor) for k in keys):
+            return self._gathered(keys)
         if any(isinstance(k, GridExpr) for k in keys) or _permuted_grid(keys):
             return self._grid_view(key)
         over = []
@@ -251,6 +253,51 @@ class Tensor:
         from . import language as nl
         dst = self[key]
         nl._assign(dst, value)
+
+    def _vector_offset_ap(self, pattern, offset, dtype, kw):
+        """tensor.ap(pattern=[[row stride, P], free pairs...], offset=,
+        vector_offset=idx, indirect_dim=d) on HBM (SDK nki.isa.dma_copy,
+        "vector indirection"): partition p reads or writes row idx[p] of
+        dimension d -- the ISA's gather / scatter DMA, whose table is every
+        row of that dimension with the pattern's free pairs."""
+        idx, dim = kw.pop("vector_offset"), int(kw.pop("indirect_dim", 0))
+        if kw:
+            fail(f"tensor.ap: {', '.join(sorted(kw))} with vector_offset is not supported by the simulator yet")
+        if self.space != "hbm":
+            fail("tensor.ap(vector_offset=...): the tensor indexed is in HBM")
+        if not 0 <= dim < len(self.shape):
+            fail(f"tensor.ap: indirect_dim {dim} of a {len(self.shape)}-D tensor")
+        if pattern is None or len(pattern) < 2:
+            fail("tensor.ap(vector_offset=...) needs pattern=[[row stride, partitions], [stride, count], ...]")
+        idx = _index_tile(idx, "tensor.ap(vector_offset=)")
+        (_, parts), free = pattern[0], list(pattern[1:])
+        if int(parts) != idx.shape[0]:
+            fail(f"tensor.ap(vector_offset=): the pattern walks {parts} partitions, the index has {idx.shape[0]}")
+        rows = self.shape[dim]
+        view = self._explicit_ap([[self.strides[dim], rows]] + free, offset, dtype, {})
+        view.gather = idx
+        return view
+
+    def _gathered(self, keys):
+        """hbm[b, idx, i_f] with idx a [P, 1] int32 / uint32 tile: row
+        idx[p] of the indexed axis for partition p -- an indirect (gather)
+        DMA's source (nl.load reads it; nki-samples resize_nearest).  The
+        view covers the whole indexed axis as its rows (the ISA's gather
+        table: src row = index[p]); `gather` holds the index tile."""
+        from .language import arange
+        at = [k for k, v in enumerate(keys) if isinstance(v, Tensor)]
+        if len(at) > 1 or Ellipsis in keys:
+            fail("an HBM tensor indexed by a tile takes one index tile and no `...`")
+        idx = _index_tile(keys[at[0]], "an HBM tensor indexed by a tile")
+        if any(getattr(k, "axis", None) == 0 and getattr(k, "ndim", 1) > 1 for k in keys if isinstance(k, Index)):
+            fail("an HBM tensor indexed by a tile: the tile gives the partitions; the other subscripts index "
+                 "free axes")
+        rows = self.shape[at[0]]
+        view = self[tuple(arange(rows)[:, None] if k == at[0] else v for k, v in enumerate(keys))]
+        if view.shape[0] != rows:
+            fail("an HBM tensor indexed by a tile: the indexed axis must stay the view's first")
+        view.gather = idx
+        return view
 
     # -------------------------------------------------------------- operands
 
@@ -313,6 +360,8 @@ class Tensor:
         return n
 
     def _explicit_ap(self, pattern, offset, dtype, kw):
+        if "vector_offset" in kw:
+            return self._vector_offset_ap(pattern, offset, dtype, kw)
         if "scalar_offset" in kw:
             # a register known while tracing (nki.collectives.rank_id, a
             # register_alloc value) moves the view by that many steps of the
@@ -562,6 +611,14 @@ class BlockArray:
         nl._assign(self[key], value)
 
 
+def _index_tile(idx, what):
+    """A gather / scatter's index: a [P, 1] int32 / uint32 tile on chip."""
+    if not isinstance(idx, Tensor) or idx.space == "hbm" or idx.dtype not in ("int32", "uint32") or \
+            idx.elements_per_partition() != 1:
+        fail(f"{what}: the index is a [P, 1] int32 / uint32 tile on chip (one row per partition), got {idx!r}")
+    return idx
+
+
 def tile_bytes(shape, dtype, pax):
     """(partitions, bytes per partition) of one block of an on-chip array
     whose partition axis is `pax`."""
@@ -602,6 +659,7 @@ def new_tile(space, shape, dtype, what="tile", pax=0, address=None, direct=False
         alloc = t.allocate_fixed(space, address[0], nparts, address[1], free * SIZES[dtype], what, direct)
         return Tensor(space, dtype, shape, strides, 0, None, alloc, address[0], pax)
     alloc = t.allocate(space, nparts, free * SIZES[dtype], what, banks)
+    alloc.dtype = dtype
     return Tensor(space, dtype, shape, strides, 0, None, alloc, 0, pax)
 
 

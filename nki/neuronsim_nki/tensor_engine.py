@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from . import language as nl
 from . import tracer
-from .tensor import NKI_NAMES, Tensor, new_tile
+from .tensor import NKI_NAMES, Tensor, hbm_tensor, new_tile
 from .tracer import fail
 
 MATMUL_DTYPES = ("fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32")
@@ -16,15 +16,11 @@ def matmul(x, y, transpose_x=False, **kw):
     moving, K on the partitions; with transpose_x=False, x is [M, K] and is
     transposed on TensorE first."""
     x, y, M, N = matmul_operands(x, y, transpose_x)
-    if tracer.current().places_psum:
-        # the kernel places PSUM tiles itself (nki.compiler direct
-        # allocation, address=) and may hold every bank: the result gets
-        # storage only if it is used as a value, not when it is assigned
-        # into a PSUM tile (x[...] = nisa.nc_matmul(...)), as the compiler
-        # writes such a result straight into x
-        out = Tensor("psum", "fp32", (M, N), (0, 1))
-    else:
-        out = new_tile("psum", (M, N), "fp32", "nl.matmul result")
+    # storage only when the result is used as a value: assigned into a PSUM
+    # tile (x[...] = nisa.nc_matmul(...), psum += ...) it is written there
+    # straight away, as the compiler writes it, and takes no PSUM of its own
+    # (a kernel placing its PSUM itself may hold every bank)
+    out = Tensor("psum", "fp32", (M, N), (0, 1))
     out.pending = (x, y)
     return out
 
@@ -167,9 +163,17 @@ def broadcast_to(src, shape, **kw):
         return nl._tensor_scalar(ones_, src, "multiply")
     if src.shape[0] != 1 or src.elements_per_partition() != F:
         fail(f"broadcast_to {list(shape)} from {list(src.shape)}: only [1, F] -> [P, F] and [P, 1] -> [P, F]")
-    if _broadcast_in_psum(src, F):
-        return matmul(_ones_row()[:, 0:P], src, transpose_x=True)
     view = _unchanged_load_source(src)
+    if src.dtype not in MATMUL_DTYPES and (view is None or len(view.shape) != 2):
+        # integers TensorE cannot take (a matmul would round them through
+        # fp32): the row goes to internal HBM and one DMA with partition
+        # stride 0 brings it to every partition, as below, exact
+        t = tracer.current()
+        view = hbm_tensor(t.unique("broadcast_row"), (1, F), src.dtype)
+        t.tensors[view.name] = view
+        nl._dma(view, src)
+    elif _broadcast_in_psum(src, F):
+        return matmul(_ones_row()[:, 0:P], src, transpose_x=True)
     if view is not None and len(view.shape) == 2:
         # the row still holds what a DMA brought from HBM: one more DMA reads
         # that HBM row into every partition (partition stride 0), off the

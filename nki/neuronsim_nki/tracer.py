@@ -18,7 +18,6 @@ Scheduling rules (why, in short):
 """
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import collections
@@ -31,6 +30,7 @@ from neuronsim import DTYPE_SIZES as SIZES, ENGINES, TARGETS, chip_info, target_
 from .allocator import Allocator
 from .placement import BUCKET, BUCKET_HBM, Placement, Region, address_token  # noqa: F401
 from .schedule import schedule
+from .spilling import Spilling
 
 ENGINE_ID = {e: i for i, e in enumerate(ENGINES)}
 # semaphores: one per engine (its signals), then DMA_POOL completion slots
@@ -90,7 +90,10 @@ class Allocation:
     def __init__(self, space, nparts, offset, size, name):
         self.space, self.nparts, self.offset, self.size, self.name = space, nparts, offset, size, name
         self.open_groups = set()   # PSUM regions matmul accumulation groups are writing
-        self.spilled = None        # while evicted: its spill tensor's name, or its source (Trace.spill)
+        self.spilled = None        # while evicted: its spill tensor's name, or its source (Trace.spill);
+                                   # PSUM: ("psum", its SBUF copy's offset or None) (Trace.psum_spill)
+        self.dtype = "fp32"        # what a PSUM tile holds (copied as such when it is spilled)
+        self.groups_away = ()      # a spilled PSUM tile's open accumulation groups, relative to it
         # (source AP, source region, dst AP head, dst AP dims, byte offset, loading
         # instruction index) of the DMA that filled all of it from HBM (see note_load)
         self.source = None
@@ -125,7 +128,7 @@ def overlaps(a, b):
     return a[0] == b[0] and a[1] == b[1] and a[2] < b[3] and b[2] < a[3] and a[4] < b[5] and b[4] < a[5]
 
 
-class Trace(Placement):
+class Trace(Placement, Spilling):
     """One tracing pass.  Tiles get their storage by liveness, as a compiler
     would: a first pass (last_use None, capacity unbounded) records the last
     instruction that touches each tile; the second frees a tile's region as
@@ -156,7 +159,6 @@ class Trace(Placement):
         self.fixed = {}
         self.direct = []                       # first pass: the direct allocations' (id, space, partitions, bytes, what)
         self.force_auto = False                # nki.compiler.force_auto_alloc: direct allocations ignored
-        self.places_psum = False               # the kernel has declared PSUM tiles it places itself
         self.loop_stack = []                   # device loops being traced (control._DeviceRange)
         self.no_reorder = 0                    # of them, loops under nki.compiler.no_reorder()
         self.direct_decls = {}                 # declaration in device loops -> its placement (language.ndarray)
@@ -234,6 +236,7 @@ class Trace(Placement):
         # them: spill / reload DMAs added, loads taken back (see spill)
         self.n_spill_instrs = 0
         self.pinned = set()                    # allocations the instruction being traced uses
+        self.n_copies = 0                      # SBUF copies of spilled PSUM tiles made (spilling.py)
         self.away = weakref.WeakValueDictionary()   # allocation id -> a spilled allocation
 
     def unique(self, base):
@@ -251,7 +254,7 @@ class Trace(Placement):
             self.release_dead()
         off = alloc.try_alloc(bytes_per_partition, what, banks)
         if off is None:
-            off = self.make_room(alloc, bytes_per_partition, what)
+            off = self.make_room(alloc, bytes_per_partition, what, banks)
         a = Allocation(space, nparts, off, bytes_per_partition, what)
         a.id = self.n_allocs
         self.n_allocs += 1
@@ -409,173 +412,6 @@ class Trace(Placement):
             self.reload(a)
         self.pinned.add(a.id)
 
-    # ------------------------------------------------------------ spilling
-
-    def make_room(self, alloc, size, what):
-        """SBUF full: as the hardware compiler does (the published Mamba
-        profiles show its qSyncSpillReload / qScalarSpillReload DMA queues,
-        SDK nki/guides/tutorials/fused_mamba.rst), live tiles go to HBM to
-        free `size` contiguous bytes per partition -- the window room()
-        picks from every tile's remaining uses (the whole program is known,
-        as it is to a compiler: the first pass recorded every use), which
-        keeps a loop's working set from thrashing as least-recently-used
-        would; a copy of
-        what a load brought costs no store (see note_load); a spilled tile
-        returns before its next use (prefetch) or at it (access).  Only in
-        the second pass of a kernel traced as written: with results kept for
-        reuse an overflow means tracing again without them (Kernel.trace),
-        and PSUM does not spill."""
-        if self.recording or self.cse or alloc is not self.sbuf:
-            fail(alloc.overflow(size, what))
-        now = len(self.instrs) - self.n_spill_instrs
-        best = self.room(size, now, lambda a: True)
-        if best is None:
-            fail(alloc.overflow(size, what) + " (no tile left to spill: the instruction's own operands "
-                 "do not fit)")
-        for a in best[1]:
-            self.spill(a)
-        return alloc.alloc(size, what)
-
-    def room(self, size, now, may_evict):
-        """(The soonest next use among them, the resident tiles) to evict
-        for `size` contiguous bytes per partition, or None: those of the
-        window of SBUF whose tiles have the fewest uses left (what evicting
-        them costs in loads again), then whose soonest-needed tile is needed
-        furthest ahead, then the fewest bytes, then the lowest address.
-        Windows rather than tile by tile: a tile needs one contiguous range,
-        and evicting scattered small tiles frees bytes but no room.  Fewest
-        uses first: a compiler keeps the data a loop reuses most on chip and
-        streams the rest -- the published matmul v4 profile (SDK
-        kernel-optimization tutorial, CALIBRATION C-11: MBU 42.55% over
-        28.42 ms against v3's 43.87% over 28.20 ms) moves 97.7% of v3's
-        bytes: its lhsT block stays while its rhs block, too big to keep
-        with it, is loaded again for each lhsT tile that uses it.  Furthest
-        next use alone evicts the lhsT tiles (needed later in each block,
-        but in every block) and loads them again and again."""
-        size = self.sbuf.rounded(size)
-        inf = float("inf")
-        segs = [(off, off + n, None, inf, 0) for off, n in self.sbuf.free]
-        for aid, ref in self.live.items():
-            a = ref()
-            if a is None or a.space != "sbuf" or a.offset is None:
-                continue
-            end = a.offset + self.sbuf.rounded(a.size)
-            if aid in self.pinned or not may_evict(a):
-                segs.append((a.offset, end, False, 0, 0))
-                continue
-            seq = self.use_seq.get(aid, ())
-            k = bisect.bisect_left(seq, now)
-            segs.append((a.offset, end, a, seq[k] if k < len(seq) else inf, len(seq) - k))
-        segs.sort(key=lambda g: g[0])
-        best, n, most = None, len(segs), inf      # most: the best window's uses so far
-        for i in range(n):
-            start = segs[i][0]
-            if segs[i][2] is False:
-                continue
-            end, soon, nbytes, uses, j = start, inf, 0, 0, i
-            while j < n and end - start < size and uses <= most:
-                s0, s1, a, nu, ul = segs[j]
-                if a is False or s0 > end:
-                    break                   # not evictable, or not tracked
-                if a is not None:
-                    soon, nbytes, uses = min(soon, nu), nbytes + s1 - s0, uses + ul
-                end, j = s1, j + 1
-            if end - start < size or not nbytes or uses > most:
-                continue
-            key = (-uses, soon, -nbytes, -start)
-            if best is None or key > best[0]:
-                best, most = (key, i, j), uses
-        if best is None:
-            return None
-        return best[0][1], [g[2] for g in segs[best[1]:best[2]] if g[2] is not None]
-
-    def next_use(self, aid, now):
-        """The first-pass instruction count of allocation aid's next use at
-        or after now (infinity: none)."""
-        seq = self.use_seq.get(aid, ())
-        k = bisect.bisect_left(seq, now)
-        return seq[k] if k < len(seq) else float("inf")
-
-    def _spill_dma(self, dst, src, reads, writes):
-        w = writes[0]
-        if w[0] == "hbm":
-            self.spill_bytes[0] += w[5] - w[4]
-        else:
-            self.spill_bytes[1] += (w[5] - w[4]) * (w[3] - w[2])
-        idx = len(self.dmas)
-        self.dmas.append((dst, src, "direct"))
-        self.emit("sync", f"dma_copy desc=d{idx}", reads, writes, dma=idx, spill=True)
-        self.n_spill_instrs += 1
-
-    def _spill_aps(self, a, name):
-        sb = f"sbuf:uint8[0:{a.nparts}]" + (f"+{a.offset}" if a.offset else "") + f"{{1x{a.size}}}"
-        hbm = f"hbm({name}):uint8[{a.size}x{a.nparts}]{{1x{a.size}}}"
-        return sb, hbm, Region(("sbuf", 0, 0, a.nparts, a.offset, a.offset + a.size), a.id), \
-            ("hbm", name, 0, 1, 0, a.nparts * a.size)
-
-    def note_load(self, a, dst_ap, dst_region, src_ap, src_region, index):
-        """A DMA (instruction `index`) filled all of allocation a from HBM:
-        while nothing else writes it, evicting it needs no spill store -- it
-        is loaded again from the same place, as a compiler rematerializes a
-        value it can recompute."""
-        if dst_region[2] != 0 or dst_region[3] != a.nparts or dst_region[4] != a.offset or \
-                dst_region[5] - dst_region[4] < a.size:
-            return
-        head, dims = dst_ap[:dst_ap.index("]") + 1], dst_ap[dst_ap.index("{"):]
-        a.source = (src_ap, src_region, head, dims, dst_region[4] - a.offset, index)
-
-    def spill(self, a):
-        """Tile a's bytes to an HBM tensor of its own (or nowhere, when it
-        still holds what one load brought: see note_load); its SBUF is freed."""
-        if self.pristine(a):
-            last = self.instrs[-1] if self.instrs else None
-            if last is not None and last.index == a.source[5] and last.dma == len(self.dmas) - 1:
-                # loaded by the instruction just traced and not used yet: the
-                # compiler would not load it now at all -- take the load and
-                # its descriptor back (DMA numbers stay dense); it is loaded
-                # when it is needed, still a copy of its source
-                self.retract_last()
-                self.dmas.pop()
-                self.n_spill_instrs -= 1
-                self.last_write[a.id] = a.source[5]
-            self._evict(a, a.source)
-            return
-        name = self.unique("spill")
-        off = (self.scratch + 63) // 64 * 64
-        self.spills.append((name, a.nparts, a.size, off))
-        self.scratch = off + a.nparts * a.size
-        sb, hbm, reg, hreg = self._spill_aps(a, name)
-        self._spill_dma(hbm, sb, [reg], [hreg])
-        self._evict(a, name)
-
-    def _evict(self, a, where):
-        """a's SBUF is freed; `where` says how it comes back: its spill
-        tensor's name, or its source (note_load's tuple) to load again."""
-        a.free.detach()
-        self.sbuf.release(a.offset, a.size)
-        self.live.pop(a.id, None)
-        a.spilled, a.offset = where, None
-        self.away[a.id] = a
-
-    def reload(self, a, off=None):
-        """A spilled tile back into SBUF (at `off`, else wherever there is room)."""
-        if off is None:
-            off = self.sbuf.try_alloc(a.size, a.name)
-        if off is None:
-            off = self.make_room(self.sbuf, a.size, a.name)
-        self.away.pop(a.id, None)
-        name, a.spilled, a.offset = a.spilled, None, off
-        a.free = weakref.finalize(a, self.sbuf.release, off, a.size)
-        self.add_live(a)
-        if isinstance(name, tuple):       # loaded again from its source
-            src_ap, src_region, head, dims, rel, _ = name
-            byte = off + rel
-            reg = Region(("sbuf", 0, 0, a.nparts, off, off + a.size), a.id)
-            self._spill_dma(head + (f"+{byte}" if byte else "") + dims, src_ap, [src_region], [reg])
-            return
-        sb, hbm, reg, hreg = self._spill_aps(a, name)
-        self._spill_dma(sb, hbm, [hreg], [reg])
-
     def add_live(self, a):
         self.live[a.id] = weakref.ref(a)
         heapq.heappush(self.live_by_end, (self.last_use.get(a.id, -1), a.id))
@@ -594,40 +430,6 @@ class Trace(Placement):
                 freed = True
         if freed and self.away:
             self.prefetch(now)
-
-    def pristine(self, a):
-        """Allocation a still holds what one load brought (evicting it
-        needs no store)."""
-        return a.source is not None and self.last_write.get(a.id) == a.source[5]
-
-    def prefetch(self, now):
-        """Tiles evicted as copies of what a load brought (see note_load)
-        come back as early as they can: the one needed soonest is loaded
-        again now, into free room or in place of resident copies needed
-        later -- the load then overlaps the work before its use, as a
-        compiler pipelines its loads instead of issuing each at its use.  A
-        tile spilled with a store comes back at its use only (brought back
-        early it tends to be evicted again: a store and a reload for
-        nothing), and so does one that would be needed later than every
-        resident tile."""
-        while self.away:
-            u, aid = min(((self.next_use(i, now), i) for i, x in list(self.away.items())
-                          if isinstance(x.spilled, tuple)), default=(float("inf"), None))
-            a = self.away.get(aid)
-            if a is None or u == float("inf"):
-                return
-            if not any(self.next_use(i, now) > u for i, ref in self.live.items()
-                       if i not in self.pinned and getattr(ref(), "space", None) == "sbuf"):
-                return
-            off = self.sbuf.try_alloc(a.size, a.name)
-            if off is None:
-                best = self.room(a.size, now, self.pristine)
-                if best is None or best[0] <= u:
-                    return              # only for tiles needed later than a
-                for t in best[1]:
-                    self.spill(t)
-                off = self.sbuf.alloc(a.size, a.name)
-            self.reload(a, off)
 
     def emit(self, engine, text, reads=(), writes=(), dma=None, closes_groups=True, spill=False):
         """spill: a spill or reload DMA, which moves a tile's bytes without

@@ -258,7 +258,7 @@ def test_block_arrays_larger_than_sbuf_are_allocated_block_by_block():
     block is a tile of its own, live from first touch to last use, as the
     compiler allocates it; a PSUM block array beyond the 8 banks likewise
     (and nl.zeros fills each block as it is made).  (Live blocks beyond
-    PSUM's banks are an overflow: PSUM does not spill yet.)"""
+    PSUM's banks spill to SBUF: test_nki_direct_alloc.py.)"""
     @nki.jit
     def k(x):
         out = nl.ndarray((32 * 7 * 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)

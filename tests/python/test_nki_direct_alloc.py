@@ -2,7 +2,8 @@
 Guide", nki.compiler.sbuf / .psum API pages, test_sbuf_modulo_alloc.py) and
 the compiler-style constructs that come with it in the public kernels: the
 output-argument convention, masks that are conditions on loop indices,
-declarations inside device loops, no_reorder, nc_matmul(is_transpose=True)."""
+declarations inside device loops, no_reorder, nc_matmul(is_transpose=True);
+and PSUM spilling (the attention tutorial's v3-v8)."""
 import functools
 import re
 
@@ -288,3 +289,55 @@ def test_accumulating_into_a_fresh_psum_tile_starts_a_group():
     rng = np.random.default_rng(6)
     a, b = rng.standard_normal((64, 32)).astype(np.float32), rng.standard_normal((64, 16)).astype(np.float32)
     np.testing.assert_allclose(k(a, b), np.stack([3 * (a.T @ b)] * 2), rtol=1e-4, atol=1e-4)
+
+
+def _psum_spill_copies(program):
+    return [ln for ln in program.splitlines() if ln.strip().startswith("tensor_copy") and "psum:" in ln]
+
+
+def test_psum_tiles_beyond_the_banks_spill_to_sbuf_and_come_back():
+    """The attention tutorial's v3: every Q.K^T block of a row of tiles
+    stays in PSUM until the softmax reads it -- more than its 8 banks.  As
+    the compiler does, tiles go to SBUF (a VectorE copy in their dtype,
+    exact) and come back before their next use."""
+    @nki.jit
+    def k(q, kt):
+        n = kt.shape[1] // 128
+        out = nl.ndarray((n, 128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+        sq, sk = nl.load(q), nl.load(kt)
+        qk = nl.ndarray((n, nl.par_dim(128), 128), dtype=nl.float32, buffer=nl.psum)
+        for j in nl.affine_range(n):
+            qk[j] = nisa.nc_matmul(sq, sk[:, nl.ds(j * 128, 128)])
+        for j in nl.affine_range(n):
+            nl.store(out[j], value=nl.exp(qk[j]))
+        return out
+    rng = np.random.default_rng(7)
+    q, kt = rng.standard_normal((64, 128)).astype(np.float32) * .1, rng.standard_normal((64, 12 * 128)).astype(np.float32) * .1
+    got, r = nki.simulate(k, q, kt)
+    want = np.stack([np.exp(q.T @ kt[:, j * 128:(j + 1) * 128]) for j in range(12)])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    assert len(_psum_spill_copies(r.program)) >= 2 * 4      # at least 4 of the 12 went out and came back
+
+
+def test_an_accumulation_group_continues_across_a_psum_spill():
+    """Ten accumulators over three K steps (nc_matmul(dst, ...): NKI's
+    accumulation groups) with eight banks: a tile spilled in the middle of
+    its group adds its later matmuls onto the partial sum it comes back
+    with -- not an overwrite."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((10, a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        accs = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum) for _ in range(10)]
+        for s in range(3):
+            sa = nl.load(a[s * 32:(s + 1) * 32])
+            sb = nl.load(b[s * 32:(s + 1) * 32])
+            for j in range(10):
+                nisa.nc_matmul(accs[j], sa, sb)
+        for j in range(10):
+            nl.store(out[j], value=nl.copy(accs[j]))
+        return out
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((96, 64)).astype(np.float32), rng.standard_normal((96, 128)).astype(np.float32)
+    got, r = nki.simulate(k, a, b)
+    np.testing.assert_allclose(got, np.stack([a.T @ b] * 10), rtol=1e-4, atol=1e-4)
+    assert _psum_spill_copies(r.program)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["NeuronSimError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
+__all__ = ["NeuronSimError", "NeuronSimIndexError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
            "target_info", "chip_info", "collective_estimate", "COLLECTIVES", "run_multi", "memory_allocated", "running_target", "tables", "op_fields",
            "ENGINES", "ENGINE_TRACKS", "OPCODES", "TARGETS", "ACTIVATIONS", "ALU_OPS"]
 
@@ -33,6 +33,12 @@ class NeuronSimError(RuntimeError):
     """A failing simulator call; the message is the runtime's or assembler's
     (an assembler error also carries .line, the text's line, and .field)."""
     line, field = 0, ""
+
+
+class NeuronSimIndexError(NeuronSimError, IndexError):
+    """A program's access outside its tensor (NSIM_EXEC_OOB: a gather index
+    past the table, a run-time offset past the end): an IndexError, as
+    PyTorch raises for a bad index."""
 
 
 class _Diag(ctypes.Structure):
@@ -173,7 +179,9 @@ def _load():
 def _check(st, what):
     if st:
         lib = _load()
-        raise NeuronSimError(f"{what}: {lib.nsim_status_name(st).decode()}: {lib.nsim_last_error().decode()}")
+        name = lib.nsim_status_name(st).decode()
+        cls = NeuronSimIndexError if name == "NSIM_EXEC_OOB" else NeuronSimError
+        raise cls(f"{what}: {name}: {lib.nsim_last_error().decode()}")
 
 
 def assemble(text: str) -> bytes:

@@ -1,0 +1,200 @@
+"""Indirect DMAs and the constructs public kernels use around them: an HBM
+tensor indexed by a tile of row numbers and `.ap(vector_offset=)` (the ISA's
+gather / scatter DMAs; nki-samples resize_nearest), nisa.dma_compute and
+dma_copy(dst_rmw_op=) (the add / gather_add / scatter_add DMAs; nki-library
+topk_reduce), nl.where and two-way broadcasts (select_and_scatter), each
+against NumPy."""
+import numpy as np
+import pytest
+
+import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
+import neuronsim_nki.language as nl
+
+
+@pytest.mark.parametrize("P,rows", [(1, 5), (100, 300), (128, 129)])
+def test_an_hbm_tensor_indexed_by_a_tile_is_a_gather(P, rows):
+    """data[b, idx, i_f] with idx a [P, 1] int32 tile: partition p gets row
+    idx[p] (the ISA's gather DMA); a mask cuts the rows moved."""
+    C = 24
+
+    @nki.jit
+    def k(data, index):
+        out = nl.ndarray((2, 128, C), dtype=data.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:index.shape[0], 0:C]
+        idx = nl.load(index)
+        for b in nl.affine_range(2):
+            got = nl.load(data[b, idx, jf], mask=(ip < P - 1))
+            nl.store(out[b, ip, jf], value=got, mask=(ip < P - 1))
+        return out
+    rng = np.random.default_rng(P)
+    data = rng.standard_normal((2, rows, C)).astype(np.float32)
+    index = rng.integers(0, rows, (P, 1)).astype(np.int32)
+    got = k(data, index)
+    for b in range(2):
+        np.testing.assert_array_equal(got[b, :P - 1], data[b, index[:P - 1, 0]])
+
+
+def test_a_gather_index_outside_the_table_is_an_index_error():
+    @nki.jit
+    def k(data, index):
+        out = nl.ndarray((4, 8), dtype=data.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(data[nl.load(index), nl.arange(8)[None, :]]))
+        return out
+    data = np.zeros((6, 8), np.float32)
+    with pytest.raises(IndexError, match="index"):
+        k(data, np.array([[0], [5], [6], [1]], np.int32))
+
+
+def test_where_broadcasts_and_selects_exactly():
+    """nl.where(mask [P, W, 3, 3], iota of 3 * y + z [1, 1, 3, 3], 9) --
+    select_and_scatter's step: integers kept exact (no fp32 round trip),
+    a one-partition tile broadcast across partitions, free axes of size 1
+    widened."""
+    @nki.jit
+    def k(x):
+        P, W = x.shape[0], x.shape[1]
+        out = nl.ndarray((P, W, 3, 3), dtype=nl.uint32, buffer=nl.shared_hbm)
+        win = nl.mgrid[0:P, 0:W, 0:3, 0:3]
+        lin = nisa.iota(3 * win.y + win.z + 16777217, dtype=nl.uint32)      # > 2^24: fp32 would round
+        m = nl.greater(nl.load(x), 0.0, dtype=nl.int8)
+        nl.store(out, value=nl.where(m, lin, 9, dtype=nl.uint32))
+        return out
+    x = np.random.default_rng(1).standard_normal((64, 5, 3, 3)).astype(np.float32)
+    lin = (3 * np.arange(3)[:, None] + np.arange(3)[None, :] + 16777217).astype(np.uint32)
+    np.testing.assert_array_equal(k(x), np.where(x > 0, lin[None, None], 9).astype(np.uint32))
+
+
+def test_binary_broadcasts_both_ways():
+    """[P, W, 1, 1] against [1, 1, 3, 3] (NumPy's rule) -- select_and_scatter's nl.equal."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((a.shape[0], a.shape[1], 3, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.add(nl.load(a), nl.load(b)))
+        return out
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal((16, 4, 1, 1)).astype(np.float32), rng.standard_normal((1, 1, 3, 3)).astype(np.float32)
+    np.testing.assert_allclose(k(a, b), a + b, rtol=1e-6)
+
+
+def test_vector_offset_gathers_and_scatters():
+    """The SDK's dma_copy examples: src=data.ap(pattern=[[F, P], [1, F]],
+    vector_offset=idx, indirect_dim=0) gathers rows, the same on dst
+    scatters them; nl.store into a tile-indexed view scatters too."""
+    @nki.jit
+    def gather(data, indices):
+        P, F = indices.shape[0], data.shape[1]
+        output = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+        idx = nl.ndarray((P, 1), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=indices)
+        dst = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=dst, src=data.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0))
+        nisa.dma_copy(dst=output, src=dst)
+        return output
+
+    @nki.jit
+    def scatter(src_data, indices, rows):
+        P, F = src_data.shape
+        output = nl.ndarray((rows, F), dtype=src_data.dtype, buffer=nl.shared_hbm)
+        zero = nl.zeros((rows, F), dtype=src_data.dtype)
+        nl.store(output, value=zero)
+        src = nl.load(src_data)
+        idx = nl.load(indices)
+        nisa.dma_copy(dst=output.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0), src=src)
+        return output
+
+    @nki.jit
+    def store_scatter(src_data, indices, rows):
+        P, F = src_data.shape
+        output = nl.ndarray((rows, F), dtype=src_data.dtype, buffer=nl.shared_hbm)
+        nl.store(output, value=nl.zeros((rows, F), dtype=src_data.dtype))
+        nl.store(output[nl.load(indices), nl.arange(F)[None, :]], value=nl.load(src_data))
+        return output
+
+    rng = np.random.default_rng(3)
+    data = rng.standard_normal((300, 40)).astype(np.float32)
+    idx = rng.integers(0, 300, (128, 1)).astype(np.uint32)
+    np.testing.assert_array_equal(gather(data, idx), data[idx[:, 0]])
+    rows = rng.permutation(120)[:96].astype(np.int32)[:, None]
+    src = rng.standard_normal((96, 40)).astype(np.float32)
+    want = np.zeros((120, 40), np.float32)
+    want[rows[:, 0]] = src
+    np.testing.assert_array_equal(scatter(src, rows, 120), want)
+    np.testing.assert_array_equal(store_scatter(src, rows, 120), want)
+
+
+def test_dma_compute_adds_in_the_dma_engines():
+    """SDK nki.isa.dma_compute: dst = srcs[0] + srcs[1] + ... (nl.add,
+    scales 1.0); with vector_offset, the gather read-modify-write (SBUF +=
+    HBM rows, nki-library's topk_reduce) and the scatter one (HBM rows +=
+    SBUF); dma_copy(dst_rmw_op=nl.add) is the same add."""
+    @nki.jit
+    def direct(a, b, c):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        ta, tb = nl.load(a), nl.load(b)
+        acc = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_compute(dst=acc, srcs=[ta, tb, c], reduce_op=nl.add)     # fp32: a copy, two adds
+        nisa.dma_copy(dst=acc, src=ta, dst_rmw_op=nl.add)                  # acc += a
+        nl.store(out, value=acc)
+        return out
+
+    @nki.jit
+    def gather_rmw(table, index):
+        T, K = index.shape
+        out = nl.ndarray((T, table.shape[1]), dtype=table.dtype, buffer=nl.shared_hbm)
+        idx = nl.load(index)
+        acc = nl.ndarray((T, table.shape[1]), dtype=table.dtype, buffer=nl.sbuf)
+        for k in range(K):
+            src = table.ap(pattern=[[table.shape[1], T], [1, table.shape[1]]], vector_offset=idx[:, k:k + 1],
+                           indirect_dim=0)
+            if k == 0:
+                nisa.dma_copy(dst=acc[:, :], src=src)
+            else:
+                nisa.dma_compute(dst=acc[:, :], srcs=[src, acc[:, :]], reduce_op=nl.add, unique_indices=True)
+        nl.store(out, value=acc)
+        return out
+
+    @nki.jit
+    def scatter_rmw(base, data, index):
+        out = nl.ndarray(base.shape, dtype=base.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(base))
+        idx = nl.load(index)
+        view = out.ap(pattern=[[base.shape[1], data.shape[0]], [1, base.shape[1]]], vector_offset=idx,
+                      indirect_dim=0)
+        nisa.dma_compute(dst=view, srcs=[view, nl.load(data)], reduce_op=nl.add)
+        return out
+
+    rng = np.random.default_rng(4)
+    a, b, c = (rng.standard_normal((96, 40)).astype(np.float32) for _ in range(3))
+    np.testing.assert_allclose(direct(a, b, c), a + b + c + a, rtol=1e-6, atol=1e-6)
+    table = rng.standard_normal((200, 48)).astype(np.float32)
+    index = rng.integers(0, 200, (64, 3)).astype(np.int32)
+    np.testing.assert_allclose(gather_rmw(table, index), table[index].sum(axis=1), rtol=1e-5, atol=1e-5)
+    base = rng.standard_normal((100, 16)).astype(np.float32)
+    data = rng.standard_normal((32, 16)).astype(np.float32)
+    rows = rng.permutation(100)[:32].astype(np.int32)[:, None]
+    want = base.copy()
+    want[rows[:, 0]] += data
+    np.testing.assert_allclose(scatter_rmw(base, data, rows), want, rtol=1e-6)
+
+
+def test_dma_compute_refuses_what_it_cannot_do_exactly():
+    import ml_dtypes
+
+    def kernel(**kw):
+        @nki.jit
+        def k(a, b, c):
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            acc = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_compute(dst=acc, srcs=[nl.load(a), nl.load(b), nl.load(c)], **kw)
+            nl.store(out, value=acc)
+            return out
+        return k
+    x = np.zeros((8, 8), ml_dtypes.bfloat16)
+    with pytest.raises(nki.NKIError, match="would round to bf16 after each add"):
+        kernel(reduce_op=nl.add)(x, x, x)
+    y = np.zeros((8, 8), np.float32)
+    with pytest.raises(nki.NKIError, match="reduce_op is nl.add"):
+        kernel(reduce_op=nl.maximum)(y, y, y)
+    with pytest.raises(nki.NKIError, match="scales other than 1.0"):
+        kernel(reduce_op=nl.add, scales=[1.0, 2.0, 1.0])(y, y, y)
