@@ -212,38 +212,6 @@ class Mask:
         return out
 
 
-class MaskedOut:
-    """What a compute call under a false mask= gives: nothing was done.
-    Assigning it (x[...] = nisa.activation(..., mask=False)) or adding it
-    (acc += ...) leaves the target as it was; any other use is an error."""
-
-    def __repr__(self):
-        return "<result of an instruction its mask= turned off>"
-
-
-MASKED_OUT = MaskedOut()
-
-
-def static_masks(fn):
-    """fn (a compute call whose mask= is otherwise ignored) with masks that
-    are conditions on loop indices alone -- Python bools while tracing,
-    `mask=((2 * i + g) * 128 < n)`, which the compiler sees as an
-    expression -- taken as such: true runs it, false skips it."""
-    import functools
-
-    @functools.wraps(fn)
-    def call(*args, **kw):
-        m = kw.get("mask")
-        if isinstance(m, (bool, np.bool_)):
-            if not m:
-                return kw["dst"] if kw.get("dst") is not None else MASKED_OUT
-            del kw["mask"]
-        elif isinstance(m, Mask) and m.never:
-            return kw["dst"] if kw.get("dst") is not None else MASKED_OUT
-        return fn(*args, **kw)
-    return call
-
-
 def _permuted_grid(keys):
     """The subscripts are index-grid axes taken out of order -- out[i, ip, if]
     with if on tensor axis 1 and ip (grid axis 0) on axis 2: the view's

@@ -15,7 +15,7 @@ from . import tensor_engine as _te
 from . import tracer
 from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
-from .indexing import static_masks
+from .masking import compute_masks
 
 
 def _needs(feature, what):
@@ -791,6 +791,6 @@ for _name, _fn in list(globals().items()):
                                                                                "get_nc_sub_version"):
         _params = inspect.signature(_fn).parameters
         if _name not in _OWN_MASKS and ("mask" in _params or "kw" in _params):
-            _fn = static_masks(_fn)
+            _fn = compute_masks(_fn)
         globals()[_name] = _enum_arguments(_fn)
 del _name, _fn, _params

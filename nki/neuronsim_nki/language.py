@@ -17,7 +17,8 @@ except ImportError:
     pass
 
 from . import tracer
-from .indexing import MASKED_OUT, Index, static_masks
+from .indexing import Index
+from .masking import MASKED_OUT, MaskedResult, compute_masks
 from .tensor import NKI_NAMES, DType, Tensor, isa_dtype, new_tile
 from .tracer import fail
 from .classes import NKIObject  # noqa: F401  (nl.NKIObject)
@@ -199,6 +200,12 @@ def _result_dtype(*xs, dtype=None):
 
 
 def _operand(x):
+    if isinstance(x, MaskedResult):
+        # used as a value: a tile of the full shape, the positions the mask
+        # kept written (the rest undefined, as NKI leaves them)
+        full = new_tile("sbuf", x.full, x.tile.dtype, "masked result")
+        _assign(full, x)
+        return full
     if isinstance(x, Tensor):
         x.materialize()
         if x.space == "hbm":
@@ -570,6 +577,9 @@ def loop_reduce(x, op, loop_indices=None, dtype=None, mask=None, **kw):
 def _assign(dst, value):
     if value is MASKED_OUT:
         return
+    if isinstance(value, MaskedResult):
+        _assign(value.target(dst), value.tile)
+        return
     if isinstance(value, _LoopReduce):
         x = value.x
         if isinstance(x, Tensor) and x.pending is not None:
@@ -596,6 +606,9 @@ def _assign(dst, value):
 
 def _iadd(acc, value):
     if value is MASKED_OUT:
+        return acc
+    if isinstance(value, MaskedResult):
+        _iadd(value.target(acc), value.tile)
         return acc
     if isinstance(value, Tensor) and value.pending is not None and acc.space == "psum":
         # onto what the tile holds; a tile nothing has written yet starts an
@@ -712,13 +725,13 @@ def device_print(*a, **k):
 
 
 _te_module = __name__.rsplit(".", 1)[0] + ".tensor_engine"
-# compute calls take masks that are conditions on loop indices alone
-# (indexing.static_masks); loads and stores read their masks themselves
+# compute calls take mask= (masking.py); loads and stores read their
+# masks themselves
 for _name, _fn in list(globals().items()):
     if inspect.isfunction(_fn) and not _name.startswith("_") and _fn.__module__ in (__name__, _te_module) and \
             _name not in ("load", "store", "load_transpose2d") and \
             ("mask" in inspect.signature(_fn).parameters or "kw" in inspect.signature(_fn).parameters):
-        globals()[_name] = static_masks(_fn)
+        globals()[_name] = compute_masks(_fn)
 del _name, _fn
 
 

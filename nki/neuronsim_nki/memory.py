@@ -184,6 +184,8 @@ def store(dst, value, mask=None, **kw):
     """value -> HBM; under a mask only the positions it keeps (any axis)."""
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
+    if not isinstance(value, Tensor) and value is not None and not isinstance(value, (int, float)):
+        value = nl._operand(value)          # a result computed under mask= (masking.MaskedResult)
     if getattr(dst, "gather", None) is not None:
         # rows addressed by a tile of row numbers: a scatter DMA
         if not isinstance(value, Tensor):

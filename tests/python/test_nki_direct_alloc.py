@@ -341,3 +341,43 @@ def test_an_accumulation_group_continues_across_a_psum_spill():
     got, r = nki.simulate(k, a, b)
     np.testing.assert_allclose(got, np.stack([a.T @ b] * 10), rtol=1e-4, atol=1e-4)
     assert _psum_spill_copies(r.program)
+
+
+# --------------------------------------------------- masks on compute
+
+@pytest.mark.parametrize("n", [1, 127, 128, 129, 255, 257])
+def test_compute_masks_cut_the_instruction_to_the_positions_kept(n):
+    """mask= on compute (nki-samples' older kernels: a partial last tile):
+    the instruction computes and writes only what the mask keeps -- dst
+    keeps its values elsewhere; free-axis masks too."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:128, 0:x.shape[1]]
+        for i in nl.affine_range((x.shape[0] + 127) // 128):
+            rows = (i * 128 + ip < x.shape[0])
+            t = nl.load(x[i * 128 + ip, jf], mask=rows)
+            acc = nl.full((128, x.shape[1]), -1.0, dtype=x.dtype)
+            acc[ip, jf] = nl.exp(t, mask=rows & (jf < 5))                      # returning form
+            nisa.tensor_scalar(dst=acc[ip, jf], data=acc[ip, jf], op0=nl.add, operand0=1.0,
+                               mask=rows & (jf >= 3))                           # dst form
+            nl.store(out[i * 128 + ip, jf], value=acc, mask=rows)
+        return out
+    x = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+    want = np.full_like(x, -1.0)
+    want[:, :5] = np.exp(x[:, :5])
+    want[:, 3:] += 1.0
+    np.testing.assert_allclose(k(x), want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_masked_reduction_reduces_only_what_the_mask_keeps():
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:x.shape[0], 0:x.shape[1]]
+        r = nl.full((x.shape[0], 1), 0.0, dtype=x.dtype)
+        r[...] = nl.max(nl.load(x), axis=1, keepdims=True, mask=(jf < 6))
+        nl.store(out, value=r)
+        return out
+    x = np.random.default_rng(1).standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x[:, :6].max(axis=1, keepdims=True), rtol=1e-6)
