@@ -64,13 +64,24 @@ def _cut_operand(t, ref_shape, box):
     return t
 
 
+# TensorE's operands do not share the instruction's index grid (stationary
+# [K, M], moving [K, N], dst [M, N]): a mask there is refused, not guessed at
+_NOT_ELEMENTWISE = ("nc_matmul", "matmul", "nc_transpose", "transpose")
+
+
 def _grid_masked(fn, args, kw, m):
+    """The call with its operands cut to the mask's box: the box is taken
+    over the largest on-chip operand (the instruction's iteration space:
+    the input of a reduction, dst of an elementwise instruction)."""
     from .tensor import Tensor
+    if fn.__name__ in _NOT_ELEMENTWISE:
+        fail(f"{fn.__name__} with a mask on index expressions is not supported by the simulator yet")
     tiles = [v for v in list(args) + list(kw.values()) if isinstance(v, Tensor) and v.space != "hbm"]
     dst = kw.get("dst")
-    ref = dst if isinstance(dst, Tensor) else (tiles[0] if tiles else None)
-    if ref is None:
+    if not tiles:
         fail("mask= on an instruction without a tile operand")
+    order = ([dst] if isinstance(dst, Tensor) and dst.space != "hbm" else []) + tiles
+    ref = max(order, key=lambda t: (len(t.shape), t.shape[0] * t.elements_per_partition()))
     full = list(ref.shape)
     box = m.box(full)
     if any(hi <= lo for lo, hi in box):

@@ -381,3 +381,29 @@ def test_a_masked_reduction_reduces_only_what_the_mask_keeps():
         return out
     x = np.random.default_rng(1).standard_normal((64, 16)).astype(np.float32)
     np.testing.assert_allclose(k(x), x[:, :6].max(axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_a_masked_reduction_into_dst_reduces_only_what_the_mask_keeps():
+    """nisa.tensor_reduce(dst=[P, 1], data=[P, F], mask=(jf < 6)): the box is
+    the data's (the iteration space), not dst's; TensorE calls with an index
+    mask are refused rather than guessed at."""
+    @nki.jit
+    def k(x):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:x.shape[0], 0:x.shape[1]]
+        r = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_reduce(dst=r, op=nl.add, data=nl.load(x), axis=1, mask=(jf < 6))
+        nl.store(out, value=r)
+        return out
+    x = np.random.default_rng(2).standard_normal((64, 16)).astype(np.float32)
+    np.testing.assert_allclose(k(x), x[:, :6].sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+    @nki.jit
+    def mm(a):
+        out = nl.ndarray((a.shape[1], a.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:a.shape[1], 0:a.shape[1]]
+        t = nl.load(a)
+        nl.store(out, value=nl.copy(nisa.nc_matmul(t, t, mask=(ip < 8))))
+        return out
+    with pytest.raises(nki.NKIError, match="nc_matmul with a mask on index expressions is not supported"):
+        mm(np.zeros((32, 16), np.float32))
