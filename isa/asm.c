@@ -68,115 +68,6 @@ static bool record_line(asm_ctx *c, int which, uint32_t idx)
 	return true;
 }
 
-/* --------------------------------------------------------- numbers */
-
-static bool parse_u64(const char *s, uint64_t *out)
-{
-	if (!*s || *s == '-' || *s == '+' || isspace((unsigned char)*s))
-		return false;
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_i64(const char *s, int64_t *out)
-{
-	if (!*s || isspace((unsigned char)*s))
-		return false;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 0);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
-}
-
-static bool parse_u32(const char *s, uint32_t *out)
-{
-	uint64_t v;
-	if (!parse_u64(s, &v) || v > UINT32_MAX)
-		return false;
-	*out = (uint32_t)v;
-	return true;
-}
-
-static bool parse_i32(const char *s, int32_t *out)
-{
-	int64_t v;
-	if (!parse_i64(s, &v) || v < INT32_MIN || v > INT32_MAX)
-		return false;
-	*out = (int32_t)v;
-	return true;
-}
-
-/* integer token: optional sign then digits (or 0x hex) only */
-static bool looks_integer(const char *s)
-{
-	if (*s == '-' || *s == '+')
-		s++;
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		return s[2] != '\0';
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!isdigit((unsigned char)*s))
-			return false;
-	return true;
-}
-
-static bool parse_imm(const char *s, isa_imm *out)
-{
-	if (looks_integer(s)) {
-		int64_t v;
-		/* hex integers may spell any 32-bit pattern, decimals must fit int32 */
-		if (!parse_i64(s, &v) || v < INT32_MIN || v > (int64_t)UINT32_MAX)
-			return false;
-		if (v > INT32_MAX && !strstr(s, "0x") && !strstr(s, "0X"))
-			return false;
-		*out = isa_imm_i32((int32_t)(uint32_t)v);
-		return true;
-	}
-	if (strncmp(s, "nan(0x", 6) == 0) {
-		size_t n = strlen(s);
-		if (n < 8 || s[n - 1] != ')')
-			return false;
-		char hex[16];
-		/* "nan(" + hex digits + ")": the 0x... part is n - 5 bytes */
-		if (n - 5 >= sizeof(hex))
-			return false;
-		memcpy(hex, s + 4, n - 5);
-		hex[n - 5] = '\0';
-		uint64_t bits;
-		if (!parse_u64(hex, &bits) || bits > UINT32_MAX)
-			return false;
-		float f;
-		uint32_t b = (uint32_t)bits;
-		memcpy(&f, &b, sizeof(f));
-		if (!isnan(f))
-			return false;
-		out->kind = ISA_IMM_F32;
-		out->bits = b;
-		return true;
-	}
-	if (strcmp(s, "nan") == 0)
-		return false;       /* a NaN must spell its bits */
-	char *end;
-	errno = 0;
-	float f = strtof(s, &end);
-	if (*end || end == s || (errno == ERANGE && isinf(f)))
-		return false;
-	*out = isa_imm_f32(f);
-	return true;
-}
-
-/* ---------------------------------------------------------- names */
-
-
 /* ----------------------------------------------------- access pattern */
 
 /* Parses "sbuf:bf16[0:128]+256{1x512,...}" and friends; see disasm.c. */
@@ -239,7 +130,7 @@ static isa_status parse_ap(asm_ctx *c, const char *tok, const char *field, isa_a
 		if (!x)
 			goto bad_part;
 		*x = '\0';
-		if (!parse_i64(part, &ps) || !parse_u32(x + 1, &rows))
+		if (!isa_parse_i64(part, &ps) || !isa_parse_u32(x + 1, &rows))
 			goto bad_part;
 		ap->pstride = ps;
 		ap->nparts = rows;
@@ -249,7 +140,7 @@ static isa_status parse_ap(asm_ctx *c, const char *tok, const char *field, isa_a
 		if (!colon)
 			goto bad_part;
 		*colon = '\0';
-		if (!parse_u32(part, &a) || !parse_u32(colon + 1, &b) || b < a || a > 255 ||
+		if (!isa_parse_u32(part, &a) || !isa_parse_u32(colon + 1, &b) || b < a || a > 255 ||
 		    b - a > 0xffff)
 			goto bad_part;
 		ap->start = (uint8_t)a;
@@ -266,7 +157,7 @@ static isa_status parse_ap(asm_ctx *c, const char *tok, const char *field, isa_a
 			return asm_fail(c, ISA_E_SYNTAX, field, "'%.60s': bad +offset", tok);
 		memcpy(off, s + 1, on);
 		off[on] = '\0';
-		if (!parse_u64(off, &ap->offset))
+		if (!isa_parse_u64(off, &ap->offset))
 			return asm_fail(c, ISA_E_SYNTAX, field, "'%s': bad byte offset", off);
 		s = lb;
 	}
@@ -295,7 +186,7 @@ static isa_status parse_ap(asm_ctx *c, const char *tok, const char *field, isa_a
 		if (!x)
 			return asm_fail(c, ISA_E_SYNTAX, field, "dim '%s': expected STRIDExSIZE", dim);
 		*x = '\0';
-		if (!parse_i32(dim, &ap->stride[nd]) || !parse_u32(x + 1, &ap->size[nd]))
+		if (!isa_parse_i32(dim, &ap->stride[nd]) || !isa_parse_u32(x + 1, &ap->size[nd]))
 			return asm_fail(c, ISA_E_SYNTAX, field, "dim '%s' out of range", dim);
 		nd++;
 		s = comma ? comma + 1 : end;
@@ -339,7 +230,7 @@ static isa_status parse_field(asm_ctx *c, int op, const isa_field *f, const char
 			in->imm[f->slot] = isa_imm_f32(0.0f);
 			return parse_ap(c, val, f->key, &in->ap[f->ap_slot]);
 		}
-		if (!parse_imm(val, &in->imm[f->slot]))
+		if (!isa_parse_imm(val, &in->imm[f->slot]))
 			return asm_fail(c, ISA_E_SYNTAX, f->key, "'%.60s' is neither a number nor an operand", val);
 		return ISA_OK;
 	case ISA_FK_ENUM: {
@@ -351,12 +242,12 @@ static isa_status parse_field(asm_ctx *c, int op, const isa_field *f, const char
 		return ISA_OK;
 	}
 	case ISA_FK_IMM:
-		if (!parse_imm(val, &in->imm[f->slot]))
+		if (!isa_parse_imm(val, &in->imm[f->slot]))
 			return asm_fail(c, ISA_E_SYNTAX, f->key, "'%.60s' is not a number", val);
 		return ISA_OK;
 	case ISA_FK_U32:
 	case ISA_FK_SEM:
-		if (!parse_u32(val, &in->u[f->slot]) ||
+		if (!isa_parse_u32(val, &in->u[f->slot]) ||
 		    (f->kind == ISA_FK_SEM && in->u[f->slot] == ISA_SEM_NONE))
 			return asm_fail(c, ISA_E_BAD_VALUE, f->key, "'%.60s'", val);
 		return ISA_OK;
@@ -381,7 +272,7 @@ static isa_status parse_field(asm_ctx *c, int op, const isa_field *f, const char
 			if (in->nivec >= ISA_MAX_DIMS)
 				return asm_fail(c, ISA_E_BAD_DIMS, f->key, "more than %u values",
 						ISA_MAX_DIMS);
-			if (!parse_i32(t, &in->ivec[in->nivec]))
+			if (!isa_parse_i32(t, &in->ivec[in->nivec]))
 				return asm_fail(c, ISA_E_SYNTAX, f->key, "'%.40s' is not an int32", t);
 			in->nivec++;
 		}
@@ -516,7 +407,7 @@ static isa_status parse_tensor(asm_ctx *c, char **tok, int ntok)
 		if (t.rank >= ISA_MAX_RANK)
 			return asm_fail(c, ISA_E_BAD_TENSOR, "tensor.rank", "rank above %u",
 					ISA_MAX_RANK);
-		if (!parse_u64(d, &t.shape[t.rank]))
+		if (!isa_parse_u64(d, &t.shape[t.rank]))
 			return asm_fail(c, ISA_E_SYNTAX, "tensor.shape", "bad dim '%.40s'", d);
 		t.rank++;
 	}
@@ -524,7 +415,7 @@ static isa_status parse_tensor(asm_ctx *c, char **tok, int ntok)
 	const char *data = NULL;
 	for (int i = 5; i < ntok; i++) {
 		if (strncmp(tok[i], "offset=", 7) == 0 && kind == ISA_TK_INTERNAL) {
-			if (!parse_u64(tok[i] + 7, &t.offset))
+			if (!isa_parse_u64(tok[i] + 7, &t.offset))
 				return asm_fail(c, ISA_E_SYNTAX, "tensor.offset", "'%.60s'", tok[i] + 7);
 		} else if (strncmp(tok[i], "data=", 5) == 0 && kind == ISA_TK_CONST) {
 			data = tok[i] + 5;
@@ -643,13 +534,13 @@ static isa_status parse_directive(asm_ctx *c, char **tok, int ntok)
 		return ISA_OK;
 	}
 	if (strcmp(d, ".semaphores") == 0) {
-		if (!parse_u32(tok[1], &c->p->num_semaphores))
+		if (!isa_parse_u32(tok[1], &c->p->num_semaphores))
 			return asm_fail(c, ISA_E_SYNTAX, "semaphores", "'%.60s'", tok[1]);
 		c->sem_line = c->line;
 		return ISA_OK;
 	}
 	if (strcmp(d, ".scratch") == 0) {
-		if (!parse_u64(tok[1], &c->p->scratch_bytes))
+		if (!isa_parse_u64(tok[1], &c->p->scratch_bytes))
 			return asm_fail(c, ISA_E_SYNTAX, "scratch", "'%.60s'", tok[1]);
 		c->scratch_line = c->line;
 		return ISA_OK;

@@ -159,6 +159,14 @@ void isa_text_ap(isa_text *t, const isa_program *p, const isa_ap *ap);
 void isa_text_imm(isa_text *t, isa_imm imm);
 void isa_text_instr(isa_text *t, const isa_program *p, const isa_instr *in);
 
+/* the assembler's number and immediate tokens (asm_numbers.c): false when
+ * the token is not one, or does not fit */
+bool isa_parse_u64(const char *s, uint64_t *out);
+bool isa_parse_i64(const char *s, int64_t *out);
+bool isa_parse_u32(const char *s, uint32_t *out);
+bool isa_parse_i32(const char *s, int32_t *out);
+bool isa_parse_imm(const char *s, isa_imm *out);
+
 /* generic growth helper: ensures (*ptr) holds at least `need` elements */
 bool isa_grow(void **ptr, uint32_t *cap, uint32_t need, size_t elem);
 
