@@ -279,7 +279,7 @@ static dm_fault_kind issue_dma(sim *s, int engine, const isa_instr *in, uint64_t
 	if (ext_src)
 		xk = nsim_ext_access(s->r, engine, pc, d, &d->src, gather, false, t, &ext_lat);
 	if (!xk && ext_dst && isa_dma_mode_rmw(d->mode))   /* read-modify-write */
-		xk = nsim_ext_access(s->r, engine, pc, d, &d->dst, true, false, t, &ext_lat);
+		xk = nsim_ext_access(s->r, engine, pc, d, &d->dst, scatter, false, t, &ext_lat);
 	if (xk)
 		return xk;
 	if (s->compute) {

@@ -195,7 +195,7 @@ def _in_place(values, ins, outs, multi):
         elif multi is None:
             raise NKIError(f"argument {o.name}: the kernel writes it in place, but it is not a writable NumPy "
                            f"array of shape {list(vals[k].shape)} and dtype {vals[k].dtype} to write the result to")
-    return None if multi is None else tuple(vals) if multi else vals[0]
+    return shaped(vals, multi)
 
 
 def shaped(results, multi):

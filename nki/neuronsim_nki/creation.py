@@ -6,6 +6,7 @@ for their memory block by block (tensor.BlockArray).  Re-exported by
 language.py."""
 from __future__ import annotations
 
+import math
 import operator
 
 from neuronsim import DTYPE_SIZES as SIZES
@@ -86,11 +87,7 @@ def _fits_whole(space, shape, dt, pax):
     blocks side by side in each partition; PSUM: a bank per block); else it
     is allocated block by block (tensor.BlockArray)."""
     t = tracer.current()
-    blocks, per_block = 1, SIZES[dt]
-    for d in shape[:pax]:
-        blocks *= int(d)
-    for d in shape[pax + 1:]:
-        per_block *= int(d)
+    blocks, per_block = math.prod(int(d) for d in shape[:pax]), tile_bytes(shape, dt, pax)[1]
     if space == "psum":
         return blocks * -(-per_block // t.psum.bank) <= t.geometry[1] // t.psum.bank
     return blocks * per_block <= t.geometry[0]

@@ -38,21 +38,13 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
     # the device) moves out of the tensor is dropped, not an error; a
     # static access is checked while tracing either way
     skip = getattr(oob_mode, "name", oob_mode) == "skip"
-    indirect = [v for v in (src, dst) if getattr(v, "gather", None) is not None]
-    if indirect:
-        # vector indirection (a tile of row numbers): the ISA's gather /
-        # scatter DMA, triggered from Sync (loads) / Scalar (stores) as below
-        if len(indirect) > 1 or skip:
-            fail("nisa.dma_copy: one side indexed by a tile, and indirect rows past the tensor are an error "
-                 "(oob_mode.skip with vector_offset is not supported by the simulator yet)")
-        scatter = indirect[0] is dst
-        e = getattr(engine, "name", engine)
-        e = e if e in ("sync", "scalar", "gpsimd") else "scalar" if scatter and "dge" in tracer.current().features \
-            else "sync"
-        nl._indirect(dst if scatter else src, src if scatter else dst, mask, "nisa.dma_copy",
-                     "scatter" if scatter else "gather", e)
-        return dst
-    if mask is not None or dst.overrun or src.overrun:
+    # vector indirection (a tile of row numbers): the ISA's gather / scatter
+    # DMA, its engine chosen as any DMA's below
+    indirect = [v for v in (src, dst) if v.gather is not None]
+    if len(indirect) > 1 or (indirect and skip):
+        fail("nisa.dma_copy: one side indexed by a tile, and indirect rows past the tensor are an error "
+             "(oob_mode.skip with vector_offset is not supported by the simulator yet)")
+    if not indirect and (mask is not None or dst.overrun or src.overrun):
         # the positions the mask keeps, on any axis, of views of one shape
         full = [[v.wanted.get(a, n) for a, n in enumerate(v.shape)] for v in (src, dst)]
         if full[0] != full[1]:
@@ -85,15 +77,22 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
         fail("nisa.dma_copy dge_mode=hwdge: only nisa.engine.sync or nisa.engine.scalar drive the DGE hardware")
     if mode == "swdge" and e != "gpsimd":
         fail(f"nisa.dma_copy dge_mode=swdge: GpSimd makes the descriptors, not engine={e}")
+    if indirect:
+        scatter = indirect[0] is dst
+        nl._indirect(dst if scatter else src, src if scatter else dst, mask, "nisa.dma_copy",
+                     "scatter" if scatter else "gather", e)
+        return dst
     nl._dma(dst, src, engine=e, oob_skip=skip)
     return whole
 
 
 def _same_view(a, b):
     """a and b are one view of the same bytes (dma_compute's `dst` among
-    its sources)."""
-    return a is b or (a.space == b.space and a.shape == b.shape and a.region() == b.region() and
-                      a.ap() == b.ap() and getattr(a, "gather", None) is getattr(b, "gather", None))
+    its sources): compared by what defines a view, without touching its
+    storage (region() / ap() record uses)."""
+    return a is b or (a.space == b.space and a.name == b.name and a.alloc is b.alloc and a.offset == b.offset and
+                      a.part0 == b.part0 and a.shape == b.shape and a.strides == b.strides and
+                      a.gather is b.gather)
 
 
 def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, name=None,
@@ -121,19 +120,19 @@ def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices
         fail(f"{what}: oob_mode.skip is not supported by the simulator yet")
     if "psum" in (dst.space, *(x.space for x in srcs)):
         fail(f"{what}: DMA to or from PSUM is not allowed: copy the tile to SBUF first")
-    indexed = [x for x in (dst, *srcs) if getattr(x, "gather", None) is not None]
+    indexed = [x for x in (dst, *srcs) if x.gather is not None]
     if indexed:
         if not unique_indices:
             fail(f"{what}: unique_indices=False (repeated rows) is not supported (the SDK: not yet either)")
         if len(srcs) != 2 or not any(_same_view(dst, x) for x in srcs):
             fail(f"{what} with vector_offset: two sources, one of them dst itself (read-modify-write)")
         other = srcs[1] if _same_view(dst, srcs[0]) else srcs[0]
-        if getattr(dst, "gather", None) is not None:          # scatter RMW: HBM[idx] += SBUF
+        if dst.gather is not None:          # scatter RMW: HBM[idx] += SBUF
             if other.space != "sbuf":
                 fail(f"{what}: a scatter read-modify-write adds SBUF data into the indexed HBM rows")
             nl._indirect(dst, other, None, what, "scatter_add", "gpsimd")
         else:                                                 # gather RMW: SBUF += HBM[idx]
-            if dst.space != "sbuf" or getattr(other, "gather", None) is None:
+            if dst.space != "sbuf" or other.gather is None:
                 fail(f"{what}: a gather read-modify-write adds indexed HBM rows into an SBUF dst")
             nl._indirect(other, dst, None, what, "gather_add", "gpsimd")
         return dst

@@ -177,7 +177,6 @@ from .memory import STORE_ENGINE, _cut, _dma, _indirect, load, load_transpose2d,
 # NKI / NumPy operator names that differ from the ISA's ALU names; every
 # other name is taken as is when the ISA's ALU table (neuronsim.ALU_OPS) has it
 # (np.sum: the add reduction, as kernels pass it for reduce_op=)
-# (np.sum names the add reduction kernels pass as reduce_op=)
 _ALU_ALIASES = {"maximum": "max", "minimum": "min", "amax": "max", "amin": "min", "sum": "add", "true_divide": "divide",
                 "power": "pow", "equal": "is_equal", "greater": "is_gt", "greater_equal": "is_ge",
                 "less": "is_lt", "less_equal": "is_le"}
@@ -203,9 +202,9 @@ def _operand(x):
     if isinstance(x, MaskedResult):
         # used as a value: a tile of the full shape, the positions the mask
         # kept written (the rest undefined, as NKI leaves them)
-        full = new_tile("sbuf", x.full, x.tile.dtype, "masked result")
-        _assign(full, x)
-        return full
+        whole = new_tile("sbuf", x.full, x.tile.dtype, "masked result")
+        _assign(whole, x)
+        return whole
     if isinstance(x, Tensor):
         x.materialize()
         if x.space == "hbm":
@@ -724,23 +723,22 @@ def device_print(*a, **k):
 
 
 
-_te_module = __name__.rsplit(".", 1)[0] + ".tensor_engine"
-# compute calls take mask= (masking.py); loads and stores read their
-# masks themselves
-for _name, _fn in list(globals().items()):
-    if inspect.isfunction(_fn) and not _name.startswith("_") and _fn.__module__ in (__name__, _te_module) and \
-            _name not in ("load", "store", "load_transpose2d") and \
-            ("mask" in inspect.signature(_fn).parameters or "kw" in inspect.signature(_fn).parameters):
-        globals()[_name] = compute_masks(_fn)
-del _name, _fn
-
-
 def where(condition, x, y, dtype=None, **kw):
     """x where condition is nonzero, else y (tiles broadcast as NumPy
     does, or numbers): y written first, then x copied over it under the
     condition (VectorE copy_predicated; isa_predicated.where)."""
     from .isa_predicated import where as _where
     return _where(condition, x, y, dtype)
+
+
+_te_module = __name__.rsplit(".", 1)[0] + ".tensor_engine"
+# compute calls take mask= (masking.py); loads and stores (memory.py)
+# read their masks themselves
+for _name, _fn in list(globals().items()):
+    if inspect.isfunction(_fn) and not _name.startswith("_") and _fn.__module__ in (__name__, _te_module) and \
+            ("mask" in inspect.signature(_fn).parameters or "kw" in inspect.signature(_fn).parameters):
+        globals()[_name] = compute_masks(_fn)
+del _name, _fn
 
 
 def __getattr__(name):

@@ -41,12 +41,11 @@ class MaskedResult:
         return f"<masked result {list(self.full)}: {self.box}>"
 
     def target(self, dst):
-        """dst cut to the kept positions (axes of dst whose size differs
-        from the full shape's -- a reduction's kept axis -- stay whole)."""
+        """dst cut to the kept positions."""
         from .memory import _cut
-        if len(dst.shape) != len(self.full):
+        if tuple(dst.shape) != self.full:
             fail(f"a masked result of shape {list(self.full)} assigned into {list(dst.shape)}")
-        return _cut(dst, [b if n == m else (0, n) for b, n, m in zip(self.box, dst.shape, self.full)])
+        return _cut(dst, self.box)
 
 
 def _cut_operand(t, ref_shape, box):
@@ -64,9 +63,11 @@ def _cut_operand(t, ref_shape, box):
     return t
 
 
-# TensorE's operands do not share the instruction's index grid (stationary
-# [K, M], moving [K, N], dst [M, N]): a mask there is refused, not guessed at
-_NOT_ELEMENTWISE = ("nc_matmul", "matmul", "nc_transpose", "transpose")
+# calls whose operands do not share one index grid (TensorE's stationary
+# [K, M], moving [K, N], dst [M, N]; transposes; partition moves; DMA
+# computes; nl.where's broadcasts): a mask there is refused, not guessed at
+_NOT_ELEMENTWISE = ("nc_matmul", "matmul", "nc_transpose", "transpose", "dma_transpose", "dma_compute",
+                    "nc_stream_shuffle", "local_gather", "where")
 
 
 def _grid_masked(fn, args, kw, m):
@@ -93,9 +94,18 @@ def _grid_masked(fn, args, kw, m):
     back = {id(c): t for t in tiles for c in [cut[id(t)]]}
     if id(out) in back:                     # the call returned its (cut) dst
         return back[id(out)]
-    if out is None or out is MASKED_OUT:
+    if not isinstance(out, Tensor):
         return out
-    return MaskedResult(out, box, full)
+    # the result's own full shape and box: an axis the instruction kept has
+    # the box's extent, one it reduced (a [P, 1] result) is whole
+    if len(out.shape) != len(full):
+        fail(f"a masked call whose result {list(out.shape)} has another rank than its operands {full}")
+    kept = [n == hi - lo for n, (lo, hi) in zip(out.shape, box)]
+    rfull = [m if k else n for k, n, m in zip(kept, out.shape, full)]
+    rbox = [b if k else (0, n) for k, b, n in zip(kept, box, out.shape)]
+    if all(lo == 0 and hi == n for (lo, hi), n in zip(rbox, rfull)):
+        return out
+    return MaskedResult(out, rbox, rfull)
 
 
 def compute_masks(fn):

@@ -9,6 +9,7 @@ from . import language as nl
 from . import tracer
 from .scalar import ENGINE as SCALAR_ENGINE, dyn_dma
 from .indexing import Mask
+from .masking import MaskedResult
 from .tensor import Tensor, isa_dtype, new_tile
 from .tracer import fail
 
@@ -100,7 +101,7 @@ def load(src, dtype=None, mask=None, **kw):
         src = col
     elif not src.shape:           # a single element: a [1, 1] tile
         src = Tensor("hbm", src.dtype, (1, 1), (1, 1), src.offset, src.name)
-    if getattr(src, "gather", None) is not None:
+    if src.gather is not None:
         tile = _indirect(src, None, mask, "nl.load")
         return tile if dtype is None or isa_dtype(dtype) == src.dtype else nl.copy(tile, dtype=dtype)
     box, full = masked_box(src, mask, "nl.load")
@@ -152,14 +153,16 @@ def _indirect(table, other, mask, what, mode="gather", engine="sync"):
     t = tracer.current()
     n = len(t.dmas)
     # the adds read their destination back
+    table_ap, table_region, rows_ap, rows_region = tab.ap(), tab.region(), part.ap(), part.region()
+    indexed = f"{table_ap} index={index.ap()}"
     if scatter:
-        t.dmas.append((f"{tab.ap()} index={index.ap()}", part.ap(), mode))
-        reads = [part.region(), index.region()] + ([tab.region()] if mode == "scatter_add" else [])
-        t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[tab.region()], dma=n)
+        t.dmas.append((indexed, rows_ap, mode))
+        reads = [rows_region, index.region()] + ([table_region] if mode == "scatter_add" else [])
+        t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[table_region], dma=n)
     else:
-        t.dmas.append((part.ap(), f"{tab.ap()} index={index.ap()}", mode))
-        reads = [tab.region(), index.region()] + ([part.region()] if mode == "gather_add" else [])
-        t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[part.region()], dma=n)
+        t.dmas.append((rows_ap, indexed, mode))
+        reads = [table_region, index.region()] + ([rows_region] if mode == "gather_add" else [])
+        t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[rows_region], dma=n)
     return other
 
 
@@ -184,9 +187,9 @@ def store(dst, value, mask=None, **kw):
     """value -> HBM; under a mask only the positions it keeps (any axis)."""
     if not isinstance(dst, Tensor) or dst.space != "hbm":
         fail("nl.store writes an HBM tensor")
-    if not isinstance(value, Tensor) and value is not None and not isinstance(value, (int, float)):
-        value = nl._operand(value)          # a result computed under mask= (masking.MaskedResult)
-    if getattr(dst, "gather", None) is not None:
+    if isinstance(value, MaskedResult):
+        value = nl._operand(value)          # a result computed under mask=
+    if dst.gather is not None:
         # rows addressed by a tile of row numbers: a scatter DMA
         if not isinstance(value, Tensor):
             fail("nl.store: value= is a tile")

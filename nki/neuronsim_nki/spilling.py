@@ -23,6 +23,12 @@ PSUM_SPILL_ENGINE = "vector"
 
 
 class Spilling:
+    def room_for(self, alloc, size, what, banks=1):
+        """The offset of `size` bytes per partition in `alloc` (at most
+        `banks` PSUM banks): free room, else room made by spilling."""
+        off = alloc.try_alloc(size, what, banks)
+        return off if off is not None else self.make_room(alloc, size, what, banks)
+
     def make_room(self, alloc, size, what, banks=1):
         """SBUF full: as the hardware compiler does (the published Mamba
         profiles show its qSyncSpillReload / qScalarSpillReload DMA queues,
@@ -49,7 +55,9 @@ class Spilling:
         for a in best[1]:
             self.psum_spill(a) if psum else self.spill(a)
         off = alloc.try_alloc(size, what, banks)
-        return off if off is not None else alloc.alloc(size, what)
+        if off is None:
+            tracer.fail(alloc.overflow(size, what))
+        return off
 
     def room(self, size, now, may_evict, alloc=None):
         """(The soonest next use among them, the resident tiles) to evict
@@ -186,9 +194,7 @@ class Spilling:
         partial sums, as it would have."""
         copy = None
         if a.id in self.last_write:
-            off = self.sbuf.try_alloc(a.size, a.name)
-            if off is None:
-                off = self.make_room(self.sbuf, a.size, a.name)
+            off = self.room_for(self.sbuf, a.size, a.name)
             copy = tracer.Allocation("sbuf", a.nparts, off, a.size, f"{a.name} (PSUM spill)")
             self.n_copies += 1
             copy.id = -self.n_copies          # no id of the first pass's: no recorded uses
@@ -207,9 +213,7 @@ class Spilling:
     def psum_reload(self, a):
         """Spilled PSUM tile a back into PSUM (its SBUF copy back from HBM
         first if it went there), the copy freed."""
-        off = self.psum.try_alloc(a.size, a.name)
-        if off is None:
-            off = self.make_room(self.psum, a.size, a.name)
+        off = self.room_for(self.psum, a.size, a.name)
         copy = a.spilled[1]
         self.away.pop(a.id, None)
         a.spilled, a.offset = None, off
@@ -244,9 +248,7 @@ class Spilling:
         if a.space == "psum":
             return self.psum_reload(a)
         if off is None:
-            off = self.sbuf.try_alloc(a.size, a.name)
-        if off is None:
-            off = self.make_room(self.sbuf, a.size, a.name)
+            off = self.room_for(self.sbuf, a.size, a.name)
         self.away.pop(a.id, None)
         name, a.spilled, a.offset = a.spilled, None, off
         a.free = weakref.finalize(a, self.sbuf.release, off, a.size)

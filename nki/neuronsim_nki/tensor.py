@@ -131,6 +131,7 @@ class Tensor:
         self.loaded_from = None        # and the HBM view it read
         self.wanted = {}               # axis -> size asked for where an index ran past its end
         self.overrun = None            # (allowed under a mask that cuts it off: the message otherwise)
+        self.gather = None             # HBM rows picked by this [P, 1] index tile (_gathered, vector_offset)
 
     @property
     def rows_wanted(self):

@@ -71,6 +71,9 @@ def _place_matmul(res, dst=None, accumulate=False):
         tile = new_tile("psum", res.shape, "fp32", "nl.matmul result")
         res.alloc, res.strides = tile.alloc, tile.strides
     emit_matmul(x, y, dst or res, accumulate)
+    if dst is not None and res.alloc is None and dst.shape == res.shape:
+        # written into dst: used again, the result is what dst holds
+        res.alloc, res.strides, res.offset, res.part0, res.pax = dst.alloc, dst.strides, dst.offset, dst.part0, dst.pax
 
 
 def emit_matmul(x, y, dst, accumulate=False):

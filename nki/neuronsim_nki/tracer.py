@@ -252,9 +252,7 @@ class Trace(Placement, Spilling):
         alloc = self.sbuf if space == "sbuf" else self.psum
         if not self.recording:
             self.release_dead()
-        off = alloc.try_alloc(bytes_per_partition, what, banks)
-        if off is None:
-            off = self.make_room(alloc, bytes_per_partition, what, banks)
+        off = self.room_for(alloc, bytes_per_partition, what, banks)
         a = Allocation(space, nparts, off, bytes_per_partition, what)
         a.id = self.n_allocs
         self.n_allocs += 1

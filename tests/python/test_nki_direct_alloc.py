@@ -407,3 +407,37 @@ def test_a_masked_reduction_into_dst_reduces_only_what_the_mask_keeps():
         return out
     with pytest.raises(nki.NKIError, match="nc_matmul with a mask on index expressions is not supported"):
         mm(np.zeros((32, 16), np.float32))
+
+
+def test_masked_and_assigned_results_stay_usable_as_values():
+    """A masked reduction used as a value has the reduction's shape; a
+    matmul result assigned into a PSUM tile and used again reads that
+    tile; nl.where refuses an index mask rather than ignoring it."""
+    @nki.jit
+    def k(x, a):
+        out = nl.ndarray((x.shape[0], 1), dtype=x.dtype, buffer=nl.shared_hbm)
+        mm = nl.ndarray((a.shape[1], a.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:x.shape[0], 0:x.shape[1]]
+        r = nl.max(nl.load(x), axis=1, keepdims=True, mask=(ip < 32) & (jf < 6))
+        nl.store(out, value=nl.multiply(r, 2.0), mask=(nl.arange(x.shape[0])[:, None] < 32))
+        t = nl.load(a)
+        ps = nl.ndarray((a.shape[1], a.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        res = nisa.nc_matmul(t, t)
+        ps[...] = res
+        nl.store(mm, value=nl.copy(res))
+        return out, mm
+    rng = np.random.default_rng(3)
+    x, a = rng.standard_normal((64, 16)).astype(np.float32), rng.standard_normal((32, 16)).astype(np.float32)
+    got, mm = k(x, a)
+    np.testing.assert_allclose(got[:32], 2 * x[:32, :6].max(axis=1, keepdims=True), rtol=1e-6)
+    np.testing.assert_allclose(mm, a.T @ a, rtol=1e-4, atol=1e-4)
+
+    @nki.jit
+    def w(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        ip, jf = nl.mgrid[0:x.shape[0], 0:x.shape[1]]
+        t = nl.load(x)
+        nl.store(out, value=nl.where(t, t, 0.0, mask=(ip < 4)))
+        return out
+    with pytest.raises(nki.NKIError, match="where with a mask on index expressions is not supported"):
+        w(x)
