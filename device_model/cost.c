@@ -75,7 +75,9 @@ static dm_cost cost_load_stationary(const dm_chip *ch, int engine, const isa_ins
 }
 
 /* HW: max(min(64, N_stationary), N_moving), x4 for fp32; double_row fp8
- * halves it (v3/v4: "K effectively 256 in BF16 K=128 time"); initiation
+ * halves it (v3/v4: "K effectively 256 in BF16 K=128 time"); MX data
+ * takes the BF16 time for four times the contraction (trn3 arch guide:
+ * "4x the throughput compared to a BF16/FP16 matmul"); initiation
  * latency 64 TensorE cycles before results land in PSUM, an fp32 result
  * the chip's mm_fp32_drain (the four passes leave the array later) */
 static dm_cost cost_matmul(const dm_chip *ch, int engine, const isa_instr *in,
@@ -130,6 +132,15 @@ static dm_cost cost_elementwise(const dm_chip *ch, int engine, const isa_instr *
 	(void)ctx;
 	uint64_t n = ceil_div(free_n(in, ISA_AP_SRC), vector_speedup(ch, engine, in));
 	return pipelined(ch, engine, u64max(ch->min_ii, n));
+}
+
+/* trn3 arch guide, "MX data-type Quantization": QuantizeMX takes four input
+ * elements per partition per cycle (VectorE's 4x performance mode) */
+static dm_cost cost_quantize(const dm_chip *ch, int engine, const isa_instr *in,
+			     const dm_cost_ctx *ctx)
+{
+	(void)ctx;
+	return pipelined(ch, engine, u64max(ch->min_ii, ceil_div(free_n(in, ISA_AP_SRC), 4)));
 }
 
 /* HW (../shared/HARDWARE.md cost table, NKI cost model): tensor_scalar_reduce

@@ -39,6 +39,12 @@ static inline dm_fault_kind dm_nomem(dm_fault *f, int engine, int64_t index)
 dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t index,
 			   const isa_instr *in, dm_fault *f);
 
+/* MX data (ops_mx.c): an MX operand d with its scale s as fp32 rows of the
+ * contraction, out[(p * 4 + q) * nfree + k]; copies and zeroing as bytes
+ * (src NULL: zero) */
+void dm_mx_dequantize(const dm_view *d, const dm_view *s, float *out);
+void dm_mx_copy(const dm_view *dst, const dm_view *src);
+
 /* scalar ALU operators (alu.c): fp32 and exact-integer forms */
 float   dm_alu_f32(int op, float a, float b);
 int64_t dm_alu_i64(int op, int64_t a, int64_t b);

@@ -16,6 +16,10 @@
 #include <cblas.h>
 #include <stdlib.h>
 
+/* contraction rows the stationary buffer holds: 128 partitions, four
+ * values each for MX data */
+#define STAT_MAX_K (4 * ISA_NUM_PARTITIONS)
+
 static void round_tf32_rows(float *v, uint64_t n, int dtype)
 {
 	if (dtype != ISA_DT_tf32)
@@ -37,7 +41,7 @@ dm_fault_kind dm_op_load_stationary(dm_core *c, const dm_binding *b, int engine,
 		return k;
 	uint64_t n = (uint64_t)s.nparts * s.nfree;
 	if (!c->stationary) {
-		c->stationary = malloc(ISA_NUM_PARTITIONS * ISA_NUM_PARTITIONS * sizeof(float));
+		c->stationary = malloc(STAT_MAX_K * ISA_NUM_PARTITIONS * sizeof(float));
 		if (!c->stationary)
 			return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "stationary buffer");
 	}
@@ -45,6 +49,16 @@ dm_fault_kind dm_op_load_stationary(dm_core *c, const dm_binding *b, int engine,
 	c->stat_m = (uint32_t)s.nfree;
 	c->stat_dtype = s.dtype;
 	c->stat_paired = false;
+	if (isa_dtype_is_mx(s.dtype)) {
+		/* MX: four contraction rows per partition, dequantized */
+		dm_view sc;
+		if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC1], false, &sc, engine, index, "scale", f)))
+			return k;
+		dm_mx_dequantize(&s, &sc, c->stationary);
+		c->stat_k = 4 * s.nparts;
+		c->stat_widened = true;
+		return DM_OK;
+	}
 	if (s.dtype == ISA_DT_bf16 && dm_gemm_bf16_available()) {
 		if (!c->stat_pairs) {
 			c->stat_pairs = malloc(ISA_NUM_PARTITIONS / 2 * ISA_NUM_PARTITIONS * sizeof(uint32_t));
@@ -194,7 +208,17 @@ dm_fault_kind dm_op_multiply_moving(dm_core *c, const dm_binding *b, int engine,
 	/* an fp32 moving tile with contiguous rows is the GEMM's B in place */
 	const float *mov;
 	int ldb = (int)N;
-	if (mv.contiguous && mv.dtype == ISA_DT_fp32 && mv.pstep % 4 == 0) {
+	if (isa_dtype_is_mx(mv.dtype)) {
+		dm_view sc;
+		if ((k = dm_view_of(c, b, &in->ap[ISA_AP_SRC1], false, &sc, engine, index,
+				    "moving_scale", f)))
+			return k;
+		float *m = dm_tmp(c, 0, (uint64_t)K * N);
+		if (!m)
+			return dm_fault_set(f, DM_FAULT_NOMEM, engine, index, 0, "matmul staging");
+		dm_mx_dequantize(&mv, &sc, m);
+		mov = m;
+	} else if (mv.contiguous && mv.dtype == ISA_DT_fp32 && mv.pstep % 4 == 0) {
 		mov = (const float *)mv.base;
 		ldb = (int)(mv.pstep / 4);
 	} else {

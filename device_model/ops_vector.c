@@ -451,6 +451,10 @@ dm_fault_kind dm_op_tensor_copy(dm_core *c, const dm_binding *b, int engine, int
 	DM_OP_VIEW(sv, ISA_AP_SRC, false, "src");
 	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)sv.nparts * sv.nfree;
+	if (isa_dtype_is_mx(dv.dtype)) {
+		dm_mx_copy(&dv, &sv);
+		return DM_OK;
+	}
 	if (all_integer(in)) {
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n);
 		if (!x)
@@ -510,6 +514,10 @@ dm_fault_kind dm_op_memset(dm_core *c, const dm_binding *b, int engine, int64_t 
 	dm_view dv;
 	DM_OP_VIEW(dv, ISA_AP_DST, true, "dst");
 	uint64_t n = (uint64_t)dv.nparts * dv.nfree;
+	if (isa_dtype_is_mx(dv.dtype)) {          /* validated: the value is 0 */
+		dm_mx_copy(&dv, NULL);
+		return DM_OK;
+	}
 	if (isa_dtype_is_integer(dv.dtype) && in->imm[0].kind == ISA_IMM_I32) {
 		int64_t *x = (int64_t *)dm_tmp(c, 0, 2 * n);
 		if (!x)

@@ -100,6 +100,7 @@ unsigned isa_dtype_size(int dt) { return dtype_ok(dt) ? dtypes[dt].bytes : 0; }
 unsigned isa_dtype_code(int dt) { return dtype_ok(dt) ? dtypes[dt].code : 0; }
 int isa_dtype_class(int dt) { return dtype_ok(dt) ? dtypes[dt].cls : 0; }
 bool isa_dtype_is_float(int dt) { return isa_dtype_class(dt) == ISA_DC_FLOAT; }
+bool isa_dtype_is_mx(int dt) { return isa_dtype_class(dt) == ISA_DC_MX; }
 
 bool isa_dtype_is_integer(int dt)
 {

@@ -140,6 +140,8 @@ static isa_status check_instr(vctx *v, const isa_instr *in)
 	isa_status st = check_fields(v, in);
 	if (st != ISA_OK)
 		return st;
+	if ((st = v_mx_elsewhere(v, in)) != ISA_OK)
+		return st;
 	if (!isa_op_rules[in->opcode])
 		return v_fail(v, ISA_E_BAD_OPCODE, "opcode", "no validator rule registered");
 	return isa_op_rules[in->opcode](v, in);
@@ -286,6 +288,19 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 			      "descriptor '%s': a %s DMA casts between float types only (%s -> %s)",
 			      d->name, d->mode == ISA_DMA_TRANSPOSE ? "transposing" : "gather / scatter",
 			      isa_dtype_name(d->src.dtype), isa_dtype_name(d->dst.dtype));
+
+	/* MX data moves as bytes: to the same type, by the modes that copy */
+	if (isa_dtype_is_mx(d->dst.dtype) || isa_dtype_is_mx(d->src.dtype)) {
+		if (!isa_target_has(v->p->target, ISA_FEAT_mx))
+			return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
+				      "descriptor '%s': MX data needs NeuronCore-v%u or newer (%s is %s)",
+				      d->name, isa_feature_first_core(ISA_FEAT_mx), v->ti->name, v->ti->core);
+		if (d->dst.dtype != d->src.dtype || isa_dma_mode_rmw(d->mode) || d->mode == ISA_DMA_TRANSPOSE)
+			return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
+				      "descriptor '%s': MX data is copied as itself, without arithmetic or transposes (%s %s -> %s)",
+				      d->name, isa_dma_mode_name(d->mode), isa_dtype_name(d->src.dtype),
+				      isa_dtype_name(d->dst.dtype));
+	}
 
 	/* the engines' adds (read-modify-write) take one numeric type */
 	if (isa_dma_mode_rmw(d->mode) && (d->dst.dtype != d->src.dtype || d->dst.dtype == ISA_DT_bool))

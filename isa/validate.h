@@ -59,6 +59,13 @@ isa_status rule_nc_n_gather(vctx *v, const isa_instr *in);
 isa_status rule_local_gather(vctx *v, const isa_instr *in);
 isa_status rule_topk(vctx *v, const isa_instr *in);
 
+/* MX rules in validate_mx.c */
+isa_status v_mx_scale(vctx *v, const isa_ap *d, const char *dfield, const isa_ap *s, const char *sfield);
+isa_status v_mx_operand(vctx *v, const isa_instr *in, const isa_ap *d, const char *dfield,
+			const char *sfield);
+isa_status v_mx_elsewhere(vctx *v, const isa_instr *in);
+isa_status rule_quantize_mx(vctx *v, const isa_instr *in);
+
 static inline bool v_has(const isa_instr *in, int slot)
 {
 	return (in->ap_mask >> slot) & 1u;

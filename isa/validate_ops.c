@@ -42,7 +42,17 @@ static isa_status rule_load_stationary(vctx *v, const isa_instr *in)
 	isa_status st = v_check_ap(v, s, "stationary", SP_SBUF);
 	if (st != ISA_OK)
 		return st;
-	if (!is_mm_dtype(s->dtype))
+	if (isa_dtype_is_mx(s->dtype)) {
+		if ((st = v_mx_operand(v, in, s, "stationary", "scale")) != ISA_OK)
+			return st;
+		if (isa_ap_free_elems(s) % 2)
+			return v_fail(v, ISA_E_SHAPE_MISMATCH, "stationary",
+				      "M = %llu columns (MX: an even number)",
+				      (unsigned long long)isa_ap_free_elems(s));
+	} else if (v_has(in, ISA_AP_SRC1)) {
+		return v_fail(v, ISA_E_BAD_VALUE, "scale", "a scale goes with MX data, not %s",
+			      isa_dtype_name(s->dtype));
+	} else if (!is_mm_dtype(s->dtype))
 		return v_fail(v, ISA_E_BAD_DTYPE, "stationary", "%s is not a matmul input type",
 			      isa_dtype_name(s->dtype));
 	if (isa_ap_free_elems(s) > ISA_NUM_PARTITIONS)
@@ -69,7 +79,17 @@ static isa_status rule_multiply_moving(vctx *v, const isa_instr *in)
 	if (!v->have_stationary)
 		return v_fail(v, ISA_E_NO_STATIONARY, "moving",
 			      "no load_stationary earlier in the tensor stream");
-	if (!is_mm_dtype(m->dtype))
+	if (isa_dtype_is_mx(m->dtype) != isa_dtype_is_mx(s->dtype))
+		return v_fail(v, ISA_E_BAD_DTYPE, "moving",
+			      "%s moving with %s stationary (MX data only with MX data)",
+			      isa_dtype_name(m->dtype), isa_dtype_name(s->dtype));
+	if (isa_dtype_is_mx(m->dtype)) {
+		if ((st = v_mx_operand(v, in, m, "moving", "moving_scale")) != ISA_OK)
+			return st;
+	} else if (v_has(in, ISA_AP_SRC1)) {
+		return v_fail(v, ISA_E_BAD_VALUE, "moving_scale", "a scale goes with MX data, not %s",
+			      isa_dtype_name(m->dtype));
+	} else if (!is_mm_dtype(m->dtype))
 		return v_fail(v, ISA_E_BAD_DTYPE, "moving", "%s is not a matmul input type",
 			      isa_dtype_name(m->dtype));
 	if (is_fp32_class(m->dtype) != is_fp32_class(s->dtype))
@@ -661,6 +681,7 @@ static isa_status rule_no_operands(vctx *v, const isa_instr *in)
 const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_load_stationary]         = rule_load_stationary,
 	[ISA_OP_multiply_moving]         = rule_multiply_moving,
+	[ISA_OP_quantize_mx]             = rule_quantize_mx,
 	[ISA_OP_nc_transpose]            = rule_nc_transpose,
 	[ISA_OP_activation]              = rule_activation,
 	[ISA_OP_tensor_tensor]           = rule_tensor_tensor,

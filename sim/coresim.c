@@ -478,6 +478,8 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 				s->last_mm_start = start;
 				s->ls_pending = false;
 				uint64_t kk = in->ap[ISA_AP_SRC].nparts;
+				if (isa_dtype_is_mx(in->ap[ISA_AP_SRC].dtype))
+					kk *= 4;        /* four contraction values per element */
 				flops = 2 * kk * s->cctx.stat_m * isa_ap_free_elems(&in->ap[ISA_AP_SRC]);
 				st->matmul_flops += flops;
 				st->matmul_instructions++;

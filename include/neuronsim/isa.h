@@ -46,7 +46,7 @@ extern "C" {
 #define ISA_NUM_DMA_QUEUES   16u
 #define ISA_SEM_NONE         0xffffffffu
 
-#define ISA_FORMAT_VERSION_MAJOR 1u
+#define ISA_FORMAT_VERSION_MAJOR 2u   /* 2: load_stationary / multiply_moving gained an optional scale */
 #define ISA_FORMAT_VERSION_MINOR 0u
 #define ISA_MAGIC "NSIMPROG"             /* 8 bytes, first in a .nsp file */
 
@@ -97,7 +97,8 @@ typedef enum isa_dclass {
 	ISA_DC_FLOAT = 1,
 	ISA_DC_INT,
 	ISA_DC_UINT,
-	ISA_DC_BOOL
+	ISA_DC_BOOL,
+	ISA_DC_MX        /* four packed MX values per element (isa_dtype.def) */
 } isa_dclass;
 
 typedef enum isa_act {
@@ -357,6 +358,7 @@ unsigned    isa_dtype_size(int dtype);            /* bytes; 0 if invalid */
 int         isa_dtype_class(int dtype);
 bool        isa_dtype_is_float(int dtype);
 bool        isa_dtype_is_integer(int dtype);      /* int, uint or bool */
+bool        isa_dtype_is_mx(int dtype);           /* packed MX data (fp8 / fp4 x4) */
 const char *isa_act_name(int act);
 const char *isa_alu_name(int alu);
 unsigned    isa_alu_uses(int alu);

@@ -60,7 +60,8 @@ simulate_ranks, per_rank = collectives.simulate_ranks, collectives.per_rank
 NP_TO_ISA = {np.dtype(t): name for name, t in neuronsim.DTYPES.items() if t is not None}
 # bf16 and fp8 results come back widened to float32 (NumPy has no such types)
 ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None},
-             **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None}}
+             **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None},
+             **neuronsim.MX_HOST}
 # NumPy extension dtypes of the ml_dtypes kind (jax, ml_dtypes): by name
 EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
@@ -564,10 +565,14 @@ class Kernel:
 
 
 def jit(func=None, **kw):
-    """@nki.jit / @nki.jit(...): the kernel, callable with NumPy arrays."""
+    """@nki.jit / @nki.jit(...): the kernel, callable with NumPy arrays.
+    platform_target= (NKI before 0.3, which the MXFP tutorial still passes:
+    "trn3") names the target as target= does; without either it is
+    NEURON_PLATFORM_TARGET_OVERRIDE's, else trn2."""
+    target = kw.get("target") or kw.get("platform_target")
     if func is None:
-        return lambda f: Kernel(f, kw.get("target"))
-    return Kernel(func, kw.get("target"))
+        return lambda f: Kernel(f, target)
+    return Kernel(func, target)
 
 
 baremetal = jit

@@ -49,6 +49,7 @@ def ndarray(shape, dtype, buffer=sbuf, name="", **kw):
         out = hbm_tensor(t.unique(name or "out"), shape, dt)
         out.hbm_key = key
         out.private = getattr(buffer, "name", buffer) == private_hbm
+        out.hbm_buffer = {private_hbm: private_hbm, hbm: hbm}.get(getattr(buffer, "name", buffer), shared_hbm)
         t.tensors[out.name] = out
         t.shared[key] = out
         return out

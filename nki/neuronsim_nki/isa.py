@@ -747,6 +747,9 @@ from .isa_partition import local_gather, nc_stream_shuffle  # noqa: E402,F401
 # writes under a condition (isa_predicated.py)
 from .isa_predicated import range_select, tensor_copy_predicated  # noqa: E402,F401
 
+# MX data: nc_matmul_mx and quantize_mx (isa_mx.py)
+from .isa_mx import nc_matmul_mx, quantize_mx  # noqa: E402,F401
+
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401
 

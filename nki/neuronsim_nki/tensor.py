@@ -15,15 +15,15 @@ DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int3
                  "int16": "int16", "uint16": "uint16", "int8": "int8", "uint8": "uint8", "tfloat32": "fp32",
                  "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2",
                  # the simulator's fp8_e4m3 is this format (no infinity, 448 the largest finite)
-                 "float8_e4m3fn": "fp8_e4m3"}
+                 "float8_e4m3fn": "fp8_e4m3",
+                 # MX data: four values packed per element (isa_mx.py)
+                 "float8_e4m3fn_x4": "fp8_e4m3_x4", "float8_e5m2_x4": "fp8_e5m2_x4",
+                 "float4_e2m1fn_x4": "fp4_e2m1_x4"}
 NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k not in ("tfloat32", "float8_e4m3fn")}
 # NKI dtypes the simulator has no storage for: named, so kernels can refer
 # to them (dict keys, comparisons), refused when a tensor would take one
 UNSUPPORTED_DTYPES = {
-    "float8_e8m0fnu": "the MX shared-scale exponent type",
-    "float8_e4m3fn_x4": "4 packed float8_e4m3fn elements for nc_matmul_mx (NeuronCore-v4)",
-    "float8_e5m2_x4": "4 packed float8_e5m2 elements for nc_matmul_mx (NeuronCore-v4)",
-    "float4_e2m1fn_x4": "4 packed float4_e2m1fn elements for nc_matmul_mx (NeuronCore-v4)",
+    "float8_e8m0fnu": "the MX shared-scale exponent type; MX scales are uint8 here, which the SDK accepts too",
 }
 
 
@@ -139,7 +139,13 @@ class Tensor:
 
     @property
     def buffer(self):
-        return {"hbm": "shared_hbm"}.get(self.space, self.space)
+        """nl.sbuf / nl.psum, or the HBM buffer the tensor was made in:
+        nl.hbm for kernel arguments (the SDK's MXFP tutorial asserts it),
+        else the one nl.ndarray was given (views: their tensor's)."""
+        if self.space != "hbm":
+            return self.space
+        root = tracer.current().tensors.get(self.name, self) if tracer._current else self
+        return getattr(root, "hbm_buffer", "hbm")
 
     @property
     def ndim(self):

@@ -76,8 +76,9 @@ def _place_matmul(res, dst=None, accumulate=False):
         res.alloc, res.strides, res.offset, res.part0, res.pax = dst.alloc, dst.strides, dst.offset, dst.part0, dst.pax
 
 
-def emit_matmul(x, y, dst, accumulate=False):
-    """stationary x, moving y (matmul_operands) into the PSUM tile dst."""
+def emit_matmul(x, y, dst, accumulate=False, scales=None):
+    """stationary x, moving y (matmul_operands) into the PSUM tile dst;
+    scales: (stationary scale, moving scale) of MX operands (isa_mx.py)."""
     if dst.space != "psum":
         fail("a matmul result goes to PSUM")
     # accumulation groups are per region: matmuls interleaved over several
@@ -96,10 +97,14 @@ def emit_matmul(x, y, dst, accumulate=False):
             t.close_groups(region, keep=dst.alloc)
         groups.add(region)
         t.open_regions.add(dst.alloc)
-    t.emit("tensor", f"load_stationary stationary={x.ap()}", reads=[x.region()])
+    xs, ys = scales or (None, None)
+    t.emit("tensor", f"load_stationary stationary={x.ap()}" + (f" scale={xs.ap()}" if xs else ""),
+           reads=[x.region()] + ([xs.region()] if xs else []))
     acc = " accumulate" if accumulate else ""
-    t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}",
-           reads=[y.region()] + ([dst.region()] if accumulate else []), writes=[dst.region()])
+    t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}" +
+           (f" moving_scale={ys.ap()}" if ys else ""),
+           reads=[y.region()] + ([ys.region()] if ys else []) + ([dst.region()] if accumulate else []),
+           writes=[dst.region()])
 
 
 def transpose(x, dtype=None, **kw):

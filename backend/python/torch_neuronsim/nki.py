@@ -18,7 +18,8 @@ import neuronsim_nki as _nki
 
 # torch dtypes a kernel argument may have -> ISA dtype names
 _TORCH_TO_ISA = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.int32: "int32",
-                 torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8"}
+                 torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.uint16: "uint16",
+                 torch.uint32: "uint32"}
 _ISA_TO_TORCH = {v: k for k, v in _TORCH_TO_ISA.items()}
 
 

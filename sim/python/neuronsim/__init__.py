@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["NeuronSimError", "NeuronSimIndexError", "assemble", "run", "Result", "DTYPES", "DTYPE_SIZES", "to_device", "from_device",
+__all__ = ["NeuronSimError", "NeuronSimIndexError", "assemble", "run", "Result", "DTYPES", "MX_HOST", "DTYPE_SIZES", "to_device", "from_device",
            "target_info", "chip_info", "collective_estimate", "COLLECTIVES", "run_multi", "memory_allocated", "running_target", "tables", "op_fields",
            "ENGINES", "ENGINE_TRACKS", "OPCODES", "TARGETS", "ACTIVATIONS", "ALU_OPS"]
 
@@ -409,6 +409,9 @@ DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": None, "int32": np.int3
 # the engines' numerics (nsim_convert), or already the device bytes when the
 # array is ml_dtypes' type of the same encoding
 _FP8_HOST = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+# MX data (four fp8 / fp4 values packed per element) has no value a host type
+# could hold: on the host it is the packed words, bound and returned as is
+MX_HOST = {"fp8_e4m3_x4": np.uint32, "fp8_e5m2_x4": np.uint32, "fp4_e2m1_x4": np.uint16}
 
 
 def _convert(dst_dtype, src_dtype, data: bytes, n: int) -> bytes:
@@ -423,8 +426,8 @@ def _convert(dst_dtype, src_dtype, data: bytes, n: int) -> bytes:
 
 def _size(dtype):
     """Bytes per element of a dtype NumPy data can be bound as."""
-    if dtype not in DTYPES:
-        raise NeuronSimError(f"dtype {dtype!r} is not supported by these bindings ({', '.join(DTYPES)})")
+    if dtype not in DTYPES and dtype not in MX_HOST:
+        raise NeuronSimError(f"dtype {dtype!r} is not supported by these bindings ({', '.join([*DTYPES, *MX_HOST])})")
     return tables().DTYPE_SIZES[dtype]
 
 
@@ -432,6 +435,8 @@ def to_device(arr, dtype: str) -> bytes:
     """Array -> the tensor's bytes in `dtype` (bf16 rounded to nearest even)."""
     _size(dtype)
     a = np.ascontiguousarray(arr)
+    if dtype in MX_HOST:
+        return a.tobytes()          # the packed words (any host type: the bytes are the data)
     if dtype in _FP8_HOST:
         if a.dtype.name == _FP8_HOST[dtype]:
             return a.view(np.uint8).tobytes()
@@ -446,7 +451,10 @@ def to_device(arr, dtype: str) -> bytes:
 
 
 def from_device(buf: bytes, dtype: str, shape) -> np.ndarray:
-    """The tensor's bytes -> array (bf16 and fp8 widened exactly to float32)."""
+    """The tensor's bytes -> array (bf16 and fp8 widened exactly to float32;
+    MX data as its packed words, MX_HOST)."""
+    if dtype in MX_HOST:
+        return np.frombuffer(buf, dtype=MX_HOST[dtype]).reshape(shape).copy()
     if dtype in _FP8_HOST:
         n = len(buf)
         return np.frombuffer(_convert("fp32", dtype, buf, n), dtype=np.float32).reshape(shape).copy()
