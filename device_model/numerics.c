@@ -88,7 +88,7 @@ float dm_fp16_to_f32(uint16_t h)
 }
 
 /* e4m3fn: max finite S.1111.110 = 448; S.1111.111 is NaN; no infinity */
-uint8_t dm_f32_to_fp8e4m3(float f)
+uint8_t dm_f32_to_fp8e4m3fn(float f)
 {
 	uint8_t sign = (uint8_t)((dm_f32_bits(f) >> 24) & 0x80u);
 	if (isnan(f))
@@ -100,11 +100,35 @@ uint8_t dm_f32_to_fp8e4m3(float f)
 	return (uint8_t)(sign | mag);
 }
 
-float dm_fp8e4m3_to_f32(uint8_t b)
+float dm_fp8e4m3fn_to_f32(uint8_t b)
 {
 	uint32_t sign = b >> 7, exp = (b >> 3) & 0xfu, mant = b & 0x7u;
 	if (exp == 0xf && mant == 0x7)
 		return sign ? -NAN : NAN;
+	return widen(sign, exp, mant, 4, 3);
+}
+
+/* e4m3 (IEEE-like): max finite S.1110.111 = 240, S.1111.000 infinity,
+ * S.1111.xxx (xxx != 0) NaN; overflow -> inf */
+uint8_t dm_f32_to_fp8e4m3(float f)
+{
+	uint8_t sign = (uint8_t)((dm_f32_bits(f) >> 24) & 0x80u);
+	if (isnan(f))
+		return (uint8_t)(sign | 0x7fu);
+	float af = fabsf(f);
+	if (isinf(af))
+		return (uint8_t)(sign | 0x78u);
+	uint32_t mag = narrow_mag(af, 4, 3, 0x77u);
+	if (mag > 0x77u)
+		mag = 0x78u;
+	return (uint8_t)(sign | mag);
+}
+
+float dm_fp8e4m3_to_f32(uint8_t b)
+{
+	uint32_t sign = b >> 7, exp = (b >> 3) & 0xfu, mant = b & 0x7u;
+	if (exp == 0xf)
+		return mant ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
 	return widen(sign, exp, mant, 4, 3);
 }
 
@@ -158,6 +182,7 @@ float dm_load(int dtype, const void *p)
 	case ISA_DT_tf32: { float f; memcpy(&f, p, 4); return f; }
 	case ISA_DT_bf16: { uint16_t h; memcpy(&h, p, 2); return dm_bf16_to_f32(h); }
 	case ISA_DT_fp16: { uint16_t h; memcpy(&h, p, 2); return dm_fp16_to_f32(h); }
+	case ISA_DT_fp8_e4m3fn: return dm_fp8e4m3fn_to_f32(*(const uint8_t *)p);
 	case ISA_DT_fp8_e4m3: return dm_fp8e4m3_to_f32(*(const uint8_t *)p);
 	case ISA_DT_fp8_e5m2: return dm_fp8e5m2_to_f32(*(const uint8_t *)p);
 	case ISA_DT_int8: return (float)*(const int8_t *)p;
@@ -178,6 +203,7 @@ void dm_store(int dtype, void *p, float v)
 	case ISA_DT_tf32: { float r = dm_round_tf32(v); memcpy(p, &r, 4); break; }
 	case ISA_DT_bf16: { uint16_t h = dm_f32_to_bf16(v); memcpy(p, &h, 2); break; }
 	case ISA_DT_fp16: { uint16_t h = dm_f32_to_fp16(v); memcpy(p, &h, 2); break; }
+	case ISA_DT_fp8_e4m3fn: *(uint8_t *)p = dm_f32_to_fp8e4m3fn(v); break;
 	case ISA_DT_fp8_e4m3: *(uint8_t *)p = dm_f32_to_fp8e4m3(v); break;
 	case ISA_DT_fp8_e5m2: *(uint8_t *)p = dm_f32_to_fp8e5m2(v); break;
 	case ISA_DT_int8: *(int8_t *)p = (int8_t)sat(v, INT8_MIN, INT8_MAX); break;

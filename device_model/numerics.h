@@ -6,9 +6,10 @@
  * Float -> integer: truncate toward zero and saturate to the type's range;
  * NaN becomes 0.  (PyTorch leaves out-of-range float->int undefined; the
  * hardware saturates, and a saturating rule keeps results deterministic.)
- * fp8_e4m3 is the "fn" variant (no infinities, max 448, S.1111.111 is NaN):
- * values beyond its range saturate to +-448, as TensorE/ScalarE output casts
- * do; fp8_e5m2 follows IEEE (overflow rounds to infinity).
+ * fp8_e4m3fn (no infinities, max 448, S.1111.111 is NaN): values beyond its
+ * range saturate to +-448, as TensorE/ScalarE output casts do; fp8_e4m3
+ * (NKI's float8_e4m3: IEEE-like, max 240, S.1111.000 infinity) and fp8_e5m2
+ * follow IEEE (overflow rounds to infinity).
  */
 #ifndef NSIM_DM_NUMERICS_H
 #define NSIM_DM_NUMERICS_H
@@ -78,6 +79,8 @@ uint16_t dm_f32_to_bf16(float f);
 float    dm_bf16_to_f32(uint16_t h);
 uint16_t dm_f32_to_fp16(float f);
 float    dm_fp16_to_f32(uint16_t h);
+uint8_t  dm_f32_to_fp8e4m3fn(float f);
+float    dm_fp8e4m3fn_to_f32(uint8_t b);
 uint8_t  dm_f32_to_fp8e4m3(float f);
 float    dm_fp8e4m3_to_f32(uint8_t b);
 uint8_t  dm_f32_to_fp8e5m2(float f);

@@ -38,7 +38,7 @@ static float fp4_e2m1_to_f32(unsigned n)
 static float mx_value(int dtype, const uint8_t *a, unsigned q)
 {
 	switch (dtype) {
-	case ISA_DT_fp8_e4m3_x4: return dm_fp8e4m3_to_f32(a[q]);
+	case ISA_DT_fp8_e4m3_x4: return dm_fp8e4m3fn_to_f32(a[q]);
 	case ISA_DT_fp8_e5m2_x4: return dm_fp8e5m2_to_f32(a[q]);
 	default:                 return fp4_e2m1_to_f32((a[q / 2] >> (4 * (q % 2))) & 0xfu);
 	}
@@ -96,7 +96,7 @@ dm_fault_kind dm_op_quantize_mx(dm_core *c, const dm_binding *b, int engine, int
 				uint8_t *a = dm_view_elem(&dv, p, k);
 				for (unsigned q = 0; q < 4; q++) {
 					float v = ldexpf(x[(uint64_t)p * sv.nfree + 4 * k + q], 127 - scale);
-					a[q] = dv.dtype == ISA_DT_fp8_e4m3_x4 ? dm_f32_to_fp8e4m3(v)
+					a[q] = dv.dtype == ISA_DT_fp8_e4m3_x4 ? dm_f32_to_fp8e4m3fn(v)
 									      : dm_f32_to_fp8e5m2(v);
 				}
 			}

@@ -11,7 +11,7 @@ static bool is_mm_dtype(int dt)
 {
 	switch (dt) {
 	case ISA_DT_fp32: case ISA_DT_tf32: case ISA_DT_bf16: case ISA_DT_fp16:
-	case ISA_DT_fp8_e4m3: case ISA_DT_fp8_e5m2:
+	case ISA_DT_fp8_e4m3: case ISA_DT_fp8_e4m3fn: case ISA_DT_fp8_e5m2:
 		return true;
 	default:
 		return false;
@@ -19,7 +19,10 @@ static bool is_mm_dtype(int dt)
 }
 
 static bool is_fp32_class(int dt) { return dt == ISA_DT_fp32 || dt == ISA_DT_tf32; }
-static bool is_fp8(int dt) { return dt == ISA_DT_fp8_e4m3 || dt == ISA_DT_fp8_e5m2; }
+static bool is_fp8(int dt)
+{
+	return dt == ISA_DT_fp8_e4m3 || dt == ISA_DT_fp8_e4m3fn || dt == ISA_DT_fp8_e5m2;
+}
 
 static isa_status check_perf(vctx *v, unsigned perf, int dtype, const char *field)
 {

@@ -63,7 +63,7 @@ ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None
              **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None},
              **neuronsim.MX_HOST}
 # NumPy extension dtypes of the ml_dtypes kind (jax, ml_dtypes): by name
-EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3fn", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
 
 
 def _np_isa_dtype(dtype):
@@ -490,7 +490,7 @@ class Kernel:
                 arrays[t.name] = (raw, t.dtype)
                 continue
             a = a if conv is None else conv.host_array(a)
-            if t.dtype in ("bf16", "fp8_e4m3", "fp8_e5m2") and a.dtype.name in EXT_TO_ISA:
+            if t.dtype in ("bf16", "fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2") and a.dtype.name in EXT_TO_ISA:
                 a = a.astype(np.float32)          # exact: the simulator rounds back to the same values
             arrays[t.name] = (a, t.dtype)
         return arrays

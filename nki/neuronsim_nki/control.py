@@ -230,7 +230,8 @@ class _FInfo:
 _FINFO = {"fp32": _FInfo(32, 2.0 ** -23, 2.0 ** -126, float.fromhex("0x1.fffffep127")),
           "bf16": _FInfo(16, 2.0 ** -7, 2.0 ** -126, float.fromhex("0x1.fep127")),
           "fp16": _FInfo(16, 2.0 ** -10, 2.0 ** -14, 65504.0),
-          "fp8_e4m3": _FInfo(8, 2.0 ** -3, 2.0 ** -6, 448.0),
+          "fp8_e4m3": _FInfo(8, 2.0 ** -3, 2.0 ** -6, 240.0),
+          "fp8_e4m3fn": _FInfo(8, 2.0 ** -3, 2.0 ** -6, 448.0),
           "fp8_e5m2": _FInfo(8, 2.0 ** -2, 2.0 ** -14, 57344.0)}
 
 
@@ -239,5 +240,5 @@ def finfo(dtype):
     numpy.finfo gives them, bf16 and fp8 included."""
     dt = isa_dtype(dtype)
     if dt not in _FINFO:
-        fail(f"nl.finfo({dtype!r}): a float dtype (float32, bfloat16, float16, float8_e4m3, float8_e5m2)")
+        fail(f"nl.finfo({dtype!r}): a float dtype (float32, bfloat16, float16, float8_e4m3, float8_e4m3fn, float8_e5m2)")
     return _FINFO[dt]

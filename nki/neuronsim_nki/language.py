@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 
-from neuronsim import ACTIVATIONS, ALU_OPS
+from neuronsim import ACTIVATIONS, ALU_OPS, FLOAT_DTYPES
 
 try:
     # NumPy then knows "bfloat16" and the float8 names, so host arrays take
@@ -419,7 +419,7 @@ def _activation(func, x, dtype=None, scale=1.0, bias=None, reduce_op=None, reduc
     x = _operand(x)
     if not isinstance(x, Tensor):
         fail(f"nl.{func} takes a tile")
-    if x.dtype not in ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2"):
+    if x.dtype not in FLOAT_DTYPES or x.dtype == "tf32":
         fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAMES.get(x.dtype, x.dtype)}")
     scale = _scalar_column(scale) if isinstance(scale, Tensor) else scale
     bias = _scalar_column(bias) if isinstance(bias, Tensor) else bias
@@ -712,7 +712,8 @@ def static_cast(input_data, dtype, **kw):
     except ImportError:
         fail(f"nl.static_cast of a host array to {NKI_NAMES.get(dt, dt)}: NumPy has no such dtype; install "
              "ml_dtypes, or pass a torch tensor of that dtype")
-    ext = {"bf16": ml_dtypes.bfloat16, "fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp8_e5m2": ml_dtypes.float8_e5m2}
+    ext = {"bf16": ml_dtypes.bfloat16, "fp8_e4m3": ml_dtypes.float8_e4m3, "fp8_e4m3fn": ml_dtypes.float8_e4m3fn,
+           "fp8_e5m2": ml_dtypes.float8_e5m2}
     if dt not in ext:
         fail(f"nl.static_cast to {dt!r} on the host is not supported")
     return arr.astype(ext[dt])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronsim import FLOAT_DTYPES
+
 from . import language as nl
 from . import tracer
 from .scalar import ENGINE as SCALAR_ENGINE, dyn_dma
@@ -21,7 +23,7 @@ def _dma(dst, src, engine="sync", mode="direct", oob_skip=False):
     if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
             src.elements_per_partition() * src.shape[0]:
         fail(f"DMA shapes differ: {list(src.shape)} -> {list(dst.shape)}")
-    floats = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+    floats = tuple(d for d in FLOAT_DTYPES if d != "tf32")
     if dst.dtype != src.dtype and mode != "direct" and not (dst.dtype in floats and src.dtype in floats):
         fail(f"a {mode} DMA converts between float types only: {src.dtype} -> {dst.dtype} (cast with nl.copy "
              "on chip)")

@@ -13,13 +13,13 @@ from .tracer import fail
 # NKI dtype names -> ISA dtype names
 DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int32": "int32", "uint32": "uint32",
                  "int16": "int16", "uint16": "uint16", "int8": "int8", "uint8": "uint8", "tfloat32": "fp32",
-                 "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2",
-                 # the simulator's fp8_e4m3 is this format (no infinity, 448 the largest finite)
-                 "float8_e4m3fn": "fp8_e4m3",
+                 # float8_e4m3: IEEE-like (240 the largest finite, infinities);
+                 # float8_e4m3fn: no infinities, 448 (isa_dtype.def)
+                 "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2", "float8_e4m3fn": "fp8_e4m3fn",
                  # MX data: four values packed per element (isa_mx.py)
                  "float8_e4m3fn_x4": "fp8_e4m3_x4", "float8_e5m2_x4": "fp8_e5m2_x4",
                  "float4_e2m1fn_x4": "fp4_e2m1_x4"}
-NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k not in ("tfloat32", "float8_e4m3fn")}
+NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k != "tfloat32"}
 # NKI dtypes the simulator has no storage for: named, so kernels can refer
 # to them (dict keys, comparisons), refused when a tensor would take one
 UNSUPPORTED_DTYPES = {

@@ -9,7 +9,7 @@ from . import tracer
 from .tensor import NKI_NAMES, Tensor, hbm_tensor, new_tile
 from .tracer import fail
 
-MATMUL_DTYPES = ("fp8_e4m3", "fp8_e5m2", "bf16", "fp16", "fp32")
+MATMUL_DTYPES = ("fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2", "bf16", "fp16", "fp32")
 
 def matmul(x, y, transpose_x=False, **kw):
     """x^T @ y on TensorE into PSUM (fp32): x [K, M] stationary, y [K, N]
@@ -35,7 +35,7 @@ def matmul_operands(x, y, transpose_x=False):
             fail(f"matmul {name} operand must be a tile")
         if t.dtype not in MATMUL_DTYPES:
             fail(f"matmul {name} dtype {NKI_NAMES.get(t.dtype, t.dtype)} is not allowed on TensorE "
-                 f"(float8_e4m3, float8_e5m2, bfloat16, float16, tfloat32, float32)")
+                 f"(float8_e4m3, float8_e4m3fn, float8_e5m2, bfloat16, float16, tfloat32, float32)")
         if t.space == "psum":
             # TensorE reads SBUF only (SDK nki.isa.nc_matmul); a PSUM operand
             # -- an nc_transpose result passed on, as flash attention's

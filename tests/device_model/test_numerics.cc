@@ -72,23 +72,41 @@ TEST(Numerics, Fp16MatchesCompilerConversion)
 TEST(Numerics, Fp8RoundTripsAndRoundsToNearestEven)
 {
 	for (uint32_t b = 0; b < 256; b++) {
-		float a = dm_fp8e4m3_to_f32((uint8_t)b), c = dm_fp8e5m2_to_f32((uint8_t)b);
+		float a = dm_fp8e4m3fn_to_f32((uint8_t)b), c = dm_fp8e5m2_to_f32((uint8_t)b);
 		if (!std::isnan(a)) {
-			EXPECT_EQ(dm_f32_to_fp8e4m3(a), b) << b;
+			EXPECT_EQ(dm_f32_to_fp8e4m3fn(a), b) << b;
 		}
 		if (!std::isnan(c)) {
 			EXPECT_EQ(dm_f32_to_fp8e5m2(c), b) << b;
 		}
 	}
-	EXPECT_EQ(dm_fp8e4m3_to_f32(0x7e), 448.0f);
-	EXPECT_TRUE(std::isnan(dm_fp8e4m3_to_f32(0x7f)));
+	EXPECT_EQ(dm_fp8e4m3fn_to_f32(0x7e), 448.0f);
+	EXPECT_TRUE(std::isnan(dm_fp8e4m3fn_to_f32(0x7f)));
 	EXPECT_EQ(dm_fp8e5m2_to_f32(0x7b), 57344.0f);
-	EXPECT_EQ(dm_f32_to_fp8e4m3(1e6f), 0x7e);          // saturates
-	EXPECT_EQ(dm_f32_to_fp8e4m3(-1e6f), 0xfe);
+	EXPECT_EQ(dm_f32_to_fp8e4m3fn(1e6f), 0x7e);          // saturates
+	EXPECT_EQ(dm_f32_to_fp8e4m3fn(-1e6f), 0xfe);
 	EXPECT_EQ(dm_f32_to_fp8e5m2(1e6f), 0x7c);          // overflows to inf
-	EXPECT_EQ(dm_fp8e4m3_to_f32(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
+	EXPECT_EQ(dm_fp8e4m3fn_to_f32(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
 
-	auto e4 = [](uint32_t e) { return dm_fp8e4m3_to_f32((uint8_t)e); };
+	// NKI's float8_e4m3: IEEE-like, 240 the largest finite, S.1111.000 infinity
+	for (uint32_t b = 0; b < 256; b++) {
+		float a = dm_fp8e4m3_to_f32((uint8_t)b);
+		if (!std::isnan(a)) {
+			EXPECT_EQ(dm_f32_to_fp8e4m3(a), b) << b;
+		}
+		if ((b & 0x7f) < 0x78) {       // below the top binade both formats agree
+			EXPECT_EQ(a, dm_fp8e4m3fn_to_f32((uint8_t)b)) << b;
+		}
+	}
+	EXPECT_EQ(dm_fp8e4m3_to_f32(0x77), 240.0f);
+	EXPECT_TRUE(std::isinf(dm_fp8e4m3_to_f32(0x78)));
+	EXPECT_TRUE(std::isnan(dm_fp8e4m3_to_f32(0x79)));
+	EXPECT_EQ(dm_f32_to_fp8e4m3(247.0f), 0x77);          // rounds down to 240
+	EXPECT_EQ(dm_f32_to_fp8e4m3(248.0f), 0x78);          // the tie rounds to even: infinity
+	EXPECT_EQ(dm_f32_to_fp8e4m3(-1e6f), 0xf8);           // overflows to -inf
+	EXPECT_EQ(dm_f32_to_fp8e4m3(300.0f), 0x78);          // where e4m3fn keeps 288
+
+	auto e4 = [](uint32_t e) { return dm_fp8e4m3fn_to_f32((uint8_t)e); };
 	auto e5 = [](uint32_t e) { return dm_fp8e5m2_to_f32((uint8_t)e); };
 	std::mt19937 rng(11);
 	std::uniform_real_distribution<float> mag(-20.0f, 10.0f);
@@ -97,10 +115,10 @@ TEST(Numerics, Fp8RoundTripsAndRoundsToNearestEven)
 		if (std::fabs(x) <= 448.0f) {
 			uint32_t want = nearest(x, 8, e4, lsb_even);
 			// +-0 both acceptable representations of a value rounding to zero
-			if (dm_fp8e4m3_to_f32((uint8_t)want) == 0.0f)
-				ASSERT_EQ(dm_fp8e4m3_to_f32(dm_f32_to_fp8e4m3(x)), 0.0f) << x;
+			if (dm_fp8e4m3fn_to_f32((uint8_t)want) == 0.0f)
+				ASSERT_EQ(dm_fp8e4m3fn_to_f32(dm_f32_to_fp8e4m3fn(x)), 0.0f) << x;
 			else
-				ASSERT_EQ(dm_f32_to_fp8e4m3(x), want) << x;
+				ASSERT_EQ(dm_f32_to_fp8e4m3fn(x), want) << x;
 		}
 		if (std::fabs(x) <= 57344.0f) {
 			uint32_t want = nearest(x, 8, e5, lsb_even);

@@ -11,7 +11,7 @@ NP_DTYPES = {"fp32": np.float32, "fp16": np.float16, "int32": np.int32, "int16":
              "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
              "bool": np.bool_}
 # dtypes NumPy lacks travel as float32 (exactly representable after rounding)
-WIDE = {"bf16", "fp8_e4m3", "fp8_e5m2", "tf32"}
+WIDE = {"bf16", "fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2", "tf32"}
 
 
 def tensors(text):

@@ -78,13 +78,13 @@ def test_dtypes_print_and_compare_as_nki_names():
         nl.store(out, value=nl.load(a))
         return out
     k(np.zeros((128, 4), np.float32))
-    assert seen == {"str": "float32", "eq": True, "fp8": ("float8_e4m3", True)}
+    assert seen == {"str": "float32", "eq": True, "fp8": ("float8_e4m3fn", True)}
     assert np.zeros(2, dtype=nl.bfloat16).dtype.name == "bfloat16"       # NumPy takes nl dtypes (ml_dtypes)
     assert str(nl.float8_e4m3fn_x4) == "float8_e4m3fn_x4" and nl.float8_e4m3fn != nl.float8_e4m3
     assert len({nl.float8_e4m3: 240.0, nl.float8_e4m3fn: 448.0, nl.float8_e5m2: 57344.0}) == 3
     assert nki.dtype is type(nl.float32) and nl.bool == nl.uint8 and nl.fp32.min == -nl.fp32.max
 
-    @nki.jit(platform_target="trn3")
+    @nki.jit
     def packed(a):
         t = nl.ndarray((128, 4), dtype=nl.float4_e2m1fn_x4, buffer=nl.sbuf)
         seen["x4"] = (str(t.dtype), t.dtype == nl.float4_e2m1fn_x4, t.itemsize if hasattr(t, "itemsize") else None)

@@ -13,7 +13,7 @@ FREES = [1, 37, 301]
 SHAPES = [(p, f) for p in PARTS for f in FREES if not (p == 1 and f == 1)] + [(1, 1)]
 OFF_B, OFF_C, OFF_O, OFF_R = 32768, 65536, 98304, 131072   # SBUF byte offsets (< 192 KiB)
 TORCH = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16,
-         "fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2, "int32": torch.int32,
+         "fp8_e4m3fn": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2, "int32": torch.int32,
          "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8}
 
 
@@ -21,6 +21,9 @@ def q(a, dt):
     """NumPy float32 values rounded to dtype dt (RNE), back as float32."""
     if dt in ("int32", "int16", "int8", "uint8", "tf32"):
         return a          # tf32: the simulator rounds float32 input itself
+    if dt == "fp8_e4m3":  # NKI's float8_e4m3 (IEEE-like, max 240): torch has no such type
+        import ml_dtypes
+        return np.asarray(a, dtype=np.float32).astype(ml_dtypes.float8_e4m3).astype(np.float32)
     return torch.tensor(np.asarray(a, dtype=np.float32)).to(TORCH[dt]).float().numpy()
 
 
@@ -87,7 +90,7 @@ def close(got, want, dt):
         np.testing.assert_array_equal(got, want)
     else:
         # results are rounded to dt once: allow that rounding (and libm ulps in fp32)
-        rtol = {"fp32": 2e-6, "bf16": 8e-3, "fp16": 1e-3, "fp8_e4m3": 0.07, "fp8_e5m2": 0.13}[dt]
+        rtol = {"fp32": 2e-6, "bf16": 8e-3, "fp16": 1e-3, "fp8_e4m3": 0.07, "fp8_e4m3fn": 0.07, "fp8_e5m2": 0.13}[dt]
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * 1e-3, equal_nan=True)
 
 
@@ -266,7 +269,7 @@ def test_tensor_partition_reduce(neuronsim, tmp_path, p):
         np.testing.assert_allclose(got, ref(a, axis=0, keepdims=True), rtol=1e-5, atol=4e-7 * p * 3)
 
 
-@pytest.mark.parametrize("src", ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int8", "uint8", "int16",
+@pytest.mark.parametrize("src", ["bf16", "fp16", "fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2", "int8", "uint8", "int16",
                                  "int32", "bool"])
 def test_tensor_copy_widens_exactly(neuronsim, tmp_path, src):
     p, f = 64, 37
@@ -283,13 +286,13 @@ def test_tensor_copy_widens_exactly(neuronsim, tmp_path, src):
     np.testing.assert_array_equal(got, a.astype(np.float32))
 
 
-@pytest.mark.parametrize("dst", ["bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "int32", "fp32"])
+@pytest.mark.parametrize("dst", ["bf16", "fp16", "fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2", "int32", "fp32"])
 @pytest.mark.parametrize("shape", [(1, 37), (128, 301)])
 def test_tensor_copy_casts_round_to_nearest_even(neuronsim, tmp_path, dst, shape):
     p, f = shape
     a = RNG.uniform(-200, 200, size=shape).astype(np.float32)
-    if dst == "fp8_e4m3":
-        a = np.clip(a, -440, 440)
+    if dst.startswith("fp8_e4m3"):
+        a = np.clip(a, -239, 239) if dst == "fp8_e4m3" else np.clip(a, -440, 440)
     text = program("trn2", [("a", "fp32", shape, 0)], dst, shape, "vector",
                    [f"tensor_copy dst={sb(dst, p, f, OFF_O)} src={sb('fp32', p, f, 0)}"])
     got = execute(neuronsim, tmp_path, text, {"a": a})["o"]
@@ -357,7 +360,7 @@ def test_nc_transpose(neuronsim, tmp_path, engine, shape):
 
 # ----------------------------------------------------------------- matmul
 
-@pytest.mark.parametrize("dt", ["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e5m2", "tf32"])
+@pytest.mark.parametrize("dt", ["bf16", "fp16", "fp32", "fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2", "tf32"])
 @pytest.mark.parametrize("kmn", [(128, 128, 512), (64, 37, 301), (1, 1, 1), (128, 1, 17)])
 def test_matmul_accumulates_fp32(neuronsim, tmp_path, dt, kmn):
     k, m, n = kmn

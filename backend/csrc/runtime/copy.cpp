@@ -16,7 +16,7 @@ namespace neuron {
 // engines saturate e4m3 at 448 where torch's conversion gives NaN)
 static int fp8_dtype(at::ScalarType t)
 {
-	return t == at::kFloat8_e4m3fn ? ISA_DT_fp8_e4m3 : t == at::kFloat8_e5m2 ? ISA_DT_fp8_e5m2 : ISA_DT_INVALID;
+	return t == at::kFloat8_e4m3fn ? ISA_DT_fp8_e4m3fn : t == at::kFloat8_e5m2 ? ISA_DT_fp8_e5m2 : ISA_DT_INVALID;
 }
 
 Units units_of(at::ScalarType t, bool cast)

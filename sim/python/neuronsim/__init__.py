@@ -150,6 +150,7 @@ def _load():
         "isa_table_size": (ctypes.c_uint, [i32]),
         "isa_table_entry": (ctypes.c_char_p, [i32, ctypes.c_uint]),
         "isa_dtype_size": (ctypes.c_uint, [i32]),
+        "isa_dtype_is_float": (ctypes.c_bool, [i32]),
         "isa_op_field_count": (ctypes.c_uint, [i32]),
         "isa_op_field": (ctypes.c_bool, [i32, ctypes.c_uint, ctypes.POINTER(_FieldInfo)]),
         "isa_domain_size": (ctypes.c_uint, [ctypes.c_char_p]),
@@ -310,6 +311,8 @@ def tables():
         FEATURES={name: lib.isa_feature_first_core(i) for i, name in enumerate(names("features"))},
         DTYPE_SIZES={lib.isa_table_entry(dtypes, d).decode(): lib.isa_dtype_size(d)
                      for d in range(1, lib.isa_table_size(dtypes))},
+        FLOAT_DTYPES=tuple(lib.isa_table_entry(dtypes, d).decode() for d in range(1, lib.isa_table_size(dtypes))
+                           if lib.isa_dtype_is_float(d)),
         STAT_FIELDS=tuple(stat_fields),
     )
 
@@ -325,6 +328,7 @@ class _Tables:
     SPACES: tuple
     FEATURES: dict      # feature -> the first NeuronCore version with it (isa_features.def)
     DTYPE_SIZES: dict
+    FLOAT_DTYPES: tuple  # the floating-point dtypes (isa_dtype.def class FLOAT; fp8 included)
     STAT_FIELDS: tuple
 
 
@@ -404,11 +408,11 @@ def running_target():
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": None, "int32": np.int32, "int16": np.int16,
           "int8": np.int8, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
-          "fp8_e4m3": None, "fp8_e5m2": None}
+          "fp8_e4m3": None, "fp8_e4m3fn": None, "fp8_e5m2": None}
 # NumPy has no fp8 types: host data is float32, converted by the library with
 # the engines' numerics (nsim_convert), or already the device bytes when the
 # array is ml_dtypes' type of the same encoding
-_FP8_HOST = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+_FP8_HOST = {"fp8_e4m3": "float8_e4m3", "fp8_e4m3fn": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
 # MX data (four fp8 / fp4 values packed per element) has no value a host type
 # could hold: on the host it is the packed words, bound and returned as is
 MX_HOST = {"fp8_e4m3_x4": np.uint32, "fp8_e5m2_x4": np.uint32, "fp4_e2m1_x4": np.uint16}
