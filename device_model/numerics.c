@@ -108,52 +108,34 @@ float dm_fp8e4m3fn_to_f32(uint8_t b)
 	return widen(sign, exp, mant, 4, 3);
 }
 
-/* e4m3 (IEEE-like): max finite S.1110.111 = 240, S.1111.000 infinity,
- * S.1111.xxx (xxx != 0) NaN; overflow -> inf */
-uint8_t dm_f32_to_fp8e4m3(float f)
+/* The IEEE-like fp8 types (e4m3: 240 the largest finite; e5m2: 57344): the
+ * top exponent holds infinity (mantissa 0) and NaN, the quiet NaN with the
+ * mantissa's top bit (ml_dtypes' encodings); overflow rounds to infinity. */
+static uint8_t to_fp8_ieee(float f, int eb, int mb)
 {
 	uint8_t sign = (uint8_t)((dm_f32_bits(f) >> 24) & 0x80u);
+	uint32_t inf = ((1u << eb) - 1u) << mb;
 	if (isnan(f))
-		return (uint8_t)(sign | 0x7fu);
+		return (uint8_t)(sign | inf | (1u << (mb - 1)));
 	float af = fabsf(f);
 	if (isinf(af))
-		return (uint8_t)(sign | 0x78u);
-	uint32_t mag = narrow_mag(af, 4, 3, 0x77u);
-	if (mag > 0x77u)
-		mag = 0x78u;
-	return (uint8_t)(sign | mag);
+		return (uint8_t)(sign | inf);
+	uint32_t mag = narrow_mag(af, eb, mb, inf - 1u);
+	return (uint8_t)(sign | (mag > inf - 1u ? inf : mag));
 }
 
-float dm_fp8e4m3_to_f32(uint8_t b)
+static float from_fp8_ieee(uint8_t b, int eb, int mb)
 {
-	uint32_t sign = b >> 7, exp = (b >> 3) & 0xfu, mant = b & 0x7u;
-	if (exp == 0xf)
+	uint32_t sign = b >> 7, exp = (b >> mb) & ((1u << eb) - 1u), mant = b & ((1u << mb) - 1u);
+	if (exp == (1u << eb) - 1u)
 		return mant ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
-	return widen(sign, exp, mant, 4, 3);
+	return widen(sign, exp, mant, eb, mb);
 }
 
-/* e5m2: IEEE-like, max finite 57344, overflow -> inf */
-uint8_t dm_f32_to_fp8e5m2(float f)
-{
-	uint8_t sign = (uint8_t)((dm_f32_bits(f) >> 24) & 0x80u);
-	if (isnan(f))
-		return (uint8_t)(sign | 0x7eu);
-	float af = fabsf(f);
-	if (isinf(af))
-		return (uint8_t)(sign | 0x7cu);
-	uint32_t mag = narrow_mag(af, 5, 2, 0x7bu);
-	if (mag > 0x7bu)
-		mag = 0x7cu;
-	return (uint8_t)(sign | mag);
-}
-
-float dm_fp8e5m2_to_f32(uint8_t b)
-{
-	uint32_t sign = b >> 7, exp = (b >> 2) & 0x1fu, mant = b & 0x3u;
-	if (exp == 0x1f)
-		return mant ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
-	return widen(sign, exp, mant, 5, 2);
-}
+uint8_t dm_f32_to_fp8e4m3(float f) { return to_fp8_ieee(f, 4, 3); }
+float dm_fp8e4m3_to_f32(uint8_t b) { return from_fp8_ieee(b, 4, 3); }
+uint8_t dm_f32_to_fp8e5m2(float f) { return to_fp8_ieee(f, 5, 2); }
+float dm_fp8e5m2_to_f32(uint8_t b) { return from_fp8_ieee(b, 5, 2); }
 
 float dm_round_tf32(float f)
 {

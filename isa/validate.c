@@ -106,7 +106,11 @@ static isa_status check_fields(vctx *v, const isa_instr *in)
 
 	/* operand memories: TensorE and DMA rules are the opcode's; compute
 	 * engines reach SBUF and (except GpSimd) PSUM, and process at most 64K
-	 * elements per partition from SBUF, 4K from PSUM (HARDWARE.md). */
+	 * elements per partition from SBUF, 4K from PSUM (HARDWARE.md).  In
+	 * PSUM the 4K are what a partition holds (16 KiB of fp32): an operand
+	 * broadcast along a dimension (stride 0) reads its elements again, so
+	 * only the distinct ones count (nki-library's layernorm_tkg reads a
+	 * [320] fp32 mean 24 times over in one instruction). */
 	if (in->opcode == ISA_OP_dma_copy || v->engine == ISA_ENGINE_TENSOR)
 		return ISA_OK;
 	for (const isa_field *f = fields; f->key; f++) {
@@ -118,7 +122,7 @@ static isa_status check_fields(vctx *v, const isa_instr *in)
 		const isa_ap *ap = &in->ap[slot];
 		if ((st = v_check_ap(v, ap, f->key, compute_spaces(v->engine))) != ISA_OK)
 			return st;
-		uint64_t n = isa_ap_free_elems(ap);
+		uint64_t n = ap->space == ISA_SPACE_PSUM ? isa_ap_distinct_elems(ap) : isa_ap_free_elems(ap);
 		uint64_t max = ap->space == ISA_SPACE_PSUM ? 4096 : 65536;
 		if (n > max)
 			return v_fail(v, ISA_E_LIMIT, f->key, "%llu elements per partition in %s (at most %llu)",

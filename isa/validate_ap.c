@@ -35,6 +35,17 @@ uint64_t isa_ap_free_elems(const isa_ap *ap)
 	return n;
 }
 
+/* the free elements a pattern reaches at least once: dimensions of stride 0
+ * (broadcasts) repeat elements instead of adding them */
+uint64_t isa_ap_distinct_elems(const isa_ap *ap)
+{
+	uint64_t n = 1;
+	for (unsigned d = 0; d < ap->ndims && d < ISA_MAX_DIMS; d++)
+		if (ap->stride[d] != 0 && __builtin_mul_overflow(n, (uint64_t)ap->size[d], &n))
+			return UINT64_MAX;
+	return n;
+}
+
 /* adds (size-1)*stride elements of one dim to the [lo, hi] element span */
 static bool span_add(int64_t *lo, int64_t *hi, int64_t stride, uint64_t size)
 {

@@ -477,6 +477,7 @@ isa_status isa_validate(const isa_program *p, isa_diag *diag);
 
 /* access-pattern geometry */
 uint64_t isa_ap_free_elems(const isa_ap *ap);     /* product of free sizes */
+uint64_t isa_ap_distinct_elems(const isa_ap *ap); /* the same over dims of nonzero stride */
 /* byte range [lo, hi) touched inside a partition (SBUF/PSUM) or tensor (HBM);
  * false if it cannot be represented (overflow or negative) */
 bool isa_ap_byte_range(const isa_ap *ap, int64_t *lo, int64_t *hi);

@@ -30,6 +30,7 @@ import gc
 import importlib
 import inspect
 import io
+import math
 import os
 import shutil
 import sys
@@ -63,7 +64,9 @@ ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None
              **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None},
              **neuronsim.MX_HOST}
 # NumPy extension dtypes of the ml_dtypes kind (jax, ml_dtypes): by name
-EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3fn", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3fn", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2",
+              # MX data as NumPy types of these names (AWS's neuron_dtypes): their bytes are the packed words
+              "float8_e4m3fn_x4": "fp8_e4m3_x4", "float8_e5m2_x4": "fp8_e5m2_x4", "float4_e2m1fn_x4": "fp4_e2m1_x4"}
 
 
 def _np_isa_dtype(dtype):
@@ -155,6 +158,21 @@ TRACE_CACHE_LIMIT = 64      # traced programs a kernel keeps, by call key
 # runs the kernel body again, as the spilling path always does (the tests
 # check both give the same program)
 REPLAY = True
+
+
+def _whole_view(view, tensor):
+    """view covers all of tensor's elements in its order (tensor itself,
+    or a reshape of it)"""
+    if view is tensor:
+        return True
+    if view.offset or math.prod(view.shape) != math.prod(tensor.shape):
+        return False
+    acc = 1
+    for d, st in zip(reversed(view.shape), reversed(view.strides)):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
 
 
 def _split_outputs(ins, outs):
@@ -457,16 +475,20 @@ class Kernel:
                                    "return the HBM tensors it created with nl.ndarray(..., buffer=nl.shared_hbm)")
             for o in outs:
                 # an argument returned whole is an output the kernel wrote
-                # in place (NKI's output-argument kernels: nkilib's rope_hf)
+                # in place (NKI's output-argument kernels: nkilib's rope_hf);
+                # a reshape of a whole tensor is that tensor (nkilib's
+                # attention_block_tkg returns its caches so, qkv_tkg its output)
                 if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \
-                        (o.name in {i.name for i, _ in ins} and not any(o is i for i, _ in ins)):
+                        not _whole_view(o, t.tensors[o.name]):
                     raise NKIError(f"{self.func.__name__} must return the HBM tensors it created with "
-                                   f"nl.ndarray(..., buffer=nl.shared_hbm) or arguments whole; got {o!r}")
+                                   f"nl.ndarray(..., buffer=nl.shared_hbm) or arguments, whole (or reshaped); "
+                                   f"got {o!r}")
             if self._core is not None:
                 # shared HBM arrays not returned are bound from outside, one
                 # buffer for both cores; private ones stay in this core's scratch
+                returned = {o.name for o in outs}
                 t.shared_external = {x.name for x in t.shared.values()
-                                     if not x.private and not any(x is o for o in outs)}
+                                     if not x.private and x.name not in returned}
             elif self._rank is not None:
                 t.shared_external = set(t.cc_staging)     # ranks share only the collectives' staging
             program = t.program([i for i, _ in ins], outs)

@@ -360,7 +360,9 @@ def activation(op=None, data=None, bias=None, scale=1.0, dst=None, dtype=None, r
             fail(f"nisa.activation reduce_cmd={cmd}: reductions kept in ScalarE's registers across instructions "
                  "are not supported by the simulator yet (reduce_op with reduce_res and reduce_cmd=reset_reduce "
                  "are)")
-    return _ret(dst, nl._activation(func, data, dtype, scale, bias, reduce_op, reduce_res))
+    if dtype is None and isinstance(dst, Tensor):
+        dtype = dst.dtype                  # computed in fp32, cast once into dst's dtype
+    return _ret(dst, nl._activation(func, data, dtype, scale, bias, reduce_op, reduce_res, any_dtype=True))
 
 
 def _act_func(op):

@@ -412,14 +412,16 @@ def power(x, y, dtype=None, **kw):
     return _binary(x, y, "pow", dtype)
 
 
-def _activation(func, x, dtype=None, scale=1.0, bias=None, reduce_op=None, reduce_res=None):
+def _activation(func, x, dtype=None, scale=1.0, bias=None, reduce_op=None, reduce_res=None, any_dtype=False):
     """dst = func(x * scale + bias) on ScalarE; with reduce_op, the
     activated values also reduced along the free axes into reduce_res
-    ([P, 1]) by the same instruction (the ISA's reduce / reduce_dst)."""
+    ([P, 1]) by the same instruction (the ISA's reduce / reduce_dst).
+    any_dtype: nisa.activation, whose data "can be in any valid NKI data
+    type" (SDK: the engine casts it to fp32); nl's functions take floats."""
     x = _operand(x)
     if not isinstance(x, Tensor):
         fail(f"nl.{func} takes a tile")
-    if x.dtype not in FLOAT_DTYPES or x.dtype == "tf32":
+    if not any_dtype and (x.dtype not in FLOAT_DTYPES or x.dtype == "tf32"):
         fail(f"nl.{func} (ScalarE activation) takes float tiles, not {NKI_NAMES.get(x.dtype, x.dtype)}")
     scale = _scalar_column(scale) if isinstance(scale, Tensor) else scale
     bias = _scalar_column(bias) if isinstance(bias, Tensor) else bias

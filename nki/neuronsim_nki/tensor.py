@@ -554,6 +554,34 @@ class Tensor:
             return Tensor(self.space, self.dtype, shape, strides, self.offset, self.name, self.alloc, self.part0, 0)
         return Tensor("hbm", self.dtype, shape, strides, self.offset, self.name)
 
+    def view(self, dtype):
+        """The same bytes read as another dtype (SDK NkiTensor.view): the
+        last dimension's size scales by the ratio of the dtype sizes; it must
+        be contiguous (nkilib views SBUF tiles of MX weights as their x4
+        type after loading them as bytes)."""
+        dt = isa_dtype(dtype)
+        if dt == self.dtype:
+            return self
+        old, new = SIZES[self.dtype], SIZES[dt]
+        last = len(self.shape) - 1
+        if last < 0 or (self.space != "hbm" and last == self.pax):
+            fail(f"tensor.view({NKI_NAMES.get(dt, dt)}): a view scales the last free dimension; "
+                 f"this {list(self.shape)} tensor has none")
+        if self.shape[last] != 1 and self.strides[last] != 1:
+            fail(f"tensor.view({NKI_NAMES.get(dt, dt)}): the last dimension must be contiguous")
+        free = [ax for ax in range(last) if self.space == "hbm" or ax != self.pax]
+        if (self.shape[last] * old) % new or (self.offset * old) % new or \
+                any((self.strides[ax] * old) % new for ax in free):
+            fail(f"tensor.view({NKI_NAMES.get(dt, dt)}): {list(self.shape)} {NKI_NAMES.get(self.dtype, self.dtype)} "
+                 f"does not split into {new}-byte elements")
+        shape = self.shape[:last] + (self.shape[last] * old // new,)
+        strides = tuple(self.strides[ax] * old // new if ax in free else self.strides[ax] for ax in range(last)) + (1,)
+        if self.space == "hbm":
+            return Tensor("hbm", dt, shape, strides, self.offset * old // new, self.name)
+        self.materialize()
+        return Tensor(self.space, dt, shape, strides, self.offset * old // new, self.name, self.alloc, self.part0,
+                      self.pax)
+
     def broadcast_to(self, shape):
         from . import language as nl
         return nl.broadcast_to(self, shape)

@@ -548,8 +548,8 @@ class Trace(Placement, Spilling):
             return f".tensor {name} {kind} {dtype} [{','.join(map(str, shape))}]{extra}"
         tensors = [decl(t.name, "input", t.dtype, t.shape) for t in inputs]
         # an argument the kernel returns stays an input (written in place)
-        tensors += [decl(t.name, "output", t.dtype, t.shape) for t in outputs
-                    if not any(t is i for i in inputs)]
+        args = {i.name for i in inputs}
+        tensors += [decl(t.name, "output", t.dtype, t.shape) for t in outputs if t.name not in args]
         # HBM arrays the kernel made for itself (not returned): its own scratch
         declared = {x.name for x in list(inputs) + list(outputs)} | self.shared_external
         scratch = self.scratch

@@ -101,6 +101,7 @@ TEST(Numerics, Fp8RoundTripsAndRoundsToNearestEven)
 	EXPECT_EQ(dm_fp8e4m3_to_f32(0x77), 240.0f);
 	EXPECT_TRUE(std::isinf(dm_fp8e4m3_to_f32(0x78)));
 	EXPECT_TRUE(std::isnan(dm_fp8e4m3_to_f32(0x79)));
+	EXPECT_EQ(dm_f32_to_fp8e4m3(NAN), 0x7c);              // the quiet NaN, as ml_dtypes encodes it
 	EXPECT_EQ(dm_f32_to_fp8e4m3(247.0f), 0x77);          // rounds down to 240
 	EXPECT_EQ(dm_f32_to_fp8e4m3(248.0f), 0x78);          // the tie rounds to even: infinity
 	EXPECT_EQ(dm_f32_to_fp8e4m3(-1e6f), 0xf8);           // overflows to -inf

@@ -58,3 +58,24 @@ inline std::string disasm(const isa_program *p)
 	free(text);
 	return s;
 }
+
+// A validator negative test: one change (`from` -> `to`) to a valid program,
+// the status it must give (ISA_OK: accepted) and a substring of the message.
+struct MutationCase {
+	const char *name;
+	const char *from;      // text to replace (must occur in the program)
+	const char *to;
+	isa_status  code;
+	const char *expect;
+};
+
+// `base` with the first `from` replaced by `to` ("" when `from` is absent)
+inline std::string mutate(const std::string &base, const char *from, const char *to)
+{
+	std::string s = base;
+	size_t at = s.find(from);
+	if (at == std::string::npos)
+		return "";
+	s.replace(at, std::string(from).size(), to);
+	return s;
+}

@@ -2,9 +2,7 @@
 // the matmul rules): each case changes one thing in a valid NeuronCore-v4
 // program that quantizes two tiles and multiplies them, and expects a
 // specific status and a message naming what was wrong.
-#include "test_util.h"
-
-#include <gtest/gtest.h>
+#include "mutation_check.h"
 
 namespace {
 
@@ -36,15 +34,7 @@ const char kMxProgram[] = R"(.target trn3
     end
 )";
 
-struct Case {
-	const char *name;
-	const char *from;
-	const char *to;
-	isa_status  code;
-	const char *expect;
-};
-
-const Case kCases[] = {
+const MutationCase kCases[] = {
 	{ "needs_v4", ".target trn3", ".target trn2", ISA_E_BAD_DTYPE, "MX data needs NeuronCore-v4" },
 	{ "stationary_without_scale", "+4096{1x128} scale=sbuf:uint8[0:128]+8192{1x128}\n    multiply",
 	  "+4096{1x128}\n    multiply", ISA_E_MISSING_OPERAND, "needs its scale" },
@@ -89,8 +79,6 @@ const Case kCases[] = {
 	  ISA_E_BAD_DTYPE, "copied as itself" },
 };
 
-void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
-
 TEST(IsaValidateMx, ProgramIsValidAndRoundTrips)
 {
 	isa_diag d{};
@@ -101,23 +89,14 @@ TEST(IsaValidateMx, ProgramIsValidAndRoundTrips)
 	EXPECT_EQ(encode(p.get()), encode(p2.get()));
 }
 
-class MxCase : public ::testing::TestWithParam<Case> {};
+class MxCase : public ::testing::TestWithParam<MutationCase> {};
 
 TEST_P(MxCase, RejectedWithNamedField)
 {
-	const Case &c = GetParam();
-	std::string text = kMxProgram;
-	size_t at = text.find(c.from);
-	ASSERT_NE(at, std::string::npos) << "mutation source not found: " << c.from;
-	text.replace(at, strlen(c.from), c.to);
-	isa_diag d{};
-	Program p = assemble(text, &d);
-	ASSERT_FALSE(p) << "accepted: " << c.name;
-	EXPECT_EQ(d.code, c.code) << isa_status_name(d.code) << ": " << d.msg;
-	EXPECT_NE(std::string(d.msg).find(c.expect), std::string::npos) << d.msg;
+	expect_mutation_result(kMxProgram, GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, MxCase, ::testing::ValuesIn(kCases),
-			 [](const ::testing::TestParamInfo<Case> &i) { return std::string(i.param.name); });
+			 [](const ::testing::TestParamInfo<MutationCase> &i) { return std::string(i.param.name); });
 
 }  // namespace

@@ -228,7 +228,7 @@ def test_a_view_of_an_argument_is_not_returnable():
     def k(x, out):
         nl.store(out[0:64], value=nl.load(x[0:64]))
         return out[0:64]
-    with pytest.raises(nki.NKIError, match="or arguments whole"):
+    with pytest.raises(nki.NKIError, match="or arguments, whole"):
         k(np.zeros((128, 8), np.float32), np.zeros((128, 8), np.float32))
 
 

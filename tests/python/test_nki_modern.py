@@ -176,3 +176,20 @@ def test_activations_nkilib_names(name, ref):
         return out
     x = np.linspace(-6, 6, 128 * 64, dtype=np.float32).reshape(128, 64)
     np.testing.assert_allclose(k(x), ref(x.astype(np.float64)), rtol=2e-5, atol=2e-6)
+
+
+def test_nisa_activation_takes_integer_data_and_casts_once_into_dst():
+    """SDK nki.isa.activation: data "can be in any valid NKI data type", cast
+    to fp32 by the engine; the result is cast once into dst's dtype (nkilib's
+    selective-expert MoE turns int32 expert indices into fp32 so)."""
+    import neuronsim_nki.isa as nisa
+
+    @nki.jit
+    def k(idx):
+        out = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        f = nl.ndarray((128, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=f, op=nl.exp, data=nl.load(idx), scale=0.5)
+        nl.store(out, value=f)
+        return out
+    idx = np.arange(1024, dtype=np.int32).reshape(128, 8) % 9
+    np.testing.assert_allclose(k(idx), np.exp(0.5 * idx), rtol=1e-6)
