@@ -120,8 +120,8 @@ static void copy_flat(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t 
 	}
 }
 
-/* row dp of `d` += row sp of `s` (same dtype): fp32 arithmetic rounded to
- * the dtype for floats, exact wrapping adds for integers */
+/* row dp of `d` += row sp of `s`: fp32 arithmetic rounded to d's dtype for
+ * floats (any two float types), exact wrapping adds for one integer type */
 static void add_row(const dm_view *d, uint32_t dp, const dm_view *s, uint32_t sp)
 {
 	walker dw, sw;

@@ -306,10 +306,13 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 				      isa_dtype_name(d->dst.dtype));
 	}
 
-	/* the engines' adds (read-modify-write) take one numeric type */
-	if (isa_dma_mode_rmw(d->mode) && (d->dst.dtype != d->src.dtype || d->dst.dtype == ISA_DT_bool))
+	/* the engines' adds (read-modify-write): floats of any two types (the
+	 * rule above; SDK nki.isa.dma_compute: the sources cast to fp32, the sum
+	 * cast to dst's type) or one integer type (exact wrapping adds), never
+	 * bool */
+	if (isa_dma_mode_rmw(d->mode) && d->dst.dtype == ISA_DT_bool)
 		return v_fail(v, ISA_E_BAD_DTYPE, "dma.dst",
-			      "descriptor '%s': %s adds %s to %s (same numeric type only)", d->name,
+			      "descriptor '%s': %s adds %s to %s (numbers only)", d->name,
 			      isa_dma_mode_name(d->mode), isa_dtype_name(d->src.dtype),
 			      isa_dtype_name(d->dst.dtype));
 	uint64_t nd = isa_ap_free_elems(&d->dst), ns = isa_ap_free_elems(&d->src);

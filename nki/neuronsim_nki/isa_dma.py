@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from neuronsim import DTYPE_SIZES as SIZES, FEATURES
+from neuronsim import DTYPE_SIZES as SIZES, FEATURES, FLOAT_DTYPES
 
 from . import language as nl
 from . import tracer
@@ -103,9 +103,10 @@ def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices
     HBM rows picked by a vector_offset index: the SDK's gather RMW) and
     scatter_add (HBM rows picked by the index += SBUF data: scatter RMW).
     A dst that is not among the sources is first a copy of the first one.
-    The engines add one source at a time, rounding to dst's dtype in
-    between: with a 16-bit or narrower dst, at most one rounding is allowed
-    (the SDK's single fp32 pass would round once)."""
+    The ISA's add rounds to dst's dtype after each source: where that would
+    round a narrower-than-fp32 dst more than once, the sum is made in an
+    fp32 buffer of dst's memory and cast into dst once, as the SDK's single
+    fp32 pass does (one DMA more than the engines' pipelined pass)."""
     what = "nisa.dma_compute"
     if kw:
         fail(f"{what}: unexpected argument(s) {', '.join(sorted(kw))}")
@@ -143,17 +144,32 @@ def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices
         rest.pop(inplace)
     else:
         roundings += rest[0].dtype != dst.dtype
+    floats = all(x.dtype in FLOAT_DTYPES for x in (dst, *srcs))
+    for x in srcs:
+        if x.dtype != dst.dtype and not floats:
+            fail(f"{what}: a {x.dtype} source added into a {dst.dtype} dst (the DMA engines add floats of any "
+                 "types, integers of one type)")
+    acc = dst
     if roundings > 1 and dst.dtype != "fp32":
-        fail(f"{what}: {len(srcs)} sources into a {dst.dtype} dst would round to {dst.dtype} after each add "
-             "(the DMA engines add in fp32 and round once): not supported by the simulator yet")
+        acc = _fp32_buffer(dst, what)
+        rest = list(srcs)
+        inplace = None
     if inplace is None:
-        nl._dma(dst, rest.pop(0), engine="sync")
+        nl._dma(acc, rest.pop(0), engine="sync")
     for x in rest:
-        if x.dtype != dst.dtype:
-            fail(f"{what}: a {x.dtype} source added into a {dst.dtype} dst (the simulator's DMA add takes one "
-                 "dtype)")
-        nl._dma(dst, x, engine="sync", mode="add")
+        nl._dma(acc, x, engine="sync", mode="add")
+    if acc is not dst:
+        nl._dma(dst, acc, engine="sync")
     return dst
+
+
+def _fp32_buffer(dst, what):
+    """an fp32 buffer shaped like dst, in its memory (SBUF or HBM scratch)"""
+    if dst.space == "sbuf":
+        if dst.pax != 0:
+            fail(f"{what}: an SBUF dst whose partition axis is not first")
+        return new_tile("sbuf", dst.shape, "fp32", f"{what} fp32 sum")
+    return nl.ndarray(dst.shape, dtype=nl.float32, buffer=nl.private_hbm)
 
 
 @_dst_first(lambda a: _tiles(a, 2))

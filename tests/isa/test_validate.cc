@@ -63,13 +63,15 @@ const Case kTextCases[] = {
 	{ "gather_table_not_hbm", "gather dst=sbuf:fp32[0:8]+2048{1x64} src=hbm(x):fp32[64x128]{1x64}",
 	  "gather dst=sbuf:fp32[0:8]+2048{1x64} src=sbuf:fp32[0:8]{1x64}", ISA_E_BAD_SPACE, "indexed side" },
 	{ "gather_without_index", " index=sbuf:int32[0:8]+4096{1x1}", "", ISA_E_MISSING_OPERAND, "index=" },
-	// the DMA engines' adds (dma_compute): one numeric type, add without reshaping
-	{ "gather_add_dtypes", "gather dst=sbuf:fp32[0:8]+2048{1x64}", "gather_add dst=sbuf:bf16[0:8]+2048{1x64}",
-	  ISA_E_BAD_DTYPE, "gather_add adds fp32 to bf16 (same numeric type only)" },
+	// the DMA engines' adds (dma_compute): floats of any types, one integer type, no reshaping
+	{ "gather_add_float_types", "gather dst=sbuf:fp32[0:8]+2048{1x64}", "gather_add dst=sbuf:bf16[0:8]+2048{1x64}",
+	  ISA_OK, "" },
+	{ "gather_add_int_float", "gather dst=sbuf:fp32[0:8]+2048{1x64}", "gather_add dst=sbuf:int32[0:8]+2048{1x64}",
+	  ISA_E_BAD_DTYPE, "casts between float types only (fp32 -> int32)" },
 	{ "add_reshaping", ";EXTRA_DMA", ".dma ad add dst=sbuf:fp32[0:64]{1x128} src=hbm(x):fp32[64x128]{1x64}",
 	  ISA_E_SHAPE_MISMATCH, "add takes rows of one shape" },
 	{ "add_bool", ";EXTRA_DMA", ".dma ad add dst=sbuf:bool[0:8]{1x8} src=sbuf:bool[0:8]+64{1x8}",
-	  ISA_E_BAD_DTYPE, "same numeric type only" },
+	  ISA_E_BAD_DTYPE, "adds bool to bool (numbers only)" },
 	// access patterns (generic)
 	{ "ap_partitions_past_128", "dst=sbuf:fp32[0:128]{1x64} src=hbm(x)", "dst=sbuf:fp32[64:192]{1x64} src=hbm(x)",
 	  ISA_E_BAD_PARTITION, "[64, 192)" },

@@ -501,17 +501,19 @@ def test_dma_scatter_add_accumulates_repeated_rows(neuronsim, tmp_path, dt):
         np.testing.assert_allclose(res["t"], want, rtol=1e-6 if dt == "fp32" else 8e-3)
 
 
-def test_dma_scatter_add_needs_one_numeric_type(neuronsim, tmp_path):
+def test_dma_scatter_add_casts_floats_only(neuronsim, tmp_path):
+    """the DMA engines' adds take floats of any two types (cast to fp32, SDK
+    nki.isa.dma_compute) or one integer type: int32 into fp32 is refused"""
     text = """.target trn2
 .semaphores 1
 .tensor t output fp32 [4,2]
-.tensor src input bf16 [2,2]
-.dma add scatter_add dst=hbm(t):fp32[2x4]{1x2} src=hbm(src):bf16[2x2]{1x2} index=sbuf:int32[0:2]{1x1}
+.tensor src input int32 [2,2]
+.dma add scatter_add dst=hbm(t):fp32[2x4]{1x2} src=hbm(src):int32[2x2]{1x2} index=sbuf:int32[0:2]{1x1}
 .engine sync
     dma_copy desc=add queue=0 sem=0 value=1
     end
 """
     path = tmp_path / "p.nsasm"
     path.write_text(text)
-    _, r = run(neuronsim, path, {"src": np.zeros((2, 2), np.float32)}, tmp_path, check=False)
-    assert r.returncode != 0 and "scatter_add adds bf16 to fp32" in r.stderr.decode()
+    _, r = run(neuronsim, path, {"src": np.zeros((2, 2), np.int32)}, tmp_path, check=False)
+    assert r.returncode != 0 and "casts between float types only (int32 -> fp32)" in r.stderr.decode()
