@@ -691,41 +691,6 @@ def affine_select(*args, pred=None, on_true_tile=None, on_false_value=None, dtyp
     return _ret(dst, out)
 
 
-VirtualRegister = nl.VirtualRegister
-
-
-def register_alloc(x=None):
-    """A register holding x (0 if not given)."""
-    v = nl._static_int(x if x is not None else 0)
-    if v is None:
-        fail(f"nisa.register_alloc({x!r}): an int")
-    return VirtualRegister(v)
-
-
-def register_move(dst, src):
-    """dst = src (an int or another register)."""
-    v = nl._static_int(src)
-    if not isinstance(dst, VirtualRegister) or v is None:
-        fail("nisa.register_move(dst, src): dst a register, src an int or register")
-    dst.value = v
-    return dst
-
-
-def register_load(dst, src, **kw):
-    fail("nisa.register_load: a register loaded from device memory drives run-time control flow, which "
-         "the simulator's ISA does not have (registers set while tracing -- register_alloc / register_move "
-         "-- are supported)")
-
-
-def register_store(dst, src, **kw):
-    """Writes a register's value into a [1, 1] int32 tile (a memset)."""
-    v = nl._static_int(src)
-    if v is None or not isinstance(dst, Tensor) or dst.space == "hbm":
-        fail("nisa.register_store(dst, src): dst an on-chip tile, src a register or int")
-    nl._memset(dst, v)
-    return dst
-
-
 def __getattr__(name):
     """A documented nki.isa instruction the simulator does not provide yet."""
     if name.startswith("__"):
@@ -755,8 +720,11 @@ from .isa_mx import nc_matmul_mx, quantize_mx  # noqa: E402,F401
 # nki.isa.constants (the enums above, as a module of their own)
 from . import isa_constants as constants  # noqa: E402,F401
 
-# run-time integers in sequencer registers (scalar.py)
+# run-time integers in sequencer registers (scalar.py), and registers whose
+# values are known while tracing (isa_registers.py)
 from .scalar import NkiScalar, scalar_load, scalar_store  # noqa: E402,F401
+from .isa_registers import (VirtualRegister, register_alloc, register_load,  # noqa: E402,F401
+                            register_move, register_store)
 
 
 # ------------------------------------------------- NKI enum values as numbers
