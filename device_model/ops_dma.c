@@ -269,7 +269,7 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 	const dm_view *table = gather ? &sv : &dv;
 	uint32_t rows = desc->index.nparts;
 	for (uint32_t p = 0; p < rows; p++) {
-		if (idx[p] < 0 || idx[p] >= (int64_t)table->nparts)
+		if ((idx[p] < 0 || idx[p] >= (int64_t)table->nparts) && !desc->oob_skip)
 			return dm_fault_set(f, DM_FAULT_OOB, engine, index, (uint64_t)idx[p],
 					    "descriptor '%s': index[%u] = %lld outside the %u rows of %s tensor '%s'",
 					    desc->name, p, (long long)idx[p], table->nparts,
@@ -277,6 +277,8 @@ dm_fault_kind dm_exec_dma_to(dm_core *c, dm_core *dc, const dm_binding *b, int e
 					    b->prog->tensors[gather ? desc->src.tensor : desc->dst.tensor].name);
 	}
 	for (uint32_t p = 0; p < rows; p++) {
+		if (idx[p] < 0 || idx[p] >= (int64_t)table->nparts)
+			continue;       /* oob_skip: this row's transfer is dropped */
 		if (desc->mode == ISA_DMA_GATHER_ADD)
 			add_row(&dv, p, &sv, (uint32_t)idx[p]);
 		else if (gather)

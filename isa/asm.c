@@ -463,7 +463,7 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 {
 	isa_program *p = c->p;
 	if (ntok < 5)
-		return asm_fail(c, ISA_E_SYNTAX, "dma", ".dma NAME MODE dst=AP src=AP [index=AP]");
+		return asm_fail(c, ISA_E_SYNTAX, "dma", ".dma NAME MODE dst=AP src=AP [index=AP [oob=skip]]");
 	if (!isa_name_valid(tok[1]))
 		return asm_fail(c, ISA_E_BAD_DESC, "dma.name", "bad name '%.60s'", tok[1]);
 	if (isa_name_index_find(&c->dma_names, p, tok[1]) >= 0)
@@ -489,6 +489,11 @@ static isa_status parse_dma(asm_ctx *c, char **tok, int ntok)
 			   isa_dma_mode_indexed(mode)) {
 			st = parse_ap(c, tok[i] + 6, "dma.index", &d.index);
 			have_index = true;
+		} else if (strcmp(tok[i], "oob=skip") == 0 && !d.oob_skip && isa_dma_mode_indexed(mode)) {
+			d.oob_skip = 1;
+			st = ISA_OK;
+		} else if (strcmp(tok[i], "oob=error") == 0 && isa_dma_mode_indexed(mode)) {
+			st = ISA_OK;
 		} else {
 			return asm_fail(c, ISA_E_SYNTAX, "dma", "unexpected '%.60s'", tok[i]);
 		}

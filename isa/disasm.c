@@ -213,6 +213,8 @@ isa_status isa_disasm(const isa_program *p, char **text, size_t *len, isa_diag *
 		if (isa_dma_mode_indexed(d->mode)) {
 			isa_text_printf(&t, " index=");
 			isa_text_ap(&t, p, &d->index);
+			if (d->oob_skip)
+				isa_text_printf(&t, " oob=skip");
 		}
 		isa_text_printf(&t, "\n");
 	}

@@ -8,7 +8,7 @@
  *   tensors:  u8 name_len, name, u8 dtype, u8 kind, u8 rank, u64 shape[rank],
  *             u64 offset
  *   consts:   consts_size bytes
- *   dma:      u8 name_len, name, u8 mode, ap dst, ap src, [ap index]
+ *   dma:      u8 name_len, name, u8 mode (bit 7: oob_skip), ap dst, ap src, [ap index]
  *   streams:  tensor, vector, scalar, gpsimd, sync; instructions per fields.c
  * and nothing after.  Every count is checked against its limit and against
  * the bytes left before anything is allocated, so a short hostile file cannot
@@ -125,6 +125,9 @@ truncated:
 	return isa_fail(diag, ISA_E_TRUNCATED, -1, i, "tensor", "tensor table cut off");
 }
 
+/* a DMA descriptor's mode byte: the mode, and bit 7 its oob_skip */
+#define DMA_MODE_MASK 0x7fu
+
 static isa_status decode_dma(isa_reader *r, isa_dma_desc *d, int64_t i, isa_diag *diag)
 {
 	isa_status st = read_name(r, d->name, "dma", i, diag);
@@ -133,9 +136,12 @@ static isa_status decode_dma(isa_reader *r, isa_dma_desc *d, int64_t i, isa_diag
 	unsigned mode = isa_rd_u8(r);
 	if (r->short_read)
 		return isa_fail(diag, ISA_E_TRUNCATED, -1, i, "dma", "descriptor cut off");
-	if (mode >= ISA_NUM_DMA_MODES)
+	d->oob_skip = (uint8_t)(mode >> 7);
+	mode &= DMA_MODE_MASK;
+	if (mode >= ISA_NUM_DMA_MODES || (d->oob_skip && !isa_dma_mode_indexed(mode)))
 		return isa_fail(diag, ISA_E_BAD_CODE, -1, i, "dma.mode",
-				"descriptor '%s': mode %u", d->name, mode);
+				"descriptor '%s': mode %u%s", d->name, mode,
+				d->oob_skip ? " with oob_skip (indexed modes only)" : "");
 	d->mode = (uint8_t)mode;
 	if ((st = isa_decode_ap(r, &d->dst, -1, i, "dma.dst", diag)) != ISA_OK)
 		return st;
@@ -341,7 +347,7 @@ isa_status isa_program_encode_valid(const isa_program *p, uint8_t **buf, size_t 
 	for (uint32_t i = 0; i < p->n_dma; i++) {
 		const isa_dma_desc *d = &p->dma[i];
 		write_name(&w, d->name);
-		isa_wr_u8(&w, d->mode);
+		isa_wr_u8(&w, (uint8_t)(d->mode | (d->oob_skip ? 0x80u : 0u)));
 		isa_encode_ap(&w, &d->dst);
 		isa_encode_ap(&w, &d->src);
 		if (isa_dma_mode_indexed(d->mode))

@@ -144,6 +144,7 @@ static const char *const semop_names[ISA_NUM_SEMOPS] = { "add", "sub", "set" };
 const char *isa_act_name(int a) { return a >= 0 && a < ISA_NUM_ACTS ? acts[a].name : NULL; }
 const char *isa_alu_name(int a) { return a >= 0 && a < ISA_NUM_ALUS ? alus[a].name : NULL; }
 unsigned isa_alu_uses(int a) { return a >= 0 && a < ISA_NUM_ALUS ? alus[a].uses : 0; }
+bool isa_alu_needs_integers(int a) { return (isa_alu_uses(a) & ISA_AU_INT) != 0; }
 unsigned isa_act_code(int a) { return acts[a].code; }
 unsigned isa_alu_code(int a) { return alus[a].code; }
 

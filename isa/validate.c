@@ -276,6 +276,10 @@ static isa_status check_dma_desc(vctx *v, const isa_dma_desc *d)
 	if (d->mode >= ISA_NUM_DMA_MODES)
 		return v_fail(v, ISA_E_BAD_CODE, "dma.mode", "descriptor '%s': mode %u", d->name,
 			      d->mode);
+	if (d->oob_skip > 1 || (d->oob_skip && !isa_dma_mode_indexed(d->mode)))
+		return v_fail(v, ISA_E_BAD_VALUE, "dma.oob_skip", "descriptor '%s': oob_skip %u on a %s "
+			      "transfer (gather / scatter modes only: it drops rows whose index leaves the tensor)",
+			      d->name, d->oob_skip, isa_dma_mode_name(d->mode));
 	if ((st = v_check_ap(v, &d->dst, "dma.dst", any)) != ISA_OK ||
 	    (st = v_check_ap(v, &d->src, "dma.src", any)) != ISA_OK)
 		return st;

@@ -47,7 +47,7 @@ extern "C" {
 #define ISA_SEM_NONE         0xffffffffu
 
 #define ISA_FORMAT_VERSION_MAJOR 2u   /* 2: load_stationary / multiply_moving gained an optional scale */
-#define ISA_FORMAT_VERSION_MINOR 0u
+#define ISA_FORMAT_VERSION_MINOR 1u   /* 2.1: an indexed DMA's oob_skip (bit 7 of its mode) */
 #define ISA_MAGIC "NSIMPROG"             /* 8 bytes, first in a .nsp file */
 
 /* --------------------------------------------------------------- engines */
@@ -288,6 +288,9 @@ typedef enum isa_dma_mode {
 typedef struct isa_dma_desc {
 	char     name[ISA_MAX_NAME + 1];
 	uint8_t  mode;                /* isa_dma_mode */
+	uint8_t  oob_skip;            /* indexed modes: an index outside the indexed tensor's
+	                                 rows drops that row's transfer instead of faulting
+	                                 (NKI oob_mode.skip); binary: bit 7 of the mode byte */
 	isa_ap   dst;
 	isa_ap   src;
 	isa_ap   index;               /* GATHER/SCATTER: [P,1] int32/uint32 in SBUF */
@@ -362,6 +365,7 @@ bool        isa_dtype_is_mx(int dtype);           /* packed MX data (fp8 / fp4 x
 const char *isa_act_name(int act);
 const char *isa_alu_name(int alu);
 unsigned    isa_alu_uses(int alu);
+bool        isa_alu_needs_integers(int alu);   /* ISA_AU_INT: integer operands only */
 int         isa_alu_from_name(const char *s);
 const char *isa_space_name(int space);
 const char *isa_target_name(int target);

@@ -58,6 +58,9 @@ TEST(IsaAsm, DirectiveErrors)
 	EXPECT_EQ(asm_status(".dma d direct dst=sbuf:fp32[0:1]{1x1}\n", &d), ISA_E_SYNTAX);
 	EXPECT_EQ(asm_status(".dma d sideways dst=sbuf:fp32[0:1]{1x1} src=sbuf:fp32[0:1]{1x1}\n", &d),
 		  ISA_E_BAD_DESC);
+	// oob=skip belongs to indexed (gather / scatter) transfers only
+	EXPECT_EQ(asm_status(".dma d direct dst=sbuf:fp32[0:1]{1x1} src=sbuf:fp32[0:1]+4{1x1} oob=skip\n", &d),
+		  ISA_E_SYNTAX);
 }
 
 TEST(IsaAsm, HostileInputIsRejectedCleanly)

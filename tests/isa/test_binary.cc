@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 std::vector<uint8_t> base_binary()
@@ -92,8 +94,8 @@ struct Patch {
 
 const Patch kPatches[] = {
 	{ "bad_magic", 0, 'X', ISA_E_BAD_MAGIC, "field magic" },
-	{ "major_version", OFF_MAJOR, 3, ISA_E_BAD_VERSION, "3.0" },
-	{ "old_major_version", OFF_MAJOR, 1, ISA_E_BAD_VERSION, "1.0" },
+	{ "major_version", OFF_MAJOR, 3, ISA_E_BAD_VERSION, "3.1" },
+	{ "old_major_version", OFF_MAJOR, 1, ISA_E_BAD_VERSION, "1.1" },
 	{ "minor_version", OFF_MINOR, 9, ISA_E_BAD_VERSION, "2.9" },
 	{ "target_code", OFF_TARGET, 0x44, ISA_E_BAD_TARGET, "code 68" },
 	{ "reserved", OFF_RESERVED + 1, 1, ISA_E_BAD_VALUE, "reserved" },
@@ -199,3 +201,39 @@ TEST(IsaBinary, BadTensorNames)
 }
 
 }  // namespace
+
+// An indexed DMA's oob_skip (NKI oob_mode.skip) travels in bit 7 of its mode
+// byte (format 2.1); on a direct transfer the bit is refused.
+TEST(IsaBinary, DmaOobSkipIsBitSevenOfAnIndexedMode)
+{
+	isa_diag d{};
+	Program p = assemble(".tensor x input fp32 [64,16]\n"
+			     ".dma dd direct dst=sbuf:fp32[0:8]{1x16} src=hbm(x):fp32[16x8]{1x16}\n"
+			     ".dma gg gather dst=sbuf:fp32[0:8]{1x16} src=hbm(x):fp32[16x64]{1x16} "
+			     "index=sbuf:int32[0:8]+64{1x1} oob=skip\n", &d);
+	ASSERT_TRUE(p) << d.msg;
+	ASSERT_EQ(p->n_dma, 2u);
+	EXPECT_EQ(p->dma[0].oob_skip, 0);
+	EXPECT_EQ(p->dma[1].oob_skip, 1);
+	std::string text = disasm(p.get());
+	EXPECT_NE(text.find("index=sbuf:int32[0:8]+64{1x1} oob=skip\n"), std::string::npos) << text;
+	EXPECT_EQ(text.find("oob=skip"), text.rfind("oob=skip")) << text;
+	std::vector<uint8_t> b = encode(p.get());
+	auto mode_byte = [&](const char *name) {
+		const uint8_t key[3] = { 2, (uint8_t)name[0], (uint8_t)name[1] };
+		auto it = std::search(b.begin(), b.end(), key, key + 3);
+		EXPECT_NE(it, b.end());
+		return (size_t)(it - b.begin()) + 3;
+	};
+	size_t dd = mode_byte("dd"), gg = mode_byte("gg");
+	EXPECT_EQ(b[dd], ISA_DMA_DIRECT);
+	EXPECT_EQ(b[gg], 0x80 | ISA_DMA_GATHER);
+	isa_program *q = nullptr;
+	ASSERT_EQ(isa_program_load(b.data(), b.size(), &q, &d), ISA_OK) << d.msg;
+	EXPECT_EQ(q->dma[1].oob_skip, 1);
+	EXPECT_EQ(q->dma[1].mode, ISA_DMA_GATHER);
+	isa_program_free(q);
+	b[dd] |= 0x80;
+	EXPECT_EQ(load(b, &d), ISA_E_BAD_CODE);
+	EXPECT_NE(std::string(d.msg).find("oob_skip (indexed modes only)"), std::string::npos) << d.msg;
+}

@@ -194,6 +194,41 @@ TEST_F(Runtime, FaultOutOfBoundsIndirectIndex)
 	expect_recovers();
 }
 
+// oob=skip (NKI oob_mode.skip): the row whose index leaves the table is
+// not moved -- its destination row keeps what it held -- and the others are
+TEST_F(Runtime, IndirectRowsOutsideTheTableAreSkippedWhenAsked)
+{
+	start("trn2");
+	const char *t = ".target trn2\n.semaphores 1\n"
+			".tensor table input fp32 [50,16]\n.tensor ids input int32 [3]\n"
+			".tensor fill input fp32 [3,16]\n.tensor out output fp32 [3,16]\n"
+			".dma li direct dst=sbuf:int32[0:3]{1x1} src=hbm(ids):int32[1x3]{1x1}\n"
+			".dma f direct dst=sbuf:fp32[0:3]+64{1x16} src=hbm(fill):fp32[16x3]{1x16}\n"
+			".dma g gather dst=sbuf:fp32[0:3]+64{1x16} src=hbm(table):fp32[16x50]{1x16} "
+			"index=sbuf:int32[0:3]{1x1} oob=skip\n"
+			".dma o direct dst=hbm(out):fp32[16x3]{1x16} src=sbuf:fp32[0:3]+64{1x16}\n"
+			".engine sync\ndma_copy desc=li sem=0\ndma_copy desc=f sem=0\nsem_wait sem=0 value=2\n"
+			"dma_copy desc=g sem=0\nsem_wait sem=0 value=3\ndma_copy desc=o sem=0\n"
+			"sem_wait sem=0 value=4\nend\n";
+	int32_t ids[3] = { 3, 60, -1 };
+	std::vector<float> table(50 * 16), fill(3 * 16, -7.0f);
+	for (size_t i = 0; i < table.size(); i++)
+		table[i] = (float)i;
+	auto bytes = [](const void *p, size_t n) {
+		return std::vector<uint8_t>((const uint8_t *)p, (const uint8_t *)p + n);
+	};
+	SimRun r = run_program(t, 0, { { "ids", bytes(ids, sizeof(ids)) },
+				       { "table", bytes(table.data(), table.size() * 4) },
+				       { "fill", bytes(fill.data(), fill.size() * 4) } });
+	ASSERT_EQ(r.status, NSIM_SUCCESS) << r.error;
+	const float *o = (const float *)r.out["out"].data();
+	for (int j = 0; j < 16; j++) {
+		EXPECT_EQ(o[j], table[3 * 16 + j]);         // row 3 gathered
+		EXPECT_EQ(o[16 + j], -7.0f);                // 60 and -1: skipped
+		EXPECT_EQ(o[32 + j], -7.0f);
+	}
+}
+
 TEST_F(Runtime, FaultAccumulateIntoUninitializedPsum)
 {
 	start("trn2");

@@ -151,6 +151,7 @@ def _load():
         "isa_table_entry": (ctypes.c_char_p, [i32, ctypes.c_uint]),
         "isa_dtype_size": (ctypes.c_uint, [i32]),
         "isa_dtype_is_float": (ctypes.c_bool, [i32]),
+        "isa_alu_needs_integers": (ctypes.c_bool, [i32]),
         "isa_op_field_count": (ctypes.c_uint, [i32]),
         "isa_op_field": (ctypes.c_bool, [i32, ctypes.c_uint, ctypes.POINTER(_FieldInfo)]),
         "isa_domain_size": (ctypes.c_uint, [ctypes.c_char_p]),
@@ -307,6 +308,7 @@ def tables():
         TARGETS=names("targets", 1),
         ACTIVATIONS=names("acts"),
         ALU_OPS=names("alus"),
+        INT_ALU_OPS=tuple(name for i, name in enumerate(names("alus")) if lib.isa_alu_needs_integers(i)),
         SPACES=names("spaces"),
         FEATURES={name: lib.isa_feature_first_core(i) for i, name in enumerate(names("features"))},
         DTYPE_SIZES={lib.isa_table_entry(dtypes, d).decode(): lib.isa_dtype_size(d)
@@ -325,6 +327,7 @@ class _Tables:
     TARGETS: tuple
     ACTIVATIONS: tuple
     ALU_OPS: tuple
+    INT_ALU_OPS: tuple  # the ALU operations that take integer operands only (isa_alu.def: ISA_AU_INT)
     SPACES: tuple
     FEATURES: dict      # feature -> the first NeuronCore version with it (isa_features.def)
     DTYPE_SIZES: dict
@@ -430,13 +433,17 @@ def _convert(dst_dtype, src_dtype, data: bytes, n: int) -> bytes:
 
 def _size(dtype):
     """Bytes per element of a dtype NumPy data can be bound as."""
+    dtype = str.__str__(dtype)
     if dtype not in DTYPES and dtype not in MX_HOST:
         raise NeuronSimError(f"dtype {dtype!r} is not supported by these bindings ({', '.join([*DTYPES, *MX_HOST])})")
     return tables().DTYPE_SIZES[dtype]
 
 
 def to_device(arr, dtype: str) -> bytes:
-    """Array -> the tensor's bytes in `dtype` (bf16 rounded to nearest even)."""
+    """Array -> the tensor's bytes in `dtype` (bf16 rounded to nearest even).
+    dtype is an ISA name, a str or a str subclass that may hash otherwise
+    (the NKI frontend's tensor dtypes): the tables look up its plain value."""
+    dtype = str.__str__(dtype)
     _size(dtype)
     a = np.ascontiguousarray(arr)
     if dtype in MX_HOST:
@@ -456,7 +463,8 @@ def to_device(arr, dtype: str) -> bytes:
 
 def from_device(buf: bytes, dtype: str, shape) -> np.ndarray:
     """The tensor's bytes -> array (bf16 and fp8 widened exactly to float32;
-    MX data as its packed words, MX_HOST)."""
+    MX data as its packed words, MX_HOST); dtype as to_device takes it."""
+    dtype = str.__str__(dtype)
     if dtype in MX_HOST:
         return np.frombuffer(buf, dtype=MX_HOST[dtype]).reshape(shape).copy()
     if dtype in _FP8_HOST:

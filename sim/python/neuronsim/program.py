@@ -42,7 +42,8 @@ class _Tensor(ctypes.Structure):
 
 
 class _DmaDesc(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char * (_MAX_NAME + 1)), ("mode", ctypes.c_uint8), ("dst", _Ap),
+    _fields_ = [("name", ctypes.c_char * (_MAX_NAME + 1)), ("mode", ctypes.c_uint8), ("oob_skip", ctypes.c_uint8),
+                ("dst", _Ap),
                 ("src", _Ap), ("index", _Ap)]
 
 
