@@ -43,7 +43,8 @@ import neuronsim
 
 from . import collectives, compiler, isa, language, lnc, tracer, typing
 from . import profile_json as profile_summaries
-from .tensor import DType, Tensor, hbm_tensor
+from .dtype_keys import IsaKeyed
+from .tensor import DType, Tensor, hbm_tensor, whole_view
 
 # nki.dtype: the type of nl.float32 and the other dtypes (NKI 0.8+)
 dtype = DType
@@ -60,9 +61,9 @@ simulate_ranks, per_rank = collectives.simulate_ranks, collectives.per_rank
 # NumPy arrays bind as the ISA dtype of the same name (neuronsim.DTYPES);
 NP_TO_ISA = {np.dtype(t): name for name, t in neuronsim.DTYPES.items() if t is not None}
 # bf16 and fp8 results come back widened to float32 (NumPy has no such types)
-ISA_TO_NP = {**{name: t for name, t in neuronsim.DTYPES.items() if t is not None},
-             **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None},
-             **neuronsim.MX_HOST}
+ISA_TO_NP = IsaKeyed({**{name: t for name, t in neuronsim.DTYPES.items() if t is not None},
+                      **{name: np.float32 for name, t in neuronsim.DTYPES.items() if t is None},
+                      **neuronsim.MX_HOST})
 # NumPy extension dtypes of the ml_dtypes kind (jax, ml_dtypes): by name
 EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3fn", "float8_e4m3": "fp8_e4m3", "float8_e5m2": "fp8_e5m2",
               # MX data as NumPy types of these names (AWS's neuron_dtypes): their bytes are the packed words
@@ -158,21 +159,6 @@ TRACE_CACHE_LIMIT = 64      # traced programs a kernel keeps, by call key
 # runs the kernel body again, as the spilling path always does (the tests
 # check both give the same program)
 REPLAY = True
-
-
-def _whole_view(view, tensor):
-    """view covers all of tensor's elements in its order (tensor itself,
-    or a reshape of it)"""
-    if view is tensor:
-        return True
-    if view.offset or math.prod(view.shape) != math.prod(tensor.shape):
-        return False
-    acc = 1
-    for d, st in zip(reversed(view.shape), reversed(view.strides)):
-        if d != 1 and st != acc:
-            return False
-        acc *= d
-    return True
 
 
 def _split_outputs(ins, outs):
@@ -479,7 +465,7 @@ class Kernel:
                 # a reshape of a whole tensor is that tensor (nkilib's
                 # attention_block_tkg returns its caches so, qkv_tkg its output)
                 if not isinstance(o, Tensor) or o.space != "hbm" or o.name not in t.tensors or \
-                        not _whole_view(o, t.tensors[o.name]):
+                        not whole_view(o, t.tensors[o.name]):
                     raise NKIError(f"{self.func.__name__} must return the HBM tensors it created with "
                                    f"nl.ndarray(..., buffer=nl.shared_hbm) or arguments, whole (or reshaped); "
                                    f"got {o!r}")

@@ -182,6 +182,14 @@ def static_range(*args, **kw):
     return range(*args)
 
 
+def range_(*args, **kw):
+    """nl.range: the NKI compiler's frontend (KLR, NKI/Annotations.lean:
+    checkName / rangeType) reads any `<module>.range` as Python's range,
+    a static range unrolled at trace time; nki-library's mxfp_load_utils
+    loops so."""
+    return range(*args)
+
+
 def declaration_key():
     """What identifies the nl.ndarray call being traced as the NKI compiler
     sees it: its source line under the enclosing device loops' lines and

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import operator
 
-from neuronsim import DTYPE_SIZES as SIZES
+from .dtype_keys import SIZES, int_imm
 
 from . import tracer
 from .compiler import Direct
@@ -122,6 +122,8 @@ def empty_like(a, dtype=None, buffer=None, name="", **kw):
 
 
 def _memset(t, value):
-    tracer.current().emit("vector", f"memset dst={t.ap()} value={float(value)!r}", writes=[t.region()])
+    """t = value; an integer of an integer tile's range exactly (int_imm)"""
+    v = int_imm(value, t.dtype) or repr(float(value))
+    tracer.current().emit("vector", f"memset dst={t.ap()} value={v}", writes=[t.region()])
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import math
 
-from neuronsim import DTYPE_SIZES as SIZES, FEATURES, FLOAT_DTYPES
+from neuronsim import FEATURES, FLOAT_DTYPES
+
+from .dtype_keys import SIZES
 
 from . import language as nl
 from . import tracer
@@ -35,15 +37,15 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
             fail("nisa.dma_copy: dst_rmw_op with a mask is not supported by the simulator yet")
         return dma_compute(dst=dst, srcs=[dst, src], reduce_op=dst_rmw_op, oob_mode=oob_mode)
     # oob_mode.skip: a transfer its run-time offset (scalar_offset read on
-    # the device) moves out of the tensor is dropped, not an error; a
-    # static access is checked while tracing either way
+    # the device) moves out of the tensor is dropped, not an error, as is
+    # a row whose run-time index (vector_offset) leaves it; a static access
+    # is checked while tracing either way
     skip = getattr(oob_mode, "name", oob_mode) == "skip"
     # vector indirection (a tile of row numbers): the ISA's gather / scatter
     # DMA, its engine chosen as any DMA's below
     indirect = [v for v in (src, dst) if v.gather is not None]
-    if len(indirect) > 1 or (indirect and skip):
-        fail("nisa.dma_copy: one side indexed by a tile, and indirect rows past the tensor are an error "
-             "(oob_mode.skip with vector_offset is not supported by the simulator yet)")
+    if len(indirect) > 1:
+        fail("nisa.dma_copy: one side indexed by a tile, not both")
     if not indirect and (mask is not None or dst.overrun or src.overrun):
         # the positions the mask keeps, on any axis, of views of one shape
         full = [[v.wanted.get(a, n) for a, n in enumerate(v.shape)] for v in (src, dst)]
@@ -80,7 +82,7 @@ def dma_copy(dst=None, src=None, priority=None, oob_mode=None, dge_mode=None, en
     if indirect:
         scatter = indirect[0] is dst
         nl._indirect(dst if scatter else src, src if scatter else dst, mask, "nisa.dma_copy",
-                     "scatter" if scatter else "gather", e)
+                     "scatter" if scatter else "gather", e, oob_skip=skip)
         return dst
     nl._dma(dst, src, engine=e, oob_skip=skip)
     return whole
@@ -117,8 +119,7 @@ def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices
         fail(f"{what}: reduce_op is nl.add (the only one the DMA engines have), got {reduce_op!r}")
     if scales is not None and any(float(x) != 1.0 for x in scales):
         fail(f"{what}: scales other than 1.0 are not supported (the SDK: all must be 1.0)")
-    if getattr(oob_mode, "name", oob_mode) == "skip":
-        fail(f"{what}: oob_mode.skip is not supported by the simulator yet")
+    skip = getattr(oob_mode, "name", oob_mode) == "skip"
     if "psum" in (dst.space, *(x.space for x in srcs)):
         fail(f"{what}: DMA to or from PSUM is not allowed: copy the tile to SBUF first")
     indexed = [x for x in (dst, *srcs) if x.gather is not None]
@@ -131,11 +132,11 @@ def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices
         if dst.gather is not None:          # scatter RMW: HBM[idx] += SBUF
             if other.space != "sbuf":
                 fail(f"{what}: a scatter read-modify-write adds SBUF data into the indexed HBM rows")
-            nl._indirect(dst, other, None, what, "scatter_add", "gpsimd")
+            nl._indirect(dst, other, None, what, "scatter_add", "gpsimd", oob_skip=skip)
         else:                                                 # gather RMW: SBUF += HBM[idx]
             if dst.space != "sbuf" or other.gather is None:
                 fail(f"{what}: a gather read-modify-write adds indexed HBM rows into an SBUF dst")
-            nl._indirect(other, dst, None, what, "gather_add", "gpsimd")
+            nl._indirect(other, dst, None, what, "gather_add", "gpsimd", oob_skip=skip)
         return dst
     rest = list(srcs)
     inplace = next((k for k, x in enumerate(rest) if _same_view(dst, x)), None)
@@ -155,7 +156,7 @@ def dma_compute(dst=None, srcs=None, reduce_op=None, scales=None, unique_indices
         rest = list(srcs)
         inplace = None
     if inplace is None:
-        nl._dma(acc, rest.pop(0), engine="sync")
+        nl._dma(acc, rest.pop(0), engine="sync", oob_skip=skip)
     for x in rest:
         nl._dma(acc, x, engine="sync", mode="add")
     if acc is not dst:

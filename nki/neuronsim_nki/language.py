@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 
-from neuronsim import ACTIVATIONS, ALU_OPS, FLOAT_DTYPES
+from neuronsim import ACTIVATIONS, ALU_OPS, FLOAT_DTYPES, INT_ALU_OPS
 
 try:
     # NumPy then knows "bfloat16" and the float8 names, so host arrays take
@@ -17,6 +17,7 @@ except ImportError:
     pass
 
 from . import tracer
+from .dtype_keys import int_imm, isa_key
 from .indexing import Index
 from .masking import MASKED_OUT, MaskedResult, compute_masks
 from .tensor import NKI_NAMES, DType, Tensor, isa_dtype, new_tile
@@ -24,7 +25,8 @@ from .tracer import fail
 from .classes import NKIObject  # noqa: F401  (nl.NKIObject)
 # loops, registers and launch-grid queries live in control.py
 from .control import (WHILE_LOOP_LIMIT, VirtualRegister, _static_int, affine_range, finfo, fori_loop, nc,  # noqa: F401
-                      num_programs, program_id, program_ndim, sequential_range, spmd_dim, static_range, while_loop)
+                      num_programs, program_id, program_ndim, range_, sequential_range, spmd_dim, static_range,
+                      while_loop)
 
 # ------------------------------------------------------------ dtypes, buffers
 
@@ -256,7 +258,7 @@ def _binary(x, y, op, dtype=None, engine="vector", in_order=False):
                 return _binary(x, y, op, dtype, engine)
             fail(f"operand shapes {list(x.shape)} and {list(y.shape)} differ")
         dt = _result_dtype(x, y, dtype=dtype)
-        key = (engine, "tensor_tensor", alu, dt, x.shape, x.ap(), y.ap(), (x.alloc.id, y.alloc.id))
+        key = (engine, "tensor_tensor", alu, isa_key(dt), x.shape, x.ap(), y.ap(), (x.alloc.id, y.alloc.id))
         out = t.reuse(key)
         if out is not None:
             return out
@@ -335,9 +337,10 @@ def _tensor_scalar(x, s, alu, dtype=None, reverse=False):
         sv = s.ap()
         allocs += (s.alloc.id,)
     else:
-        sv = repr(float(s))
+        # the integer-only operations take an integer immediate
+        sv = (int_imm(s, x.dtype) if alu in INT_ALU_OPS else None) or repr(float(s))
     rev = " reverse0" if reverse else ""
-    key = ("vector", "tensor_scalar", alu, dt, x.shape, x.ap(), sv, rev, allocs)
+    key = ("vector", "tensor_scalar", alu, isa_key(dt), x.shape, x.ap(), sv, rev, allocs)
     out = t.reuse(key)
     if out is not None:
         return out
@@ -734,23 +737,39 @@ def where(condition, x, y, dtype=None, **kw):
     return _where(condition, x, y, dtype)
 
 
-_te_module = __name__.rsplit(".", 1)[0] + ".tensor_engine"
+# the rest of the SDK's nki.language: bitwise / logical operations, var,
+# all (kept out of this module's globals, __getattr__), softmax, rms_norm,
+# expand_dims, buffer predicates, no_reorder
+from .language_more import (MemoryRegion, NkiTensor, bitwise_and, bitwise_or, bitwise_xor,  # noqa: E402,F401,A004
+                            bypass, expand_dims, invert, is_hbm, is_on_chip, is_psum, is_sbuf, left_shift,
+                            logical_and, logical_not, logical_or, logical_xor, no_reorder, right_shift, rms_norm,
+                            softmax, var)
+from .language_more import DECLINED, all as _more_all  # noqa: E402
+
+_package = __name__.rsplit(".", 1)[0]
 # compute calls take mask= (masking.py); loads and stores (memory.py)
 # read their masks themselves
 for _name, _fn in list(globals().items()):
-    if inspect.isfunction(_fn) and not _name.startswith("_") and _fn.__module__ in (__name__, _te_module) and \
+    if inspect.isfunction(_fn) and not _name.startswith("_") and \
+            _fn.__module__ in (__name__, _package + ".tensor_engine", _package + ".language_more") and \
             ("mask" in inspect.signature(_fn).parameters or "kw" in inspect.signature(_fn).parameters):
         globals()[_name] = compute_masks(_fn)
-del _name, _fn
+del _name, _fn, _package
+_all = compute_masks(_more_all)
 
 
 def __getattr__(name):
-    """nl.bool (NKI 0.8+, kept out of this module's globals so the builtin
-    stays); else a documented nki.language name the simulator does not
-    provide yet."""
+    """nl.bool (NKI 0.8+), nl.range (control.range_) and nl.all, kept out of
+    this module's globals so the builtins stay; else a documented nki.language
+    name the simulator does not provide yet."""
     if name == "bool":
         return bool_
+    if name == "range":
+        return range_
+    if name == "all":
+        return _all
     if name.startswith("__"):
         raise AttributeError(name)
-    raise tracer.NKIError(f"nki.language.{name} is not supported by the simulator yet (docs/nki.md lists "
-                          "what is)")
+    why = DECLINED.get(name)
+    raise tracer.NKIError(f"nki.language.{name} is not supported by the simulator" +
+                          (f": {why}" if why else " yet (docs/nki.md lists what is)"))

@@ -158,7 +158,7 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     every earlier access to it), wait for the peer's word, DMA src into the
     peer's dst (aim_sends gives its address), tell the peer the data landed,
     wait for the peer's data.  Operations on one pipe_id complete in order."""
-    from neuronsim import DTYPE_SIZES
+    from .dtype_keys import SIZES as DTYPE_SIZES
     t = _current_pair("nisa.sendrecv")
     for what, x in (("src", src), ("dst", dst)):
         if not isinstance(x, Tensor) or x.space != "sbuf":

@@ -123,12 +123,14 @@ def load(src, dtype=None, mask=None, **kw):
     return tile
 
 
-def _indirect(table, other, mask, what, mode="gather", engine="sync"):
+def _indirect(table, other, mask, what, mode="gather", engine="sync", oob_skip=False):
     """An indirect DMA over an HBM view indexed by a tile (Tensor._gathered,
     .ap(vector_offset=)), one of the ISA's: gather (dst row p = table row
     index[p]) into `other`, a tile -- a new one when None --, gather_add
     (+= instead), scatter (`other`'s row p to table row index[p]) or
-    scatter_add.  A mask cuts the rows (and free positions) moved."""
+    scatter_add.  A mask cuts the rows (and free positions) moved.
+    oob_skip (NKI oob_mode.skip): a row whose index leaves the table is not
+    moved, where it is otherwise a fault."""
     scatter = mode.startswith("scatter")
     idx = nl._operand(table.gather)
     P = idx.shape[0]
@@ -156,7 +158,7 @@ def _indirect(table, other, mask, what, mode="gather", engine="sync"):
     n = len(t.dmas)
     # the adds read their destination back
     table_ap, table_region, rows_ap, rows_region = tab.ap(), tab.region(), part.ap(), part.region()
-    indexed = f"{table_ap} index={index.ap()}"
+    indexed = f"{table_ap} index={index.ap()}" + (" oob=skip" if oob_skip else "")
     if scatter:
         t.dmas.append((indexed, rows_ap, mode))
         reads = [rows_region, index.region()] + ([table_region] if mode == "scatter_add" else [])

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuronsim import DTYPE_SIZES as SIZES
+from .dtype_keys import SIZES
 from neuronsim.program import decode
 
 ON_CHIP = ("sbuf", "psum")

@@ -173,7 +173,7 @@ def dyn_dma(dst, src, dst_region, src_region, oob_skip=False):
     if dd is not None and sd is not None:
         fail("a DMA with a scalar_offset on both sides is not supported by the simulator yet")
     view, (scalar, stride), side = (dst, dd, 0) if dd is not None else (src, sd, 1)
-    from neuronsim import DTYPE_SIZES
+    from .dtype_keys import SIZES as DTYPE_SIZES
     step = stride * DTYPE_SIZES[view.dtype]
     if not INT32[0] <= step <= INT32[1]:
         fail(f"scalar_offset: a step of {step} bytes does not fit the DMA's 32-bit offset field")

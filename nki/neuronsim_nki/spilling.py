@@ -9,7 +9,7 @@ from __future__ import annotations
 import bisect
 import weakref
 
-from neuronsim import DTYPE_SIZES as SIZES
+from .dtype_keys import SIZES
 
 from . import tracer
 from .placement import Region

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from . import tracer
-from neuronsim import DTYPE_SIZES as SIZES
+from .dtype_keys import SIZES, IsaKeyed
 
 from .tracer import fail
 
@@ -19,7 +19,7 @@ DTYPE_ALIASES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16", "int3
                  # MX data: four values packed per element (isa_mx.py)
                  "float8_e4m3fn_x4": "fp8_e4m3_x4", "float8_e5m2_x4": "fp8_e5m2_x4",
                  "float4_e2m1fn_x4": "fp4_e2m1_x4"}
-NKI_NAMES = {v: k for k, v in DTYPE_ALIASES.items() if k != "tfloat32"}
+NKI_NAMES = IsaKeyed({v: k for k, v in DTYPE_ALIASES.items() if k != "tfloat32"})
 # NKI dtypes the simulator has no storage for: named, so kernels can refer
 # to them (dict keys, comparisons), refused when a tensor would take one
 UNSUPPORTED_DTYPES = {
@@ -74,9 +74,11 @@ class DType(str):
 
 class TensorDType(str):
     """A tensor's .dtype: the ISA name ('fp32') as its value -- what the
-    program text, tables and f-strings use -- and NKI's name ('float32')
-    under str(), as NKI's dtypes print (nkilib compares
-    str(t.dtype) == str(nl.float32)); equal to both, and to the nl dtype."""
+    program text and f-strings use -- and NKI's name ('float32') under
+    str(), as NKI's dtypes print (nkilib compares str(t.dtype) ==
+    str(nl.float32)); equal to both, and to the nl dtype.  It hashes as the
+    NKI name, as the nl dtype does, so a kernel's dict keyed by nl dtypes
+    finds it; the frontend's ISA-keyed tables take .isa (dtype_keys.py)."""
 
     def __str__(self):
         return self.nki
@@ -97,10 +99,11 @@ class TensorDType(str):
     def __ne__(self, other):
         return not self.__eq__(other)
 
-    __hash__ = str.__hash__
+    def __hash__(self):
+        return str.__hash__(self.nki)
 
 
-_TENSOR_DTYPES = {}
+_TENSOR_DTYPES = IsaKeyed()
 
 
 def tensor_dtype(isa_name):
@@ -108,8 +111,24 @@ def tensor_dtype(isa_name):
     t = _TENSOR_DTYPES.get(isa_name)
     if t is None:
         t = _TENSOR_DTYPES[isa_name] = TensorDType(isa_name)
-        t.nki = NKI_NAMES.get(str.__str__(t), str.__str__(t))
+        t.isa = str.__str__(t)
+        t.nki = NKI_NAMES.get(t.isa, t.isa)
     return t
+
+
+def whole_view(view, tensor):
+    """HBM view covers all of tensor's elements in its order (tensor itself,
+    or a reshape of it)."""
+    if view is tensor:
+        return True
+    if view.offset or math.prod(view.shape) != math.prod(tensor.shape):
+        return False
+    acc = 1
+    for d, st in zip(reversed(view.shape), reversed(view.strides)):
+        if d != 1 and st != acc:
+            return False
+        acc *= d
+    return True
 
 
 # index expressions, masks and subscript normalization live in indexing.py
@@ -136,6 +155,30 @@ class Tensor:
     @property
     def rows_wanted(self):
         return self.wanted.get(0)
+
+    @property
+    def base_tensor(self):
+        """The tensor itself, when it is whole.  nki-library's TensorView
+        has .base_tensor (the tensor it wraps), and its MX MoE paths read
+        .base_tensor of a kernel argument too, in code that takes either:
+        a whole tensor is its own base.  Of part of a tensor it is refused
+        by name: the SDK's NkiTensor does not define it there."""
+        if self.space == "hbm":
+            root = tracer.current().tensors.get(self.name, self) if tracer._current else self
+            whole = whole_view(self, root)
+        else:
+            free = [(d, st) for i, (d, st) in enumerate(zip(self.shape, self.strides)) if i != self.pax]
+            acc = 1
+            for d, st in reversed(free):
+                if d != 1 and st != acc:
+                    break
+                acc *= d
+            whole = (acc == self.elements_per_partition() and self.part0 == 0 and self.offset == 0 and
+                     self.nparts == self.alloc.nparts and acc * SIZES[self.dtype] == self.alloc.size)
+        if not whole:
+            fail(f".base_tensor of a view of part of a tensor ({list(self.shape)}): the SDK's NkiTensor defines "
+                 "no base tensor; nki-library's TensorView does (wrap the tensor in it)")
+        return self
 
     @property
     def buffer(self):

@@ -25,7 +25,9 @@ import os
 import sys
 import weakref
 
-from neuronsim import DTYPE_SIZES as SIZES, ENGINES, TARGETS, chip_info, target_info
+from neuronsim import ENGINES, TARGETS, chip_info, target_info
+
+from .dtype_keys import SIZES
 
 from .allocator import Allocator
 from .placement import BUCKET, BUCKET_HBM, Placement, Region, address_token  # noqa: F401

@@ -456,6 +456,26 @@ def test_static_cast_on_host_arrays_and_tiles():
             nl.static_cast(a, nl.bfloat16)
 
 
+def test_nl_range_is_a_static_range():
+    """nl.range: the NKI compiler's frontend reads any `<module>.range` as
+    Python's range (KLR's checkName), unrolled at trace time -- its index is
+    a Python int (nki-library's mxfp_load_utils indexes lists with it)."""
+    seen = []
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        cols = [slice(0, 2), slice(2, 4)]
+        for j in nl.range(2):
+            seen.append(type(j))
+            nl.store(out[:, cols[j]], value=nl.multiply(nl.load(a[:, cols[j]]), float(j + 1)))
+        return out
+    a = np.arange(128 * 4, dtype=np.float32).reshape(128, 4)
+    got = nki.simulate(k, a)[0]
+    np.testing.assert_array_equal(got, a * np.array([1, 1, 2, 2], np.float32))
+    assert set(seen) == {int} and list(nl.range(1, 7, 3)) == [1, 4]
+
+
 def test_program_ndim_and_finfo():
     """nl.program_ndim() is the launch grid's rank (0 without a grid);
     nl.finfo gives float limits, bf16 included (as numpy.finfo would)."""

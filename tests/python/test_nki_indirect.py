@@ -220,3 +220,62 @@ def test_dma_compute_refuses_what_it_cannot_do_exactly():
         kernel(reduce_op=nl.maximum)(y, y, y)
     with pytest.raises(nki.NKIError, match="scales other than 1.0"):
         kernel(reduce_op=nl.add, scales=[1.0, 2.0, 1.0])(y, y, y)
+
+
+def test_oob_mode_skip_drops_the_rows_whose_index_leaves_the_tensor():
+    """SDK nki.isa.dma_copy / dma_compute oob_mode.skip: "Silently skips any
+    operations involving out-of-bounds indices" -- on a gather the row's
+    destination keeps what it held, on a scatter nothing is written for it,
+    on the gather read-modify-write nothing is added; with the default
+    oob_mode.error the same index is an IndexError (nki-library's MoE
+    kernels mark unused slots with an index past the table)."""
+    F = 24
+
+    @nki.jit
+    def gather(data, indices, skip):
+        P = indices.shape[0]
+        out = nl.ndarray((P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+        idx = nl.load(indices)
+        dst = nl.full((P, F), -1.0, dtype=data.dtype)
+        nisa.dma_copy(dst=dst, src=data.ap(pattern=[[F, P], [1, F]], vector_offset=idx, indirect_dim=0),
+                      oob_mode=nisa.oob_mode.skip if skip else nisa.oob_mode.error)
+        nl.store(out, value=dst)
+        return out
+
+    @nki.jit
+    def scatter(src_data, indices, rows):
+        P = src_data.shape[0]
+        out = nl.ndarray((rows, F), dtype=src_data.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.zeros((rows, F), dtype=src_data.dtype))
+        nisa.dma_copy(dst=out.ap(pattern=[[F, P], [1, F]], vector_offset=nl.load(indices), indirect_dim=0),
+                      src=nl.load(src_data), oob_mode=nisa.oob_mode.skip)
+        return out
+
+    @nki.jit
+    def gather_add(table, indices):
+        P = indices.shape[0]
+        out = nl.ndarray((P, F), dtype=table.dtype, buffer=nl.shared_hbm)
+        acc = nl.full((P, F), 0.5, dtype=table.dtype)
+        src = table.ap(pattern=[[F, P], [1, F]], vector_offset=nl.load(indices), indirect_dim=0)
+        nisa.dma_compute(dst=acc, srcs=[src, acc], reduce_op=nl.add, oob_mode=nisa.oob_mode.skip)
+        nl.store(out, value=acc)
+        return out
+
+    rng = np.random.default_rng(11)
+    data = rng.standard_normal((50, F)).astype(np.float32)
+    idx = rng.integers(0, 50, (64, 1)).astype(np.int32)
+    idx[::5] = 50                                # one past the end
+    idx[1::7] = -3
+    keep = (idx[:, 0] >= 0) & (idx[:, 0] < 50)
+    want = np.where(keep[:, None], data[np.clip(idx[:, 0], 0, 49)], -1.0).astype(np.float32)
+    np.testing.assert_array_equal(gather(data, idx, True), want)
+    with pytest.raises(IndexError, match="outside the 50 rows"):
+        gather(data, idx, False)
+    np.testing.assert_array_equal(gather_add(data, idx), np.where(keep[:, None], want + 0.5, 0.5))
+    rows = rng.permutation(40)[:32].astype(np.int32)[:, None]
+    rows[3], rows[9] = 40, 1 << 20
+    src = rng.standard_normal((32, F)).astype(np.float32)
+    want = np.zeros((40, F), np.float32)
+    ok = rows[:, 0] < 40
+    want[rows[ok, 0]] = src[ok]
+    np.testing.assert_array_equal(scatter(src, rows, 40), want)

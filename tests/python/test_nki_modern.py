@@ -64,9 +64,11 @@ def test_nki_object_classes_are_data_classes_with_or_without_dataclass():
 def test_dtypes_print_and_compare_as_nki_names():
     """A tensor's dtype prints its NKI name and equals the nl dtype
     (nkilib's str(t.dtype) == str(nl.float32)); nl dtypes are distinct dict
-    keys ({nl.float8_e4m3fn: 448.0}) and NumPy dtypes; packed MX dtypes are
-    tile dtypes of their packed size (test_nki_mx.py runs them)."""
+    keys ({nl.float8_e4m3fn: 448.0}), which a tensor's dtype finds
+    (kernel_helpers' fp8 range lookup), and NumPy dtypes; packed MX dtypes
+    are tile dtypes of their packed size (test_nki_mx.py runs them)."""
     seen = {}
+    fp8_max = {nl.float8_e4m3: 240.0, nl.float8_e4m3fn: 448.0, nl.float8_e5m2: 57344.0}
 
     @nki.jit
     def k(a):
@@ -74,11 +76,15 @@ def test_dtypes_print_and_compare_as_nki_names():
         seen["eq"] = a.dtype == nl.float32 and a.dtype != nl.bfloat16
         t = nl.ndarray((128, 4), dtype=nl.float8_e4m3fn, buffer=nl.sbuf)
         seen["fp8"] = (str(t.dtype), t.dtype == nl.float8_e4m3fn)
+        seen["max"] = [fp8_max.get(nl.ndarray((1, 1), dtype=d, buffer=nl.sbuf).dtype)
+                       for d in (nl.float8_e4m3, nl.float8_e4m3fn, nl.float8_e5m2, nl.bfloat16)]
+        seen["keys"] = {a.dtype: 1, nl.float32: 2, "float32": 3}
         out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
         nl.store(out, value=nl.load(a))
         return out
     k(np.zeros((128, 4), np.float32))
-    assert seen == {"str": "float32", "eq": True, "fp8": ("float8_e4m3fn", True)}
+    assert seen == {"str": "float32", "eq": True, "fp8": ("float8_e4m3fn", True),
+                    "max": [240.0, 448.0, 57344.0, None], "keys": {"float32": 3}}
     assert np.zeros(2, dtype=nl.bfloat16).dtype.name == "bfloat16"       # NumPy takes nl dtypes (ml_dtypes)
     assert str(nl.float8_e4m3fn_x4) == "float8_e4m3fn_x4" and nl.float8_e4m3fn != nl.float8_e4m3
     assert len({nl.float8_e4m3: 240.0, nl.float8_e4m3fn: 448.0, nl.float8_e5m2: 57344.0}) == 3

@@ -15,12 +15,13 @@ import torch
 
 import neuronsim
 import neuronsim_nki as _nki
+from neuronsim_nki.dtype_keys import IsaKeyed
 
 # torch dtypes a kernel argument may have -> ISA dtype names
 _TORCH_TO_ISA = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.int32: "int32",
                  torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.uint16: "uint16",
                  torch.uint32: "uint32"}
-_ISA_TO_TORCH = {v: k for k, v in _TORCH_TO_ISA.items()}
+_ISA_TO_TORCH = IsaKeyed({v: k for k, v in _TORCH_TO_ISA.items()})
 
 
 _BLOBS = collections.OrderedDict()   # program text -> its assembled bytes (a CPU uint8 tensor)
