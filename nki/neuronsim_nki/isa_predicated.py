@@ -12,6 +12,7 @@ import numpy as np
 
 from . import language as nl
 from . import tracer
+from .dtype_keys import int_imm
 from .isa import _needs, _tile_arg
 from .tensor import Tensor, isa_dtype, new_tile
 
@@ -19,13 +20,11 @@ _FP32_MIN = float(np.finfo(np.float32).min)   # range_select's fill, fixed by th
 
 
 def _immediate(value, dtype, what, name):
-    """A number as the instruction's immediate: an int for integer dtypes
-    (exact), else fp32."""
+    """A number as the instruction's immediate: an integer of an integer
+    dtype's range exactly (int_imm), else fp32."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         tracer.fail(f"nisa.{what}: {name} is a tile or a number known while tracing, got {value!r}")
-    if isinstance(value, int) and dtype.startswith(("int", "uint")):
-        return str(value)
-    return repr(float(value))
+    return (int_imm(value, dtype) if isinstance(value, int) else None) or repr(float(value))
 
 
 def tensor_copy_predicated(dst=None, src=None, predicate=None, reverse_pred=False, name=None, **kw):

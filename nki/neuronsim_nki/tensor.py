@@ -8,6 +8,7 @@ import math
 from . import tracer
 from .dtype_keys import SIZES, IsaKeyed
 
+from .tensor_views import TensorViews
 from .tracer import fail
 
 # NKI dtype names -> ISA dtype names
@@ -135,9 +136,10 @@ def whole_view(view, tensor):
 from .indexing import GridExpr, Index, _permuted_grid, as_int, normalize  # noqa: E402
 
 
-class Tensor:
+class Tensor(TensorViews):
     """A view: HBM (name, element offset, strides) or a tile (allocation,
-    first partition, element offset in the partition, free strides)."""
+    first partition, element offset in the partition, free strides); the
+    SDK's view methods (permute, slice, rearrange, ...) in tensor_views.py."""
 
     def __init__(self, space, dtype, shape, strides, offset=0, name=None, alloc=None, part0=0, pax=0):
         self.space, self.shape, self.strides = space, tuple(shape), tuple(strides)

@@ -2,11 +2,13 @@
 NkiTensor.view: the same bytes as another dtype, the last dimension scaled),
 and a kernel returning a reshape of a whole tensor -- an argument it wrote
 in place (nki-library's attention_block_tkg returns its KV caches so) or
-an HBM array it made, also from an LNC=2 launch (qkv_tkg, mlp_tkg)."""
+an HBM array it made, also from an LNC=2 launch (qkv_tkg, mlp_tkg); the
+SDK NkiTensor view methods (permute, slice, rearrange, ...)."""
 import numpy as np
 import pytest
 
 import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 
 
@@ -66,3 +68,57 @@ def test_a_returned_slice_is_refused_by_name():
         return out[0:128, :]
     with pytest.raises(nki.NKIError, match="whole"):
         k(np.zeros((128, 64), np.float32))
+
+
+def test_nki_tensor_view_methods_match_numpy():
+    """SDK NkiTensor view methods (NKI 0.5): permute, broadcast, expand_dim,
+    squeeze_dim, reshape_dim, flatten_dims, rearrange, slice, select on a
+    tile and on an HBM tensor, each read back against the NumPy view;
+    get_pattern / is_contiguous / is_indirect; moving the partition
+    dimension or merging non-adjacent dimensions is refused by name."""
+    a = np.arange(128 * 24, dtype=np.float32).reshape(128, 24)
+
+    def run(fn):
+        @nki.jit
+        def k(x):
+            v = fn(nl.load(x))
+            out = nl.ndarray(v.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            r = nl.ndarray(v.shape, dtype=x.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=r, src=v)
+            nl.store(out, value=r)
+            return out
+        return nki.simulate(k, a)[0]
+
+    a46 = a.reshape(128, 4, 6)
+    cases = [
+        (lambda t: t.reshape_dim(1, (4, -1)), a46),
+        (lambda t: t.reshape_dim(1, (4, 6)).permute((0, 2, 1)), a46.transpose(0, 2, 1)),
+        (lambda t: t.rearrange(("b", ("h", "w")), ("b", "w", "h"), {"h": 4}), a46.transpose(0, 2, 1)),
+        (lambda t: t.rearrange(("b", ("h", "w", "c")), ("b", "c", ("h", "w")), {"h": 2, "w": 3}),
+         a.reshape(128, 2, 3, 4).transpose(0, 3, 1, 2).reshape(128, 4, 6)),
+        (lambda t: t.slice(1, 8, 24, 2), a[:, 8:24:2]),
+        (lambda t: t.reshape_dim(1, (4, 6)).select(1, 2), a46[:, 2]),
+        (lambda t: t.slice(1, 0, 6).expand_dim(1).broadcast(1, 3), np.broadcast_to(a[:, None, 0:6], (128, 3, 6))),
+        (lambda t: t.slice(1, 0, 6).expand_dim(1).squeeze_dim(1), a[:, 0:6]),
+        (lambda t: t.reshape_dim(1, (2, 3, 4)).flatten_dims(1, 2), a.reshape(128, 6, 4)),
+    ]
+    for i, (fn, want) in enumerate(cases):
+        got = run(fn)
+        assert got.shape == want.shape and np.array_equal(got, want), i
+    seen = {}
+
+    @nki.jit
+    def h(x):
+        t = nl.load(x)
+        seen["pattern"] = (t.get_pattern(), x.get_pattern(), t.is_contiguous(),
+                           t.slice(1, 0, 24, 2).is_contiguous(), t.is_indirect())
+        for fn in (lambda: t.permute((1, 0)), lambda: t.reshape_dim(1, (4, 6)).permute((0, 2, 1)).flatten_dims(1, 2),
+                   lambda: t.broadcast(1, 4), lambda: t.reshape_dim(1, (5, -1))):
+            with pytest.raises(nki.NKIError, match="partition dimension|not contiguous|not 1|does not split"):
+                fn()
+        v = x.reshape_dim(1, (4, 6)).permute((0, 2, 1))       # HBM: any order
+        out = nl.ndarray((128, 6, 4), dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.load(v))
+        return out
+    np.testing.assert_array_equal(nki.simulate(h, a)[0], a46.transpose(0, 2, 1))
+    assert seen["pattern"] == ([[24, 128], [1, 24]], [[24, 128], [1, 24]], True, False, False)
