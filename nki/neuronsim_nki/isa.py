@@ -691,11 +691,20 @@ def affine_select(*args, pred=None, on_true_tile=None, on_false_value=None, dtyp
     return _ret(dst, out)
 
 
+# documented nki.isa names the simulator refuses, and why
+_DECLINED = {**{n: "the simulator has no device random-number generator"
+                for n in ("rng", "rand2", "dropout", "set_rng_seed", "rand_set_state", "rand_get_state")},
+             "sequence_bounds": "a GpSimd instruction the simulator's ISA does not have",
+             "topk": "a GpSimd instruction the simulator's ISA does not have"}
+
+
 def __getattr__(name):
-    """A documented nki.isa instruction the simulator does not provide yet."""
+    """A documented nki.isa instruction the simulator does not provide."""
     if name.startswith("__"):
         raise AttributeError(name)
-    raise tracer.NKIError(f"nki.isa.{name} is not supported by the simulator yet (docs/nki.md lists what is)")
+    why = _DECLINED.get(name)
+    raise tracer.NKIError(f"nki.isa.{name} is not supported by the simulator" +
+                          (f": {why}" if why else " yet (docs/nki.md lists what is)"))
 
 
 # LNC=2 (NeuronCore-v3+): the two cores of a logical core (lnc.py)
@@ -712,7 +721,8 @@ from .isa_dma import dma_compute, dma_copy, dma_transpose  # noqa: E402,F401
 from .isa_partition import local_gather, nc_stream_shuffle  # noqa: E402,F401
 
 # writes under a condition (isa_predicated.py)
-from .isa_predicated import range_select, tensor_copy_predicated  # noqa: E402,F401
+from .isa_predicated import (range_select, select_reduce, tensor_copy_predicated,  # noqa: E402,F401
+                             tensor_scalar_cumulative)
 
 # MX data: nc_matmul_mx and quantize_mx (isa_mx.py)
 from .isa_mx import nc_matmul_mx, quantize_mx  # noqa: E402,F401

@@ -125,3 +125,84 @@ def where(condition, x, y, dtype=None):
             src = nl.copy(src, dtype=dt)
     tensor_copy_predicated(dst=out, src=src, predicate=pred)
     return out
+
+
+def select_reduce(dst=None, predicate=None, on_true=None, on_false=None, reduce_res=None, reduce_cmd=None,
+                  reduce_op=None, reverse_pred=False, name=None, **kw):
+    """dst = on_true where predicate (negated by reverse_pred), else on_false
+    (a number or a [P, 1] column); with reduce_cmd reset_reduce, reduce_res
+    [P, 1] = each row's max of dst (SDK nki.isa.select_reduce).  Lowered to
+    a fill with on_false, tensor_copy_predicated and a max reduction.
+    Reductions kept in VectorE's registers across instructions (reduce_cmd
+    reduce / load_reduce) are not supported yet."""
+    what = "nisa.select_reduce"
+    if kw:
+        tracer.fail(f"{what}: unexpected argument(s) {', '.join(sorted(kw))}")
+    cmd = getattr(reduce_cmd, "name", reduce_cmd) or "idle"
+    if cmd not in ("reset_reduce", "idle"):
+        tracer.fail(f"{what} reduce_cmd={cmd}: reductions kept in VectorE's registers across instructions are not "
+                    "supported by the simulator yet (reset_reduce and idle are)")
+    if reduce_op is not None and nl.op_name(reduce_op) != "max":
+        tracer.fail(f"{what}: reduce_op is maximum (the only reduction it has), got {reduce_op!r}")
+    out = _tile_arg(dst, "select_reduce", "dst")
+    x = _tile_arg(on_true, "select_reduce", "on_true")
+    p = _tile_arg(predicate, "select_reduce", "predicate")
+    if p.dtype not in ("int8", "uint8", "int16", "uint16"):
+        tracer.fail(f"{what}: predicate is an int8 / uint8 / int16 / uint16 tile, got {p.dtype}")
+    if x.dtype in ("int32", "uint32"):
+        tracer.fail(f"{what}: on_true of {x.dtype} (the SDK: any dtype but tfloat32, int32, uint32)")
+    if isinstance(on_false, Tensor):
+        f = _tile_arg(on_false, "select_reduce", "on_false")
+        if f.nparts != x.nparts or f.elements_per_partition() != 1:
+            tracer.fail(f"{what}: on_false is a number or a [{x.nparts}, 1] column, got {list(f.shape)}")
+        nl._assign(out, nl.copy(nl._expand(f, out.shape), dtype=out.dtype))
+    else:
+        nl._memset(out, on_false)
+    tensor_copy_predicated(dst=out, src=x, predicate=p, reverse_pred=reverse_pred)
+    if cmd == "reset_reduce" and reduce_res is not None:
+        r = _tile_arg(reduce_res, "select_reduce", "reduce_res")
+        if r.nparts != x.nparts or r.elements_per_partition() != 1:
+            tracer.fail(f"{what}: reduce_res is a [{x.nparts}, 1] column, got {list(r.shape)}")
+        nl._assign(r, nl.max(out, list(range(1, len(out.shape))), dtype=r.dtype, keepdims=True))
+    return out
+
+
+_SCAN_START = {"add": 0.0, "subtract": 0.0, "multiply": 1.0, "max": float("-inf"), "min": float("inf")}
+
+
+def tensor_scalar_cumulative(dst=None, src=None, op0=None, op1=None, imm0=None, imm1=None, reduce_cmd=None,
+                             name=None, **kw):
+    """dst[:, i] = reg = op1(op0(src[:, i], imm0), reg) along the free
+    elements, reg starting at op1's identity (reduce_cmd reset_reduce) or
+    imm1 (load_reduce) (SDK nki.isa.tensor_scalar_cumulative).  Lowered to
+    a tensor_scalar and the ISA's tensor_tensor_scan, in fp32.  reduce_cmd
+    reduce (a register left by an earlier instruction) is not supported."""
+    what = "nisa.tensor_scalar_cumulative"
+    from .isa import tensor_tensor_scan
+    if kw:
+        tracer.fail(f"{what}: unexpected argument(s) {', '.join(sorted(kw))}")
+    cmd = getattr(reduce_cmd, "name", reduce_cmd) or "reset_reduce"
+    acc = nl.op_name(op1) if op1 is not None else None
+    if acc not in _SCAN_START:
+        tracer.fail(f"{what}: op1 is add, subtract, multiply, maximum or minimum, got {op1!r}")
+    if cmd == "reset_reduce":
+        start = _SCAN_START[acc]
+    elif cmd == "load_reduce":
+        if imm1 is None:
+            tracer.fail(f"{what} reduce_cmd=load_reduce: the start value is imm1")
+        start = imm1
+    else:
+        tracer.fail(f"{what} reduce_cmd={cmd}: a register kept from an earlier instruction is not supported by "
+                    "the simulator yet (reset_reduce and load_reduce are)")
+    out = _tile_arg(dst, "tensor_scalar_cumulative", "dst")
+    x = _tile_arg(src, "tensor_scalar_cumulative", "src")
+    for t, role in ((x, "src"), (out, "dst")):
+        if t.dtype in ("int32", "uint32", "tf32"):
+            tracer.fail(f"{what}: {role} of {t.dtype} (the SDK: int32 / uint32 are not supported)")
+    y = nl._tensor_scalar(x, imm0, nl.op_name(op0), "fp32") if op0 is not None else nl.copy(x, dtype="fp32")
+    flat = (x.shape[0], x.elements_per_partition())
+    y = y if len(y.shape) == 2 else y.reshape(flat)
+    zeros = nl.zeros(flat, dtype=nl.float32, buffer=nl.sbuf)
+    res = tensor_tensor_scan(data0=y, data1=zeros, initial=start, op0=acc, op1="add", dtype="fp32")
+    nl._assign(out, nl.copy(res if res.shape == out.shape else res.reshape(out.shape), dtype=out.dtype))
+    return out

@@ -439,8 +439,11 @@ def test_index_grid_access_patterns():
 
 def test_unsupported_names_say_so_and_activation_takes_a_scale_tile():
     import neuronsim_nki.isa as nisa
-    with pytest.raises(nki.NKIError, match="nki.isa.sequence_bounds is not supported by the simulator yet"):
+    with pytest.raises(nki.NKIError, match="nki.isa.sequence_bounds is not supported by the simulator: a GpSimd "
+                                           "instruction the simulator's ISA does not have"):
         nisa.sequence_bounds
+    with pytest.raises(nki.NKIError, match="nki.isa.not_an_instruction is not supported by the simulator yet"):
+        nisa.not_an_instruction
     with pytest.raises(nki.NKIError, match="nki.language.affine_select is not supported"):
         nl.affine_select
 

@@ -2,11 +2,13 @@
 NumPy: bitwise / logical operations and shifts on every integer dtype, var,
 all, softmax, rms_norm, expand_dims, the buffer predicates, no_reorder;
 integer constants exact; .base_tensor of whole tensors; the names the
-simulator refuses say why."""
+simulator refuses say why; nisa.select_reduce and
+nisa.tensor_scalar_cumulative (lowered onto the ISA's instructions)."""
 import numpy as np
 import pytest
 
 import neuronsim_nki as nki
+import neuronsim_nki.isa as nisa
 import neuronsim_nki.language as nl
 
 
@@ -137,3 +139,57 @@ def test_base_tensor_of_whole_tensors():
 def test_names_the_simulator_refuses_say_why(name, why):
     with pytest.raises(nki.NKIError, match=why):
         getattr(nl, name)
+
+
+@pytest.mark.parametrize("rev", [False, True])
+def test_select_reduce(rev):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((128, 20)).astype(np.float32)
+    p = rng.integers(0, 2, (128, 20)).astype(np.uint8)
+    col = rng.standard_normal((128, 1)).astype(np.float32)
+
+    @nki.jit
+    def k(x, p, col):
+        out = nl.ndarray((128, 20), dtype=nl.float32, buffer=nl.shared_hbm)
+        mx = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        d = nl.ndarray((128, 20), dtype=nl.float32, buffer=nl.sbuf)
+        r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.select_reduce(dst=d, predicate=nl.load(p), on_true=nl.load(x), on_false=nl.load(col) if rev else -5.0,
+                           reduce_res=r, reduce_cmd=nisa.reduce_cmd.reset_reduce, reverse_pred=rev)
+        nl.store(out, value=d)
+        nl.store(mx, value=r)
+        return out, mx
+    o, m = nki.simulate(k, x, p, col)[0]
+    want = np.where((p == 0) if rev else (p != 0), x, col if rev else -5.0)
+    np.testing.assert_array_equal(o, want)
+    np.testing.assert_array_equal(m[:, 0], want.max(axis=1))
+
+
+@pytest.mark.parametrize("op1, start, ref", [
+    (nl.add, None, lambda y, s: np.cumsum(y, axis=1)),
+    (nl.maximum, None, lambda y, s: np.maximum.accumulate(y, axis=1)),
+    (nl.multiply, None, lambda y, s: np.cumprod(y, axis=1)),
+    (nl.subtract, 3.0, None)])
+def test_tensor_scalar_cumulative(op1, start, ref):
+    """reg = op1(op0(src[i], imm0), reg), from op1's identity or imm1"""
+    x = np.random.default_rng(2).standard_normal((128, 20)).astype(np.float32)
+
+    @nki.jit
+    def k(x):
+        out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+        cmd = nisa.reduce_cmd.load_reduce if start is not None else nisa.reduce_cmd.reset_reduce
+        nisa.tensor_scalar_cumulative(dst=d, src=nl.load(x), op0=nl.multiply, op1=op1, imm0=0.5, imm1=start,
+                                      reduce_cmd=cmd)
+        nl.store(out, value=d)
+        return out
+    got = nki.simulate(k, x)[0]
+    y = x * np.float32(0.5)
+    if ref is not None:
+        want = ref(y, start)
+    else:
+        reg, want = np.full(128, start, np.float32), np.zeros_like(y)
+        for i in range(y.shape[1]):
+            reg = y[:, i] - reg
+            want[:, i] = reg
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
