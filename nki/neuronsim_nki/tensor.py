@@ -310,8 +310,11 @@ class Tensor(TensorViews):
         """tensor.ap(pattern=[[row stride, P], free pairs...], offset=,
         vector_offset=idx, indirect_dim=d) on HBM (SDK nki.isa.dma_copy,
         "vector indirection"): partition p reads or writes row idx[p] of
-        dimension d -- the ISA's gather / scatter DMA, whose table is every
-        row of that dimension with the pattern's free pairs."""
+        dimension d counted from offset -- the ISA's gather / scatter DMA,
+        whose table is the rows of that dimension from offset on that lie
+        whole in the tensor, with the pattern's free pairs (an LNC 2 kernel
+        scatters into its core's half of a tensor so: nki-library's MX
+        shard-on-block MoE)."""
         idx, dim = kw.pop("vector_offset"), int(kw.pop("indirect_dim", 0))
         if kw:
             fail(f"tensor.ap: {', '.join(sorted(kw))} with vector_offset is not supported by the simulator yet")
@@ -325,8 +328,18 @@ class Tensor(TensorViews):
         (_, parts), free = pattern[0], list(pattern[1:])
         if int(parts) != idx.shape[0]:
             fail(f"tensor.ap(vector_offset=): the pattern walks {parts} partitions, the index has {idx.shape[0]}")
-        rows = self.shape[dim]
-        view = self._explicit_ap([[self.strides[dim], rows]] + free, offset, dtype, {})
+        rows, stride = self.shape[dim], self.strides[dim]
+        if offset and stride > 0 and (dtype is None or SIZES[isa_dtype(dtype)] == SIZES[self.dtype]):
+            try:
+                pairs = [(int(st), int(n)) for st, n in free]
+            except (TypeError, ValueError):
+                fail(f"tensor.ap: pattern is a list of [stride, count] pairs, got {pattern!r}")
+            base = self.offset + int(offset)
+            reach = sum(max(0, st * (n - 1)) for st, n in pairs)
+            rows = (self.storage_elems() - 1 - reach - base) // stride + 1
+            if rows < 1:
+                fail(f"tensor.ap(vector_offset=): offset {offset} leaves no row of dimension {dim} in {self.name}")
+        view = self._explicit_ap([[stride, rows]] + free, offset, dtype, {})
         view.gather = idx
         return view
 

@@ -279,3 +279,29 @@ def test_oob_mode_skip_drops_the_rows_whose_index_leaves_the_tensor():
     ok = rows[:, 0] < 40
     want[rows[ok, 0]] = src[ok]
     np.testing.assert_array_equal(scatter(src, rows, 40), want)
+
+
+def test_vector_offset_rows_count_from_the_offset():
+    """With offset=, a vector_offset view's rows count from the offset: an
+    LNC 2 kernel scatters into its core's half of a [2T, H] tensor with
+    offset T*H and indices below T (nki-library's MX shard-on-block MoE);
+    an index past the rows left after the offset is the IndexError."""
+    T, H = 64, 16
+
+    @nki.jit
+    def k(src, idx):
+        out = nl.ndarray((2 * T, H), dtype=src.dtype, buffer=nl.shared_hbm)
+        nl.store(out[0:T, :], value=nl.zeros((T, H), dtype=src.dtype))
+        nl.store(out[T:2 * T, :], value=nl.zeros((T, H), dtype=src.dtype))
+        view = out.ap(pattern=[[H, 32], [1, H]], offset=T * H, vector_offset=nl.load(idx), indirect_dim=0)
+        nisa.dma_copy(dst=view, src=nl.load(src))
+        return out
+    rng = np.random.default_rng(8)
+    src = rng.standard_normal((32, H)).astype(np.float32)
+    rows = rng.permutation(T)[:32].astype(np.int32)[:, None]
+    want = np.zeros((2 * T, H), np.float32)
+    want[T + rows[:, 0]] = src
+    np.testing.assert_array_equal(k(src, rows), want)
+    rows[5] = T                                   # one past the core's half
+    with pytest.raises(IndexError, match=f"outside the {T} rows"):
+        k(src, rows)
