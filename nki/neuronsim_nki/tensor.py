@@ -120,16 +120,8 @@ def tensor_dtype(isa_name):
 def whole_view(view, tensor):
     """HBM view covers all of tensor's elements in its order (tensor itself,
     or a reshape of it)."""
-    if view is tensor:
-        return True
-    if view.offset or math.prod(view.shape) != math.prod(tensor.shape):
-        return False
-    acc = 1
-    for d, st in zip(reversed(view.shape), reversed(view.strides)):
-        if d != 1 and st != acc:
-            return False
-        acc *= d
-    return True
+    return view is tensor or (not view.offset and math.prod(view.shape) == math.prod(tensor.shape) and
+                               view.is_contiguous())
 
 
 # index expressions, masks and subscript normalization live in indexing.py
@@ -169,14 +161,9 @@ class Tensor(TensorViews):
             root = tracer.current().tensors.get(self.name, self) if tracer._current else self
             whole = whole_view(self, root)
         else:
-            free = [(d, st) for i, (d, st) in enumerate(zip(self.shape, self.strides)) if i != self.pax]
-            acc = 1
-            for d, st in reversed(free):
-                if d != 1 and st != acc:
-                    break
-                acc *= d
-            whole = (acc == self.elements_per_partition() and self.part0 == 0 and self.offset == 0 and
-                     self.nparts == self.alloc.nparts and acc * SIZES[self.dtype] == self.alloc.size)
+            whole = (self.is_contiguous() and self.part0 == 0 and self.offset == 0 and
+                     self.nparts == self.alloc.nparts and
+                     self.elements_per_partition() * SIZES[self.dtype] == self.alloc.size)
         if not whole:
             fail(f".base_tensor of a view of part of a tensor ({list(self.shape)}): the SDK's NkiTensor defines "
                  "no base tensor; nki-library's TensorView does (wrap the tensor in it)")

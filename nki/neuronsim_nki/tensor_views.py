@@ -66,11 +66,11 @@ class TensorViews:
         """Whether the view covers its storage row-major without gaps (on
         chip over the free dimensions of each partition)."""
         acc = 1
-        first = 0 if self.space == "hbm" else 1
-        for d in range(len(self.shape) - 1, first - 1, -1):
-            if self.shape[d] != 1 and self.strides[d] != acc:
+        skip = None if self.space == "hbm" else self.pax        # the partition dimension
+        for d in range(len(self.shape) - 1, -1, -1):
+            if d != skip and self.shape[d] != 1 and self.strides[d] != acc:
                 return False
-            acc *= self.shape[d]
+            acc *= self.shape[d] if d != skip else 1
         return True
 
     def is_indirect(self):
