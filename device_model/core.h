@@ -24,6 +24,7 @@ typedef enum dm_fault_kind {
 	DM_FAULT_NOMEM,          /* host memory */
 	DM_FAULT_DEADLOCK,       /* every engine waits (raised by the simulator) */
 	DM_FAULT_NO_PEER,        /* a peer operation on a core without a paired core */
+	DM_FAULT_CONTROL,        /* a branch the run cannot take (timing-only data, a runaway loop) */
 } dm_fault_kind;
 
 typedef struct dm_fault {

@@ -45,6 +45,9 @@ dm_fault_kind dm_transpose(dm_core *c, const dm_binding *b, int engine, int64_t 
 void dm_mx_dequantize(const dm_view *d, const dm_view *s, float *out);
 void dm_mx_copy(const dm_view *dst, const dm_view *src);
 
+/* whether branch `in` on `engine` is taken (its registers: ops_control.c) */
+bool dm_branch_taken(const dm_core *c, int engine, const isa_instr *in);
+
 /* scalar ALU operators (alu.c): fp32 and exact-integer forms */
 float   dm_alu_f32(int op, float a, float b);
 int64_t dm_alu_i64(int op, int64_t a, int64_t b);

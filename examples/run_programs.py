@@ -72,6 +72,11 @@ o = run("dynamic_row", {"x": x, "idx": np.array([[3]], np.int32)}, ["out", "r"])
 print(f"r = {int(o['r'][0, 0])}   rows {8 * 7}..{8 * 7 + 7} of x copied: {np.array_equal(o['out'], x[56:64])}")
 assert int(o["r"][0, 0]) == 7 and np.array_equal(o["out"], x[56:64])
 
+xl = rng.standard_normal((1, 4)).astype(np.float32)
+o = run("dynamic_loop", {"n": np.array([[5]], np.int32), "x": xl}, ["y"])
+print(f"a run-time loop of n = 5 iterations: y == 5 * x: {np.allclose(o['y'], 5 * xl)}")
+assert np.allclose(o["y"], 5 * xl)
+
 # router scores with many equal values (rounded to quarters): the experts
 # picked for tied scores are the ones CPU torch.topk picks
 sc = (np.round(rng.standard_normal((128, 64)) * 2) / 4).astype(np.float32)

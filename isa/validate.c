@@ -448,7 +448,11 @@ isa_status isa_validate(const isa_program *p, isa_diag *diag)
 			if (in->opcode == ISA_OP_end && i + 1 != n)
 				return v_fail(&v, ISA_E_STREAM_END, "opcode",
 					      "%u instructions after end", n - i - 1);
-			if (in->opcode == ISA_OP_barrier) {
+			if (in->opcode == ISA_OP_branch && in->u[0] >= n)
+				return v_fail(&v, ISA_E_BAD_VALUE, "to", "instruction %u, the stream has %u",
+					      in->u[0], n);
+			/* a fence is a barrier too: every engine meets at each */
+			if (in->opcode == ISA_OP_barrier || in->opcode == ISA_OP_fence) {
 				nb++;
 				last_barrier = i;
 			}

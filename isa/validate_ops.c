@@ -672,6 +672,30 @@ static isa_status rule_reg_alu(vctx *v, const isa_instr *in)
 	return v_alu(v, in->e[0], ISA_AU_TS, "op", true);
 }
 
+/* a register compared with a register or an integer immediate; without
+ * a register, unconditional (the target's bound is the stream's: isa_validate) */
+static isa_status rule_branch(vctx *v, const isa_instr *in)
+{
+	if (in->u[1] == 64) {
+		if (in->u[2] != 64 || in->imm[0].bits)
+			return v_fail(v, ISA_E_BAD_VALUE, "a", "branch: b= or imm= compare with register a=");
+		return ISA_OK;
+	}
+	if (in->u[2] != 64 && in->imm[0].bits)
+		return v_fail(v, ISA_E_BAD_VALUE, "imm", "branch: b= or imm=, not both");
+	if (in->u[2] == 64 && in->imm[0].kind != ISA_IMM_I32)
+		return v_fail(v, ISA_E_BAD_VALUE, "imm", "branch: an integer immediate");
+	return v_alu(v, in->e[0], ISA_AU_CMP, "cond", true);
+}
+
+static isa_status rule_fence(vctx *v, const isa_instr *in)
+{
+	if (in->u[0] > v->p->num_semaphores)
+		return v_fail(v, ISA_E_BAD_SEMAPHORE, "sems", "%u semaphores, program declares %u", in->u[0],
+			      v->p->num_semaphores);
+	return ISA_OK;
+}
+
 /* memset (one operand), barrier, nop and end have no relation between operands left to check. */
 static isa_status rule_no_operands(vctx *v, const isa_instr *in)
 {
@@ -722,6 +746,8 @@ const isa_op_rule isa_op_rules[ISA_NUM_OPS] = {
 	[ISA_OP_reg_load]                = rule_reg_load,
 	[ISA_OP_reg_alu]                 = rule_reg_alu,
 	[ISA_OP_reg_store]               = rule_reg_store,
+	[ISA_OP_branch]                  = rule_branch,
+	[ISA_OP_fence]                   = rule_fence,
 	[ISA_OP_nop]                     = rule_no_operands,
 	[ISA_OP_end]                     = rule_no_operands,
 };

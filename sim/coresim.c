@@ -36,7 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { EV_ENGINE = 1, EV_SEM, EV_DMA_DONE };
+enum { EV_ENGINE = 1, EV_SEM, EV_DMA_DONE, EV_SEM_RESET };
+
+/* backward branches one engine may take in a run: a loop whose register
+ * never ends it stops here with a fault instead of running forever */
+#define NSIM_MAX_BACK_BRANCHES (1u << 20)
 enum { ENG_IDLE = 0, ENG_READY, ENG_WAIT_SEM, ENG_WAIT_BARRIER, ENG_DONE };
 
 /* an on-chip region an instruction writes, readable from `ready` on */
@@ -58,6 +62,7 @@ typedef struct eng {
 	uint64_t         issue_at;   /* the engine can start its next instruction */
 	uint64_t         done_at;    /* every issued instruction has completed */
 	uint64_t         busy_until; /* end of the latest busy interval counted */
+	uint32_t         back_branches; /* backward branches taken (NSIM_MAX_BACK_BRANCHES) */
 	pending_write    pw[NSIM_PENDING_WRITES];   /* its recent writes still in the pipeline */
 	uint32_t         npw;
 } eng;
@@ -81,6 +86,7 @@ typedef struct sim {
 	/* barrier */
 	int            barrier_needed, barrier_waiting;
 	uint64_t       barrier_time;
+	uint32_t       barrier_reset;   /* a fence among them: semaphores 0..n-1 zeroed on release */
 	/* DMA engines and queues */
 	uint64_t       dma_free[32];
 	uint64_t       queue_last[ISA_NUM_DMA_QUEUES][32];
@@ -537,8 +543,14 @@ static dm_fault_kind issue_compute(sim *s, int k, const isa_instr *in, uint64_t 
 	return DM_OK;
 }
 
+/* A fence's release: semaphores 0..n-1 become 0 at the release time, after
+ * every update scheduled up to then (the event queue keeps insertion order
+ * at equal times) and before any engine goes on. */
 static void release_barrier(sim *s)
 {
+	if (s->barrier_reset)
+		push(s, s->barrier_time, EV_SEM_RESET, s->barrier_reset, 0);
+	s->barrier_reset = 0;
 	for (int k = 0; k < ISA_NUM_ENGINES; k++) {
 		if (s->e[k].state != ENG_WAIT_BARRIER)
 			continue;
@@ -583,6 +595,28 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			}
 			e->issue_at = t + cyc(s, k, 1);
 			break;
+		case ISA_OP_branch:
+			if (in->u[1] != 64 && !s->compute)
+				return dm_fault_set(&s->r->fault, DM_FAULT_CONTROL, k, e->pc, 0,
+						    "a branch on register %u: timing-only mode does not compute "
+						    "the data it depends on (run in full mode)", in->u[1]);
+			e->issue_at = t + cyc(s, k, 1);
+			e->done_at = umax(e->done_at, e->issue_at);
+			report_instr(s, k, in, t, e->issue_at, 0, 0);
+			st->engine_instructions[k]++;
+			st->op_instructions[k][in->opcode]++;
+			if (!dm_branch_taken(s->r->core, k, in)) {
+				e->pc++;
+				continue;
+			}
+			if (in->u[0] <= e->pc && ++e->back_branches > NSIM_MAX_BACK_BRANCHES)
+				return dm_fault_set(&s->r->fault, DM_FAULT_CONTROL, k, e->pc, 0,
+						    "a loop ran past %u iterations", NSIM_MAX_BACK_BRANCHES);
+			e->pc = in->u[0];
+			continue;
+		case ISA_OP_fence:      /* a barrier that also zeroes semaphores on release */
+			s->barrier_reset = s->barrier_reset > in->u[0] ? s->barrier_reset : in->u[0];
+			/* fall through */
 		case ISA_OP_barrier:
 			e->pc++;
 			st->engine_instructions[k]++;
@@ -691,6 +725,7 @@ static void sim_start(sim *s, nsim_run *r, nsim_sched *q, uint32_t idx)
 		e->issue_at = e->done_at = e->busy_until = t0;
 		e->wait_from = e->waited_ps = 0;
 		e->npw = 0;
+		e->back_branches = 0;
 		if (!e->n)
 			continue;
 		e->state = ENG_READY;
@@ -720,6 +755,11 @@ static void sim_event(sim *s, const nsim_event *ev, uint64_t *events)
 		break;
 	case EV_DMA_DONE:
 		sem_apply(s, ev->a, ISA_SEMOP_ADD, (int64_t)ev->b, -1, ev->time);
+		break;
+	case EV_SEM_RESET:
+		for (uint32_t i = 0; i < ev->a; i++)
+			if (s->sem[i])
+				sem_apply(s, i, ISA_SEMOP_SET, 0, -1, ev->time);
 		break;
 	}
 }

@@ -99,6 +99,7 @@ static nsim_status fault_status(const dm_fault *f, const nsim_model *m)
 	case DM_FAULT_DEADLOCK:
 		return rt_fail(NSIM_TIMEOUT, "%s", f->msg);
 	case DM_FAULT_NO_PEER:
+	case DM_FAULT_CONTROL:
 		return rt_fail(NSIM_EXEC_ERR, "%s%s", where, f->msg);
 	case DM_FAULT_NOMEM:
 		return rt_fail(NSIM_RESOURCE, "%shost memory: %s", where, f->msg);

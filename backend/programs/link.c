@@ -70,6 +70,8 @@ static bool refused_instr(const isa_instr *in)
 	case ISA_OP_reg_load:
 	case ISA_OP_reg_alu:
 	case ISA_OP_reg_store:
+	case ISA_OP_branch:
+	case ISA_OP_fence:
 	case ISA_OP_rng:
 	case ISA_OP_rand_set_state:
 	case ISA_OP_rand_get_state:

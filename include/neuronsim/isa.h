@@ -47,7 +47,7 @@ extern "C" {
 #define ISA_SEM_NONE         0xffffffffu
 
 #define ISA_FORMAT_VERSION_MAJOR 2u   /* 2: load_stationary / multiply_moving gained an optional scale */
-#define ISA_FORMAT_VERSION_MINOR 1u   /* 2.1: an indexed DMA's oob_skip (bit 7 of its mode) */
+#define ISA_FORMAT_VERSION_MINOR 2u   /* 2.1: an indexed DMA's oob_skip (bit 7 of its mode); 2.2: branch, fence */
 #define ISA_MAGIC "NSIMPROG"             /* 8 bytes, first in a .nsp file */
 
 /* --------------------------------------------------------------- engines */

@@ -4,8 +4,11 @@ SBUF/PSUM bytes, one of them writing, with no semaphore ordering between
 them.
 
 Happens-before comes from the synchronisation the program states:
-- program order on each engine; a `barrier` orders everything before it on
-  every engine before everything after it;
+- program order on each engine; a `barrier` (or `fence`) orders everything
+  before it on every engine before everything after it; a fence also sets
+  its semaphores back to 0; a `branch` is not followed: a run-time loop's
+  body is read once, which covers every iteration because the loop's
+  iterations are separated by fences;
 - `sem_signal` lands after every earlier instruction of its engine;
 - a DMA's completion increment lands after the transfer, which starts after
   everything before its `dma_copy` on the issuing engine;
@@ -146,11 +149,14 @@ def find_races(program, limit=20):
                     events.append((agent, 1, dict(dvc), _accesses(ins, dmas), f"{e} desc={name} ({where})"))
                     if ins.values["sem"] != SEM_NONE:
                         pending_dma.append((ins.values["sem"], ins.values["value"], dvc))
-                elif op == "barrier":
+                elif op in ("barrier", "fence"):
                     # every engine with a stream meets here; all see each other's past
                     at_barrier[e] = vc
                     if len(at_barrier) < len(engines):
                         break
+                    if op == "fence":                # its semaphores start again from 0
+                        for sem in [s for s in incs if s < ins.values["sems"]]:
+                            del incs[sem]
                     met = {}
                     for c in at_barrier.values():
                         join(met, c)

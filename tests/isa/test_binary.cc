@@ -94,8 +94,8 @@ struct Patch {
 
 const Patch kPatches[] = {
 	{ "bad_magic", 0, 'X', ISA_E_BAD_MAGIC, "field magic" },
-	{ "major_version", OFF_MAJOR, 3, ISA_E_BAD_VERSION, "3.1" },
-	{ "old_major_version", OFF_MAJOR, 1, ISA_E_BAD_VERSION, "1.1" },
+	{ "major_version", OFF_MAJOR, 3, ISA_E_BAD_VERSION, "version: 3." },
+	{ "old_major_version", OFF_MAJOR, 1, ISA_E_BAD_VERSION, "version: 1." },
 	{ "minor_version", OFF_MINOR, 9, ISA_E_BAD_VERSION, "2.9" },
 	{ "target_code", OFF_TARGET, 0x44, ISA_E_BAD_TARGET, "code 68" },
 	{ "reserved", OFF_RESERVED + 1, 1, ISA_E_BAD_VALUE, "reserved" },

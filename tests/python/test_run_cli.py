@@ -136,6 +136,8 @@ def test_every_example_runs(neuronsim, tmp_path, examples):
             ins["ids"] = np.array([3, 7, 999, 0], dtype=np.int32)
         if prog.name == "dynamic_row.nsasm":     # a row block inside x
             ins["idx"] = np.array([[3]], dtype=np.int32)
+        if prog.name == "dynamic_loop.nsasm":    # the loop's trip count
+            ins["n"] = np.array([[5]], dtype=np.int32)
         if prog.name == "token_reduce.nsasm":    # rows of table[64, 32]
             ins["ix"] = rng.integers(0, 64, (16, 2)).astype(np.int32)
         res, r = run(neuronsim, prog, ins, tmp_path)

@@ -65,6 +65,17 @@ std::map<std::string, std::vector<uint8_t>> inputs_for(const std::string &text)
 	return m;
 }
 
+// a `branch` line with a register condition (a=)
+bool has_register_branch(const std::string &text)
+{
+	for (size_t at = text.find("branch "); at != std::string::npos; at = text.find("branch ", at + 1)) {
+		size_t eol = text.find('\n', at);
+		if (text.substr(at, eol - at).find(" a=") != std::string::npos)
+			return true;
+	}
+	return false;
+}
+
 class Runtime : public RuntimeTest {};
 
 TEST_F(Runtime, RunsAreDeterministicInEveryModeAndTimingOnlyAgreesOnTime)
@@ -82,6 +93,11 @@ TEST_F(Runtime, RunsAreDeterministicInEveryModeAndTimingOnlyAgreesOnTime)
 
 		start(target.c_str(), NSIM_MODE_TIMING);
 		SimRun t1 = run_program(text, 0, in), t2 = run_program(text, 0, in);
+		if (has_register_branch(text)) {
+			// a loop on a register needs the data timing-only mode does not compute
+			EXPECT_EQ(t1.status, NSIM_EXEC_ERR) << t1.error;
+			continue;
+		}
 		ASSERT_EQ(t1.status, NSIM_SUCCESS) << t1.error;
 		EXPECT_EQ(t1.stats.total_ps, a.stats.total_ps) << "timing-only and full disagree";
 		EXPECT_EQ(memcmp(&t1.stats, &t2.stats, sizeof(t1.stats)), 0);
