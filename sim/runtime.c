@@ -505,6 +505,16 @@ static void footprint(const isa_program *p, uint64_t *sbuf, uint64_t *psum)
 	}
 }
 
+/* whether a branch of p tests a register: its run depends on values */
+static bool branches_on_data(const isa_program *p)
+{
+	for (int e = 0; e < ISA_NUM_ENGINES; e++)
+		for (uint32_t i = 0; i < p->n_instr[e]; i++)
+			if (p->stream[e][i].opcode == ISA_OP_branch && p->stream[e][i].u[1] != 64)
+				return true;
+	return false;
+}
+
 nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out)
 {
 	*out = NULL;
@@ -530,6 +540,7 @@ nsim_status nsim_load(const void *bytes, size_t size, int core, nsim_model **out
 	m->core = core;
 	snprintf(m->name, sizeof(m->name), "program %u", ++loads);
 	footprint(p, &m->sbuf_bytes, &m->psum_bytes);
+	m->data_control = branches_on_data(p);
 	m->addr = calloc(p->n_tensors + 1, sizeof(uint64_t));
 	m->bytes = calloc(p->n_tensors + 1, sizeof(uint64_t));
 	m->ext_fn = calloc(p->n_tensors + 1, sizeof(*m->ext_fn));

@@ -233,9 +233,14 @@ static nsim_status execute(nsim_model *const *models, const nsim_tensor_set *con
 	nsim_hbm_run hbm;
 	nsim_hbm_run_begin(&hbm, &rt.hbm_model, start);
 	progress_state prog = { 0 };
+	bool compute = false;           /* timing-only, but the run's branches need the values */
+	for (int i = 0; i < n && rt.mode == NSIM_MODE_TIMING && opt && (opt->flags & NSIM_EXEC_DATA_CONTROL); i++)
+		compute |= models[i]->data_control;
 	for (int i = 0; i < n; i++) {
 		setup_run(&runs[i], models[i], &rt.cores[models[i]->core], &hbm, start,
 			  i == 0 ? &prog : NULL);
+		if (compute)
+			runs[i].mode = NSIM_MODE_FULL;
 		if (opt && (opt->flags & NSIM_EXEC_STANDALONE)) {
 			runs[i].startup_ps = rt.chip->exec_startup_ps;
 			runs[i].teardown_ps = rt.chip->exec_teardown_ps;

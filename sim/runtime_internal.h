@@ -51,6 +51,7 @@ struct nsim_model {
 	nsim_exec_stats last;
 	char            name[64];
 	uint64_t        sbuf_bytes, psum_bytes;   /* allocation (traces) */
+	bool            data_control;  /* a branch tests a register (NSIM_EXEC_DATA_CONTROL) */
 };
 
 typedef struct free_blk {

@@ -147,6 +147,11 @@ typedef struct nsim_exec_options {
  * a run is the program's instructions alone (what a framework that accounts
  * for launch overhead itself, like the torch plugin, wants). */
 #define NSIM_EXEC_STANDALONE 1u
+/* The caller's inputs hold real values: in timing-only mode a program whose
+ * branches test registers (a run-time loop) computes its values anyway, so
+ * it runs the iterations its data asks for; without the flag such a run is
+ * refused (NSIM_EXEC_ERR), as the data is not there to decide. */
+#define NSIM_EXEC_DATA_CONTROL 2u
 nsim_status nsim_execute_ex(nsim_model *m, const nsim_tensor_set *inputs, nsim_tensor_set *outputs,
 			    const nsim_exec_options *opt);
 /* n models on n distinct cores, simulated together from a common start (the

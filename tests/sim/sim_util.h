@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,6 +14,14 @@
 extern "C" {
 #include "neuronsim/isa.h"
 #include "neuronsim/runtime.h"
+}
+
+// an int32's bytes, as a tensor of one element
+inline std::vector<uint8_t> word(int32_t v)
+{
+	std::vector<uint8_t> b(4);
+	memcpy(b.data(), &v, 4);
+	return b;
 }
 
 inline std::vector<uint8_t> to_binary(const std::string &text)

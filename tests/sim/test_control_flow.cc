@@ -15,13 +15,6 @@ namespace {
 
 class ControlFlow : public RuntimeTest {};
 
-std::vector<uint8_t> word(int32_t v)
-{
-	std::vector<uint8_t> b(4);
-	memcpy(b.data(), &v, 4);
-	return b;
-}
-
 std::vector<uint8_t> floats(std::initializer_list<float> v)
 {
 	std::vector<uint8_t> b(v.size() * 4);
@@ -80,6 +73,21 @@ TEST_F(ControlFlow, TimingOnlyModeRefusesARegisterBranch)
 	SimRun r = run_program(loop_program(), 0, { { "n", word(2) } });
 	EXPECT_EQ(r.status, NSIM_EXEC_ERR);
 	EXPECT_NE(r.error.find("timing-only mode"), std::string::npos) << r.error;
+}
+
+// the caller vouches that its inputs hold values: the loop runs as in full
+// mode, and timing-only mode times it the same
+TEST_F(ControlFlow, TimingOnlyModeComputesWhenTheInputsHoldData)
+{
+	start("trn2");
+	SimRun full = run_program(loop_program(), 0, { { "n", word(4) }, { "x", floats({ 1, 2, 3, 4 }) } });
+	ASSERT_EQ(full.status, NSIM_SUCCESS) << full.error;
+	start("trn2", NSIM_MODE_TIMING);
+	SimRun t = run_program(loop_program(), 0, { { "n", word(4) }, { "x", floats({ 1, 2, 3, 4 }) } },
+			       NSIM_EXEC_DATA_CONTROL);
+	ASSERT_EQ(t.status, NSIM_SUCCESS) << t.error;
+	EXPECT_EQ(t.stats.total_ps, full.stats.total_ps);
+	EXPECT_EQ(t.stats.op_instructions[ISA_ENGINE_VECTOR][ISA_OP_tensor_tensor], 4u);
 }
 
 TEST_F(ControlFlow, RunawayLoopFaults)

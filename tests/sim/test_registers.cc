@@ -13,13 +13,6 @@ namespace {
 
 class Registers : public RuntimeTest {};
 
-std::vector<uint8_t> word(int32_t v)
-{
-	std::vector<uint8_t> b(4);
-	memcpy(b.data(), &v, 4);
-	return b;
-}
-
 int32_t as_int(const std::vector<uint8_t> &b)
 {
 	int32_t v;

@@ -52,6 +52,7 @@ class _Config(ctypes.Structure):
 
 
 NSIM_EXEC_STANDALONE = 1            # include/neuronsim/runtime.h
+NSIM_EXEC_DATA_CONTROL = 2          # include/neuronsim/runtime.h: the inputs hold values
 
 
 class _ExecOptions(ctypes.Structure):
@@ -585,7 +586,10 @@ def run_multi(programs, inputs: dict, outputs: dict, *, aliases=None, read_back=
                                  str(summary).encode() if summary else None, trace_detail, 0)
             _check(lib.nsim_profile_start_opts(ctypes.byref(po)), "starting the trace")
             profiling = True
-        eo = _ExecOptions(label.encode() if label else None, 0, NSIM_EXEC_STANDALONE if standalone else 0)
+        # the arrays written above are real values: a run-time loop's
+        # branches may be decided from them even in timing-only mode
+        eo = _ExecOptions(label.encode() if label else None, 0,
+                          NSIM_EXEC_DATA_CONTROL | (NSIM_EXEC_STANDALONE if standalone else 0))
         n = len(programs)
         st = lib.nsim_execute_multi_ex((ctypes.c_void_p * n)(*models), (ctypes.c_void_p * n)(*[p[0] for p in sets]),
                                        (ctypes.c_void_p * n)(*[p[1] for p in sets]), n, ctypes.byref(eo))
