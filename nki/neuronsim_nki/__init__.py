@@ -41,7 +41,7 @@ import numpy as np
 
 import neuronsim
 
-from . import collectives, compiler, isa, language, lnc, tracer, typing
+from . import collectives, compiler, isa, language, lnc, runtime_loops, tracer, typing
 from . import profile_json as profile_summaries
 from .dtype_keys import IsaKeyed
 from .tensor import DType, Tensor, hbm_tensor, whole_view
@@ -436,6 +436,7 @@ class Kernel:
                 t.grid_explicit = bool(self.grid)
                 t.hbm_calls = 0
                 ret = self.func(*pos, **kw)
+            runtime_loops.check_closed(t)
             if last_use is None:             # the first pass measures liveness (and may be replayed)
                 t.bound_ins, t.ret = ins, ret
                 return t

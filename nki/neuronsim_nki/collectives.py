@@ -171,6 +171,8 @@ def _stage(t, what, group, srcs):
     """Every rank of `group` puts its sources into its slots of a staging
     buffer per source, tells the others, and waits to hear from all of
     them.  Returns the staging buffers as [len(group), rows, cols] views."""
+    from .lnc import not_in_loop
+    not_in_loop(t, what)
     from . import language as nl
     call = len(t.cc_log) - 1                  # the call _group / _permute logged
     me = group.index(t.cc_rank)

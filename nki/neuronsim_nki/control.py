@@ -1,8 +1,9 @@
 """nki.language's control surface on the simulator: loop ranges
-(affine/sequential/static, fori_loop, while_loop), sequencer registers,
+(affine/sequential/static, fori_loop, while_loop; nl.dynamic_range and
+`while reg:` on registers read at run time are runtime_loops.py's), sequencer registers,
 the SPMD launch grid (program_id, num_programs, program_ndim, spmd_dim)
-and float limits (finfo).  Loops run while tracing: their bounds and
-conditions must be known then (the ISA has no run-time control flow).
+and float limits (finfo).  These loops run while tracing: their bounds and
+conditions must be known then.
 Re-exported by language.py."""
 from __future__ import annotations
 
@@ -17,8 +18,16 @@ def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
     """nl.fori_loop(lower, upper, body_fun, step=1): body_fun(i) for i in
     range(lower, upper, step).  With bounds known while tracing (Python
     ints) the body is traced once per iteration, the instructions the device
-    loop runs; bounds computed at run time (nisa.scalar_load,
-    nisa.register_load) are refused by name."""
+    loop runs; with a bound in a register read at run time
+    (nisa.register_load) it is a run-time loop (runtime_loops.py), i its
+    index as an NkiScalar; an NkiScalar bound is refused by name."""
+    if any(isinstance(v, VirtualRegister) and v.reg is not None for v in (lower, upper)):
+        from .runtime_loops import DynamicRange
+        if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+            fail(f"nl.fori_loop step={step!r}: a positive int")
+        for i in DynamicRange(lower, upper, step):
+            body_fun(i)
+        return
     for what, v in (("lower", lower), ("upper", upper)):
         if isinstance(v, bool) or not isinstance(v, int):
             fail(f"nl.fori_loop {what}={v!r}: only bounds known while tracing (ints) are supported; a bound "
@@ -31,20 +40,34 @@ def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
 
 
 class VirtualRegister:
-    """A sequencer register (nisa.register_alloc): here a value known while
-    tracing, which loops (nl.fori_loop, nl.while_loop) and index arithmetic
-    read as an int."""
+    """A sequencer register (nisa.register_alloc).  While its value is known
+    while tracing (an int, register_move of one) loops (nl.fori_loop,
+    nl.while_loop) and index arithmetic read it as an int; once
+    nisa.register_load reads it from device memory it is a run-time
+    register (`reg`, the same sequencer register on every engine), which
+    nl.dynamic_range takes as a bound and `while reg:` tests on the device
+    (runtime_loops.py)."""
 
     def __init__(self, value=0):
         self.value = int(value)
+        self.reg = None
 
     def __int__(self):
+        if self.reg is not None:
+            fail("a register loaded from device memory (nisa.register_load) has no value while tracing: use it "
+                 "as an nl.dynamic_range bound or in `while reg:`")
         return self.value
 
     __index__ = __int__
 
+    def __bool__(self):
+        if self.reg is None:
+            return self.value != 0
+        from .runtime_loops import while_test
+        return while_test(self)
+
     def __repr__(self):
-        return f"VirtualRegister({self.value})"
+        return f"VirtualRegister({self.value})" if self.reg is None else f"VirtualRegister(reg={self.reg})"
 
 
 WHILE_LOOP_LIMIT = 1 << 20      # iterations a traced while_loop may run
@@ -52,21 +75,25 @@ WHILE_LOOP_LIMIT = 1 << 20      # iterations a traced while_loop may run
 
 def _static_int(v):
     """v as a trace-time int (an int, or a register holding one), else None."""
+    if isinstance(v, VirtualRegister) and v.reg is not None:
+        return None
     v = getattr(v, "value", v)
     return None if isinstance(v, bool) or not isinstance(v, int) else v
 
 
 def while_loop(init, body_fun, **kw):
     """nl.while_loop(init, body_fun): r = init; while r != 0: r = body_fun(r).
-    The condition must be known while tracing (an int, or a register set
-    from one with nisa.register_alloc / register_move): the body is traced
+    A condition known while tracing (an int, or a register set from one
+    with nisa.register_alloc / register_move) unrolls: the body is traced
     once per iteration, as the device loop runs it.  A condition read from
-    device memory (nisa.register_load) needs run-time control flow, which
-    the simulator's ISA does not have; it is refused by name."""
+    device memory (nisa.register_load) makes a run-time loop
+    (runtime_loops.run_while)."""
+    if isinstance(init, VirtualRegister) and init.reg is not None:
+        from .runtime_loops import run_while
+        return run_while(init, body_fun)
     r = _static_int(init)
     if r is None:
-        fail(f"nl.while_loop init={init!r}: only conditions known while tracing (ints, registers holding "
-             "one) are supported; a condition loaded from device memory needs run-time control flow")
+        fail(f"nl.while_loop init={init!r}: an int or a register (nisa.register_alloc / register_load)")
     n = 0
     while r != 0:
         n += 1

@@ -27,6 +27,7 @@ from .classes import NKIObject  # noqa: F401  (nl.NKIObject)
 from .control import (WHILE_LOOP_LIMIT, VirtualRegister, _static_int, affine_range, finfo, fori_loop, nc,  # noqa: F401
                       num_programs, program_id, program_ndim, range_, sequential_range, spmd_dim, static_range,
                       while_loop)
+from .runtime_loops import dynamic_range  # noqa: F401,E402
 
 # ------------------------------------------------------------ dtypes, buffers
 

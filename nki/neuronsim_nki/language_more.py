@@ -5,9 +5,8 @@ instructions, as the SDK's own nki-stdlib composes them), expand_dims, the
 buffer predicates, MemoryRegion / NkiTensor, and `with nl.no_reorder():`.
 
 What this module does not provide is refused by name (language.__getattr__):
-the random-number functions (rand, random_seed, dropout) and dynamic_range
-need device state and run-time control flow the simulator's ISA does not
-have; abs_max / abs_min are NeuronCore-v4 ALU operations it lacks;
+the random-number functions (rand, random_seed, dropout) need device
+state the simulator does not have; abs_max / abs_min are NeuronCore-v4 ALU operations it lacks;
 gather_flattened, prelu and average are not supported yet."""
 from __future__ import annotations
 
@@ -21,8 +20,6 @@ from .tracer import fail
 
 # documented nki.language names the simulator refuses, and why
 DECLINED = {
-    "dynamic_range": "its loop bounds are read on the device, and the simulator's ISA has no run-time control "
-                     "flow (loops are unrolled while tracing)",
     "rand": "the simulator has no device random-number generator",
     "random_seed": "the simulator has no device random-number generator",
     "dropout": "the simulator has no device random-number generator",

@@ -121,6 +121,26 @@ def sync_point(t, engine, text, reads=(), writes=(), dma=None, after=()):
     return ins
 
 
+def not_in_loop(t, what):
+    """`what` pairs its transfers across the cores by their count while
+    tracing, which a run-time loop's body, traced once, does not give."""
+    if t.dyn_loops:
+        fail(f"{t.dyn_loops[-1].line}: {what} inside a run-time loop is not supported by the simulator yet "
+             "(nisa.core_barrier is)")
+
+
+def loop_closes(t, loop):
+    """A run-time loop's body ends: each iteration's core barriers counted
+    while tracing are taken off this core's barrier semaphore (after the
+    body's last synchronisation, before the loop's fence), so the body's
+    waits hold in every iteration and the code after the loop counts on
+    from where the loop began."""
+    n = t.barriers - loop.barriers0
+    if n:
+        sync_point(t, t.last_peer.engine, f"sem_signal sem={BARRIER_SEM} op=sub value={n}")
+        t.barriers = loop.barriers0
+
+
 def _engine_name(engine, default):
     e = getattr(engine, "name", engine)
     if e in (None, "unknown"):
@@ -160,6 +180,7 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     wait for the peer's data.  Operations on one pipe_id complete in order."""
     from .dtype_keys import SIZES as DTYPE_SIZES
     t = _current_pair("nisa.sendrecv")
+    not_in_loop(t, "nisa.sendrecv")
     for what, x in (("src", src), ("dst", dst)):
         if not isinstance(x, Tensor) or x.space != "sbuf":
             fail(f"nisa.sendrecv {what}: an SBUF tile")

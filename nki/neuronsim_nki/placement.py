@@ -116,7 +116,7 @@ class Placement:
         """The first pass can become the program without running the kernel
         again: one core, one rank, results reused (nothing to spill)."""
         return self.recording and self.cse and self.lnc_rank is None and self.cc_rank is None and \
-            self.last_peer is None and not self.scalar_regs
+            self.last_peer is None and not self.scalar_regs and not self.marks
 
     def replay(self):
         """Turns this first pass into what the second would trace, without

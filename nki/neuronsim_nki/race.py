@@ -139,7 +139,8 @@ def find_races(program, limit=20):
                         for h in have:                 # other conditions: everything so far
                             join(vc, h)
                 elif op == "sem_signal":
-                    land(ins.values["sem"], ins.values["value"], vc)
+                    if ins.values.get("op") != "sub":         # a decrement lets no wait through
+                        land(ins.values["sem"], ins.values["value"], vc)
                 elif op == "dma_copy":
                     agent = f"dma#{len(agents)}"
                     agents.append(agent)

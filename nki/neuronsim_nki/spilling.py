@@ -151,9 +151,11 @@ class Spilling:
     def spill(self, a):
         """Tile a's bytes to an HBM tensor of its own (or nowhere, when it
         still holds what one load brought: see note_load); its SBUF is freed."""
+        self._not_in_loop("SBUF")
         if self.pristine(a):
             last = self.instrs[-1] if self.instrs else None
-            if last is not None and last.index == a.source[5] and last.dma == len(self.dmas) - 1:
+            if last is not None and last.index == a.source[5] and last.dma == len(self.dmas) - 1 and \
+                    not (self.marks and self.marks[-1][0] > last.index):
                 # loaded by the instruction just traced and not used yet: the
                 # compiler would not load it now at all -- take the load and
                 # its descriptor back (DMA numbers stay dense); it is loaded
@@ -183,6 +185,14 @@ class Spilling:
 
     # ------------------------------------------------------------ PSUM
 
+    def _not_in_loop(self, what):
+        """Spills are traced where the need arises; in a run-time loop the
+        body runs again from its start with the tile away, so they are refused."""
+        if self.dyn_loops:
+            from .tracer import fail
+            fail(f"{what} overflow inside a run-time loop ({self.dyn_loops[-1].line}): the simulator does not "
+                 "spill there; the tiles live in the loop must fit")
+
     def psum_spill(self, a):
         """PSUM tile a (one bank at most) to an SBUF copy of its bytes, by
         PSUM_SPILL_ENGINE in its own dtype (a copy the engine does not
@@ -192,6 +202,7 @@ class Spilling:
         groups are kept, relative to the tile, and reopen where it comes
         back (psum_reload): a matmul continuing the group adds onto the
         partial sums, as it would have."""
+        self._not_in_loop("PSUM")
         copy = None
         if a.id in self.last_write:
             off = self.room_for(self.sbuf, a.size, a.name)

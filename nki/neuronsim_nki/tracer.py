@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 import collections
 import os
 import sys
@@ -117,6 +118,7 @@ DIVERGED = ("the kernel took a different path in its second tracing pass "
             "(does it depend on something other than its arguments?)")
 SCHEDULE = True          # list-schedule the traced instructions (schedule.py)
 CSE_WINDOW = 64          # results kept for reuse after the kernel drops them
+_LABEL = re.compile("\0([0-9]+):(top|exit)\0")   # a run-time loop's branch target (program)
 
 
 def settings():
@@ -231,6 +233,13 @@ class Trace(Placement, Spilling):
         self.cc_staging = set()
         self.cc_expected = 0
         self.scalar_regs = set()               # sync-sequencer registers NkiScalars hold (scalar.py)
+        # run-time loops (runtime_loops.py): the points where they fence,
+        # test and branch back, as (instruction count, kind, loop); the
+        # loops open now; where each allocation was made (first pass)
+        self.marks = []
+        self.dyn_loops = []
+        self.while_loops = {}                  # (kernel frame, line) -> its open `while reg:` loop
+        self.alloc_at = {}
         self.min_semaphores = 0                # what the peer protocol's semaphore ids need
         self.scratch = 0                       # bytes of internal HBM the spills take
         self.spill_bytes = [0, 0]              # bytes spilled to HBM, bytes reloaded (from there or the source)
@@ -259,6 +268,7 @@ class Trace(Placement, Spilling):
         a.id = self.n_allocs
         self.n_allocs += 1
         if self.recording:
+            self.alloc_at[a.id] = len(self.instrs)
             self.alloc_log.append((a.id, space, bytes_per_partition, banks, len(self.instrs), what, off))
             a.free = weakref.finalize(a, self._dropped, a.id, alloc, off, bytes_per_partition)
         else:
@@ -405,7 +415,12 @@ class Trace(Placement, Spilling):
 
     def access(self, a):
         """Allocation a's address is about to be used: a spilled tile comes
-        back first, and it stays until the instruction is traced."""
+        back first, and it stays until the instruction is traced.  A tile
+        made before a run-time loop and used in it stays allocated until the
+        loop ends: the body runs again from its start."""
+        for loop in self.dyn_loops:
+            if a.id < loop.first_alloc:
+                loop.keep[a.id] = a
         if self.recording:
             return
         if a.spilled is not None:
@@ -462,6 +477,16 @@ class Trace(Placement, Spilling):
         self.link(ins)
         return ins
 
+    def mark(self, kind, loop):
+        """A point of run-time loop `loop` (runtime_loops.py) after the
+        instructions traced so far: "fence" (the engines drain and meet;
+        the loop's top), "check" (leave the loop unless its condition
+        holds), "back" (drain, branch to the top; the loop's exit follows).
+        A result traced before it is not reused after it: the loop may run
+        its body any number of times, or none."""
+        self.marks.append((len(self.instrs), kind, loop))
+        self.cse_results.clear()
+
     def close_groups(self, region, keep=None):
         """Anything but a matmul touching PSUM bytes ends the accumulation
         groups writing them (a matmul into a tile the kernel placed itself
@@ -492,32 +517,88 @@ class Trace(Placement, Spilling):
     # ------------------------------------------------------------ program
 
     def program(self, inputs, outputs):
-        """The .nsasm text: tensor table, DMA descriptors, engine streams."""
+        """The .nsasm text: tensor table, DMA descriptors, engine streams.
+
+        A run-time loop's marks (see mark) cut the instructions into
+        epochs: every engine meets at a fence that zeroes the semaphores
+        this program counts with, so each epoch counts its signals and DMA
+        completions from 0, waits for nothing of an earlier epoch (the
+        fence came after it) and ends with SyncE waiting for its DMAs.
+        Instructions are scheduled within their epoch."""
         n_dma = len(self.dmas)
         pool = min(DMA_POOL, max(n_dma, 1))
         info = self.chip
-        order = schedule(self.instrs, info) if SCHEDULE else self.instrs
+        items, prev = [], 0
+        for pos, kind, loop in self.marks + [(len(self.instrs), None, None)]:
+            chunk = self.instrs[prev:pos]
+            items += schedule(chunk, info) if SCHEDULE else chunk
+            if kind is not None:
+                items.append((kind, loop))
+            prev = pos
+        epoch_of, epoch, dma_base = {}, 0, {}
+        for it in items:
+            if type(it) is tuple:
+                epoch += it[0] in ("fence", "back")
+                continue
+            epoch_of[id(it)] = epoch
+            if it.dma is not None and epoch not in dma_base:
+                dma_base[epoch] = it.dma if epoch else 0
         needs_signal = set()
-        for ins in order:
-            for d in ins.deps:
-                if d.dma is None and d.engine != ins.engine:
-                    needs_signal.add(d)
+        for ins in items:
+            if type(ins) is not tuple:
+                for d in ins.deps:
+                    if d.dma is None and d.engine != ins.engine and epoch_of.get(id(d)) == epoch_of[id(ins)]:
+                        needs_signal.add(d)
         count = dict.fromkeys(ENGINES, 0)
-        for ins in order:
-            if ins in needs_signal:
+        for ins in items:
+            if type(ins) is tuple:
+                if ins[0] in ("fence", "back"):
+                    count = dict.fromkeys(ENGINES, 0)
+            elif ins in needs_signal:
                 count[ins.engine] += 1
                 ins.signal = count[ins.engine]
         streams = {e: [] for e in ENGINES}
         waited = {e: {} for e in ENGINES}          # what each engine has already waited for
         dma_gen = {}
+        labels = {}                                # (loop id, "top" / "exit", engine) -> instruction index
         nq = self.dma_queues
-        for ins in order:
+        sems = DMA_SEM0 + pool                     # the semaphores a fence zeroes: the engines' and the pool's
+
+        def drain():
+            for slot, gen in sorted(dma_gen.items()):
+                if waited["sync"].get(DMA_SEM0 + slot, 0) < gen:
+                    streams["sync"].append(f"    sem_wait sem={DMA_SEM0 + slot} cond=is_ge value={gen}")
+        epoch = 0
+        for ins in items:
+            if type(ins) is tuple:
+                kind, loop = ins
+                if kind == "fence":
+                    drain()
+                    for e in ENGINES:
+                        labels[(id(loop), "top", e)] = len(streams[e])
+                        streams[e].append(f"    fence sems={sems}   ; {loop.line}")
+                elif kind == "check":
+                    for e in ENGINES:
+                        streams[e].append(f"    branch to=\0{id(loop)}:exit\0 {loop.exit_when}   ; {loop.line}")
+                else:
+                    drain()
+                    for e in ENGINES:
+                        streams[e].append(f"    branch to=\0{id(loop)}:top\0   ; {loop.line}")
+                        labels[(id(loop), "exit", e)] = len(streams[e])
+                if kind in ("fence", "back"):
+                    epoch += 1
+                    waited = {e: {} for e in ENGINES}
+                    dma_gen = {}
+                continue
             eng = ins.engine
             out, seen = streams[eng], waited[eng]
+            base = dma_base.get(epoch, 0)
             need = {}
             for d in ins.deps:
+                if epoch_of.get(id(d)) != epoch:
+                    continue                     # a fence has come between
                 if d.dma is not None:
-                    key, val = DMA_SEM0 + d.dma % pool, d.dma // pool + 1
+                    key, val = DMA_SEM0 + (d.dma - base) % pool, (d.dma - base) // pool + 1
                 elif d.engine != eng:
                     key, val = ENGINE_ID[d.engine], d.signal
                 else:
@@ -525,8 +606,8 @@ class Trace(Placement, Spilling):
                 if need.get(key, 0) < val:
                     need[key] = val
             if ins.dma is not None:
-                slot = ins.dma % pool
-                gen = ins.dma // pool
+                slot = (ins.dma - base) % pool
+                gen = (ins.dma - base) // pool
                 if gen and need.get(DMA_SEM0 + slot, 0) < gen:
                     need[DMA_SEM0 + slot] = gen
                 dma_gen[slot] = gen + 1
@@ -536,16 +617,18 @@ class Trace(Placement, Spilling):
                     out.append(f"    sem_wait sem={key} cond=is_ge value={val}")
                     seen[key] = val
             if ins.dma is not None:
-                out.append(f"    {ins.text} queue={ins.dma % nq} sem={DMA_SEM0 + ins.dma % pool} value=1"
+                out.append(f"    {ins.text} queue={ins.dma % nq} sem={DMA_SEM0 + (ins.dma - base) % pool} value=1"
                            f"   ; {ins.line}")
             else:
                 out.append(f"    {ins.text}   ; {ins.line}")
             if ins.signal:
                 out.append(f"    sem_signal sem={ENGINE_ID[eng]} op=add value=1")
         # the kernel ends when every transfer has landed
-        for slot, gen in sorted(dma_gen.items()):
-            if waited["sync"].get(DMA_SEM0 + slot, 0) < gen:
-                streams["sync"].append(f"    sem_wait sem={DMA_SEM0 + slot} cond=is_ge value={gen}")
+        drain()
+        if labels:
+            for e in ENGINES:
+                streams[e] = [_LABEL.sub(lambda m: str(labels[(int(m.group(1)), m.group(2), e)]), x)
+                              if "\0" in x else x for x in streams[e]]
         def decl(name, kind, dtype, shape, extra=""):
             return f".tensor {name} {kind} {dtype} [{','.join(map(str, shape))}]{extra}"
         tensors = [decl(t.name, "input", t.dtype, t.shape) for t in inputs]

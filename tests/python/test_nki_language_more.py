@@ -133,7 +133,7 @@ def test_base_tensor_of_whole_tensors():
     assert seen == {"whole": (True, True)}
 
 
-@pytest.mark.parametrize("name, why", [("dynamic_range", "no run-time control flow"),
+@pytest.mark.parametrize("name, why", [("dropout", "random-number generator"),
                                        ("rand", "random-number generator"), ("abs_max", "NeuronCore-v4"),
                                        ("gather_flattened", "not supported by the simulator yet")])
 def test_names_the_simulator_refuses_say_why(name, why):
