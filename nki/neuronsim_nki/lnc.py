@@ -122,23 +122,38 @@ def sync_point(t, engine, text, reads=(), writes=(), dma=None, after=()):
 
 
 def not_in_loop(t, what):
-    """`what` pairs its transfers across the cores by their count while
+    """`what` pairs its transfers across the ranks by their count while
     tracing, which a run-time loop's body, traced once, does not give."""
     if t.dyn_loops:
         fail(f"{t.dyn_loops[-1].line}: {what} inside a run-time loop is not supported by the simulator yet "
-             "(nisa.core_barrier is)")
+             "(nisa.core_barrier and nisa.sendrecv are)")
+
+
+def loop_opens(t, loop):
+    """What the peer protocol has counted when a run-time loop starts."""
+    loop.peer_counts0 = (t.barriers, dict(t.pipes))
 
 
 def loop_closes(t, loop):
-    """A run-time loop's body ends: each iteration's core barriers counted
-    while tracing are taken off this core's barrier semaphore (after the
-    body's last synchronisation, before the loop's fence), so the body's
-    waits hold in every iteration and the code after the loop counts on
-    from where the loop began."""
-    n = t.barriers - loop.barriers0
-    if n:
-        sync_point(t, t.last_peer.engine, f"sem_signal sem={BARRIER_SEM} op=sub value={n}")
-        t.barriers = loop.barriers0
+    """A run-time loop's body ends: the signals each iteration's core
+    barriers and sendrecvs wait for, counted while tracing, are taken off
+    this core's semaphores (after the body's last synchronisation, before
+    the loop's fence; the peer's increments may already be in for the next
+    iteration -- adding and taking off commute), so the body's waits hold
+    in every iteration and the code after the loop counts on from where the
+    loop began.  Both cores must run the loop the same number of times, as
+    on the device."""
+    barriers0, pipes0 = loop.peer_counts0
+    takes = []
+    if t.barriers > barriers0:
+        takes.append((BARRIER_SEM, t.barriers - barriers0))
+    for pipe, n in sorted(t.pipes.items()):
+        if n > pipes0.get(pipe, 0):
+            ready, data = pipe_sems(pipe)
+            takes += [(ready, n - pipes0.get(pipe, 0)), (data, n - pipes0.get(pipe, 0))]
+    for sem, n in takes:
+        sync_point(t, t.last_peer.engine, f"sem_signal sem={sem} op=sub value={n}")
+    t.barriers, t.pipes = barriers0, pipes0
 
 
 def _engine_name(engine, default):
@@ -159,8 +174,11 @@ def core_barrier(data, cores=(0, 1), engine=None, name=None):
     t = _current_pair("nisa.core_barrier")
     if tuple(cores) != (0, 1):
         fail(f"nisa.core_barrier cores={tuple(cores)}: only (0, 1), the two cores of an LNC=2 pair")
-    if not isinstance(data, Tensor) or data.space != "hbm":
-        fail("nisa.core_barrier data=: the shared HBM tensor the cores synchronize on")
+    # the SDK asks for shared HBM; nki-library's MX shard-on-I kernel passes
+    # an SBUF tile (its block index), which then orders the barrier behind
+    # this core's writes to it
+    if not isinstance(data, Tensor) or data.space not in ("hbm", "sbuf"):
+        fail("nisa.core_barrier data=: the shared HBM tensor (or an SBUF tile) the cores synchronize on")
     e = _engine_name(engine, "gpsimd")
     t.barriers += 1
     t.min_semaphores = max(t.min_semaphores, BARRIER_SEM + 1)
@@ -180,7 +198,6 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     wait for the peer's data.  Operations on one pipe_id complete in order."""
     from .dtype_keys import SIZES as DTYPE_SIZES
     t = _current_pair("nisa.sendrecv")
-    not_in_loop(t, "nisa.sendrecv")
     for what, x in (("src", src), ("dst", dst)):
         if not isinstance(x, Tensor) or x.space != "sbuf":
             fail(f"nisa.sendrecv {what}: an SBUF tile")
@@ -207,12 +224,17 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id, dma_engine=None, n
     e = "gpsimd" if mode == "gpsimd_dma" else "sync"
     n = t.pipes.get(pipe_id, 0) + 1
     t.pipes[pipe_id] = n
+    # the k-th sendrecv on the pipe as traced: both cores trace theirs in the
+    # same order, so it pairs the two (n, the semaphore count, starts again
+    # after a run-time loop; this does not)
+    k = t.pipe_calls.get(pipe_id, 0) + 1
+    t.pipe_calls[pipe_id] = k
     ready, data = pipe_sems(pipe_id)
     t.min_semaphores = max(t.min_semaphores, data + 1)
     dst_region, src_region = dst.region(), src.region()
     dst_ap = dst.ap()
     idx = len(t.dmas)
-    t.recv_at[(pipe_id, n)] = (dst_ap, idx)        # the peer's send is aimed here (aim_sends)
+    t.recv_at[(pipe_id, k)] = (dst_ap, idx)        # the peer's send is aimed here (aim_sends)
     sync_point(t, e, f"sem_signal sem={ready} op=add value=1 peer", writes=[dst_region])
     sync_point(t, e, f"sem_wait sem={ready} cond=is_ge value={n}")
     t.dmas.append((dst_ap, src.ap(), "direct"))

@@ -28,8 +28,8 @@ are traced on every engine.  The loop index of nl.dynamic_range is an
 NkiScalar (scalar.py) usable as scalar_offset= and in arithmetic.
 
 Not supported (refused by name): a run-time register as a condition other
-than `while reg:` (an `if`), breaking out of a run-time loop, sendrecv and
-collectives inside one (nisa.core_barrier is supported: lnc.loop_closes), spilling
+than `while reg:` (an `if`), breaking out of a run-time loop, collectives
+inside one (nisa.core_barrier and nisa.sendrecv are: lnc.loop_closes), spilling
 SBUF or PSUM inside one, and timing-only runs of a kernel with one (the
 branch depends on data that mode does not compute)."""
 from __future__ import annotations
@@ -104,7 +104,8 @@ class Loop:
         self.exit_when, self.line = exit_when, f"{site[0].rsplit('/', 1)[-1]}:{site[1]}"
         self.keep = {}                     # allocation id -> allocation made before the loop, used in it
         self.first_alloc = t.n_allocs
-        self.barriers0 = t.barriers
+        from .lnc import loop_opens
+        loop_opens(t, self)
         t.mark("fence", self)
         t.mark("check", self)
         self.start = len(t.instrs)

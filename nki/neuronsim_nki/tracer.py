@@ -224,6 +224,7 @@ class Trace(Placement, Spilling):
         self.barriers = 0
         self.pipes = {}
         self.recv_at = {}
+        self.pipe_calls = {}                   # pipe -> sendrecvs traced on it (pairs them across cores)
         self.last_peer = None                  # the latest instruction of the peer protocol
         # nki.collectives (collectives.py): this program's rank and the
         # launch's rank count (None: not a rank launch), the calls made, the

@@ -298,19 +298,37 @@ def test_core_barriers_inside_a_run_time_loop(n):
     np.testing.assert_allclose(out[128:], k * a[:128], rtol=1e-5, atol=1e-5)
 
 
-def test_sendrecv_inside_a_run_time_loop_is_refused():
-    @nki.jit
-    def k(a, n):
-        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-        c = count_tile(n)
-        r = nisa.register_alloc(c)
-        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a)
-        for _ in nl.dynamic_range(r):
-            nisa.sendrecv(src=t, dst=u, send_to_rank=1 - nl.program_id(0), recv_from_rank=1 - nl.program_id(0),
-                          pipe_id=0)
-        nisa.dma_copy(dst=out, src=u)
-        return out
-    with pytest.raises(NKIError, match="sendrecv inside a run-time loop"):
-        k[2](np.ones((128, 4), np.float32), np.array([[1]], np.int32))
+@nki.jit
+def lnc_ping_pong(a, n):
+    """LNC=2, n iterations of: acc += what the other core sent last, then
+    send acc (nisa.sendrecv, one pipe).  After n iterations core c holds
+    acc_n, with acc_k = a_c + acc_{k-1} of the other core: checked against
+    the same recurrence in NumPy."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    me = nl.program_id(0)
+    rows = slice(me * 128, (me + 1) * 128)
+    r = loaded(n)
+    mine = nl.ndarray((128, a.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=a[rows, :])
+    acc = nl.ndarray((128, a.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    got = nl.ndarray((128, a.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(got, value=0.0)
+    for _ in nl.dynamic_range(r):
+        nisa.tensor_tensor(dst=acc, data1=mine, data2=got, op=nl.add)
+        nisa.sendrecv(src=acc, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+    nisa.sendrecv(src=mine, dst=acc, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)   # after the loop
+    nisa.tensor_tensor(dst=acc, data1=acc, data2=got, op=nl.add)
+    nisa.dma_copy(dst=out[rows, :], src=acc)
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_sendrecv_inside_a_run_time_loop(n):
+    a = RNG.standard_normal((256, 16)).astype(np.float32)
+    halves = [a[:128], a[128:]]
+    got = [np.zeros_like(halves[0]), np.zeros_like(halves[0])]
+    for _ in range(n):
+        acc = [halves[c] + got[c] for c in (0, 1)]
+        got = [acc[1], acc[0]]
+    want = np.concatenate([halves[1] + got[0], halves[0] + got[1]])
+    np.testing.assert_allclose(lnc_ping_pong[2](a, np.array([[n]], np.int32)), want, rtol=1e-5, atol=1e-5)
