@@ -332,3 +332,30 @@ def test_sendrecv_inside_a_run_time_loop(n):
         got = [acc[1], acc[0]]
     want = np.concatenate([halves[1] + got[0], halves[0] + got[1]])
     np.testing.assert_allclose(lnc_ping_pong[2](a, np.array([[n]], np.int32)), want, rtol=1e-5, atol=1e-5)
+
+
+@nki.jit
+def nested_loops(a, n, m):
+    """A run-time loop inside another: acc = n * m * a, the inner bound read
+    on the device each outer iteration."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ro = loaded(n)
+    mt = count_tile(m)
+    acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, value=0.0)
+    t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    for _ in nl.dynamic_range(ro):
+        ri = nisa.register_alloc()
+        nisa.register_load(ri, mt)
+        for _ in nl.dynamic_range(ri):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@pytest.mark.parametrize("n, m", [(0, 3), (2, 0), (2, 3)])
+def test_nested_run_time_loops(n, m):
+    a = RNG.standard_normal((16, 8)).astype(np.float32)
+    out = nested_loops(a, np.array([[n]], np.int32), np.array([[m]], np.int32))
+    np.testing.assert_allclose(out, n * m * a, rtol=1e-5, atol=1e-6)
