@@ -47,7 +47,12 @@ def torchrun(tmp_path, body, nproc=2, expect_ok=True):
     """) + textwrap.dedent(body))
     env = dict(os.environ, NEURON_SIM="1")
     # --standalone: torchrun's own rendezvous on a port it finds free
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+    # a run expected to fail (a rank dies): torchrun's agent stops the other
+    # ranks at its next check after the death -- every 0.1 s by default,
+    # which on a loaded 2-core machine can come before a survivor has seen
+    # the death and written its error; 5 s leaves it that time
+    mon = [] if expect_ok else ["--monitor-interval", "5"]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc), *mon,
            str(script), str(tmp_path)]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
     if expect_ok:
