@@ -611,7 +611,8 @@ static dm_fault_kind run_engine(sim *s, int k, uint64_t t)
 			}
 			if (in->u[0] <= e->pc && ++e->back_branches > NSIM_MAX_BACK_BRANCHES)
 				return dm_fault_set(&s->r->fault, DM_FAULT_CONTROL, k, e->pc, 0,
-						    "a loop ran past %u iterations", NSIM_MAX_BACK_BRANCHES);
+						    "more than %u backward branches on this engine in one run (a loop "
+						    "whose register never says stop?)", NSIM_MAX_BACK_BRANCHES);
 			e->pc = in->u[0];
 			continue;
 		case ISA_OP_fence:      /* a barrier that also zeroes semaphores on release */

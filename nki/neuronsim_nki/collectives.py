@@ -395,7 +395,7 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id, replica
     its own at 0, then its predecessors'."""
     t = _trace("collective_permute_implicit_current_processing_rank_id")
     g = _group(t, "collective_permute_implicit_current_processing_rank_id", replica_group)
-    it = int(getattr(iteration_id, "value", iteration_id))
+    it = int(iteration_id)          # a loaded register has no value while tracing: refused there
     return VirtualRegister(g[(g.index(t.cc_rank) - it) % len(g)])
 
 

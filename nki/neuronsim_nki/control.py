@@ -30,9 +30,8 @@ def fori_loop(lower, upper, body_fun, step=1, unroll=False, **kw):
         return
     for what, v in (("lower", lower), ("upper", upper)):
         if isinstance(v, bool) or not isinstance(v, int):
-            fail(f"nl.fori_loop {what}={v!r}: only bounds known while tracing (ints) are supported; a bound "
-                 "computed at run time (an NkiScalar, a loaded register) needs run-time branches, which the "
-                 "simulator's ISA does not have")
+            fail(f"nl.fori_loop {what}={v!r}: ints, or registers loaded with nisa.register_load (an "
+                 "NkiScalar, computed at run time, is not supported as a bound)")
     if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
         fail(f"nl.fori_loop step={step!r}: a positive int")
     for i in range(lower, upper, step):
@@ -59,6 +58,21 @@ class VirtualRegister:
         return self.value
 
     __index__ = __int__
+
+    def _compare(self, other, eq):
+        if self.reg is not None or getattr(other, "reg", None) is not None:
+            fail("comparing a register loaded from device memory: its value is not known while tracing "
+                 "(`while reg:` tests it on the device)")
+        same = self.value == getattr(other, "value", other)
+        return same if eq else not same
+
+    def __eq__(self, other):
+        return self._compare(other, True)
+
+    def __ne__(self, other):
+        return self._compare(other, False)
+
+    __hash__ = object.__hash__
 
     def __bool__(self):
         if self.reg is None:

@@ -44,8 +44,10 @@ def register_move(dst, src):
     v = nl._static_int(src)
     if v is None:
         fail("nisa.register_move(dst, src): src an int or a register")
-    if dst.reg is not None:
-        set_reg(tracer.current(), dst.reg, v)
+    t = tracer.current()
+    if dst.reg is not None or t.dyn_loops:
+        # inside a run-time loop the move runs every iteration: a run-time register
+        set_reg(t, _runtime(dst), v)
     dst.value = v
     return dst
 
@@ -67,10 +69,9 @@ def register_store(dst, src, **kw):
     if not isinstance(dst, Tensor):
         fail("nisa.register_store(dst, src): dst a 1-element tensor")
     if isinstance(src, VirtualRegister) and src.reg is not None:
-        from .scalar import NkiScalar, scalar_store
-        s = NkiScalar.__new__(NkiScalar)
-        s.trace, s.reg, s.dtype = tracer.current(), src.reg, "int32"
-        return scalar_store(dst, s)
+        from .runtime_loops import sync_scalar
+        from .scalar import scalar_store
+        return scalar_store(dst, sync_scalar(src))
     v = nl._static_int(src)
     if v is None or dst.space == "hbm":
         fail("nisa.register_store(dst, src): dst an on-chip tile, src a register or int")

@@ -8,7 +8,8 @@ Happens-before comes from the synchronisation the program states:
   before it on every engine before everything after it; a fence also sets
   its semaphores back to 0; a `branch` is not followed: a run-time loop's
   body is read once, which covers every iteration because the loop's
-  iterations are separated by fences;
+  iterations are separated by fences, and its branch back to the fence
+  counts as meeting that fence again (the code after the loop runs after it);
 - `sem_signal` lands after every earlier instruction of its engine;
 - a DMA's completion increment lands after the transfer, which starts after
   everything before its `dma_copy` on the issuing engine;
@@ -57,6 +58,13 @@ class Race:
 
     def __str__(self):
         return f"race on {self.space} ({self.detail}): {self.first} and {self.second} are not ordered"
+
+
+def _back_to_fence(ins, stream):
+    """An unconditional branch back to a fence: a run-time loop's end
+    (runtime_loops.py), after which the program goes on past that fence."""
+    return ins.op == "branch" and ins.values["a"] == 64 and ins.values["to"] < len(stream) and \
+        stream[ins.values["to"]].op == "fence"
 
 
 def _access(ap, write):
@@ -150,13 +158,15 @@ def find_races(program, limit=20):
                     events.append((agent, 1, dict(dvc), _accesses(ins, dmas), f"{e} desc={name} ({where})"))
                     if ins.values["sem"] != SEM_NONE:
                         pending_dma.append((ins.values["sem"], ins.values["value"], dvc))
-                elif op in ("barrier", "fence"):
+                elif op in ("barrier", "fence") or _back_to_fence(ins, streams[e]):
                     # every engine with a stream meets here; all see each other's past
+                    # (a loop's branch back to its fence: what follows runs after that fence)
                     at_barrier[e] = vc
                     if len(at_barrier) < len(engines):
                         break
-                    if op == "fence":                # its semaphores start again from 0
-                        for sem in [s for s in incs if s < ins.values["sems"]]:
+                    if op != "barrier":              # its semaphores start again from 0
+                        fence = ins if op == "fence" else streams[e][ins.values["to"]]
+                        for sem in [s for s in incs if s < fence.values["sems"]]:
                             del incs[sem]
                     met = {}
                     for c in at_barrier.values():

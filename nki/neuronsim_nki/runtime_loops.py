@@ -35,6 +35,7 @@ branch depends on data that mode does not compute)."""
 from __future__ import annotations
 
 import linecache
+import re
 import sys
 import weakref
 
@@ -43,7 +44,7 @@ from neuronsim import ENGINES
 from . import tracer
 from .tracer import fail
 
-INT32 = (-(1 << 31), (1 << 31) - 1)
+from .scalar import INT32
 
 
 def _region(engine, reg):
@@ -100,8 +101,9 @@ class Loop:
     the source line, where its body starts, and the allocations its body
     uses (kept until it ends)."""
 
-    def __init__(self, t, exit_when, site):
+    def __init__(self, t, exit_when, site, tested=None):
         self.exit_when, self.line = exit_when, f"{site[0].rsplit('/', 1)[-1]}:{site[1]}"
+        self.tested = tested                 # the register `while` tests (its number stays reserved)
         self.keep = {}                     # allocation id -> allocation made before the loop, used in it
         self.first_alloc = t.n_allocs
         from .lnc import loop_opens
@@ -119,11 +121,11 @@ class Loop:
         if t.dyn_loops and t.dyn_loops[-1] is self:
             t.dyn_loops.pop()
         if t.recording:
-            # a tile made before the loop and used in its body is used in
-            # every iteration: alive until the loop ends
+            # a tile made before the loop and used in its body (self.keep,
+            # tracer.access) is used in every iteration: alive until the loop ends
             now = len(t.instrs)
-            for aid, at in t.alloc_at.items():
-                if at < self.start <= t.uses.get(aid, -1) < now:
+            for aid in self.keep:
+                if t.uses.get(aid, -1) < now:
                     t.uses[aid] = now
                     t.use_seq.setdefault(aid, []).append(now)
         self.keep.clear()
@@ -214,14 +216,20 @@ def while_test(reg):
     open_loops = t.while_loops
     loop = open_loops.pop(key, None)
     if loop is not None:
+        if reg is not loop.tested and reg.reg != loop.tested.reg:
+            # the body rebound the name to another register: the loop's test reads the first
+            set_reg(t, loop.tested.reg, Reg(reg.reg))
         loop.close(t)
         return False
     text = linecache.getline(file, line).strip()
-    if not text.startswith("while "):
+    if not _WHILE_REG.match(text):
         fail(f"{file.rsplit('/', 1)[-1]}:{line}: a register loaded from device memory tested as a condition "
              f"({text!r}): only `while reg:` loops are supported (the simulator's device branches are loops)")
-    open_loops[key] = Loop(t, f"a={reg.reg} cond=is_equal imm=0", (file, line))
+    open_loops[key] = Loop(t, f"a={reg.reg} cond=is_equal imm=0", (file, line), tested=reg)
     return True
+
+
+_WHILE_REG = re.compile(r"while\s+[A-Za-z_][\w.]*\s*:")
 
 
 def run_while(reg, body_fun):
@@ -239,9 +247,17 @@ def run_while(reg, body_fun):
     return reg
 
 
+def sync_scalar(reg):
+    """A loaded register as an NkiScalar: SyncE's copy of it (scalar_offset=, register_store)."""
+    from .scalar import NkiScalar
+    s = NkiScalar.__new__(NkiScalar)
+    s.trace, s.reg, s.dtype = tracer.current(), reg.reg, "int32"
+    s.held = reg                          # the register's number stays reserved while this is used
+    return s
+
+
 def check_closed(t):
     """At the end of a trace: a run-time loop still open was left by break / return."""
-    loops = list(t.dyn_loops)
-    if loops:
-        fail(f"{loops[0].line}: a run-time loop was left before its condition was tested again (break, "
+    if t.dyn_loops:
+        fail(f"{t.dyn_loops[-1].line}: a run-time loop was left before its condition was tested again (break, "
              "return): the device loop runs until its register says stop")

@@ -9,9 +9,9 @@ moves a DMA's offset at run time (dma_copy dyn=).  Registers are freed when
 their scalar is no longer referenced.
 
 Not supported (refused by name): int64 scalars, comparisons used as values,
-a scalar as a loop bound (nl.fori_loop; the simulator's ISA has no run-time
-branches), a scalar used where a value known while tracing is needed (an
-index, a shape), a scalar offset on an on-chip operand.
+a scalar as a loop bound (a register loaded with nisa.register_load is one:
+runtime_loops.py), a scalar used where a value known while tracing is
+needed (an index, a shape), a scalar offset on an on-chip operand.
 
 Source: SDK nki/deep-dives/nki-scalar.rst, nki.isa.scalar_load /
 scalar_store / NkiScalar reference pages (Neuron SDK 2.34 docs)."""
@@ -94,8 +94,8 @@ class NkiScalar:
         return self * -1
 
     def _compare(self, o):
-        fail("comparing NkiScalars: NKI traces the comparison but its result cannot be used (no run-time "
-             "branches); compare values known while tracing instead")
+        fail("comparing NkiScalars: NKI traces the comparison but its result cannot be used as a value; "
+             "compare values known while tracing, or loop on a loaded register (`while reg:`)")
 
     __lt__ = __le__ = __gt__ = __ge__ = _compare
 

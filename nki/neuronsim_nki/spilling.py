@@ -186,12 +186,13 @@ class Spilling:
     # ------------------------------------------------------------ PSUM
 
     def _not_in_loop(self, what):
-        """Spills are traced where the need arises; in a run-time loop the
-        body runs again from its start with the tile away, so they are refused."""
+        """Spills and reloads are traced where the need arises; in a run-time
+        loop they would run every iteration (or, with no iteration, never)
+        while the tile's place changed once, so they are refused."""
         if self.dyn_loops:
             from .tracer import fail
-            fail(f"{what} overflow inside a run-time loop ({self.dyn_loops[-1].line}): the simulator does not "
-                 "spill there; the tiles live in the loop must fit")
+            fail(f"{what} overflow around a run-time loop ({self.dyn_loops[-1].line}): the simulator does not "
+                 "spill or reload tiles inside one; the tiles live in and across the loop must fit")
 
     def psum_spill(self, a):
         """PSUM tile a (one bank at most) to an SBUF copy of its bytes, by
@@ -256,6 +257,7 @@ class Spilling:
 
     def reload(self, a, off=None):
         """A spilled tile back into SBUF (at `off`, else wherever there is room)."""
+        self._not_in_loop("SBUF")
         if a.space == "psum":
             return self.psum_reload(a)
         if off is None:
@@ -287,7 +289,10 @@ class Spilling:
         tile spilled with a store comes back at its use only (brought back
         early it tends to be evicted again: a store and a reload for
         nothing), and so does one that would be needed later than every
-        resident tile."""
+        resident tile.  Not inside a run-time loop: a reload there would run
+        every iteration, or never."""
+        if self.dyn_loops:
+            return
         while self.away:
             u, aid = min(((self.next_use(i, now), i) for i, x in list(self.away.items())
                           if x.space == "sbuf" and isinstance(x.spilled, tuple)), default=(float("inf"), None))

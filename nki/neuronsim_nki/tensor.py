@@ -426,6 +426,11 @@ class Tensor(TensorViews):
                 # a (1, 1) SBUF tensor (SDK nki-aps.rst): its value, read at
                 # run time, into a register as nisa.scalar_load reads it
                 so = scalar_load(so, unsigned_ok=True)
+            elif getattr(so, "reg", None) is not None and not isinstance(so, NkiScalar):
+                # a register loaded from device memory (runtime_loops.py):
+                # SyncE's copy of it
+                from .runtime_loops import sync_scalar
+                so = sync_scalar(so)
             if isinstance(so, NkiScalar):
                 # computed on the device: the DMA moves by it at run time
                 if not 0 <= int(dim) < len(self.shape):

@@ -359,3 +359,61 @@ def test_nested_run_time_loops(n, m):
     a = RNG.standard_normal((16, 8)).astype(np.float32)
     out = nested_loops(a, np.array([[n]], np.int32), np.array([[m]], np.int32))
     np.testing.assert_allclose(out, n * m * a, rtol=1e-5, atol=1e-6)
+
+
+def test_scalar_offset_a_loaded_register():
+    """A loaded register as scalar_offset= moves the DMA at run time (SyncE's copy)."""
+    @nki.jit
+    def k(a, n):
+        out = nl.ndarray((1, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+        r = loaded(n)
+        t = nl.ndarray((1, a.shape[1]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[a.shape[1], 1], [1, a.shape[1]]], offset=0, scalar_offset=r,
+                                      indirect_dim=0))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = RNG.standard_normal((6, 8)).astype(np.float32)
+    for row in (0, 4):
+        np.testing.assert_array_equal(k(a, np.array([[row]], np.int32)), a[row:row + 1])
+
+
+@nki.jit
+def count_down_rebinding(a, n):
+    """`while reg:` whose body binds the name to a new register each time."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    cond = count_tile(n)
+    acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(acc, value=0.0)
+    t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    reg = nisa.register_alloc(cond)
+    while reg:
+        nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+        nisa.tensor_scalar(dst=cond, data=cond, op0=nl.subtract, operand0=1)
+        reg = nisa.register_alloc(cond)
+    nisa.dma_copy(dst=out, src=acc)
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_while_whose_body_rebinds_its_register(n):
+    a = RNG.standard_normal((8, 8)).astype(np.float32)
+    np.testing.assert_allclose(count_down_rebinding(a, np.array([[n]], np.int32)), n * a, rtol=1e-6, atol=1e-6)
+
+
+def test_comparing_a_loaded_register_is_refused():
+    @nki.jit
+    def k(n):
+        out = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        reg = loaded(n)
+        while reg != 0:
+            pass
+        return out
+    with pytest.raises(NKIError, match="comparing a register loaded from device memory"):
+        k(np.array([[1]], np.int32))
+
+
+def test_code_after_a_loop_has_no_false_races():
+    a = RNG.standard_normal((128, 64)).astype(np.float32)
+    out, _ = repeat_add.simulate(a, np.array([[2]], np.int32), check_races=True)
+    np.testing.assert_allclose(out, 2 * a, rtol=1e-6)

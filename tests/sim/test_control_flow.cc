@@ -96,7 +96,7 @@ TEST_F(ControlFlow, RunawayLoopFaults)
 	SimRun r = run_program(".target trn2\n.semaphores 1\n.scratch 0\n.engine sync\n"
 			       "    nop cycles=1\n    branch to=0\n    end\n");
 	EXPECT_EQ(r.status, NSIM_EXEC_ERR);
-	EXPECT_NE(r.error.find("loop ran past"), std::string::npos) << r.error;
+	EXPECT_NE(r.error.find("backward branches"), std::string::npos) << r.error;
 }
 
 TEST_F(ControlFlow, ValidatorRules)
