@@ -22,6 +22,7 @@ NO_DATA_EFFECT(sem_wait)
 NO_DATA_EFFECT(sem_signal)
 NO_DATA_EFFECT(barrier)
 NO_DATA_EFFECT(fence)
+NO_DATA_EFFECT(branch)
 NO_DATA_EFFECT(nop)
 NO_DATA_EFFECT(end)
 NO_DATA_EFFECT(dma_copy)
@@ -80,10 +81,3 @@ bool dm_branch_taken(const dm_core *c, int engine, const isa_instr *in)
 	return dm_alu_i64(in->e[0], a, y) != 0;
 }
 
-/* the branch has no data effect: dm_branch_taken decides, the engine moves */
-dm_fault_kind dm_op_branch(dm_core *c, const dm_binding *b, int engine, int64_t index,
-			   const isa_instr *in, dm_fault *f)
-{
-	(void)c, (void)b, (void)engine, (void)index, (void)in, (void)f;
-	return DM_OK;
-}

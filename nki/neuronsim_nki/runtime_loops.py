@@ -48,8 +48,9 @@ from .scalar import INT32
 
 
 def _region(engine, reg):
-    """Register reg of `engine`'s sequencer as a region (scalar.py's form)."""
-    return ("reg", engine, 0, 1, 4 * reg, 4 * reg + 4)
+    """Register reg of `engine`'s sequencer as a region."""
+    from .scalar import _region as reg_region
+    return reg_region(reg, engine)
 
 
 def alloc_reg(t, owner):

@@ -28,9 +28,10 @@ NREGS = 64                       # HW: each sequencer has 64 x 32-bit registers
 INT32 = (-(1 << 31), (1 << 31) - 1)
 
 
-def _region(reg):
-    """A register as a region, so instructions order by what they read and write."""
-    return ("reg", ENGINE, 0, 1, 4 * reg, 4 * reg + 4)
+def _region(reg, engine=ENGINE):
+    """A register (of `engine`'s sequencer) as a region, so instructions
+    order by what they read and write."""
+    return ("reg", engine, 0, 1, 4 * reg, 4 * reg + 4)
 
 
 def _alloc(t):
