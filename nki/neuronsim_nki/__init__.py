@@ -43,6 +43,7 @@ import neuronsim
 
 from . import collectives, compiler, isa, language, lnc, runtime_loops, tracer, typing
 from . import profile_json as profile_summaries
+from .allocator import FixedPlan
 from .dtype_keys import IsaKeyed
 from .tensor import DType, Tensor, hbm_tensor, whole_view
 
@@ -386,7 +387,7 @@ class Kernel:
         files = {os.path.abspath(inspect.getsourcefile(self.func) or "<kernel>")}
         t = tracer.Trace(self.target, files, last_use, first.choices if first is not None else None, cse,
                          first.use_seq if first is not None else None,
-                         first.fixed_ranges if first is not None else None)
+                         FixedPlan(first) if first is not None and first.fixed else None)
         t.force_auto = compiler.is_forced_auto(self.func)
         prev, tracer._current = tracer._current, t
         try:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import heapq
 import re
 
+from .allocator import FixedPlan
+
 BUCKET = 4096            # bytes of a partition (SBUF / PSUM)
 BUCKET_HBM = 1 << 18     # HBM: a tile's rows span megabytes of a big tensor
 
@@ -133,7 +135,7 @@ class Placement:
         allocators = {"sbuf": alloc("sbuf", sbuf_cap), "psum": alloc("psum", psum_cap, bank)}
         base, shift, freed, heap, size_of = {}, {}, set(), [], {}
 
-        self.reserve_fixed(allocators)
+        plan = FixedPlan(self) if self.fixed else None
 
         def release(aid):
             if aid in self.fixed:
@@ -152,7 +154,7 @@ class Placement:
                 continue
             while heap and heap[0][0] < now:
                 release(heapq.heappop(heap)[1])
-            off = allocators[space].try_alloc(size, what, banks)
+            off = allocators[space].try_alloc(size, what, banks, plan.avoid(aid, space) if plan else ())
             if off is None:
                 return False
             base[aid], shift[aid], size_of[aid] = off, off - first_off, (space, size)

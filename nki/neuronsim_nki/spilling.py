@@ -12,6 +12,7 @@ import weakref
 from .dtype_keys import SIZES
 
 from . import tracer
+from .allocator import _without
 from .placement import Region
 
 
@@ -23,13 +24,15 @@ PSUM_SPILL_ENGINE = "vector"
 
 
 class Spilling:
-    def room_for(self, alloc, size, what, banks=1):
+    def room_for(self, alloc, size, what, banks=1, aid=None):
         """The offset of `size` bytes per partition in `alloc` (at most
-        `banks` PSUM banks): free room, else room made by spilling."""
-        off = alloc.try_alloc(size, what, banks)
-        return off if off is not None else self.make_room(alloc, size, what, banks)
+        `banks` PSUM banks) for allocation aid: free room clear of the
+        kernel's placed tiles alive meanwhile, else room made by spilling."""
+        avoid = self.avoid(aid, alloc.space)
+        off = alloc.try_alloc(size, what, banks, avoid)
+        return off if off is not None else self.make_room(alloc, size, what, banks, avoid)
 
-    def make_room(self, alloc, size, what, banks=1):
+    def make_room(self, alloc, size, what, banks=1, avoid=()):
         """SBUF full: as the hardware compiler does (the published Mamba
         profiles show its qSyncSpillReload / qScalarSpillReload DMA queues,
         SDK nki/guides/tutorials/fused_mamba.rst), live tiles go to HBM to
@@ -45,21 +48,21 @@ class Spilling:
         PSUM full: tiles of one bank go to SBUF the same way (psum_spill).
         banks: PSUM banks the new tile may take."""
         if self.recording or self.cse:
-            tracer.fail(alloc.overflow(size, what))
+            tracer.fail(alloc.overflow(size, what, avoid))
         now = len(self.instrs) - self.n_spill_instrs
         psum = alloc is self.psum
-        best = self.room(size, now, (lambda a: a.size <= alloc.bank) if psum else (lambda a: True), alloc)
+        best = self.room(size, now, (lambda a: a.size <= alloc.bank) if psum else (lambda a: True), alloc, avoid)
         if best is None:
-            tracer.fail(alloc.overflow(size, what) + " (no tile left to spill: the instruction's own operands "
+            tracer.fail(alloc.overflow(size, what, avoid) + " (no tile left to spill: the instruction's own operands "
                         "do not fit)")
         for a in best[1]:
             self.psum_spill(a) if psum else self.spill(a)
-        off = alloc.try_alloc(size, what, banks)
+        off = alloc.try_alloc(size, what, banks, avoid)
         if off is None:
-            tracer.fail(alloc.overflow(size, what))
+            tracer.fail(alloc.overflow(size, what, avoid))
         return off
 
-    def room(self, size, now, may_evict, alloc=None):
+    def room(self, size, now, may_evict, alloc=None, avoid=()):
         """(The soonest next use among them, the resident tiles) to evict
         for `size` contiguous bytes per partition, or None: those of the
         window of SBUF whose tiles have the fewest uses left (what evicting
@@ -78,7 +81,9 @@ class Spilling:
         alloc = alloc or self.sbuf
         size = alloc.rounded(size)
         inf = float("inf")
-        segs = [(off, off + n, None, inf, 0) for off, n in alloc.free]
+        # (ranges in `avoid` are neither free nor to be made free)
+        segs = [(off, off + n, None, inf, 0) for off, n in (_without(alloc.free, avoid, alloc.bank) if avoid
+                                                             else alloc.free)]
         for aid, ref in self.live.items():
             a = ref()
             if a is None or a.space != alloc.space or a.offset is None:
@@ -206,7 +211,7 @@ class Spilling:
         self._not_in_loop("PSUM")
         copy = None
         if a.id in self.last_write:
-            off = self.room_for(self.sbuf, a.size, a.name)
+            off = self.room_for(self.sbuf, a.size, a.name, aid=a.id)
             copy = tracer.Allocation("sbuf", a.nparts, off, a.size, f"{a.name} (PSUM spill)")
             self.n_copies += 1
             copy.id = -self.n_copies          # no id of the first pass's: no recorded uses
@@ -225,7 +230,7 @@ class Spilling:
     def psum_reload(self, a):
         """Spilled PSUM tile a back into PSUM (its SBUF copy back from HBM
         first if it went there), the copy freed."""
-        off = self.room_for(self.psum, a.size, a.name)
+        off = self.room_for(self.psum, a.size, a.name, aid=a.id)
         copy = a.spilled[1]
         self.away.pop(a.id, None)
         a.spilled, a.offset = None, off
@@ -261,7 +266,7 @@ class Spilling:
         if a.space == "psum":
             return self.psum_reload(a)
         if off is None:
-            off = self.room_for(self.sbuf, a.size, a.name)
+            off = self.room_for(self.sbuf, a.size, a.name, aid=a.id)
         self.away.pop(a.id, None)
         name, a.spilled, a.offset = a.spilled, None, off
         a.free = weakref.finalize(a, self.sbuf.release, off, a.size)
@@ -302,13 +307,14 @@ class Spilling:
             if not any(self.next_use(i, now) > u for i, ref in self.live.items()
                        if i not in self.pinned and getattr(ref(), "space", None) == "sbuf"):
                 return
-            off = self.sbuf.try_alloc(a.size, a.name)
+            avoid = self.avoid(a.id, "sbuf")
+            off = self.sbuf.try_alloc(a.size, a.name, avoid=avoid)
             if off is None:
-                best = self.room(a.size, now, self.pristine)
+                best = self.room(a.size, now, self.pristine, avoid=avoid)
                 if best is None or best[0] <= u:
                     return              # only for tiles needed later than a
                 for t in best[1]:
                     self.spill(t)
-                off = self.sbuf.alloc(a.size, a.name)
+                off = self.sbuf.alloc(a.size, a.name, avoid)
             self.reload(a, off)
 

@@ -140,7 +140,7 @@ class Trace(Placement, Spilling):
     the tile), so capacity errors mean the live tiles do not fit."""
 
     def __init__(self, target, source_files, last_use=None, choices=None, cse=True, use_seq=None,
-                 fixed_ranges=None):
+                 fixed_plan=None):
         if target not in TARGETS:
             raise NKIError(f"unknown target {target!r} ({', '.join(TARGETS)})")
         self.target = target
@@ -166,9 +166,8 @@ class Trace(Placement, Spilling):
         self.loop_stack = []                   # device loops being traced (control._DeviceRange)
         self.no_reorder = 0                    # of them, loops under nki.compiler.no_reorder()
         self.direct_decls = {}                 # declaration in device loops -> its placement (language.ndarray)
-        self.fixed_ranges = {"sbuf": [], "psum": []} if fixed_ranges is None else fixed_ranges
-        if not self.recording:
-            self.reserve_fixed({"sbuf": self.sbuf, "psum": self.psum})
+        self.fixed_size = {}                   # allocation id -> bytes per partition of a placed tile
+        self.fixed_plan = fixed_plan           # the first pass's allocator.FixedPlan (second pass)
         # the first pass's allocations and drops in the order they happened
         # (see replay): (id, space, bytes per partition, banks, instruction
         # count, what, first-pass offset) for an allocation, (id,) for a
@@ -264,7 +263,7 @@ class Trace(Placement, Spilling):
         alloc = self.sbuf if space == "sbuf" else self.psum
         if not self.recording:
             self.release_dead()
-        off = self.room_for(alloc, bytes_per_partition, what, banks)
+        off = self.room_for(alloc, bytes_per_partition, what, banks, aid=self.n_allocs)
         a = Allocation(space, nparts, off, bytes_per_partition, what)
         a.id = self.n_allocs
         self.n_allocs += 1
@@ -277,19 +276,21 @@ class Trace(Placement, Spilling):
         self.add_live(a)
         return a
 
-    def reserve_fixed(self, allocators):
-        """Takes the ranges the kernel's own placements use (fixed_ranges)
-        out of each memory's allocator."""
-        for space, ranges in self.fixed_ranges.items():
-            for off, size in ranges:
-                allocators[space].reserve(off, size)
+    def avoid(self, aid, space):
+        """The ranges of `space` that tiles the kernel placed itself hold
+        at some point of allocation aid's life (the first pass's record):
+        aid's tile must keep clear of them."""
+        if self.fixed_plan is None or aid is None or aid < 0:
+            return ()
+        return self.fixed_plan.avoid(aid, space)
 
     def allocate_fixed(self, space, part0, nparts, offset, bytes_per_partition, what, direct=False):
         """Storage the kernel placed itself: partitions [part0, part0 +
         nparts), bytes [offset, offset + size) of each (SDK nl.ndarray
         address=(partition, byte offset), as nkilib's SbufManager and its
         PSUM buffers use it).  Tiles placed at the same bytes share them;
-        no other tile is put there, and none of them is freed or spilled.
+        no other tile is put there while one of them lives (FixedPlan), and
+        none of them is freed or spilled.
         direct: placed by nki.compiler direct allocation, whose tiles over
         the same bytes must not be alive at once (check_lifetimes)."""
         cap = self.geometry[0] if space == "sbuf" else self.geometry[1]
@@ -302,10 +303,8 @@ class Trace(Placement, Spilling):
         a.id = self.n_allocs
         self.n_allocs += 1
         self.fixed[a.id] = offset
+        self.fixed_size[a.id] = bytes_per_partition
         if self.recording:
-            ranges = self.fixed_ranges[space]
-            if (offset, bytes_per_partition) not in ranges:
-                ranges.append((offset, bytes_per_partition))
             self.alloc_log.append((a.id, space, bytes_per_partition, 1, len(self.instrs), what, base + offset))
             if direct:
                 self.direct.append((a.id, space, part0, part0 + nparts, offset, offset + bytes_per_partition, what))

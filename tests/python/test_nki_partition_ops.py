@@ -298,6 +298,50 @@ def test_tiles_placed_by_address_share_their_bytes_and_no_other_tile_lands_there
     assert "psum:fp32[0:64]+2048" in r.program and "psum:fp32[0:64]+6144" in r.program
 
 
+def test_placed_tiles_hold_their_bytes_only_while_alive():
+    """A sub-kernel that places PSUM tiles in every bank (nki-library's
+    rmsnorm_tkg / qkv_tkg / mlp inside transformer_tkg, each with banks of
+    its own choosing) does not keep the tracer's own PSUM tiles out of those
+    banks for the rest of the kernel -- the NKI compiler allocates around
+    the placements by live range -- while a tile of the tracer's alive
+    during a placed tile's life keeps clear of its bytes."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((3, a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        sa, sb = nl.load(a), nl.load(b)
+        # phase 1: the kernel's own placements in all 8 banks
+        placed = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum, address=(0, i * 2048))
+                  for i in range(8)]
+        for i, p in enumerate(placed):
+            nisa.nc_matmul(p, stationary=sa, moving=sb)
+        acc = nl.copy(placed[0])
+        for p in placed[1:]:
+            acc = nl.add(acc, nl.copy(p))
+        nl.store(out[0], value=acc)
+        # phase 2: tiles of the tracer's, 8 alive at once
+        mine = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum) for _ in range(8)]
+        for i, p in enumerate(mine):
+            nisa.nc_matmul(p, stationary=sa, moving=nl.multiply(sb, float(i + 1)))
+        acc = nl.copy(mine[0])
+        for p in mine[1:]:
+            acc = nl.add(acc, nl.copy(p))
+        nl.store(out[1], value=acc)
+        # phase 3: a tracer tile alive across a placement in bank 5
+        early = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(early, stationary=sa, moving=sb)
+        late = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum, address=(0, 5 * 2048))
+        nisa.nc_matmul(late, stationary=sa, moving=nl.multiply(sb, 100.0))
+        nl.store(out[2], value=nl.add(nl.copy(early), nl.copy(late)))
+        return out
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((32, 16)).astype(np.float32)
+    got, r = nki.simulate(k, a, b)
+    base = a.T @ b
+    np.testing.assert_allclose(got[0], 8 * base, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got[1], 36 * base, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got[2], 101 * base, rtol=1e-4, atol=1e-3)
+
+
 def test_an_address_outside_the_memory_is_an_error():
     @nki.jit
     def k(a):
