@@ -72,6 +72,11 @@ EXT_TO_ISA = {"bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3fn", "float8_e4m3": 
 
 
 def _np_isa_dtype(dtype):
+    """The ISA dtype a NumPy array binds as.  A bool array is
+    nl.bool_, "boolean stored as uint8" (SDK nki.api.shared.rst), its
+    bytes 0 / 1 (the SDK's own tests pass np.bool_ predicates)."""
+    if dtype == np.bool_:
+        return "uint8"
     return NP_TO_ISA.get(dtype) or EXT_TO_ISA.get(dtype.name)
 
 

@@ -146,6 +146,24 @@ def test_psum_bank_overflow_and_bank_count():
     np.testing.assert_array_equal(got, np.arange(9, dtype=np.float32)[:, None, None] * np.ones((1, 128, 512)))
 
 
+def test_a_bool_array_binds_as_nl_bool_stored_as_uint8():
+    """SDK nki.api.shared.rst: "boolean stored as uint8" (nl.bool_); the
+    SDK's own tests pass np.bool_ predicates, nki-library's transformer_tkg
+    test its attention mask."""
+    @nki.jit
+    def k(m, x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(m.shape, dtype=nl.bool_, buffer=nl.sbuf)
+        nki.isa.dma_copy(dst=t, src=m)
+        f = nl.ndarray(m.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nki.isa.tensor_copy(dst=f, src=t)
+        nl.store(out, value=nl.multiply(nl.load(x), f))
+        return out
+    rng = np.random.default_rng(7)
+    m, x = rng.random((128, 33)) > 0.5, rng.standard_normal((128, 33)).astype(np.float32)
+    np.testing.assert_array_equal(k(m, x), np.where(m, x, 0.0))
+
+
 def test_dtype_and_operand_errors():
     @nki.jit
     def dma_psum(a):
