@@ -234,6 +234,29 @@ def _value_type(v):
     return type(v).__module__.split(".")[0] == "torch" and type(v).__name__ in ("dtype", "device")
 
 
+def _pair_bindings(name, traced0, traced1):
+    """(program 0, program 1, outputs, read_back, aliases) of an LNC=2
+    launch's two traced cores ((Trace, program, inputs, outputs, structure)
+    each) as run_multi takes them: buffers by core 0's names -- the arrays
+    it made and returns, the arguments it returns (read back), the shared
+    HBM arrays neither returns (one buffer for both cores, matched by
+    creation order) -- and core 1's names aliased to them."""
+    (t0, p0, ins0, outs0, _), (t1, p1, ins1, outs1, _) = traced0, traced1
+    lnc.check_pair(name, t0, ins0, outs0, t1, ins1, outs1)
+    p0, p1 = lnc.aim_sends(t0, p0, t1, p1)
+    outputs, written = _split_outputs(ins0, outs0)
+    aliases = [{}, {o1.name: o0.name for o0, o1 in zip(outs0, outs1) if o0.name in outputs}]
+    ext = [{x.hbm_key: x for x in t.shared.values() if x.name in t.shared_external} for t in (t0, t1)]
+    for key in sorted(set(ext[0]) | set(ext[1])):
+        owner = ext[0].get(key) or ext[1][key]
+        outputs[owner.name] = (owner.shape, owner.dtype)
+        for core in (0, 1):
+            x = ext[core].get(key)
+            if x is not None and x.name != owner.name:
+                aliases[core][x.name] = owner.name
+    return p0, p1, outputs, written, aliases
+
+
 class Kernel:
     # (name, target, KernelResult) of the latest simulated runs, oldest let go
     # past HISTORY_LIMIT so a long session stays bounded; runs counts them all
@@ -482,8 +505,8 @@ class Kernel:
                 returned = {o.name for o in outs}
                 t.shared_external = {x.name for x in t.shared.values()
                                      if not x.private and x.name not in returned}
-            elif self._rank is not None:
-                t.shared_external = set(t.cc_staging)     # ranks share only the collectives' staging
+            if self._rank is not None:
+                t.shared_external |= t.cc_staging     # ranks share the collectives' staging
             program = t.program([i for i, _ in ins], outs)
             return program, ins, outs, multi
         finally:
@@ -548,19 +571,8 @@ class Kernel:
             k = Kernel(self.func, self._target, self.grid)
             k._core = core
             traced.append(k._trace_full(args, kwargs))
-        (t0, p0, ins0, outs0, multi), (t1, p1, ins1, outs1, _) = traced
-        lnc.check_pair(self.func.__name__, t0, ins0, outs0, t1, ins1, outs1)
-        p0, p1 = lnc.aim_sends(t0, p0, t1, p1)
-        outputs, written = _split_outputs(ins0, outs0)
-        aliases = [{}, {o1.name: o0.name for o0, o1 in zip(outs0, outs1) if o0.name in outputs}]
-        ext = [{x.hbm_key: x for x in t.shared.values() if x.name in t.shared_external} for t in (t0, t1)]
-        for key in sorted(set(ext[0]) | set(ext[1])):
-            owner = ext[0].get(key) or ext[1][key]
-            outputs[owner.name] = (owner.shape, owner.dtype)
-            for core in (0, 1):
-                x = ext[core].get(key)
-                if x is not None and x.name != owner.name:
-                    aliases[core][x.name] = owner.name
+        (t0, p0, ins0, outs0, multi), _ = traced
+        p0, p1, outputs, written, aliases = _pair_bindings(self.func.__name__, *traced)
         races = (find_races(p0) + find_races(p1)) if check_races else None
         res = neuronsim.run_multi([assemble(p0), assemble(p1)], self._device_inputs(ins0), outputs, aliases=aliases,
                                   read_back=written,

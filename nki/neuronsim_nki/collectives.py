@@ -5,6 +5,11 @@ A kernel using them is launched over ranks with simulate_ranks(kernel, n,
 ...): rank r's program is traced with rank_id() = r and runs on core r, all
 ranks in one simulated timeline (neuronsim.run_multi), each with its own
 arguments and outputs (per_rank([...]) gives each rank its own value).
+An LNC=2 launch (simulate_ranks(kernel[2], n, ...)) puts rank r on the
+paired cores 2r and 2r + 1; each physical core's collective meets the core
+of the same index in the other ranks (nki-library's transformer_tkg: each
+core all-reduces its own SBUF shard, or both cores the same shared HBM
+tensor), so n ranks of LNC=2 take 2n cores of the chip.
 
 How a collective runs here (ranks on one chip share its HBM): every rank of
 the replica group copies its source into its slot of a staging buffer in
@@ -24,6 +29,7 @@ nki-library test/integration/nkilib/experimental/collectives/test_collectives.py
 shows the launch (ReplicaGroup([list(range(n))]), per-rank inputs)."""
 from __future__ import annotations
 
+import collections
 import math
 
 from . import tracer
@@ -74,52 +80,90 @@ def per_rank(values):
 # ---------------------------------------------------------------- launch
 
 def simulate_ranks(kernel, ranks, *args, trace=None, **kwargs):
-    """Runs `kernel` on `ranks` ranks, rank r on core r of the chip.
-    Returns ([rank 0's outputs, rank 1's, ...], KernelResult) -- the result's
-    .cores and .programs hold each rank's stats and program."""
+    """Runs `kernel` on `ranks` ranks of one chip: rank r on core r, or,
+    for an LNC=2 launch (kernel[2]), on the paired cores 2r and 2r + 1,
+    each of which meets the same core of the other ranks in a collective.
+    Returns ([rank 0's outputs, rank 1's, ...], KernelResult) -- the
+    result's .cores and .programs hold each core's stats and program."""
     import neuronsim
 
-    from . import Kernel, _values
+    from . import Kernel, _in_place, _pair_bindings, _split_outputs, _values, assemble
+    from .lnc import is_pair
     k0 = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
     if not isinstance(ranks, int) or ranks < 1:
         raise NKIError(f"simulate_ranks: ranks is a positive int, got {ranks!r}")
+    pair = bool(k0.grid) and is_pair(k0.target, k0.grid)
+    if k0.grid and not pair:
+        raise NKIError(f"simulate_ranks: launch grids per rank other than an LNC=2 launch (kernel[2]) are not "
+                       f"supported by the simulator yet (got kernel[{', '.join(map(str, k0.grid))}])")
+    width = 2 if pair else 1
     cores = neuronsim.chip_info(k0.target)["cores"]
-    if ranks > cores:
-        raise NKIError(f"simulate_ranks: {ranks} ranks on a {k0.target} chip of {cores} NeuronCores")
-    if k0.grid:
-        raise NKIError("simulate_ranks: launch grids per rank (kernel[...]) are not supported by the simulator yet")
+    if ranks * width > cores:
+        raise NKIError(f"simulate_ranks: {ranks} ranks{' of LNC=2' if pair else ''} need {ranks * width} "
+                       f"NeuronCores, and a {k0.target} chip has {cores}; ranks on other chips (NeuronLink) "
+                       "are not simulated")
     for v in list(args) + list(kwargs.values()):
         if isinstance(v, PerRank) and len(v.values) != ranks:
             raise NKIError(f"per_rank: {len(v.values)} values for {ranks} ranks")
 
     def pick(v, r):
         return v.values[r] if isinstance(v, PerRank) else v
-    traced = []
+    traced = []                     # core r * width + c: rank r's core c
     for r in range(ranks):
-        k = Kernel(k0.func, k0._target)
-        k._rank = (r, ranks)
-        traced.append(k._trace_full(tuple(pick(a, r) for a in args), {n: pick(v, r) for n, v in kwargs.items()}))
+        rank_args = tuple(pick(a, r) for a in args), {n: pick(v, r) for n, v in kwargs.items()}
+        for c in range(width):
+            k = Kernel(k0.func, k0._target, k0.grid)
+            k._core = c if pair else None
+            k._rank = (r, ranks)
+            traced.append(k._trace_full(*rank_args))
     calls = [t.cc_log for t, *_ in traced]
     if any(c != calls[0] for c in calls):
         raise NKIError(f"{k0.func.__name__}: the ranks made different collective calls "
                        f"({' vs '.join(str(c) for c in calls)}): they would wait for each other forever")
-    inputs, outputs, aliases = {}, {}, []
-    for r, (t, program, ins, outs, multi) in enumerate(traced):
-        al = {}
-        for x, a in ins:
-            al[x.name] = f"{x.name}@{r}"
+    programs, inputs, outputs, read_back, aliases, per_rank_outs = [], {}, {}, {}, [], []
+    for r in range(ranks):
+        first = traced[r * width]
+        t, _, ins, outs, multi = first
+        if pair:
+            p0, p1, made, written, al = _pair_bindings(k0.func.__name__, first, traced[r * width + 1])
+            programs += [p0, p1]
+        else:
+            made, written = _split_outputs(ins, outs)
+            programs.append(first[1])
+            al = [{}]
+        # every buffer of the rank gets the rank's suffix but the staging,
+        # which all ranks share
+        for c in range(width):
+            own = {x.name for x, _ in traced[r * width + c][2]} | set(made) | set(written)
+            own |= traced[r * width + c][0].shared_external - traced[r * width + c][0].cc_staging
+            al_c = {n: f"{n}@{r}" for n in own}
+            al_c.update({n: f"{b}@{r}" for n, b in al[c].items()})
+            aliases.append(al_c)
         inputs.update({f"{n}@{r}": v for n, v in k0._device_inputs(ins).items()})
-        for o in outs:
-            al[o.name] = f"{o.name}@{r}"
-            outputs[f"{o.name}@{r}"] = (o.shape, o.dtype)
-        for name in t.shared_external:
-            outputs[name] = (t.tensors[name].shape, t.tensors[name].dtype)
-        aliases.append(al)
-    res = neuronsim.run_multi([p for _, p, *_ in traced], inputs, outputs, aliases=aliases, target=k0.target,
-                              label=k0.func.__name__, trace=trace, standalone=True)
-    result = k0._result(res.cores, traced[0][1], trace, None)
-    result.programs = [p for _, p, *_ in traced]
-    return [_values(res.outputs, outs, multi, f"@{r}") for r, (_, _, _, outs, multi) in enumerate(traced)], result
+        outputs.update({f"{n}@{r}": spec for n, spec in made.items()})
+        read_back.update({f"{n}@{r}": spec for n, spec in written.items()})
+        for tc, *_ in traced[r * width:(r + 1) * width]:
+            for name in tc.cc_staging:
+                outputs[name] = (tc.tensors[name].shape, tc.tensors[name].dtype)
+        per_rank_outs.append((ins, outs, multi))
+    res = neuronsim.run_multi([assemble(p) for p in programs], inputs, outputs, aliases=aliases,
+                              read_back=read_back, target=k0.target, label=k0.func.__name__, trace=trace,
+                              standalone=True)
+    result = k0._result(res.cores, programs[0], trace, None)
+    result.programs = programs
+    # an argument written in place is updated in place when it is the
+    # rank's own (per_rank); one array given to every rank keeps its value
+    # and each rank's result is an array of its own
+    seen = collections.Counter(id(a) for ins, _, _ in per_rank_outs for _, a in ins)
+    for ins, outs, multi in per_rank_outs:
+        shared = [x.name for x, a in ins if seen[id(a)] > 1 and any(o.name == x.name for o in outs)]
+        if multi is None and shared:
+            raise NKIError(f"simulate_ranks: {k0.func.__name__} writes its argument {shared[0]} in place and "
+                           "every rank was given the same array: give each rank its own with per_rank([...])")
+    values = [_in_place(_values(res.outputs, outs, multi, f"@{r}"),
+                        [(x, a if seen[id(a)] == 1 else None) for x, a in ins], outs, multi)
+              for r, (ins, outs, multi) in enumerate(per_rank_outs)]
+    return values, result
 
 
 # ------------------------------------------------------------ the calls
@@ -167,6 +211,12 @@ def _as_2d(x, what):
     return x.reshape((rows, math.prod(x.shape[1:]) if len(x.shape) > 1 else 1))
 
 
+def _core_of_rank(t, rank):
+    """The core (run) this core meets in `rank`: the rank's own, or under
+    LNC=2 the rank's core of the same index as this one."""
+    return rank if t.lnc_rank is None else 2 * rank + t.lnc_rank
+
+
 def _stage(t, what, group, srcs):
     """Every rank of `group` puts its sources into its slots of a staging
     buffer per source, tells the others, and waits to hear from all of
@@ -180,7 +230,7 @@ def _stage(t, what, group, srcs):
     for i, s in enumerate(srcs):
         s2 = _as_2d(s, "sources")
         rows, cols = s2.shape
-        name = f"cc{call}_{'_'.join(map(str, group))}_{i}"
+        name = f"cc{call}_{'_'.join(map(str, group))}_{i}" + ("" if t.lnc_rank is None else f"_c{t.lnc_rank}")
         st = t.tensors.get(name)
         if st is None:
             st = hbm_tensor(name, (len(group) * rows, cols), s.dtype)
@@ -192,8 +242,8 @@ def _stage(t, what, group, srcs):
     regions = [st.region() for st in stages]
     for r in group:
         if r != t.cc_rank:
-            sync_point(t, "sync", f"sem_signal sem={CC_SEM} op=add value=1 remote rank={r}", reads=regions,
-                       after=moves)
+            sync_point(t, "sync", f"sem_signal sem={CC_SEM} op=add value=1 remote rank={_core_of_rank(t, r)}",
+                       reads=regions, after=moves)
     t.cc_expected += len(group) - 1
     if len(group) > 1:
         sync_point(t, "sync", f"sem_wait sem={CC_SEM} cond=is_ge value={t.cc_expected}", writes=regions)
@@ -400,10 +450,10 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id, replica
 
 
 def all_gather_v(*args, **kw):
-    fail("nki.collectives.all_gather_v: its counts come from a metadata tensor read at run time, which the "
-         "simulator's ISA cannot follow (no run-time control flow); use all_gather")
+    fail("nki.collectives.all_gather_v: its counts come from a metadata tensor read at run time and size its "
+         "transfers, which the simulator's DMAs cannot take from a register; use all_gather")
 
 
 def all_to_all_v(*args, **kw):
-    fail("nki.collectives.all_to_all_v: its counts come from a metadata tensor read at run time, which the "
-         "simulator's ISA cannot follow (no run-time control flow); use all_to_all")
+    fail("nki.collectives.all_to_all_v: its counts come from a metadata tensor read at run time and size its "
+         "transfers, which the simulator's DMAs cannot take from a register; use all_to_all")

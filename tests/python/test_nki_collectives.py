@@ -171,8 +171,12 @@ def test_collective_misuse_is_refused_by_name():
         k(x, ReplicaGroup([[0]]))
     with pytest.raises(nki.NKIError, match="names rank 4"):
         nki.simulate_ranks(k, 2, x, ReplicaGroup([[0, 4]]))
-    with pytest.raises(nki.NKIError, match="8 NeuronCores"):
+    with pytest.raises(nki.NKIError, match="9 NeuronCores, and a trn2 chip has 8"):
         nki.simulate_ranks(k, 9, x, ReplicaGroup([list(range(9))]))
+    with pytest.raises(nki.NKIError, match="5 ranks of LNC=2 need 10 NeuronCores"):
+        nki.simulate_ranks(k[2], 5, x, ReplicaGroup([list(range(5))]))
+    with pytest.raises(nki.NKIError, match="other than an LNC=2 launch"):
+        nki.simulate_ranks(k[3], 2, x, ReplicaGroup([[0, 1]]))
     with pytest.raises(nki.NKIError, match="run time"):
         ncc.all_gather_v([x], [x], None, None)
 
@@ -194,3 +198,96 @@ def test_rank_launches_are_deterministic():
     for x, y in zip(a[0], b[0]):
         np.testing.assert_array_equal(x, y)
     assert [c["total_ps"] for c in a[1].cores] == [c["total_ps"] for c in b[1].cores]
+
+
+def _lnc2_sb2sb_kernel():
+    """transformer_tkg's _sb2sb_all_reduce_gather: each core all-reduces its
+    own SBUF shard with the same core of the other ranks, then the pair
+    swaps shards (sendrecv) so both hold the whole reduced tile."""
+    @nki.jit
+    def k(x, replica_group):
+        prg, half = nl.program_id(0), x.shape[1] // 2
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        mine = nl.ndarray((x.shape[0], half), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine, src=x[:, nl.ds(prg * half, half)])
+        reduced = nl.ndarray(mine.shape, dtype=x.dtype, buffer=nl.sbuf)
+        ncc.all_reduce(dsts=[reduced], srcs=[mine], op=nl.add, replica_group=replica_group)
+        whole = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=whole[:, nl.ds(prg * half, half)], src=reduced)
+        nisa.sendrecv(src=reduced, dst=whole[:, nl.ds((1 - prg) * half, half)], send_to_rank=1 - prg,
+                      recv_from_rank=1 - prg, pipe_id=0)
+        rows = x.shape[0] // 2
+        nisa.dma_copy(dst=out[nl.ds(prg * rows, rows), :], src=whole[nl.ds(prg * rows, rows), :])
+        return out
+    return k
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 4])
+def test_lnc2_ranks_reduce_per_core_shards_and_swap_them(ranks):
+    k = _lnc2_sb2sb_kernel()
+    xs = _inputs(ranks, (128, 96), seed=20 + ranks)
+    outs, r = nki.simulate_ranks(k[2], ranks, nki.per_rank(xs), ReplicaGroup([list(range(ranks))]))
+    want = xs[0].copy()
+    for x in xs[1:]:
+        want = want + x
+    for o in outs:
+        np.testing.assert_allclose(o, want, rtol=1e-6)
+    assert len(r.cores) == len(r.programs) == 2 * ranks
+    assert all("remote rank=" not in p or ranks > 1 for p in r.programs)
+    # core c of rank r signals core c of the other ranks: runs 2q + c
+    for run, p in enumerate(r.programs):
+        signalled = {int(w.split("=")[1]) for w in p.split() if w.startswith("rank=")}
+        assert signalled == {2 * q + run % 2 for q in range(ranks) if q != run // 2}
+
+
+def test_lnc2_ranks_all_reduce_a_shared_hbm_tensor_on_both_cores():
+    """transformer_tkg's HBM path: both cores of a rank write halves of one
+    shared HBM tensor, meet at a core barrier, and both all-reduce it; the
+    other ranks' partial sums come in per core and the rank's result is
+    whole."""
+    @nki.jit
+    def k(x, replica_group):
+        prg, rows = nl.program_id(0), x.shape[0] // 2
+        part = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="part")
+        red = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="red")
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((rows, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x[nl.ds(prg * rows, rows), :])
+        nisa.activation(dst=t, data=t, op=nl.exp)
+        nisa.dma_copy(dst=part[nl.ds(prg * rows, rows), :], src=t)
+        nisa.core_barrier(data=part, cores=(0, 1))
+        ncc.all_reduce(dsts=[red], srcs=[part], op=nl.add, replica_group=replica_group)
+        nisa.dma_copy(dst=t, src=red[nl.ds(prg * rows, rows), :])
+        nisa.dma_copy(dst=out[nl.ds(prg * rows, rows), :], src=t)
+        return out
+    xs = _inputs(3, (256, 40), seed=30)
+    outs, r = nki.simulate_ranks(k[2], 3, nki.per_rank(xs), ReplicaGroup([[0, 1, 2]]))
+    want = sum(np.exp(x) for x in xs)
+    for o in outs:
+        np.testing.assert_allclose(o, want, rtol=2e-6)
+    # the same program and inputs: identical values and cycles
+    outs2, r2 = nki.simulate_ranks(k[2], 3, nki.per_rank(xs), ReplicaGroup([[0, 1, 2]]))
+    assert [c["total_ps"] for c in r.cores] == [c["total_ps"] for c in r2.cores]
+    assert all(np.array_equal(a, b) for a, b in zip(outs, outs2))
+
+
+def test_ranks_update_their_own_arguments_in_place():
+    @nki.jit
+    def k(a, replica_group):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        red = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        ncc.all_reduce(dsts=[red], srcs=[t], op=nl.add, replica_group=replica_group)
+        nisa.dma_copy(dst=a, src=red)
+        return a
+    xs = _inputs(2, (64, 16), seed=40)
+    mine = [x.copy() for x in xs]
+    outs, _ = nki.simulate_ranks(k, 2, nki.per_rank(mine), ReplicaGroup([[0, 1]]))
+    for o, m in zip(outs, mine):
+        assert o is m                          # the rank's own array, updated
+        np.testing.assert_allclose(m, xs[0] + xs[1], rtol=1e-6)
+    shared = xs[0].copy()
+    outs, _ = nki.simulate_ranks(k, 2, shared, ReplicaGroup([[0, 1]]))
+    np.testing.assert_array_equal(shared, xs[0])   # one array for both ranks: each result is its own
+    for o in outs:
+        np.testing.assert_allclose(o, 2 * xs[0], rtol=1e-6)
