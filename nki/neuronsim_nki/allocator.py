@@ -141,8 +141,10 @@ class FixedPlan:
     """What the first pass learnt of the tiles a kernel placed itself
     (nl.ndarray(address=)): per memory, each distinct range and when tiles
     placed there are alive (from creation to last use, in first-pass
-    instruction counts).  A tile the allocator places keeps clear of a
-    range only while a placed tile there is alive during its own life --
+    instruction counts; a placed tile read before it is written holds the
+    bytes from the previous tile there on, whose contents it takes over).
+    A tile the allocator places keeps clear of a range only while a placed
+    tile there is alive during its own life --
     as the NKI compiler's allocator works around the kernel's placements by
     live range -- not for the whole kernel: nki-library's transformer_tkg
     runs sub-kernels that each place PSUM tiles in banks of their own
@@ -155,7 +157,13 @@ class FixedPlan:
                 continue
             rng = (trace.fixed[aid], trace.fixed_size[aid])
             seq = trace.use_seq.get(aid)
-            spans.setdefault(space, {}).setdefault(rng, []).append((now, seq[-1] if seq else now))
+            lives = spans.setdefault(space, {}).setdefault(rng, [])
+            start = now
+            if aid in trace.fixed_read_first and lives:
+                # read before written: it takes over what the previous tile
+                # at these bytes left there, so the bytes stay held between
+                start = lives[-1][0]
+            lives.append((start, seq[-1] if seq else now))
         self.spans = {space: [(rng, _merged(iv)) for rng, iv in sorted(by.items())] for space, by in spans.items()}
         self.alloc_at, self.uses = trace.alloc_at, trace.uses
         self.memo = {}

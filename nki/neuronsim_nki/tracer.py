@@ -167,6 +167,8 @@ class Trace(Placement, Spilling):
         self.no_reorder = 0                    # of them, loops under nki.compiler.no_reorder()
         self.direct_decls = {}                 # declaration in device loops -> its placement (language.ndarray)
         self.fixed_size = {}                   # allocation id -> bytes per partition of a placed tile
+        self.fixed_seen = set()                # first pass: allocations accessed so far
+        self.fixed_read_first = set()          # first pass: placed tiles read before written
         self.fixed_plan = fixed_plan           # the first pass's allocator.FixedPlan (second pass)
         # the first pass's allocations and drops in the order they happened
         # (see replay): (id, space, bytes per partition, banks, instruction
@@ -468,6 +470,12 @@ class Trace(Placement, Spilling):
                 if r.alloc_id in self.cse_shared:
                     self.cse_broken = True       # a reused result written in place
         if self.recording:
+            # a placed tile first read before written relies on what an
+            # earlier tile at its bytes left there (FixedPlan)
+            for r in ins.reads:
+                if isinstance(r, Region) and r.alloc_id in self.fixed and r.alloc_id not in self.fixed_seen:
+                    self.fixed_read_first.add(r.alloc_id)
+            self.fixed_seen.update(r.alloc_id for r in ins.reads + ins.writes if isinstance(r, Region))
             # the liveness pass only needs each instruction's position (and
             # the accumulation groups above); dependencies are the second's
             ins.pruned = None

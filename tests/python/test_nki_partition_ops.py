@@ -342,6 +342,35 @@ def test_placed_tiles_hold_their_bytes_only_while_alive():
     np.testing.assert_allclose(got[2], 101 * base, rtol=1e-4, atol=1e-3)
 
 
+def test_a_placed_tile_read_before_written_keeps_its_predecessors_bytes():
+    """Tiles at one address are one storage: a tile placed where an earlier
+    one was and read before written sees what that one left, so the bytes
+    stay held between the two though neither is alive there."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((2, a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        sa, sb = nl.load(a), nl.load(b)
+        first = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+        nisa.nc_matmul(first, stationary=sa, moving=sb)
+        del first
+        mine = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum) for _ in range(7)]
+        for i, p in enumerate(mine):
+            nisa.nc_matmul(p, stationary=sa, moving=nl.multiply(sb, float(i + 2)))
+        acc = nl.copy(mine[0])
+        for p in mine[1:]:
+            acc = nl.add(acc, nl.copy(p))
+        nl.store(out[0], value=acc)
+        again = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+        nl.store(out[1], value=nl.copy(again))
+        return out
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((32, 64)).astype(np.float32), rng.standard_normal((32, 16)).astype(np.float32)
+    got = k(a, b)
+    base = a.T @ b
+    np.testing.assert_allclose(got[0], 35 * base, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got[1], base, rtol=1e-4, atol=1e-4)
+
+
 def test_an_address_outside_the_memory_is_an_error():
     @nki.jit
     def k(a):
