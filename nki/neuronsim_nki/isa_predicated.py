@@ -71,7 +71,11 @@ def range_select(*args, on_true_tile=None, comp_op0=None, comp_op1=None, bound0=
                     "not supported by the simulator yet (reset_reduce with reduce_res is)")
     if reduce_op is not None and nl.op_name(reduce_op) != "max":
         tracer.fail(f"{what}: reduce_op is maximum (the only reduction the instruction has), got {reduce_op!r}")
-    if float(on_false_value) != _FP32_MIN:
+    # as an fp32 value: -3.4028235e38 (nkilib's attention_bwd writes it so)
+    # rounds to FP32_MIN
+    with np.errstate(over="ignore"):               # a value past fp32 becomes -inf: refused
+        fill = float(np.float32(on_false_value))
+    if fill != _FP32_MIN:
         tracer.fail(f"{what}: on_false_value is FP32_MIN (-3.4028235e+38), the only fill the hardware has; "
                     f"got {on_false_value!r}")
     if isinstance(range_start, bool) or not isinstance(range_start, int):

@@ -196,8 +196,12 @@ def test_range_select_fills_minus_inf_in_bf16_and_declines_what_it_lacks():
     assert (out[:, 2:5] == 1).all() and np.isneginf(out[:, :2]).all() and np.isneginf(out[:, 5:]).all()
     with pytest.raises(nki.NKIError, match="registers across instructions"):
         kernel(nisa.reduce_cmd.reduce)(x, lo, hi)
+    # written as a decimal (nkilib's attention_bwd): FP32_MIN once rounded to fp32
+    np.testing.assert_array_equal(np.asarray(kernel(fill=-3.4028235e38)(x, lo, hi), np.float32), out)
     with pytest.raises(nki.NKIError, match="on_false_value is FP32_MIN"):
         kernel(fill=0.0)(x, lo, hi)
+    with pytest.raises(nki.NKIError, match="on_false_value is FP32_MIN"):
+        kernel(fill=-3.5e38)(x, lo, hi)
     with pytest.raises(nki.NKIError, match="NeuronCore-v3"):
         nki.Kernel(kernel().func, "trn1")(x, lo, hi)
 
