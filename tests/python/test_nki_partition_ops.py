@@ -302,6 +302,14 @@ def test_tiles_placed_by_address_share_their_bytes_and_no_other_tile_lands_there
     assert "psum:fp32[0:64]+2048" in r.program and "psum:fp32[0:64]+6144" in r.program
 
 
+def _sum_of_copies(tiles):
+    """The sum of PSUM tiles, each copied to SBUF (inside a kernel)."""
+    acc = nl.copy(tiles[0])
+    for p in tiles[1:]:
+        acc = nl.add(acc, nl.copy(p))
+    return acc
+
+
 def test_placed_tiles_hold_their_bytes_only_while_alive():
     """A sub-kernel that places PSUM tiles in every bank (nki-library's
     rmsnorm_tkg / qkv_tkg / mlp inside transformer_tkg, each with banks of
@@ -318,18 +326,12 @@ def test_placed_tiles_hold_their_bytes_only_while_alive():
                   for i in range(8)]
         for i, p in enumerate(placed):
             nisa.nc_matmul(p, stationary=sa, moving=sb)
-        acc = nl.copy(placed[0])
-        for p in placed[1:]:
-            acc = nl.add(acc, nl.copy(p))
-        nl.store(out[0], value=acc)
+        nl.store(out[0], value=_sum_of_copies(placed))
         # phase 2: tiles of the tracer's, 8 alive at once
         mine = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum) for _ in range(8)]
         for i, p in enumerate(mine):
             nisa.nc_matmul(p, stationary=sa, moving=nl.multiply(sb, float(i + 1)))
-        acc = nl.copy(mine[0])
-        for p in mine[1:]:
-            acc = nl.add(acc, nl.copy(p))
-        nl.store(out[1], value=acc)
+        nl.store(out[1], value=_sum_of_copies(mine))
         # phase 3: a tracer tile alive across a placement in bank 5
         early = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
         nisa.nc_matmul(early, stationary=sa, moving=sb)
@@ -360,10 +362,7 @@ def test_a_placed_tile_read_before_written_keeps_its_predecessors_bytes():
         mine = [nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum) for _ in range(7)]
         for i, p in enumerate(mine):
             nisa.nc_matmul(p, stationary=sa, moving=nl.multiply(sb, float(i + 2)))
-        acc = nl.copy(mine[0])
-        for p in mine[1:]:
-            acc = nl.add(acc, nl.copy(p))
-        nl.store(out[0], value=acc)
+        nl.store(out[0], value=_sum_of_copies(mine))
         again = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
         nl.store(out[1], value=nl.copy(again))
         return out
