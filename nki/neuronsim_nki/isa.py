@@ -102,18 +102,42 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, is
             dst = args[0]
         else:
             stationary = args[0]
+    perf = _perf_mode(kw.pop("perf_mode", None))
     if is_transpose and "pe_transpose" in tracer.current().features:
+        if perf:
+            fail("nisa.nc_matmul: is_transpose with perf_mode=double_row")
         return _transpose_mode(stationary, moving, dst)
-    if dst is None:
+    if perf:
+        passes, M, N = _te.double_row_passes(stationary, moving)
+    elif dst is None:
         return nl.matmul(stationary, moving, transpose_x=True)
+    else:
+        x, y, M, N = _te.matmul_operands(stationary, moving, transpose_x=True)
+        passes = [(x, y, None)]
+    if dst is None:                     # a result used as a value (double_row)
+        out = Tensor("psum", "fp32", (M, N), (0, 1))
+        out.pending = passes
+        return out
     # straight into dst: no PSUM tile of its own (a kernel placing its PSUM
     # tiles itself may leave no room for one)
-    x, y, M, N = _te.matmul_operands(stationary, moving, transpose_x=True)
     if isinstance(dst, Tensor) and dst.space == "psum" and \
             (dst.shape[0] != M or dst.elements_per_partition() != N):
         fail(f"nisa.nc_matmul: dst {list(dst.shape)} does not hold the [{M}, {N}] result")
-    _te.emit_matmul(x, y, dst, accumulate)
+    for k, (x, y, pm) in enumerate(passes):
+        _te.emit_matmul(x, y, dst, accumulate if k == 0 else True, perf=pm)
     return dst
+
+
+def _perf_mode(value):
+    """nc_matmul's perf_mode as the ISA's: None (off) or "double_row" (the
+    SDK's matmul_perf_mode.double_row; its own tests also write
+    "double_row_gen3").  Others are refused by name, not dropped."""
+    v = getattr(value, "value", value)
+    if v in (None, "none", 0):
+        return None
+    if v in ("double_row", "double_row_gen3"):
+        return "double_row"
+    fail(f"nisa.nc_matmul perf_mode={value!r}: none or double_row")
 
 
 def _transpose_mode(stationary, moving, dst):
@@ -178,8 +202,9 @@ class reduce_cmd:
 
 
 class matmul_perf_mode:
-    """nc_matmul's perf_mode: none, or double_row (two FP8 rows per pass,
-    NeuronCore-v4 hardware the simulator does not model: refused by name)."""
+    """nc_matmul's perf_mode: none, or double_row (FP8 on NeuronCore-v3+:
+    the contraction split over the partitions and a free dimension of 2,
+    done at twice the rate)."""
     none = "none"
     double_row = "double_row"
 

@@ -193,6 +193,11 @@ class Tensor(TensorViews):
         key = key if isinstance(key, tuple) else (key,)
         if len(key) != len(self.shape):
             fail(f"{len(key)} grid subscripts for a tensor of rank {len(self.shape)}")
+        pax = getattr(self, "pax", 0)
+        if self.space != "hbm" and pax and all(isinstance(k, int) for k in key[:pax]):
+            # t[block, i_p, i_f] on a tile with block dimensions: the block
+            # first, then the grid over it (nki-samples' double_row_matmul)
+            return self[key[:pax]]._grid_view(key[pax:])
         dims, offset, part0, over = {}, self.offset, self.part0, None
         first = min((g for k in key if isinstance(k, (Index, GridExpr)) for g, _, _ in k.terms()[0]), default=None)
         for ax, k in enumerate(key):

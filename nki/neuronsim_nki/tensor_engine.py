@@ -21,8 +21,30 @@ def matmul(x, y, transpose_x=False, **kw):
     # straight away, as the compiler writes it, and takes no PSUM of its own
     # (a kernel placing its PSUM itself may hold every bank)
     out = Tensor("psum", "fp32", (M, N), (0, 1))
-    out.pending = (x, y)
+    out.pending = [(x, y, None)]
     return out
+
+
+def double_row_passes(stationary, moving):
+    """nc_matmul(perf_mode=double_row) operands as the ISA's passes: the
+    contraction is split between the partitions and a first free dimension
+    of 2 (SDK nki.isa.nc_matmul: stationary [K, 2, M], moving [K, 2, N] for
+    a contraction of 2K), which TensorE does as two K-deep passes at half
+    the time each (the ISA's perf=double_row: "K effectively 256 in BF16
+    K=128 time"); returns ([(stationary half, moving half, perf)] x 2, M, N)."""
+    stationary, moving = nl._operand(stationary), nl._operand(moving)
+    for name, t in (("stationary", stationary), ("moving", moving)):
+        if not isinstance(t, Tensor) or len(t.shape) != 3 or t.shape[1] != 2:
+            fail(f"nisa.nc_matmul perf_mode=double_row: {name} is [K, 2, free] (the contraction split between the "
+                 f"partitions and a first free dimension of 2), got {getattr(t, 'shape', t)!r}")
+        if t.dtype not in ("fp8_e4m3", "fp8_e4m3fn", "fp8_e5m2"):
+            fail(f"nisa.nc_matmul perf_mode=double_row: {name} must be float8 (float8_e4m3 / float8_e5m2), "
+                 f"not {NKI_NAMES.get(t.dtype, t.dtype)}")
+    passes = []
+    for half in (0, 1):
+        x, y, M, N = matmul_operands(stationary[:, half, :], moving[:, half, :], transpose_x=True)
+        passes.append((x, y, "double_row"))
+    return passes, M, N
 
 
 def matmul_operands(x, y, transpose_x=False):
@@ -64,21 +86,23 @@ def _place_matmul(res, dst=None, accumulate=False):
     """accumulate None: NKI's accumulation groups -- the first matmul into a
     PSUM region overwrites it, later ones into the same region add, until
     something else reads or writes those bytes."""
-    x, y = res.pending
+    passes = res.pending
     res.pending = None
     if dst is None and res.alloc is None:
         # storage deferred (see matmul): the result is wanted as a value
         tile = new_tile("psum", res.shape, "fp32", "nl.matmul result")
         res.alloc, res.strides = tile.alloc, tile.strides
-    emit_matmul(x, y, dst or res, accumulate)
+    for k, (x, y, perf) in enumerate(passes):
+        emit_matmul(x, y, dst or res, accumulate if k == 0 else True, perf=perf)
     if dst is not None and res.alloc is None and dst.shape == res.shape:
         # written into dst: used again, the result is what dst holds
         res.alloc, res.strides, res.offset, res.part0, res.pax = dst.alloc, dst.strides, dst.offset, dst.part0, dst.pax
 
 
-def emit_matmul(x, y, dst, accumulate=False, scales=None):
+def emit_matmul(x, y, dst, accumulate=False, scales=None, perf=None):
     """stationary x, moving y (matmul_operands) into the PSUM tile dst;
-    scales: (stationary scale, moving scale) of MX operands (isa_mx.py)."""
+    scales: (stationary scale, moving scale) of MX operands (isa_mx.py);
+    perf: the ISA's perf mode of both instructions (double_row_passes)."""
     if dst.space != "psum":
         fail("a matmul result goes to PSUM")
     # accumulation groups are per region: matmuls interleaved over several
@@ -98,11 +122,12 @@ def emit_matmul(x, y, dst, accumulate=False, scales=None):
         groups.add(region)
         t.open_regions.add(dst.alloc)
     xs, ys = scales or (None, None)
-    t.emit("tensor", f"load_stationary stationary={x.ap()}" + (f" scale={xs.ap()}" if xs else ""),
+    pm = f" perf={perf}" if perf else ""
+    t.emit("tensor", f"load_stationary stationary={x.ap()}" + (f" scale={xs.ap()}" if xs else "") + pm,
            reads=[x.region()] + ([xs.region()] if xs else []))
     acc = " accumulate" if accumulate else ""
     t.emit("tensor", f"multiply_moving dst={dst.ap()} moving={y.ap()}{acc}" +
-           (f" moving_scale={ys.ap()}" if ys else ""),
+           (f" moving_scale={ys.ap()}" if ys else "") + pm,
            reads=[y.region()] + ([ys.region()] if ys else []) + ([dst.region()] if accumulate else []),
            writes=[dst.region()])
 
