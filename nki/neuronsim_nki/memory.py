@@ -3,6 +3,8 @@ nl.load_transpose2d) and the masks that cut a partial last tile; language.py
 re-exports them."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from neuronsim import FLOAT_DTYPES
@@ -20,8 +22,8 @@ def _dma(dst, src, engine="sync", mode="direct", oob_skip=False):
     """One DMA; oob_skip: a run-time offset that moves it out of its tensor
     drops it (nisa oob_mode.skip)."""
     t = tracer.current()
-    if dst.shape != src.shape and dst.elements_per_partition() * dst.shape[0] != \
-            src.elements_per_partition() * src.shape[0]:
+    # (a view indexed down to one element, t[0, 0], has shape (): one element)
+    if dst.shape != src.shape and math.prod(dst.shape) != math.prod(src.shape):
         fail(f"DMA shapes differ: {list(src.shape)} -> {list(dst.shape)}")
     floats = tuple(d for d in FLOAT_DTYPES if d != "tf32")
     if dst.dtype != src.dtype and mode != "direct" and not (dst.dtype in floats and src.dtype in floats):

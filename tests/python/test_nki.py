@@ -164,6 +164,23 @@ def test_a_bool_array_binds_as_nl_bool_stored_as_uint8():
     np.testing.assert_array_equal(k(m, x), np.where(m, x, 0.0))
 
 
+def test_a_dma_of_one_element_indexed_down_to_it():
+    """t[0, 0] <- s[1, 0]: views indexed to one element on both sides
+    (nkilib's attention_cte loads its attention sink so); it was an
+    IndexError inside the tracer."""
+    @nki.jit
+    def k(s):
+        out = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nki.isa.memset(t, 0.0)
+        nki.isa.dma_copy(dst=t[0, 0], src=s[1, 0])
+        nki.isa.dma_copy(dst=t[2, 0], src=s[0, 2])
+        nki.isa.dma_copy(dst=out, src=t)
+        return out
+    s = np.arange(6, dtype=np.float32).reshape(2, 3) + 1
+    np.testing.assert_array_equal(k(s).ravel(), [4, 0, 3, 0])
+
+
 def test_dtype_and_operand_errors():
     @nki.jit
     def dma_psum(a):
