@@ -528,13 +528,13 @@ def _retarget_load(dst, value):
     ins = value.loaded_by
     if ins is None or dst.space != "sbuf" or dst.shape != value.shape or dst.dtype != value.dtype:
         return False
-    dst_ap = dst.ap()              # (a spilled dst comes back first: then the load is not last)
     if not t.instrs or t.instrs[-1] is not ins:
         return False
+    t.retract_last()
+    dst_ap, dst_region = _placed_for(t, ins, dst, value)
     d = t.dmas[ins.dma]
     t.dmas[ins.dma] = (dst_ap, d[1], d[2])
-    t.retract_last()
-    t.emit("sync", ins.text, reads=ins.reads, writes=[dst.region()], dma=ins.dma)
+    t.emit("sync", ins.text, reads=ins.reads, writes=[dst_region], dma=ins.dma)
     value.loaded_by = None
     return True
 
@@ -547,18 +547,39 @@ def _retarget_compute(dst, value):
     published nki.isa pages), so the destination's dtype may differ."""
     t = tracer.current()
     ins = value.made_by
-    old = f"dst={value.ap()}"
-    if not t.instrs or t.instrs[-1] is not ins or dst.space not in ("sbuf", "psum") or \
-            dst.shape[0] != value.shape[0] or \
+    if dst.space not in ("sbuf", "psum") or dst.shape[0] != value.shape[0] or \
             dst.elements_per_partition() != value.elements_per_partition() or \
-            not ins.writes or ins.writes[0] != value.region() or old not in ins.text or \
             (dst.space == "psum" and ins.engine == "gpsimd"):
         return False
+    old = f"dst={value.ap()}"
+    if not t.instrs or t.instrs[-1] is not ins or not ins.writes or ins.writes[0] != value.region() or \
+            old not in ins.text:
+        return False
     t.retract_last()
-    t.emit(ins.engine, ins.text.replace(old, f"dst={dst.ap()}", 1), reads=ins.reads,
-           writes=[dst.region()] + ins.writes[1:], dma=ins.dma)
+    dst_ap, dst_region = _placed_for(t, ins, dst, value)
+    t.emit(ins.engine, ins.text.replace(old, f"dst={dst_ap}", 1), reads=ins.reads,
+           writes=[dst_region] + ins.writes[1:], dma=ins.dma)
     value.made_by = None
     return True
+
+
+def _placed_for(t, ins, dst, value):
+    """dst's access pattern and region for the taken-back instruction ins,
+    re-emitted to write dst instead of the fresh tile `value`.  A spilled
+    dst comes back here (a DMA of its own, before ins), with the tiles ins
+    reads pinned -- their addresses are in its text, so making room for dst
+    must not move them -- and value's storage given up first (nothing
+    writes it now).  The re-emitted instruction is the one the first
+    tracing pass counted: falling back to a copy here would put the passes'
+    instruction counts, and with them every later tile's last use, out of
+    step."""
+    a = value.alloc
+    if not t.recording and a is not None and a.free is not None and a.free.alive and a.id not in t.fixed:
+        t.pinned.discard(a.id)
+        t.live.pop(a.id, None)
+        a.free()
+    t.pinned.update(r.alloc_id for r in ins.reads if isinstance(r, tracer.Region))
+    return dst.ap(), dst.region()
 
 
 class _LoopReduce:

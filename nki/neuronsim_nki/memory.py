@@ -31,11 +31,12 @@ def _dma(dst, src, engine="sync", mode="direct", oob_skip=False):
              "on chip)")
     if "psum" in (dst.space, src.space):
         fail("DMA to or from PSUM is not allowed: copy the tile to SBUF first")
-    idx = len(t.dmas)
+    # operands first: placing them may bring a spilled tile back (a DMA of
+    # its own); this descriptor's index is taken when it is added
     dst_ap, src_ap = dst.ap(), src.ap()
-    t.dmas.append((dst_ap, src_ap, mode))
     src_region, dst_region = src.region(), dst.region()
     dyn = dyn_dma(dst, src, dst_region, src_region, oob_skip)
+    idx = t.add_dma(dst_ap, src_ap, mode)
     if dyn is not None:
         # an offset computed on the device: the DMA starts from the engine
         # holding the scalar
@@ -157,17 +158,17 @@ def _indirect(table, other, mask, what, mode="gather", engine="sync", oob_skip=F
     tab = table if whole_free else table[(slice(None),) + tuple(slice(lo, hi) for lo, hi in free)]
     index = idx[rows[0]:rows[1]]
     t = tracer.current()
-    n = len(t.dmas)
     # the adds read their destination back
     table_ap, table_region, rows_ap, rows_region = tab.ap(), tab.region(), part.ap(), part.region()
     indexed = f"{table_ap} index={index.ap()}" + (" oob=skip" if oob_skip else "")
+    index_region = index.region()
     if scatter:
-        t.dmas.append((indexed, rows_ap, mode))
-        reads = [rows_region, index.region()] + ([table_region] if mode == "scatter_add" else [])
+        n = t.add_dma(indexed, rows_ap, mode)
+        reads = [rows_region, index_region] + ([table_region] if mode == "scatter_add" else [])
         t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[table_region], dma=n)
     else:
-        t.dmas.append((rows_ap, indexed, mode))
-        reads = [table_region, index.region()] + ([rows_region] if mode == "gather_add" else [])
+        n = t.add_dma(rows_ap, indexed, mode)
+        reads = [table_region, index_region] + ([rows_region] if mode == "gather_add" else [])
         t.emit(engine, f"dma_copy desc=d{n}", reads=reads, writes=[rows_region], dma=n)
     return other
 

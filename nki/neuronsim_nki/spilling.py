@@ -131,8 +131,7 @@ class Spilling:
             self.spill_bytes[0] += w[5] - w[4]
         else:
             self.spill_bytes[1] += (w[5] - w[4]) * (w[3] - w[2])
-        idx = len(self.dmas)
-        self.dmas.append((dst, src, "direct"))
+        idx = self.add_dma(dst, src, "direct")
         self.emit("sync", f"dma_copy desc=d{idx}", reads, writes, dma=idx, spill=True)
         self.n_spill_instrs += 1
 

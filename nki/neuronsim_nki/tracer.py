@@ -278,6 +278,14 @@ class Trace(Placement, Spilling):
         self.add_live(a)
         return a
 
+    def add_dma(self, dst_ap, src_ap, mode):
+        """Adds a DMA descriptor and returns its index.  Callers place the
+        operands (ap(), region()) first: placing one may bring a spilled
+        tile back with a DMA of its own, and an index taken before that
+        names the reload's descriptor instead of this one."""
+        self.dmas.append((dst_ap, src_ap, mode))
+        return len(self.dmas) - 1
+
     def avoid(self, aid, space):
         """The ranges of `space` that tiles the kernel placed itself hold
         at some point of allocation aid's life (the first pass's record):
@@ -459,6 +467,8 @@ class Trace(Placement, Spilling):
         if not spill:
             if self.away:            # tiles are spilled: reload them as soon as room frees
                 self.release_dead()  # (this instruction's operands stay: still pinned)
+            if self.n_spill_instrs and not self.recording:
+                self.check_resident(ins)
             self.pinned.clear()
         if closes_groups and not text.startswith(("multiply_moving", "load_stationary")):
             for r in ins.reads + ins.writes:
@@ -505,6 +515,22 @@ class Trace(Placement, Spilling):
             a.open_groups = {g for g in a.open_groups if not overlaps(g, region)}
             if not a.open_groups:
                 self.open_regions.discard(a)
+
+    def check_resident(self, ins):
+        """Once tiles have been spilled: every SBUF / PSUM operand of
+        instruction ins must still lie in its tile's storage -- an address
+        taken before a spill or reload moved the tile would read or write
+        another tile's bytes, a silent wrong value.  An internal error
+        instead (the kernel is not at fault)."""
+        for r in ins.reads + ins.writes:
+            if not isinstance(r, Region) or r.alloc_id in self.fixed:
+                continue
+            ref = self.live.get(r.alloc_id)
+            a = ref() if ref is not None else None
+            if a is None or a.offset is None or not (a.offset <= r[4] and r[5] <= a.offset + max(a.size, 1)):
+                raise NKIError(f"{ins.line}: internal error in the simulator's tracer: an operand of "
+                               f"'{ins.text.split()[0]}' lies where its tile no longer is (moved by a spill or "
+                               "reload); please report this kernel")
 
     def retract_last(self):
         """Takes back the last instruction (to re-emit it changed): its

@@ -127,6 +127,47 @@ def test_sbuf_spills_live_tiles_to_hbm_and_reloads_them(scaled):
         assert not spills and extra == 0
 
 
+def test_spilled_operands_and_results_keep_their_values():
+    """SBUF thrashing: seven [.., 16384] fp32 tiles in room for three.  nkilib's
+    RoPE_sbuf in this shape came out wrong (4 in 5 elements) in two ways, both
+    fixed: a store of a tile that had to be reloaded first named the
+    reload's DMA descriptor (the index was taken before the operand was
+    placed), and a result assigned into a spilled tile (`nisa.tensor_tensor(dst,
+    ...)`) was re-emitted with operand addresses a reload had just moved.
+    Operands are now checked to lie in their tiles whenever tiles have moved."""
+    F = 16384
+
+    @nki.jit
+    def k(x, c, s):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        xin = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        xout = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        cs = nl.ndarray(c.shape, dtype=c.dtype, buffer=nl.sbuf)
+        sn = nl.ndarray(s.shape, dtype=s.dtype, buffer=nl.sbuf)
+        nki.isa.dma_copy(dst=xin, src=x)
+        nki.isa.dma_copy(dst=cs, src=c)
+        nki.isa.dma_copy(dst=sn, src=s)
+        odd = nl.ndarray((32, F), dtype=x.dtype, buffer=nl.sbuf)
+        nki.isa.tensor_copy(dst=odd, src=xin[32:, :])
+        ec, oc, es, os_ = (nl.ndarray((32, F), dtype=x.dtype, buffer=nl.sbuf) for _ in range(4))
+        nki.isa.tensor_tensor(ec, xin[:32, :], cs, nl.multiply)
+        nki.isa.tensor_tensor(oc, odd, cs, nl.multiply)
+        nki.isa.tensor_tensor(es, xin[:32, :], sn, nl.multiply)
+        nki.isa.tensor_tensor(os_, odd, sn, nl.multiply)
+        nki.isa.tensor_tensor(xout[:32, :], ec, os_, nl.subtract)
+        nki.isa.tensor_tensor(xout[32:, :], oc, es, nl.add)
+        nki.isa.dma_copy(dst=out, src=xout)
+        return out
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, F)).astype(np.float32)
+    c, s = (rng.standard_normal((32, F)).astype(np.float32) for _ in range(2))
+    got, res = nki.simulate(k, x, c, s, check_races=True)
+    np.testing.assert_array_equal(got, np.concatenate([x[:32] * c - x[32:] * s, x[32:] * c + x[:32] * s]))
+    assert res.races == [] and any(line.startswith(".tensor spill") for line in res.program.splitlines())
+    descs = [line.split("desc=")[1].split()[0] for line in res.program.splitlines() if "dma_copy desc=" in line]
+    assert len(descs) == len(set(descs))          # each descriptor issued once
+
+
 def test_psum_bank_overflow_and_bank_count():
     @nki.jit
     def big(a):
