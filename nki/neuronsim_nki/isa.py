@@ -102,7 +102,7 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, is
             dst = args[0]
         else:
             stationary = args[0]
-    perf = _perf_mode(kw.pop("perf_mode", None))
+    perf = _te.perf_mode(kw.pop("perf_mode", None))
     if is_transpose and "pe_transpose" in tracer.current().features:
         if perf:
             fail("nisa.nc_matmul: is_transpose with perf_mode=double_row")
@@ -115,9 +115,7 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, is
         x, y, M, N = _te.matmul_operands(stationary, moving, transpose_x=True)
         passes = [(x, y, None)]
     if dst is None:                     # a result used as a value (double_row)
-        out = Tensor("psum", "fp32", (M, N), (0, 1))
-        out.pending = passes
-        return out
+        return _te.pending_result(passes, M, N)
     # straight into dst: no PSUM tile of its own (a kernel placing its PSUM
     # tiles itself may leave no room for one)
     if isinstance(dst, Tensor) and dst.space == "psum" and \
@@ -126,18 +124,6 @@ def nc_matmul(*args, stationary=None, moving=None, dst=None, accumulate=None, is
     for k, (x, y, pm) in enumerate(passes):
         _te.emit_matmul(x, y, dst, accumulate if k == 0 else True, perf=pm)
     return dst
-
-
-def _perf_mode(value):
-    """nc_matmul's perf_mode as the ISA's: None (off) or "double_row" (the
-    SDK's matmul_perf_mode.double_row; its own tests also write
-    "double_row_gen3").  Others are refused by name, not dropped."""
-    v = getattr(value, "value", value)
-    if v in (None, "none", 0):
-        return None
-    if v in ("double_row", "double_row_gen3"):
-        return "double_row"
-    fail(f"nisa.nc_matmul perf_mode={value!r}: none or double_row")
 
 
 def _transpose_mode(stationary, moving, dst):

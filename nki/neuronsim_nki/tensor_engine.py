@@ -20,9 +20,27 @@ def matmul(x, y, transpose_x=False, **kw):
     # tile (x[...] = nisa.nc_matmul(...), psum += ...) it is written there
     # straight away, as the compiler writes it, and takes no PSUM of its own
     # (a kernel placing its PSUM itself may hold every bank)
+    return pending_result([(x, y, None)], M, N)
+
+
+def pending_result(passes, M, N):
+    """A [M, N] fp32 PSUM result of matmul passes [(stationary, moving,
+    perf)], storage deferred until it is used or assigned (_place_matmul)."""
     out = Tensor("psum", "fp32", (M, N), (0, 1))
-    out.pending = [(x, y, None)]
+    out.pending = passes
     return out
+
+
+def perf_mode(value):
+    """nc_matmul's perf_mode as the ISA's: None (off) or "double_row" (the
+    SDK's matmul_perf_mode.double_row; its own tests also write
+    "double_row_gen3").  Others are refused by name, not dropped."""
+    v = getattr(value, "value", value)
+    if v in (None, "none", 0):
+        return None
+    if v in ("double_row", "double_row_gen3"):
+        return "double_row"
+    fail(f"nisa.nc_matmul perf_mode={value!r}: none or double_row")
 
 
 def double_row_passes(stationary, moving):
